@@ -1,0 +1,82 @@
+"""The catalogue of diagnostic codes.
+
+Codes are stable: CI annotations, SARIF rule ids and users' suppressions
+refer to them, so a code is never reused for a different meaning.  Ranges:
+
+  E00xx  reading files            E01xx  DSL syntax
+  E02xx  YAML and JSON Schema     E03xx  names and references
+  E04xx  domain rules             E05xx  dependency graph
+  E06xx  placement                W0xxx  warnings (same ranges)
+"""
+
+from __future__ import annotations
+
+CODES: dict[str, str] = {
+    # reading files
+    "E0001": "path cannot be read",
+    "E0002": "file is not valid UTF-8 text",
+    "E0003": "file is binary, not text",
+    "E0004": "file declares nothing",
+    # DSL syntax
+    "E0101": "unexpected token",
+    "E0102": "unexpected character",
+    "E0103": "unexpected end of file",
+    "E0104": "unterminated string",
+    "E0105": "clause given twice in one block",
+    "E0106": "required clause missing",
+    "E0107": "invalid literal",
+    # YAML and schema
+    "E0201": "YAML syntax error",
+    "E0202": "YAML aliases expand too much (alias bomb)",
+    "E0203": "YAML nesting too deep",
+    "E0204": "unknown apiVersion or kind",
+    "E0205": "duplicate key in a YAML mapping",
+    "E0206": "YAML document is not a mapping",
+    "E0210": "required property missing",
+    "E0211": "value has the wrong type",
+    "E0212": "unknown property",
+    "E0213": "value not among the allowed ones",
+    "E0214": "value does not match the expected format",
+    "E0215": "value out of range",
+    "E0216": "too few or too many items",
+    "E0219": "schema violation",
+    # names and references
+    "E0301": "unknown tenant",
+    "E0302": "unknown dataset",
+    "E0303": "unknown intent",
+    "E0304": "name declared twice",
+    # domain rules
+    "E0401": "batch size out of range",
+    "E0402": "auto batch maximum out of range",
+    "E0403": "seq_len out of range",
+    "E0404": "unknown kv_cache policy",
+    "E0405": "kv_cache policy not allowed for this seq_len",
+    "E0406": "unknown precision",
+    "E0407": "unknown SLA class",
+    "E0408": "unknown tenant tier",
+    "E0409": "weight must be a positive integer",
+    "E0410": "name is not a DNS-1123 label",
+    "E0411": "invalid quantity",
+    "E0412": "GPU count must be greater than zero",
+    "E0413": "tenant quota must be greater than zero",
+    "E0414": "tolerance must be in (0, 1]",
+    "E0415": "invalid duration",
+    "E0416": "unknown placement scope",
+    "E0417": "invalid cron schedule",
+    "E0418": "unknown drift policy",
+    "E0419": "setting not valid for this action kind",
+    "E0420": "unknown action kind or trigger",
+    "W0401": "GPU product not offered by any topology",
+    "W0402": "model settings on an action that does not use them",
+    # dependency graph
+    "E0501": "dependency cycle",
+    "E0502": "dataset consumed but never produced nor declared",
+    "E0503": "dataset produced by more than one intent",
+    # placement
+    "E0601": "intent cannot be placed",
+    "W0601": "preferred placement scope not met",
+}
+
+
+def describe(code: str) -> str:
+    return CODES.get(code, code)

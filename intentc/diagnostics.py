@@ -1,0 +1,241 @@
+"""Diagnostics are values, not exceptions.
+
+Every stage appends `Diagnostic`s to a list and keeps going, so one run
+reports every problem it can find.  A diagnostic always carries a `Span`
+so the user can jump to the offending text; the four output formats
+(text, json, github, sarif) are views of the same list.
+
+Lines and columns are 1-based, end positions are exclusive columns on the
+end line (as editors and SARIF count them).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def point(cls, file: str, line: int, column: int, width: int = 1) -> "Span":
+        return cls(file, line, column, line, column + max(width, 1))
+
+    @classmethod
+    def whole_file(cls, file: str) -> "Span":
+        return cls(file, 1, 1, 1, 1)
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class Severity(enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+
+@dataclass(frozen=True)
+class Related:
+    """A second place that belongs to the same finding (e.g. the first definition)."""
+
+    message: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    span: Span
+    hint: str | None = None
+    related: tuple[Related, ...] = ()
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def sort_key(self) -> tuple[object, ...]:
+        s = self.span
+        return (s.file, s.line, s.column, self.code, self.message)
+
+
+def error(code: str, message: str, span: Span, hint: str | None = None,
+          related: Sequence[Related] = ()) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, message, span, hint, tuple(related))
+
+
+def warning(code: str, message: str, span: Span, hint: str | None = None,
+            related: Sequence[Related] = ()) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, message, span, hint, tuple(related))
+
+
+def sorted_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Stable report order: by file, position, code; duplicates dropped."""
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for d in sorted(diags, key=Diagnostic.sort_key):
+        key = (d.sort_key(), d.severity, d.hint)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def has_errors(diags: Iterable[Diagnostic], strict: bool = False) -> bool:
+    return any(d.is_error or (strict and d.severity is Severity.WARNING) for d in diags)
+
+
+# --------------------------------------------------------------------------
+# Output formats
+# --------------------------------------------------------------------------
+
+class OutputFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+    GITHUB = "github"
+    SARIF = "sarif"
+
+
+def _caret_block(d: Diagnostic, sources: Mapping[str, str]) -> list[str]:
+    text = sources.get(d.span.file)
+    if text is None:
+        return []
+    lines = text.splitlines()
+    if not 1 <= d.span.line <= len(lines):
+        return []
+    src = lines[d.span.line - 1].expandtabs(1)
+    col = max(d.span.column, 1)
+    if d.span.end_line == d.span.line:
+        width = max(d.span.end_column - col, 1)
+    else:
+        width = max(len(src) - col + 1, 1)
+    width = min(width, max(len(src) - col + 1, 1))
+    gutter = f"{d.span.line:>4} | "
+    return [gutter + src, " " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width]
+
+
+def format_text(diags: Sequence[Diagnostic], sources: Mapping[str, str]) -> str:
+    out: list[str] = []
+    for d in diags:
+        out.append(f"{d.span}: {d.severity.value}[{d.code}]: {d.message}")
+        out.extend(_caret_block(d, sources))
+        for rel in d.related:
+            out.append(f"  {rel.span}: note: {rel.message}")
+        if d.hint:
+            out.append(f"  = hint: {d.hint}")
+    errors = sum(d.is_error for d in diags)
+    warnings = sum(d.severity is Severity.WARNING for d in diags)
+    if diags:
+        out.append(f"{errors} error(s), {warnings} warning(s)")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def to_json_obj(d: Diagnostic) -> dict[str, object]:
+    return {
+        "code": d.code,
+        "severity": d.severity.value,
+        "message": d.message,
+        "file": d.span.file,
+        "line": d.span.line,
+        "column": d.span.column,
+        "end_line": d.span.end_line,
+        "end_column": d.span.end_column,
+        "hint": d.hint,
+        "related": [
+            {"message": r.message, "file": r.span.file, "line": r.span.line,
+             "column": r.span.column}
+            for r in d.related
+        ],
+    }
+
+
+def format_json(diags: Sequence[Diagnostic]) -> str:
+    return json.dumps([to_json_obj(d) for d in diags], indent=2, sort_keys=True) + "\n"
+
+
+def _gh_escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_escape_prop(s: str) -> str:
+    return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def format_github(diags: Sequence[Diagnostic]) -> str:
+    """GitHub Actions workflow commands (`::error file=...::message`)."""
+    kinds = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
+    out = []
+    for d in diags:
+        s = d.span
+        props = (f"file={_gh_escape_prop(s.file)},line={s.line},col={s.column},"
+                 f"endLine={s.end_line},endColumn={s.end_column},"
+                 f"title={_gh_escape_prop(d.code)}")
+        msg = d.message + (f"\nhint: {d.hint}" if d.hint else "")
+        out.append(f"::{kinds[d.severity]} {props}::{_gh_escape_data(msg)}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def format_sarif(diags: Sequence[Diagnostic], tool_version: str,
+                 rule_help: Mapping[str, str] | None = None) -> str:
+    levels = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
+    codes = sorted({d.code for d in diags})
+    rules = [{"id": c, "shortDescription": {"text": (rule_help or {}).get(c, c)}} for c in codes]
+    results = []
+    for d in diags:
+        s = d.span
+        result: dict[str, object] = {
+            "ruleId": d.code,
+            "ruleIndex": codes.index(d.code),
+            "level": levels[d.severity],
+            "message": {"text": d.message + (f" (hint: {d.hint})" if d.hint else "")},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": s.file},
+                    "region": {"startLine": s.line, "startColumn": s.column,
+                               "endLine": s.end_line, "endColumn": s.end_column},
+                }
+            }],
+        }
+        if d.related:
+            result["relatedLocations"] = [
+                {"id": i, "message": {"text": r.message},
+                 "physicalLocation": {"artifactLocation": {"uri": r.span.file},
+                                      "region": {"startLine": r.span.line,
+                                                 "startColumn": r.span.column}}}
+                for i, r in enumerate(d.related)
+            ]
+        results.append(result)
+    doc = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "intentc", "version": tool_version,
+                                "informationUri": "https://intentc.dev", "rules": rules}},
+            "results": results,
+        }],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def render(diags: Sequence[Diagnostic], fmt: OutputFormat, sources: Mapping[str, str],
+           tool_version: str = "0") -> str:
+    if fmt is OutputFormat.JSON:
+        return format_json(diags)
+    if fmt is OutputFormat.GITHUB:
+        return format_github(diags)
+    if fmt is OutputFormat.SARIF:
+        return format_sarif(diags, tool_version)
+    return format_text(diags, sources)

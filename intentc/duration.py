@@ -1,0 +1,22 @@
+"""Durations as written in intents (`90s`, `45m`, `2h`, `1d`, `1h30m`).
+
+One parser shared by the domain pass (is it valid?) and the graph
+(estimated run time for the critical path), so they never disagree.
+"""
+
+from __future__ import annotations
+
+import re
+
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"^(?:[0-9]+[smhd])+$")
+_PART = re.compile(r"([0-9]+)([smhd])")
+
+
+def parse_duration(text: str) -> int | None:
+    """Seconds, or None when `text` is not a duration (a bare number is not:
+    `2` could mean minutes or hours, so the unit is required)."""
+    text = text.strip()
+    if not _DURATION.match(text):
+        return None
+    return sum(int(n) * _UNIT_SECONDS[u] for n, u in _PART.findall(text))

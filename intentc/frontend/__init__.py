@@ -1,0 +1,49 @@
+"""Text → IR.  Each surface is a pure function `SourceFile -> (Program, diagnostics)`.
+
+`load` is the one entry point later stages use: it discovers files, decodes
+them, dispatches on the suffix and merges the per-file programs in a
+canonical order.  Per-file results are independent, which is what makes the
+content-hash cache and the process pool in `intentc.frontend.batch` possible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from intentc.diagnostics import Diagnostic
+from intentc.ir import Program
+from intentc.sources import SourceFile
+
+
+@dataclass(frozen=True)
+class FileResult:
+    program: Program
+    diagnostics: tuple[Diagnostic, ...]
+
+
+@dataclass(frozen=True)
+class Loaded:
+    program: Program
+    diagnostics: tuple[Diagnostic, ...]
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+def parse_source(source: SourceFile) -> FileResult:
+    """Parse one decoded file with the surface its suffix names."""
+    if source.is_dsl:
+        from intentc.frontend import dsl
+        program, diags = dsl.parse(source)
+    else:
+        from intentc.frontend import yaml as yaml_surface
+        program, diags = yaml_surface.parse(source)
+    return FileResult(program, tuple(diags))
+
+
+def merge(results: Iterable[FileResult]) -> tuple[Program, list[Diagnostic]]:
+    program = Program()
+    diags: list[Diagnostic] = []
+    for r in results:
+        program = program.merged(r.program)
+        diags.extend(r.diagnostics)
+    return program.canonical(), diags

@@ -1,0 +1,341 @@
+"""The typed, frozen intermediate representation shared by every later stage.
+
+Both surfaces (the DSL and YAML) lower to these classes, and nothing after
+the front end ever looks at a parse tree or a YAML node again.
+
+Two rules shape this file:
+
+* Values are kept as the user wrote them (strings for enum-like settings,
+  quantity strings such as ``"64Gi"``), so that a semantic pass can report
+  ``kv_cache: recyle`` with a suggestion instead of the parser rejecting it.
+  The closed vocabularies live here as enums; passes check against them.
+* Every node carries the `Span` of the text it came from, and `FieldSpans`
+  for its individual values.  Spans never take part in equality
+  (``compare=False``), so the same intent written in DSL and in YAML is
+  *equal* — the property the ``convert`` round trip relies on.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from intentc.diagnostics import Span
+
+NO_SPAN = Span("<none>", 0, 0, 0, 0)
+
+
+# --------------------------------------------------------------------------
+# Closed vocabularies (DESIGN.md, "Domain rules")
+# --------------------------------------------------------------------------
+
+class Tier(enum.Enum):
+    GOLD = "gold"
+    SILVER = "silver"
+    BRONZE = "bronze"
+
+    @property
+    def default_weight(self) -> int:
+        return {"gold": 4, "silver": 2, "bronze": 1}[self.value]
+
+
+class SlaClass(enum.Enum):
+    P0 = "P0"
+    P1 = "P1"
+    P2 = "P2"
+    P3 = "P3"
+
+    @property
+    def rank(self) -> int:
+        """0 is admitted first."""
+        return int(self.value[1])
+
+
+class KvCache(enum.Enum):
+    RECYCLE = "recycle"
+    RETAIN = "retain"
+    EVICT = "evict"
+
+
+class Precision(enum.Enum):
+    FP32 = "fp32"
+    TF32 = "tf32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    INT4 = "int4"
+
+
+class ActionKind(enum.Enum):
+    BATCH = "batch"          # run-to-completion container (Job)
+    TRAINING = "training"    # run-to-completion, usually multi-GPU / multi-node (Job)
+    INFERENCE = "inference"  # offline inference over a dataset (Job)
+    SERVE = "serve"          # online serving (Deployment + Service)
+
+
+class TriggerKind(enum.Enum):
+    PUSH = "push"            # every commit that changes the intent
+    SCHEDULE = "schedule"    # cron expression
+    AFTER = "after"          # when the named intents have completed
+    MANUAL = "manual"
+
+
+class Scope(enum.Enum):
+    """Placement scopes, innermost first; `within X` keeps a gang inside one X."""
+
+    NVLINK = "nvlink"
+    NODE = "node"
+    RACK = "rack"
+    ZONE = "zone"
+
+
+class DriftPolicy(enum.Enum):
+    REPORT = "report"
+    HEAL = "heal"
+    ROLLBACK = "rollback"
+
+
+def vocabulary(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
+    return tuple(str(m.value) for m in enum_cls)
+
+
+# --------------------------------------------------------------------------
+# Positions
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FieldSpans:
+    """Where each value of a node was written, keyed by field name.
+
+    A tuple of pairs rather than a dict keeps the IR hashable and frozen.
+    """
+
+    items: tuple[tuple[str, Span], ...] = ()
+
+    def get(self, key: str, default: Span) -> Span:
+        for k, span in self.items:
+            if k == key:
+                return span
+        return default
+
+    @classmethod
+    def of(cls, mapping: dict[str, Span]) -> "FieldSpans":
+        return cls(tuple(sorted(mapping.items())))
+
+
+def _span() -> Span:
+    return field(default=NO_SPAN, compare=False, repr=False)  # type: ignore[return-value]
+
+
+def _spans() -> FieldSpans:
+    return field(default_factory=FieldSpans, compare=False, repr=False)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to a named declaration (tenant, dataset, intent) where it was written."""
+
+    name: str
+    span: Span = _span()
+
+
+# --------------------------------------------------------------------------
+# Declarations
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    tier: str | None = None            # gold | silver | bronze
+    weight: int | None = None          # explicit fair-share weight; else the tier's default
+    quota_gpus: int | None = None
+    quota_cpu: str | None = None       # quantity string
+    quota_memory: str | None = None    # quantity string
+    group: str | None = None           # bound to the namespace with a RoleBinding
+    drift: str | None = None           # report | heal | rollback (default for its intents)
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A named piece of data.  Declared datasets exist outside the repository
+    (external inputs) unless an intent produces them."""
+
+    name: str
+    uri: str | None = None
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+
+@dataclass(frozen=True)
+class Trigger:
+    kind: str                           # a TriggerKind value
+    after: tuple[Ref, ...] = ()
+    schedule: str | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Batch:
+    """`batch: 32` (fixed) or `batch: auto` / `batch: auto(max 256)`."""
+
+    auto: bool
+    size: int | None = None
+    max: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    batch: Batch | None = None
+    seq_len: int | None = None
+    kv_cache: str | None = None
+    precision: str | None = None
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str                           # an ActionKind value
+    image: str
+    command: tuple[str, ...] = ()
+    model: str | None = None
+    settings: ModelSettings | None = None
+    replicas: int | None = None         # serve only
+    port: int | None = None             # serve only
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+
+@dataclass(frozen=True)
+class Context:
+    tenant: Ref
+    tags: tuple[str, ...] = ()
+    drift: str | None = None            # overrides the tenant's drift policy
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+
+@dataclass(frozen=True)
+class GpuRequest:
+    count: int
+    product: str | None = None          # e.g. "H100-80GB"
+    memory: str | None = None           # minimum GPU memory, quantity string
+    within: str | None = None           # required scope (a Scope value)
+    prefer: str | None = None           # preferred scope (a Scope value)
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+
+@dataclass(frozen=True)
+class Constraints:
+    cpu: str | None = None
+    memory: str | None = None
+    gpus: GpuRequest | None = None
+    sla: str | None = None              # P0..P3
+    tolerance: float | None = None      # success ratio the SLA tolerates, 0 < t <= 1
+    duration: str | None = None         # estimated run time, e.g. "2h", "45m"
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+
+@dataclass(frozen=True)
+class Intent:
+    name: str
+    trigger: Trigger
+    action: Action
+    context: Context
+    constraints: Constraints = field(default_factory=Constraints)
+    consumes: tuple[Ref, ...] = ()
+    produces: tuple[Ref, ...] = ()
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+    @property
+    def tenant(self) -> str:
+        return self.context.tenant.name
+
+    @property
+    def gpu_count(self) -> int:
+        return self.constraints.gpus.count if self.constraints.gpus else 0
+
+
+# --------------------------------------------------------------------------
+# Topology (the cluster inventory the planner places onto)
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TopologyNode:
+    name: str
+    gpu_count: int = 0
+    gpu_product: str | None = None
+    gpu_memory: str | None = None       # per GPU, quantity string
+    cpu: str | None = None
+    memory: str | None = None
+    domains: tuple[tuple[str, str], ...] = ()   # (level, domain name), outermost first
+    labels: tuple[tuple[str, str], ...] = ()
+    nvidia_smi_topo: str | None = None  # path (relative to the topology file) of `nvidia-smi topo -m` output
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+    def domain(self, level: str) -> str | None:
+        for lvl, name in self.domains:
+            if lvl == level:
+                return name
+        return None
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    levels: tuple[str, ...] = ("zone", "rack", "nvlink", "node")  # outermost first
+    nodes: tuple[TopologyNode, ...] = ()
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+    @property
+    def gpu_products(self) -> frozenset[str]:
+        return frozenset(n.gpu_product for n in self.nodes if n.gpu_product)
+
+
+# --------------------------------------------------------------------------
+# The whole repository
+# --------------------------------------------------------------------------
+
+Declaration = Tenant | Dataset | Intent | Topology
+
+
+@dataclass(frozen=True)
+class Program:
+    """Everything declared in the files given to one run, in a canonical order
+    (by file path, then position), so results never depend on argument order."""
+
+    tenants: tuple[Tenant, ...] = ()
+    datasets: tuple[Dataset, ...] = ()
+    intents: tuple[Intent, ...] = ()
+    topologies: tuple[Topology, ...] = ()
+
+    def declarations(self) -> Iterator[Declaration]:
+        yield from self.tenants
+        yield from self.datasets
+        yield from self.intents
+        yield from self.topologies
+
+    def tenant(self, name: str) -> Tenant | None:
+        return next((t for t in self.tenants if t.name == name), None)
+
+    def intent(self, name: str) -> Intent | None:
+        return next((i for i in self.intents if i.name == name), None)
+
+    def merged(self, other: "Program") -> "Program":
+        return Program(self.tenants + other.tenants, self.datasets + other.datasets,
+                       self.intents + other.intents, self.topologies + other.topologies)
+
+    def canonical(self) -> "Program":
+        def key(d: Declaration) -> tuple[str, int, int, str]:
+            return (d.span.file, d.span.line, d.span.column, d.name)
+        return Program(tuple(sorted(self.tenants, key=key)), tuple(sorted(self.datasets, key=key)),
+                       tuple(sorted(self.intents, key=key)), tuple(sorted(self.topologies, key=key)))

@@ -1,0 +1,35 @@
+"""Semantic passes, in the order they run.
+
+Each pass is a plain function `Program -> (Program, diagnostics)`; a pass
+never raises on bad input and never stops the next pass from running, so a
+single run reports every problem.  Add a pass by writing a module and
+listing its function in `PASSES`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from intentc.diagnostics import Diagnostic
+from intentc.ir import Program
+from intentc.passes.domain import check_domain
+from intentc.passes.duplicates import check_duplicates
+from intentc.passes.names import resolve_names
+from intentc.passes.products import check_gpu_products
+
+Pass = Callable[[Program], tuple[Program, list[Diagnostic]]]
+
+PASSES: tuple[Pass, ...] = (
+    check_duplicates,
+    resolve_names,
+    check_domain,
+    check_gpu_products,
+)
+
+
+def run_passes(program: Program, passes: tuple[Pass, ...] | None = None) -> tuple[Program, list[Diagnostic]]:
+    diags: list[Diagnostic] = []
+    for p in PASSES if passes is None else passes:
+        program, found = p(program)
+        diags.extend(found)
+    return program, diags

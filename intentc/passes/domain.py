@@ -1,0 +1,166 @@
+"""Pass: the domain rules of DESIGN.md, each a small check with its own code.
+
+The front ends keep values as written so this pass can say *which* value is
+wrong and suggest the right one.  Checks are independent of each other so
+that one bad value never hides another.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Iterator
+
+from intentc.diagnostics import Diagnostic, Span, error, warning
+from intentc.duration import parse_duration
+from intentc.ir import (ActionKind, DriftPolicy, FieldSpans, Intent, KvCache, ModelSettings,
+                        Precision, Program, Scope, SlaClass, Tenant, Tier, TriggerKind,
+                        vocabulary)
+from intentc.passes.suggest import did_you_mean, one_of
+from intentc.quantity import parse_quantity
+
+BATCH_MAX = 2048
+SEQ_LEN_MAX = 32768
+RECYCLE_SEQ_LEN_MAX = 4096
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_MAX = 63
+_CRON_FIELD = re.compile(r"^(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*$")
+_CRON_MACROS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+
+Check = Iterator[Diagnostic]
+
+
+def _at(spans: FieldSpans, key: str, default: Span) -> Span:
+    return spans.get(key, default)
+
+
+def _vocab(code: str, what: str, value: str | None, enum_cls: type[enum.Enum], span: Span) -> Check:
+    if value is not None and value not in vocabulary(enum_cls):
+        allowed = vocabulary(enum_cls)
+        yield error(code, f'unknown {what} "{value}"{did_you_mean(value, allowed)}', span,
+                    hint=f"use {one_of(allowed)}")
+
+
+def dns_label(kind: str, name: str, span: Span) -> Check:
+    if len(name) > DNS1123_MAX or not DNS1123_LABEL.match(name):
+        fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:DNS1123_MAX] or "name"
+        yield error("E0410", f'{kind} name "{name}" is not a DNS-1123 label', span,
+                    hint=f"lower-case letters, digits and '-', at most {DNS1123_MAX} characters, "
+                         f'starting and ending with a letter or digit, e.g. "{fixed}"')
+
+
+def _quantity(what: str, value: str | None, span: Span, positive: bool = False) -> Check:
+    if value is None:
+        return
+    q = parse_quantity(value)
+    if q is None:
+        yield error("E0411", f'{what} "{value}" is not a valid quantity', span,
+                    hint='write a Kubernetes quantity such as "500m", "16", "64Gi"')
+    elif positive and q <= 0:
+        yield error("E0413", f"{what} must be greater than zero, got {value}", span)
+
+
+def check_tenant(t: Tenant) -> Check:
+    yield from dns_label("tenant", t.name, _at(t.spans, "name", t.span))
+    yield from _vocab("E0408", "tenant tier", t.tier, Tier, _at(t.spans, "tier", t.span))
+    if t.weight is not None and t.weight <= 0:
+        yield error("E0409", f"tenant weight must be a positive integer, got {t.weight}",
+                    _at(t.spans, "weight", t.span), hint="tier defaults: gold 4, silver 2, bronze 1")
+    if t.quota_gpus is not None and t.quota_gpus <= 0:
+        yield error("E0413", f"tenant GPU quota must be greater than zero, got {t.quota_gpus}",
+                    _at(t.spans, "quota_gpus", t.span), hint="omit the quota for no limit")
+    yield from _quantity("CPU quota", t.quota_cpu, _at(t.spans, "quota_cpu", t.span), positive=True)
+    yield from _quantity("memory quota", t.quota_memory, _at(t.spans, "quota_memory", t.span),
+                         positive=True)
+    yield from _vocab("E0418", "drift policy", t.drift, DriftPolicy, _at(t.spans, "drift", t.span))
+
+
+def check_settings(s: ModelSettings, fallback: Span) -> Check:
+    at = lambda key: _at(s.spans, key, s.span if s.span.line else fallback)  # noqa: E731
+    if s.batch is not None:
+        if not s.batch.auto and s.batch.size is not None and not 1 <= s.batch.size <= BATCH_MAX:
+            yield error("E0401", f"batch must be between 1 and {BATCH_MAX}, got {s.batch.size}",
+                        at("batch"), hint="or write `batch: auto` to let the server choose")
+        if s.batch.auto and s.batch.max is not None and not 1 <= s.batch.max <= BATCH_MAX:
+            yield error("E0402", f"auto batch maximum must be between 1 and {BATCH_MAX}, "
+                                 f"got {s.batch.max}", at("batch"))
+    if s.seq_len is not None and not 1 <= s.seq_len <= SEQ_LEN_MAX:
+        yield error("E0403", f"seq_len must be between 1 and {SEQ_LEN_MAX}, got {s.seq_len}",
+                    at("seq_len"))
+    yield from _vocab("E0404", "kv_cache policy", s.kv_cache, KvCache, at("kv_cache"))
+    if (s.kv_cache in (KvCache.RECYCLE.value, KvCache.EVICT.value) and s.seq_len is not None
+            and RECYCLE_SEQ_LEN_MAX < s.seq_len <= SEQ_LEN_MAX):
+        yield error("E0405", f'kv_cache "{s.kv_cache}" is not allowed with seq_len {s.seq_len}: '
+                             f"sequences longer than {RECYCLE_SEQ_LEN_MAX} tokens use \"retain\"",
+                    at("kv_cache"), hint="write `kv_cache: retain`, or lower seq_len to 4096")
+    yield from _vocab("E0406", "precision", s.precision, Precision, at("precision"))
+
+
+def _check_cron(expr: str, span: Span) -> Check:
+    fields = expr.split()
+    if expr.strip() in _CRON_MACROS:
+        return
+    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        yield error("E0417", f'"{expr}" is not a cron schedule', span,
+                    hint='five fields: minute hour day-of-month month day-of-week, e.g. "0 2 * * *"')
+
+
+def check_intent(i: Intent) -> Check:
+    yield from dns_label("intent", i.name, _at(i.spans, "name", i.span))
+    trig = i.trigger
+    yield from _vocab("E0420", "trigger", trig.kind, TriggerKind, trig.span)
+    if trig.kind == TriggerKind.SCHEDULE.value and trig.schedule is not None:
+        yield from _check_cron(trig.schedule, trig.span)
+
+    act = i.action
+    yield from _vocab("E0420", "action kind", act.kind, ActionKind, _at(act.spans, "kind", act.span))
+    if act.kind != ActionKind.SERVE.value:
+        for key, val in (("replicas", act.replicas), ("port", act.port)):
+            if val is not None:
+                yield error("E0419", f"`{key}` applies to serve actions only, not {act.kind}",
+                            _at(act.spans, key, act.span), hint="use `action: serve ...` for online serving")
+    if act.replicas is not None and act.replicas < 1:
+        yield error("E0419", f"replicas must be at least 1, got {act.replicas}",
+                    _at(act.spans, "replicas", act.span))
+    if act.port is not None and not 1 <= act.port <= 65535:
+        yield error("E0419", f"port must be between 1 and 65535, got {act.port}",
+                    _at(act.spans, "port", act.span))
+    if act.settings is not None:
+        if act.kind == ActionKind.BATCH.value:
+            yield warning("W0402", "model settings are ignored by batch actions",
+                          act.settings.span if act.settings.span.line else act.span,
+                          hint="use `inference`, `serve` or `training` for model workloads")
+        yield from check_settings(act.settings, act.span)
+
+    yield from _vocab("E0418", "drift policy", i.context.drift,
+                      DriftPolicy, _at(i.context.spans, "drift", i.context.span))
+
+    c = i.constraints
+    yield from _quantity("cpu", c.cpu, _at(c.spans, "cpu", c.span), positive=True)
+    yield from _quantity("memory", c.memory, _at(c.spans, "memory", c.span), positive=True)
+    yield from _vocab("E0407", "SLA class", c.sla, SlaClass, _at(c.spans, "sla", c.span))
+    if c.tolerance is not None and not 0 < c.tolerance <= 1:
+        yield error("E0414", f"tolerance must be in (0, 1], got {c.tolerance}",
+                    _at(c.spans, "tolerance", c.span), hint="e.g. 0.95 tolerates 5% failed work")
+    if c.duration is not None and parse_duration(c.duration) is None:
+        yield error("E0415", f'"{c.duration}" is not a duration', _at(c.spans, "duration", c.span),
+                    hint='a number with a unit s, m, h or d, e.g. "45m" or "1h30m"')
+    g = c.gpus
+    if g is not None:
+        if g.count <= 0:
+            yield error("E0412", f"GPU count must be greater than zero, got {g.count}",
+                        _at(g.spans, "count", g.span), hint="omit `gpus` for a CPU-only intent")
+        yield from _quantity("GPU memory", g.memory, _at(g.spans, "memory", g.span), positive=True)
+        yield from _vocab("E0416", "placement scope", g.within, Scope, _at(g.spans, "within", g.span))
+        yield from _vocab("E0416", "placement scope", g.prefer, Scope, _at(g.spans, "prefer", g.span))
+
+
+def check_domain(program: Program) -> tuple[Program, list[Diagnostic]]:
+    diags: list[Diagnostic] = []
+    for t in program.tenants:
+        diags.extend(check_tenant(t))
+    for i in program.intents:
+        diags.extend(check_intent(i))
+    for d in program.datasets:
+        diags.extend(dns_label("dataset", d.name, _at(d.spans, "name", d.span)))
+    return program, diags

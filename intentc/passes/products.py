@@ -1,0 +1,31 @@
+"""Pass: a GPU product that no Topology of the repository offers is a warning.
+
+A warning, not an error: the topology files may describe only some of the
+clusters an intent can land on.  But silence would let a typo such as
+"H100-80G" sail through review and fail only at placement time.
+"""
+
+from __future__ import annotations
+
+from intentc.diagnostics import Diagnostic, warning
+from intentc.ir import Program
+from intentc.passes.suggest import did_you_mean
+
+
+def check_gpu_products(program: Program) -> tuple[Program, list[Diagnostic]]:
+    if not program.topologies:
+        return program, []
+    offered = {p for t in program.topologies for p in t.gpu_products}
+    offered_folded = {p.lower() for p in offered}
+    diags = []
+    for intent in program.intents:
+        gpus = intent.constraints.gpus
+        if gpus is None or gpus.product is None or gpus.product.lower() in offered_folded:
+            continue
+        names = ", ".join(f'"{t.name}"' for t in program.topologies)
+        diags.append(warning(
+            "W0401", f'no topology offers GPU product "{gpus.product}"'
+                     f"{did_you_mean(gpus.product, offered)}",
+            gpus.spans.get("product", gpus.span),
+            hint=f"topologies {names} offer: {', '.join(sorted(offered)) or 'no GPUs'}"))
+    return program, diags

@@ -1,0 +1,1 @@
+"""Placement of intents onto a topology: fair share, SLA order, topology-aware GPU choice."""

@@ -1,0 +1,86 @@
+"""The scheduling plan as data: what the planner produces and the renderer consumes.
+
+This is the contract between `intentc.plan` (placement) and
+`intentc.render` / `intentc.reconcile`; both sides import only these
+classes.  Everything is frozen and ordered, so `plan.json` is byte-stable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NodeAllocation:
+    """The GPUs one gang member gets on one node."""
+
+    node: str
+    gpus: tuple[int, ...]               # GPU indices on the node, ascending
+    numa_nodes: tuple[int, ...] = ()    # NUMA nodes of those GPUs (from the topo matrix)
+    nics: tuple[str, ...] = ()          # NICs closest to those GPUs (e.g. "mlx5_0")
+    link: str = "unknown"               # weakest link inside this set: "NV18", "PIX", "SYS", ...
+
+
+@dataclass(frozen=True)
+class Placement:
+    intent: str
+    tenant: str
+    allocations: tuple[NodeAllocation, ...]        # sorted by node name
+    domains: tuple[tuple[str, str | None], ...]    # (level, shared domain or None if spread), outermost first
+    interconnect: str = "nvlink"        # what carries the gang's collectives: "nvlink" | "pcie" | "network" | "none"
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(a.node for a in self.allocations)
+
+    @property
+    def gpu_count(self) -> int:
+        return sum(len(a.gpus) for a in self.allocations)
+
+
+@dataclass(frozen=True)
+class Unplaced:
+    intent: str
+    tenant: str
+    reason: str                         # "no-product" | "quota" | "no-domain" | "fragmentation" | "capacity"
+    message: str
+
+
+@dataclass(frozen=True)
+class TenantShare:
+    tenant: str
+    weight: int
+    quota_gpus: int | None
+    requested_gpus: int
+    allocated_gpus: int
+
+
+@dataclass(frozen=True)
+class Metrics:
+    gpus_total: int
+    gpus_allocated: int
+    idle_gpus_on_used_nodes: int        # fragmentation
+    jobs_spanning_nvlink_domains: int
+    jain_fairness: float                # weighted Jain index over tenants
+    makespan_s: int
+    critical_path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    topology: str
+    waves: tuple[tuple[str, ...], ...]  # intent names per wave, sorted
+    placements: tuple[Placement, ...]   # sorted by intent name; CPU-only intents have no allocations
+    unplaced: tuple[Unplaced, ...]
+    tenants: tuple[TenantShare, ...]
+    metrics: Metrics
+    seed: int = 0
+
+    def placement(self, intent: str) -> Placement | None:
+        return next((p for p in self.placements if p.intent == intent), None)
+
+    def wave_of(self, intent: str) -> int:
+        for i, wave in enumerate(self.waves):
+            if intent in wave:
+                return i
+        raise KeyError(intent)

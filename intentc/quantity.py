@@ -1,0 +1,43 @@
+"""Kubernetes resource quantities (`500m`, `16`, `64Gi`, `1.5e3`) as exact decimals.
+
+The IR keeps quantities as the text the user wrote; this module is where
+that text gets a value, so the domain pass (is it valid?), the planner
+(does 80Gi of GPU memory satisfy 81559Mi?) and the renderer agree.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+            "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
+            "P": Decimal("1e15"), "E": Decimal("1e18")}
+
+# The grammar of k8s.io/apimachinery resource.Quantity (without the sign).
+_QUANTITY = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+                       r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+
+SUFFIXES = tuple(_BINARY) + tuple(s for s in _DECIMAL if s)
+
+
+def parse_quantity(text: str) -> Decimal | None:
+    """The value of a quantity, or None when the text is not one."""
+    m = _QUANTITY.match(text.strip())
+    if not m:
+        return None
+    try:
+        num = Decimal(m["num"])
+    except InvalidOperation:
+        return None
+    suffix = m["suffix"] or ""
+    if suffix in _BINARY:
+        return num * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return num * _DECIMAL[suffix]
+    return num * (Decimal(10) ** int(suffix[1:]))
+
+
+def is_quantity(text: str) -> bool:
+    return parse_quantity(text) is not None
