@@ -6,7 +6,9 @@ refer to them, so a code is never reused for a different meaning.  Ranges:
   E00xx  reading files            E01xx  DSL syntax
   E02xx  YAML and JSON Schema     E03xx  names and references
   E04xx  domain rules             E05xx  dependency graph
-  E06xx  placement                W0xxx  warnings (same ranges)
+  E06xx  placement                E07xx  topology and nvidia-smi files
+  E08xx  revisions and diffs
+  W0xxx  warnings (same ranges)
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ CODES: dict[str, str] = {
     "E0105": "clause given twice in one block",
     "E0106": "required clause missing",
     "E0107": "invalid literal",
+    "E0108": "formatter could not keep the file's meaning (intentc fmt bug)",
     # YAML and schema
     "E0201": "YAML syntax error",
     "E0202": "YAML aliases expand too much (alias bomb)",
@@ -70,11 +73,25 @@ CODES: dict[str, str] = {
     "W0402": "model settings on an action that does not use them",
     # dependency graph
     "E0501": "dependency cycle",
-    "E0502": "dataset consumed but never produced nor declared",
     "E0503": "dataset produced by more than one intent",
     # placement
     "E0601": "intent cannot be placed",
     "W0601": "preferred placement scope not met",
+    # topology files, node import and nvidia-smi matrices
+    "E0701": "nvidia-smi matrix line cannot be read",
+    "E0702": "unknown link type in an nvidia-smi matrix cell",
+    "E0703": "nvidia-smi matrix is not symmetric",
+    "E0704": "nvidia-smi matrix device has no row, or two",
+    "E0705": "file is not nvidia-smi topo -m output",
+    "E0706": "invalid CPU or NUMA affinity value",
+    "E0707": "NIC legend names an unknown NIC",
+    "E0708": "topology node's GPU count differs from its nvidia-smi matrix",
+    "E0709": "topology file must hold exactly one Topology document",
+    "E0710": "node list cannot be read (expected kubectl get nodes -o json)",
+    "W0701": "node label value cannot be used",
+    # revisions and diffs (intentc diff, intentc schema-diff)
+    "E0801": "schema file is not valid JSON",
+    "E0802": "compiling a revision failed",
 }
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+import networkx as nx
+
+from intentc import graph as depgraph
 from intentc.diagnostics import Diagnostic, sorted_diagnostics
 from intentc.frontend.batch import load
 from intentc.ir import Program
@@ -20,6 +23,7 @@ class Checked:
     program: Program
     diagnostics: tuple[Diagnostic, ...]
     sources: dict[str, str]
+    graph: nx.DiGraph
 
 
 def prefer_specific(diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -30,8 +34,11 @@ def prefer_specific(diags: list[Diagnostic]) -> list[Diagnostic]:
     return [d for d in diags if not (d.code.startswith("E02") and d.span in domain_spans)]
 
 
-def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None) -> Checked:
-    loaded = load(paths, jobs=jobs, cache_dir=cache_dir)
+def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
+          use_cache: bool = True) -> Checked:
+    """Everything `intentc check` reports: parse, semantic passes, dependency graph."""
+    loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache)
     program, pass_diags = run_passes(loaded.program)
-    diags = prefer_specific(list(loaded.diagnostics) + pass_diags)
-    return Checked(program, tuple(sorted_diagnostics(diags)), loaded.sources)
+    graph, graph_diags = depgraph.build(program)
+    diags = prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)
+    return Checked(program, tuple(sorted_diagnostics(diags)), loaded.sources, graph)

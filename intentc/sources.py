@@ -57,11 +57,11 @@ def discover(paths: Iterable[str]) -> tuple[list[Path], list[Diagnostic]]:
     return [found[k] for k in sorted(found)], diags
 
 
-def first_nul_position(text: str) -> tuple[int, int]:
-    idx = text.index("\x00")
-    line = text.count("\n", 0, idx) + 1
-    col = idx - (text.rfind("\n", 0, idx) + 1) + 1
-    return line, col
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of a byte offset."""
+    head = data[:offset]
+    line_start = head.rfind(b"\n") + 1
+    return head.count(b"\n") + 1, len(head[line_start:].decode("utf-8", errors="replace")) + 1
 
 
 def decode(path: str, data: bytes) -> tuple[str | None, list[Diagnostic]]:
@@ -71,22 +71,17 @@ def decode(path: str, data: bytes) -> tuple[str | None, list[Diagnostic]]:
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return None, [error("E0002", "file is UTF-16 encoded; intentc reads UTF-8",
                             Span.point(path, 1, 1), hint="re-save the file as UTF-8")]
+    if b"\x00" in data:
+        line, col = _position(data, data.index(b"\x00"))
+        return None, [error("E0003", "file is binary, not text (it contains NUL bytes)",
+                            Span.point(path, line, col))]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        head = data[: exc.start]
-        line = head.count(b"\n") + 1
-        line_start = head.rfind(b"\n") + 1
-        col = len(head[line_start:].decode("utf-8", errors="replace")) + 1
-        if b"\x00" in data[:8192]:
-            return None, [error("E0003", "file is binary, not text", Span.point(path, line, col))]
+        line, col = _position(data, exc.start)
         return None, [error("E0002", f"invalid UTF-8 byte 0x{data[exc.start]:02x}",
                             Span.point(path, line, col),
                             hint="re-save the file as UTF-8 (it looks like Latin-1 or another legacy encoding)")]
-    if "\x00" in text:
-        line, col = first_nul_position(text)
-        return None, [error("E0003", "file is binary, not text (it contains NUL bytes)",
-                            Span.point(path, line, col))]
     return text.replace("\r\n", "\n").replace("\r", "\n"), []
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from intentc.diagnostics import Diagnostic
-from intentc.ir import Program
+from intentc.ir import Dataset, Intent, Program, Tenant, Topology
 from intentc.sources import SourceFile
 
 
@@ -41,9 +41,16 @@ def parse_source(source: SourceFile) -> FileResult:
 
 
 def merge(results: Iterable[FileResult]) -> tuple[Program, list[Diagnostic]]:
-    program = Program()
+    tenants: list[Tenant] = []
+    datasets: list[Dataset] = []
+    intents: list[Intent] = []
+    topologies: list[Topology] = []
     diags: list[Diagnostic] = []
     for r in results:
-        program = program.merged(r.program)
+        tenants.extend(r.program.tenants)
+        datasets.extend(r.program.datasets)
+        intents.extend(r.program.intents)
+        topologies.extend(r.program.topologies)
         diags.extend(r.diagnostics)
+    program = Program(tuple(tenants), tuple(datasets), tuple(intents), tuple(topologies))
     return program.canonical(), diags

@@ -9,7 +9,7 @@ from typing import Iterable
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """` (did you mean "x"?)` or the empty string; meant to be appended to a message."""
     pool = sorted(set(candidates))
-    match = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
+    match = difflib.get_close_matches(word, pool, n=1, cutoff=0.7)
     if not match:
         lowered = {c.lower(): c for c in pool}
         if word.lower() in lowered:

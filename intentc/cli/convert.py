@@ -1,0 +1,44 @@
+"""`intentc convert`: rewrite a file in the other surface (DSL ↔ YAML)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from intentc.atomic import write_atomic
+from intentc.cli.app import EXIT_FINDINGS, app, emit_diagnostics, usage_error
+from intentc.convert import Surface, convert as run_convert
+from intentc.diagnostics import OutputFormat
+from intentc.sources import read_source
+
+
+@app.command(epilog="""Examples:
+
+  intentc convert intents/nlp/pretrain.intent --to yaml
+
+  intentc convert intents/vision/pipeline.yaml --to dsl --out intents/vision/pipeline.intent
+""")
+def convert(
+    file: Path = typer.Argument(..., help="An .intent or .yaml file."),
+    to: Surface = typer.Option(..., "--to", help="Target surface."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write here instead of stdout."),
+    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f",
+                                        help="Format of diagnostics."),
+) -> None:
+    """Convert intents between the DSL and YAML; the result compiles to the same IR."""
+    if not file.is_file():
+        usage_error(f"no such file: {file}")
+    source, diags = read_source(file)
+    if source is None:
+        emit_diagnostics(diags, format, {}, to_stderr=True)
+        raise typer.Exit(EXIT_FINDINGS)
+    text, diags = run_convert(source, to)
+    emit_diagnostics(diags, format, {source.path: source.text}, to_stderr=True)
+    if text is None:
+        raise typer.Exit(EXIT_FINDINGS)
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        write_atomic(out, text)

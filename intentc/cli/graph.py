@@ -1,0 +1,49 @@
+"""`intentc graph`: the dependency graph of the intents, as DOT, Mermaid or JSON."""
+
+from __future__ import annotations
+
+import enum
+
+import typer
+
+from intentc import graph as depgraph
+from intentc.cli.app import app, emit_diagnostics, exit_for
+from intentc.diagnostics import OutputFormat
+from intentc.pipeline import check as run_check
+
+
+class GraphFormat(str, enum.Enum):
+    DOT = "dot"
+    MERMAID = "mermaid"
+    JSON = "json"
+
+
+@app.command(epilog="""Examples:
+
+  intentc graph intents/ --format dot | dot -Tsvg > graph.svg
+
+  intentc graph intents/ --format mermaid     # paste into a PR description
+
+  intentc graph intents/ --format json | jq '.critical_path'
+""")
+def graph(
+    paths: list[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
+    format: GraphFormat = typer.Option(GraphFormat.DOT, "--format", "-f", help="Graph output format."),
+    diagnostics_format: OutputFormat = typer.Option(OutputFormat.TEXT, "--diagnostics-format",
+                                                    help="Format of the diagnostics (on stderr)."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel parsers (0: one per core)."),
+) -> None:
+    """Print the dependency graph (edges from `after` and from datasets) with waves and the
+    critical path; cycles and missing datasets are reported on stderr and exit 1."""
+    result = run_check(paths, jobs=jobs or None)
+    g = result.graph
+    diags = list(result.diagnostics)
+    emit_diagnostics(diags, diagnostics_format, result.sources, to_stderr=True)
+    if format is GraphFormat.JSON:
+        text = depgraph.to_json(g, depgraph.waves(g))
+    elif format is GraphFormat.MERMAID:
+        text = depgraph.to_mermaid(g)
+    else:
+        text = depgraph.to_dot(g)
+    typer.echo(text, nl=False)
+    exit_for(diags)

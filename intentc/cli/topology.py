@@ -1,0 +1,157 @@
+"""`intentc topology import | inspect`: build a Topology file from a cluster's node
+labels, and show what intentc reads from an `nvidia-smi topo -m` file."""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from pathlib import Path
+
+import typer
+
+from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for, usage_error
+from intentc.diagnostics import (
+    Diagnostic,
+    OutputFormat,
+    Span,
+    error,
+    sorted_diagnostics,
+)
+from intentc.sources import read_source
+from intentc.topology import nodes_import, nvsmi
+from intentc.topology.matrix import GpuMatrix
+
+topology_app = typer.Typer(
+    name="topology",
+    help="Cluster topology: import node labels, inspect nvidia-smi matrices.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    epilog="""Examples:
+
+  intentc topology import --nodes nodes.json --name prod --out clusters/prod.yaml
+
+  intentc topology inspect --nvidia-smi topo/hgx-h100.txt
+""",
+)
+app.add_typer(topology_app, name="topology")
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+class InspectFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+
+
+def _read_json(path: str) -> tuple[object | None, dict[str, str], list[Diagnostic]]:
+    source, diags = read_source(Path(path))
+    if source is None:
+        emit_diagnostics(diags, OutputFormat.TEXT, {}, to_stderr=True)
+        raise typer.Exit(EXIT_USAGE)
+    sources = {source.path: source.text}
+    try:
+        return json.loads(source.text), sources, diags
+    except json.JSONDecodeError as exc:
+        return None, sources, diags + [error("E0710", f"invalid JSON: {exc.msg}",
+                                             Span.point(source.path, exc.lineno, exc.colno),
+                                             hint="pass the output of `kubectl get nodes -o json`")]
+
+
+@topology_app.command("import", epilog="""Examples:
+
+  kubectl get nodes -o json > nodes.json
+
+  intentc topology import --nodes nodes.json --name prod --out clusters/prod.yaml
+
+  intentc topology import --nodes nodes.json --name lab --rack-label example.com/rack
+""")
+def import_(
+    nodes: str = typer.Option(..., "--nodes", help="Output of `kubectl get nodes -o json`."),
+    name: str = typer.Option(..., "--name", help="Topology name (a DNS-1123 label)."),
+    rack_label: str = typer.Option(nodes_import.RACK_LABEL, "--rack-label", help="Node label naming the rack."),
+    zone_label: str = typer.Option(nodes_import.ZONE_LABEL, "--zone-label", help="Node label naming the zone."),
+    keep_label: list[str] | None = typer.Option(
+        None, "--keep-label", help="Label prefix to copy into the file (repeatable; replaces the default list)."),
+    out: str | None = typer.Option(None, "--out", "-o", help="Write the YAML here instead of stdout."),
+    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Diagnostics format."),
+) -> None:
+    """Turn node labels (GPU Feature Discovery, zone, rack) into a Topology YAML file."""
+    if not _DNS_LABEL.fullmatch(name):
+        usage_error(f"--name {name!r} is not a DNS-1123 label (lowercase letters, digits and '-')")
+    data, sources, diags = _read_json(nodes)
+    if data is not None:
+        if not isinstance(data, dict):
+            diags.append(error("E0710", f"{nodes} holds a JSON {type(data).__name__}, not a node list",
+                               Span.point(next(iter(sources)), 1, 1)))
+        else:
+            keep = tuple(keep_label) if keep_label else nodes_import.DEFAULT_KEEP_LABELS
+            [(shown, raw)] = sources.items()
+            text, found = nodes_import.import_nodes(data, name, rack_label=rack_label, zone_label=zone_label,
+                                                    keep_labels=keep, path=shown, text=raw)
+            diags.extend(found)
+            if not any(d.is_error for d in diags):
+                if out:
+                    try:
+                        Path(out).write_text(text, encoding="utf-8")
+                    except OSError as exc:
+                        usage_error(f"cannot write {out}: {exc.strerror or exc}")
+                else:
+                    typer.echo(text, nl=False)
+    diags = sorted_diagnostics(diags)
+    emit_diagnostics(diags, format, sources, to_stderr=True)
+    exit_for(diags)
+
+
+def _text_report(path: str, m: GpuMatrix) -> str:
+    numa = sorted({g.numa_node for g in m.gpus if g.numa_node is not None})
+    lines = [(f"{path}: {len(m.gpus)} GPUs, {len(m.nics)} NICs, NUMA nodes "
+             f"{', '.join(map(str, numa)) or 'unknown'}"), ""]
+    rows = [("GPU", "NUMA", "CPU affinity", "nearest NICs")]
+    for g in m.gpus:
+        nics, link = nvsmi.nearest_nics(m, g.index)
+        near = f"{', '.join(nics)} ({link})" if link else "-"
+        rows.append((f"GPU{g.index}", "-" if g.numa_node is None else str(g.numa_node),
+                     g.cpu_affinity or "-", near))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3] for r in rows]
+    if len(m.gpus) > 1:
+        lines += ["", "GPU links:"]
+        names = [f"GPU{g.index}" for g in m.gpus]
+        width = max(len(n) for n in names + ["NV18"])
+        lines.append(" " * width + "  " + "  ".join(n.ljust(width) for n in names).rstrip())
+        for g in m.gpus:
+            cells = ["X" if h.index == g.index else str(m.link(g.index, h.index)) for h in m.gpus]
+            lines.append(f"GPU{g.index}".ljust(width) + "  " + "  ".join(c.ljust(width) for c in cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+@topology_app.command("inspect", epilog="""Examples:
+
+  nvidia-smi topo -m > hgx-h100.txt        # on the GPU node
+
+  intentc topology inspect --nvidia-smi hgx-h100.txt
+
+  intentc topology inspect --nvidia-smi hgx-h100.txt --format json | jq '.gpus[0]'
+""")
+def inspect(
+    nvidia_smi: str = typer.Option(..., "--nvidia-smi", help="A saved `nvidia-smi topo -m` output."),
+    format: InspectFormat = typer.Option(InspectFormat.TEXT, "--format", "-f", help="Output format."),
+) -> None:
+    """Show what intentc reads from an `nvidia-smi topo -m` file: each GPU's NUMA node and
+    CPU affinity, its nearest NICs, and the link between every GPU pair."""
+    source, diags = read_source(Path(nvidia_smi))
+    if source is None:
+        emit_diagnostics(diags, OutputFormat.TEXT, {}, to_stderr=True)
+        raise typer.Exit(EXIT_USAGE)
+    matrix, found = nvsmi.parse(source.text, source.path)
+    diags = sorted_diagnostics(diags + found)
+    diag_format = OutputFormat.JSON if format is InspectFormat.JSON else OutputFormat.TEXT
+    emit_diagnostics(diags, diag_format, {source.path: source.text}, to_stderr=True)
+    if matrix is not None:
+        if format is InspectFormat.JSON:
+            doc = {"file": source.path, **nvsmi.to_obj(matrix)}
+            typer.echo(json.dumps(doc, indent=2, sort_keys=True))
+        else:
+            typer.echo(_text_report(source.path, matrix), nl=False)
+    exit_for(diags)
