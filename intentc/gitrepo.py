@@ -5,7 +5,11 @@ Everything else receives plain data: SHAs, file contents, lists of commits.
 
 from __future__ import annotations
 
+import hashlib
+import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable, Sequence
 
 import git
 
@@ -18,3 +22,296 @@ def head_commit(path: str | Path = ".") -> str | None:
         return repo.head.commit.hexsha
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
         return None
+
+
+# --------------------------------------------------------------------------
+# Reading revisions straight from the object database
+# --------------------------------------------------------------------------
+#
+# `intentc diff` and `intentc schema-diff` compare two revisions without a
+# checkout: the tree listing (path -> blob SHA) comes from `git ls-tree`, the
+# bytes of a blob from the object database, and the working tree (rev None)
+# is read from disk and hashed the way git hashes blobs.  Blob SHAs are what
+# lets the diff skip unchanged files: equal SHA, equal bytes, equal parse.
+
+FETCH_HINT = ("fetch more history: `git fetch --unshallow` (or `fetch-depth: 0` "
+              "on actions/checkout), then `git fetch origin <branch>` for a remote branch")
+
+
+class GitError(Exception):
+    """A git problem the user must fix (not a bug): the CLI prints it and exits 2."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message + (f"\n  = hint: {self.hint}" if self.hint else "")
+
+
+class NotARepository(GitError):
+    pass
+
+
+class RevisionError(GitError):
+    """A revision that does not resolve to a commit, typically a base branch
+    that a shallow CI clone never fetched."""
+
+    def __init__(self, rev: str, shallow: bool) -> None:
+        where = "this shallow clone" if shallow else "this repository"
+        super().__init__(f"revision {rev!r} is not available in {where}", FETCH_HINT)
+        self.rev = rev
+        self.shallow = shallow
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    summary: str
+    author: str
+    authored_at: int        # seconds since the epoch, from the commit itself
+
+
+def _open(path: str | Path) -> git.Repo:
+    try:
+        return git.Repo(Path(path), search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise NotARepository(f"not inside a git repository: {path}",
+                             "run from a clone of the repository, or pass --repo") from exc
+
+
+def repo_root(path: str | Path = ".") -> Path:
+    """The top of the working tree that contains `path`."""
+    repo = _open(path)
+    if repo.working_tree_dir is None:
+        raise NotARepository(f"{path} is a bare repository; a working tree is needed")
+    return Path(repo.working_tree_dir).resolve()
+
+
+def is_shallow(repo_path: str | Path = ".") -> bool:
+    repo = _open(repo_path)
+    return (Path(repo.git_dir) / "shallow").exists()
+
+
+def resolve(repo_path: str | Path, rev: str) -> str:
+    """The 40-hex commit SHA of any revision expression (`main`, `origin/main`,
+    `HEAD~3`, a short SHA); `RevisionError` when it does not resolve."""
+    repo = _open(repo_path)
+    try:
+        # git itself, not GitPython's parser: it honours the shallow boundary
+        # (`HEAD~1` of a depth-1 clone must fail, not name a missing object).
+        return str(repo.git.rev_parse("--verify", "--quiet", "--end-of-options", rev + "^{commit}")).strip()
+    except git.GitCommandError as exc:
+        raise RevisionError(rev, (Path(repo.git_dir) / "shallow").exists()) from exc
+
+
+def blob_sha(data: bytes) -> str:
+    """The id git gives `data` as a blob (`git hash-object`), computed locally."""
+    return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
+
+
+def repo_relative(root: Path, paths: Sequence[str]) -> tuple[str, ...]:
+    """User paths (relative to the current directory, or absolute) as
+    repository-relative POSIX prefixes; "" stands for the whole tree."""
+    out = []
+    for p in paths:
+        full = Path(p).resolve()
+        try:
+            rel = full.relative_to(root).as_posix()
+        except ValueError as exc:
+            raise GitError(f"{p} is outside the repository at {root}") from exc
+        out.append("" if rel == "." else rel)
+    return tuple(sorted(set(out)))
+
+
+def _under(path: str, prefixes: Sequence[str]) -> bool:
+    return any(pre == "" or path == pre or path.startswith(pre + "/") for pre in prefixes)
+
+
+def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = ("",),
+              suffixes: Sequence[str] = ()) -> dict[str, str]:
+    """Repository-relative path -> blob SHA of the files under `paths`
+    (repository-relative prefixes) whose names end in one of `suffixes`
+    (all files when empty), at `rev` or, for None, in the working tree.
+
+    A path that does not exist at the revision simply lists nothing: a
+    directory added by the pull request is an empty base, not an error.
+    """
+    wanted = tuple(suffixes)
+    if rev is None:
+        root = repo_root(repo_path)
+        return {p: blob_sha(data) for p, data in _walk_worktree(root, paths, wanted).items()}
+    repo = _open(repo_path)
+    sha = resolve(repo_path, rev)
+    spec = ["."] if "" in paths or not paths else list(paths)
+    out = repo.git.ls_tree("-r", "-z", "--full-tree", sha, "--", *spec)
+    listing: dict[str, str] = {}
+    for record in out.split("\x00"):
+        if not record:
+            continue
+        meta, path = record.split("\t", 1)
+        _mode, kind, obj = meta.split()
+        if kind == "blob" and path.endswith(wanted or ("",)) and _under(path, paths):
+            listing[path] = obj
+    return dict(sorted(listing.items()))
+
+
+def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str]) -> dict[str, bytes]:
+    """Files of the working tree, hidden directories skipped (as `intentc check` does)."""
+    found: dict[str, bytes] = {}
+    for pre in paths:
+        base = root / pre if pre else root
+        if base.is_file():
+            found[pre] = base.read_bytes()
+            continue
+        for dirpath, dirs, files in os.walk(base):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                if not suffixes or name.endswith(tuple(suffixes)):
+                    full = Path(dirpath) / name
+                    found[full.relative_to(root).as_posix()] = full.read_bytes()
+    return dict(sorted(found.items()))
+
+
+def read_blobs(repo_path: str | Path, shas: Iterable[str]) -> dict[str, bytes]:
+    """Blob contents by SHA, from the object database (no checkout)."""
+    repo = _open(repo_path)
+    out: dict[str, bytes] = {}
+    for sha in sorted(set(shas)):
+        try:
+            out[sha] = repo.odb.stream(bytes.fromhex(sha)).read()
+        except (git.BadObject, ValueError) as exc:
+            raise GitError(f"blob {sha} is missing from the object database", FETCH_HINT) from exc
+    return out
+
+
+def read_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = ("",),
+              suffixes: Sequence[str] = ()) -> dict[str, bytes]:
+    """Repository-relative path -> bytes of the files under `paths` at `rev`
+    (None: the working tree).  Nothing is checked out or written."""
+    if rev is None:
+        return _walk_worktree(repo_root(repo_path), paths, tuple(suffixes))
+    listing = list_tree(repo_path, rev, paths, suffixes)
+    blobs = read_blobs(repo_path, listing.values())
+    return {p: blobs[sha] for p, sha in listing.items()}
+
+
+def merge_base(repo_path: str | Path, a: str, b: str) -> str:
+    """The best common ancestor of two revisions: what a pull request is
+    compared against, so commits that landed on the base branch meanwhile
+    do not show up as reverted."""
+    repo = _open(repo_path)
+    sha_a, sha_b = resolve(repo_path, a), resolve(repo_path, b)
+    bases = repo.merge_base(sha_a, sha_b)
+    if not bases:
+        raise GitError(f"{a} and {b} have no common ancestor in this clone", FETCH_HINT)
+    return bases[0].hexsha
+
+
+def is_ancestor(repo_path: str | Path, ancestor: str, descendant: str) -> bool:
+    repo = _open(repo_path)
+    return bool(repo.is_ancestor(resolve(repo_path, ancestor), resolve(repo_path, descendant)))
+
+
+def commits_on(repo_path: str | Path, rev: str = "HEAD", paths: Sequence[str] = (),
+               since: str | None = None, max_count: int | None = None) -> list[CommitInfo]:
+    """Commits reachable from `rev` (and not from `since`) that touch `paths`,
+    newest first."""
+    repo = _open(repo_path)
+    target = resolve(repo_path, rev)
+    spec = f"{resolve(repo_path, since)}..{target}" if since else target
+    kwargs: dict[str, object] = {"paths": list(paths)} if paths else {}
+    if max_count is not None:
+        kwargs["max_count"] = max_count
+    return [CommitInfo(c.hexsha, str(c.summary), str(c.author.name), int(c.authored_date))
+            for c in repo.iter_commits(spec, **kwargs)]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The files of one side of a diff: path -> blob SHA, and their bytes on demand."""
+
+    repo: Path
+    rev: str | None                       # commit SHA, None for the working tree
+    listing: dict[str, str]
+    worktree_data: dict[str, bytes]       # the working tree's bytes (already read to hash them)
+
+    def read(self, paths: Sequence[str]) -> dict[str, bytes]:
+        if self.rev is None:
+            return {p: self.worktree_data[p] for p in paths}
+        blobs = read_blobs(self.repo, [self.listing[p] for p in paths])
+        return {p: blobs[self.listing[p]] for p in paths}
+
+
+def snapshot(repo_path: str | Path, rev: str | None, paths: Sequence[str] = ("",),
+             suffixes: Sequence[str] = ()) -> Snapshot:
+    root = repo_root(repo_path)
+    if rev is None:
+        data = _walk_worktree(root, paths, tuple(suffixes))
+        return Snapshot(root, None, {p: blob_sha(b) for p, b in data.items()}, data)
+    return Snapshot(root, resolve(root, rev), list_tree(root, rev, paths, suffixes), {})
+
+
+# --------------------------------------------------------------------------
+# Following a branch (the drift daemon)
+# --------------------------------------------------------------------------
+#
+# The daemon never checks anything out: a remote repository is kept as a
+# bare mirror in the daemon's work directory, a local one is only read, and
+# every revision it compiles is read from the object database
+# (`read_tree`).  A local repository given by path is not fetched into —
+# that would move the user's refs under them.
+
+def is_local_repository(source: str) -> bool:
+    """True when `source` is a path to an existing git repository (not a URL)."""
+    path = Path(source).expanduser()
+    if "://" in source or (":" in source and not path.exists()):
+        return False
+    try:
+        git.Repo(path, search_parent_directories=False)
+        return True
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return False
+
+
+def mirror(url: str, workdir: str | Path) -> Path:
+    """A bare clone of `url` under `workdir` (reused when already there)."""
+    name = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+    dest = Path(workdir) / f"repo-{name}.git"
+    if (dest / "HEAD").exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        git.Repo.clone_from(url, dest, bare=True)
+    except git.GitCommandError as exc:
+        raise GitError(f"cannot clone {url}: {str(exc.stderr or exc).strip()}") from exc
+    return dest
+
+
+def fetch_branch(repo_path: str | Path, branch: str, remote: str = "origin") -> str:
+    """Fetch `branch` from `remote` into the mirror's own branch ref; its new SHA."""
+    repo = _open(repo_path)
+    try:
+        repo.git.fetch("--quiet", "--no-tags", remote, f"+refs/heads/{branch}:refs/heads/{branch}")
+    except git.GitCommandError as exc:
+        raise GitError(f"cannot fetch {branch} from {remote}: {str(exc.stderr or exc).strip()}") from exc
+    return resolve(repo_path, f"refs/heads/{branch}")
+
+
+def branch_head(repo_path: str | Path, branch: str) -> str:
+    """The SHA `branch` points at (a local branch, or a remote-tracking one)."""
+    for ref in (f"refs/heads/{branch}", f"refs/remotes/origin/{branch}", branch):
+        try:
+            return resolve(repo_path, ref)
+        except RevisionError:
+            continue
+    raise RevisionError(branch, is_shallow(repo_path))
+
+
+def rev_list(repo_path: str | Path, rev: str, max_count: int | None = None) -> tuple[str, ...]:
+    """SHAs of the commits reachable from `rev`, newest first (`git rev-list`)."""
+    repo = _open(repo_path)
+    args = ["--max-count", str(max_count)] if max_count is not None else []
+    out = repo.git.rev_list(*args, resolve(repo_path, rev))
+    return tuple(line for line in out.splitlines() if line)

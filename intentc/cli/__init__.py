@@ -11,5 +11,14 @@ from intentc.cli.app import app, main
 
 # Each import registers commands on `app`.
 from intentc.cli import check as _check  # noqa: F401,E402
+from intentc.cli import graph as _graph  # noqa: F401,E402
+from intentc.cli import topology as _topology  # noqa: F401,E402
+from intentc.cli import plan as _plan  # noqa: F401,E402
+from intentc.cli import diff as _diff  # noqa: F401,E402
+from intentc.cli import compile as _compile  # noqa: F401,E402
+from intentc.cli import apply as _apply  # noqa: F401,E402
+from intentc.cli import fmt as _fmt  # noqa: F401,E402
+from intentc.cli import drift as _drift  # noqa: F401,E402
+from intentc.cli import daemon as _daemon  # noqa: F401,E402
 
 __all__ = ["app", "main"]

@@ -32,11 +32,11 @@ class Loaded:
 def parse_source(source: SourceFile) -> FileResult:
     """Parse one decoded file with the surface its suffix names."""
     if source.is_dsl:
-        from intentc.frontend import dsl
-        program, diags = dsl.parse(source)
+        from intentc.frontend.dsl import parse as parse_dsl
+        program, diags = parse_dsl(source)
     else:
-        from intentc.frontend import yaml as yaml_surface
-        program, diags = yaml_surface.parse(source)
+        from intentc.frontend.yaml import parse as parse_yaml
+        program, diags = parse_yaml(source)
     return FileResult(program, tuple(diags))
 
 

@@ -1,0 +1,194 @@
+"""`intentc daemon` (in-cluster drift controller) and `intentc watch` (hot reload)."""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Callable, List, Optional
+
+import typer
+
+from intentc.cli.app import EXIT_OK, app, emit_diagnostics, usage_error
+from intentc.cli.compile import check_render_target, parse_kube_version
+from intentc.compile import CommitError, resolve_commit
+from intentc.daemon.http import parse_listen
+from intentc.daemon.loop import Daemon, DaemonConfig
+from intentc.daemon.reload import Reloader, ReloadResult, follow, write_changed
+from intentc.diagnostics import OutputFormat
+from intentc.kube.client import KubeClient
+from intentc.kube.errors import KubeError
+from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
+from intentc.render.capabilities import DEFAULT_KUBE_VERSION
+from intentc.render.targets import DEFAULT_TARGET
+
+
+def _on_signals(stop: Callable[[], None]) -> None:
+    """SIGTERM (kubelet) and SIGINT (a terminal) both mean: finish cleanly."""
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        logging.getLogger("intentc.daemon").info("received %s; shutting down", signal.Signals(signum).name)
+        stop()
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+@app.command(epilog="""Examples:
+
+  intentc daemon --repo https://github.com/acme/intents.git --branch main \\
+      --topology clusters/prod.yaml --listen :9090
+
+  intentc daemon --repo /srv/intents --branch main -t clusters/prod.yaml --interval 15 --prune
+
+  intentc daemon --repo . --local -t clusters/dev.yaml --kubeconfig ~/.kube/kind   # hot reload
+
+Follows the branch (fetch and poll every --interval seconds), compiles each
+new commit from git history and applies it wave by wave; watches the
+managed kinds and runs drift detection on every event and every --resync
+seconds; applies the drift policies (report | heal | rollback).  A rollout
+that is not consistent (a wave not healthy in time, a gang member missing,
+a placement changed) is rolled back to the last known-good commit when the
+failing intents ask for `drift: rollback`.  Serves /healthz, /readyz and
+/metrics on --listen.  SIGTERM stops it cleanly (exit 0).
+""")
+def daemon(
+    repo: str = typer.Option(..., "--repo", help="Git repository: a local path or a URL to mirror."),
+    branch: str = typer.Option("main", "--branch", help="Branch to follow."),
+    topology: str = typer.Option(..., "--topology", "-t", help="Topology file (path in the repository)."),
+    path: List[str] = typer.Option(["intents"], "--path", help="Intent paths in the repository (repeatable)."),
+    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="Kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)."),
+    context: Optional[str] = typer.Option(None, "--context", help="Kubeconfig context."),
+    interval: float = typer.Option(30.0, "--interval", min=0.1, help="Seconds between git polls."),
+    resync: float = typer.Option(300.0, "--resync", min=1.0, help="Seconds between full drift passes."),
+    listen: str = typer.Option(":9090", "--listen", help="HOST:PORT for /healthz /readyz /metrics ('' disables)."),
+    target: str = typer.Option(DEFAULT_TARGET_NAME, "--target", help="Inventory name."),
+    workdir: Path = typer.Option(Path("/tmp/intentc-daemon"), "--workdir", help="Mirror and scratch space."),
+    rollout_timeout: float = typer.Option(600.0, "--rollout-timeout", min=0.0,
+                                          help="Seconds a rollout may take to become healthy."),
+    prune: bool = typer.Option(False, "--prune", help="Delete managed objects a new commit no longer wants."),
+    local: bool = typer.Option(False, "--local", help="Follow the working tree of --repo (hot reload) instead of the branch."),
+    kube_version: Optional[str] = typer.Option(None, "--kube-version", help="Render for this MAJOR.MINOR."),
+    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", help="How GPUs are bound."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    log_level: str = typer.Option("info", "--log-level", help="debug | info | warning | error."),
+) -> None:
+    """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
+    check_render_target(render_target)
+    level = getattr(logging, log_level.upper(), None)
+    if not isinstance(level, int):
+        usage_error(f"--log-level must be debug, info, warning or error, got {log_level!r}")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if listen:
+        try:
+            parse_listen(listen)
+        except ValueError as e:
+            usage_error(str(e))
+    try:
+        client = KubeClient.connect(kubeconfig, context)
+    except KubeError as e:
+        usage_error(e.message)
+    config = DaemonConfig(repo=repo, branch=branch, paths=tuple(path), topology=topology, local=local,
+                          interval=interval, resync=resync, listen=listen or None, target=target,
+                          workdir=str(workdir), rollout_timeout=rollout_timeout, prune=prune,
+                          kube_version=parse_kube_version(kube_version), render_target=render_target, seed=seed)
+    try:
+        d = Daemon(config, client)
+    except OSError as e:
+        usage_error(str(e))
+    _on_signals(d.stop)
+    try:
+        code = d.run()
+    finally:
+        client.close()
+    raise typer.Exit(code)
+
+
+class WatchFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+
+
+def _describe(result: ReloadResult, seconds: float, written: int, removed: int) -> str:
+    snap = result.snapshot
+    if not result.ok:
+        kept = f"generation {snap.generation}" if snap is not None else "nothing"
+        return f"reload failed in {seconds * 1000:.1f} ms; keeping {kept} in force"
+    assert snap is not None
+    intents = ", ".join(result.rerendered[:5]) + (" …" if len(result.rerendered) > 5 else "")
+    parts = [f"generation {snap.generation} in {seconds * 1000:.1f} ms",
+             f"{len(result.reparsed)} file(s) parsed",
+             f"{len(result.rerendered)} intent(s) rendered" + (f" ({intents})" if intents else ""),
+             "re-planned" if result.replanned else "plan kept"]
+    if written or removed:
+        parts.append(f"{written} file(s) written, {removed} removed")
+    return "; ".join(parts)
+
+
+@app.command(epilog="""Examples:
+
+  intentc watch intents/ --topology clusters/dev.yaml
+
+  intentc watch intents/ -t clusters/dev.yaml --out build/      # keep build/ up to date
+
+  intentc watch intents/ -t clusters/dev.yaml --format json     # one JSON object per reload
+
+On each save only the changed files are parsed again and only the
+affected intents re-planned and re-rendered.  A change that does not
+compile prints its diagnostics and keeps the last good plan (and the files
+in --out) as they were.  Files are replaced atomically.  Ctrl-C stops.
+""")
+def watch(
+    paths: List[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
+    topology: Path = typer.Option(..., "--topology", "-t", help="The Topology file to place onto."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep this output directory up to date."),
+    commit: Optional[str] = typer.Option(None, "--commit", help="Commit SHA to stamp (default: git HEAD)."),
+    kube_version: Optional[str] = typer.Option(None, "--kube-version", help="Target Kubernetes MAJOR.MINOR."),
+    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", help="How GPUs are bound."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    format: WatchFormat = typer.Option(WatchFormat.TEXT, "--format", "-f", help="Output format."),
+) -> None:
+    """Recompile incrementally whenever an intent file changes."""
+    check_render_target(render_target)
+    try:
+        sha = resolve_commit(paths, commit)
+    except CommitError as e:
+        usage_error(str(e))
+    version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION) or DEFAULT_KUBE_VERSION
+    reloader = Reloader(paths, str(topology), sha, version, render_target, seed)
+    stop = threading.Event()
+    previous: dict[str, str] | None = None
+    lock = threading.Lock()
+
+    def report(result: ReloadResult, seconds: float) -> None:
+        nonlocal previous
+        with lock:
+            written: list[str] = []
+            removed: list[str] = []
+            if result.ok and result.snapshot is not None and out is not None:
+                written, removed = write_changed(result.snapshot, out, previous)
+                previous = result.snapshot.files()
+            if format is WatchFormat.JSON:
+                doc = {"ok": result.ok, "generation": result.snapshot.generation if result.snapshot else None,
+                       "milliseconds": round(seconds * 1000, 3), "reparsed": list(result.reparsed),
+                       "rerendered": list(result.rerendered), "replanned": result.replanned,
+                       "written": written, "removed": removed,
+                       "diagnostics": json.loads(_diag_json(result))}
+                typer.echo(json.dumps(doc, sort_keys=True))
+            else:
+                emit_diagnostics(list(result.diagnostics), OutputFormat.TEXT, dict(result.sources), to_stderr=True)
+                typer.echo(_describe(result, seconds, len(written), len(removed)))
+
+    started = time.perf_counter()
+    report(reloader.load(), time.perf_counter() - started)
+    _on_signals(stop.set)
+    follow(reloader, report, stop)
+    raise typer.Exit(EXIT_OK)
+
+
+def _diag_json(result: ReloadResult) -> str:
+    from intentc.diagnostics import format_json
+    return format_json(list(result.diagnostics))

@@ -1,0 +1,190 @@
+"""`intentc diff` and `intentc schema-diff`: what a pull request changes, for reviewers.
+
+Both read two revisions through `intentc.gitrepo` (object database, no
+checkout; the working tree when --head is omitted) and hand plain data to
+`intentc.diff`.
+"""
+
+from __future__ import annotations
+
+import enum
+import gc
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from intentc import gitrepo
+from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics, usage_error
+from intentc.diagnostics import OutputFormat, has_errors
+from intentc.sources import SOURCE_SUFFIXES
+
+# The diff machinery (deepdiff, jsonschema, the renderer, the planner) is
+# imported inside the commands: every `intentc` invocation imports this
+# module, and start-up time is part of each command's latency.
+
+
+class SchemaDiffFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+    GITHUB = "github"
+
+
+class DiffFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+class FailOn(str, enum.Enum):
+    ERR = "ERR"
+    WARN = "WARN"
+    INFO = "INFO"
+
+
+def _label(rev: str | None, sha: str | None) -> str:
+    if rev is None:
+        return "working tree"
+    return rev if sha is None or rev == sha else f"{rev} ({sha[:12]})"
+
+
+def _revisions(root: Path, base: str, head: str | None, merge_base: bool) -> tuple[str, str | None, str, str]:
+    """(base sha, head sha or None for the working tree, base label, head label)."""
+    head_sha = gitrepo.resolve(root, head) if head is not None else None
+    base_sha = gitrepo.resolve(root, base)
+    base_label = _label(base, base_sha)
+    if merge_base:
+        base_sha = gitrepo.merge_base(root, base_sha, head_sha or "HEAD")
+        base_label = f"merge-base of {base} ({base_sha[:12]})"
+    return base_sha, head_sha, base_label, _label(head, head_sha)
+
+
+@app.command("schema-diff", epilog="""Examples:
+
+  intentc schema-diff --base origin/main                      # working tree vs main
+
+  intentc schema-diff --base v0.3.0 --head HEAD --format markdown
+
+  intentc schema-diff --base origin/main --format github --fail-on WARN
+
+  intentc schema-diff --base origin/main --ack-file .intentc-acks   # acknowledged findings do not fail
+""")
+def schema_diff(
+    base: str = typer.Option(..., "--base", help="Base revision (branch, tag, SHA, HEAD~3, ...)."),
+    head: Optional[str] = typer.Option(None, "--head", help="Head revision (default: the working tree)."),
+    paths: List[str] = typer.Argument(None, help="Where the YAML documents checked for breakage live "
+                                                 "(default: intents)."),
+    schemas: str = typer.Option("schemas", "--schemas", help="Directory of the JSON Schemas."),
+    format: SchemaDiffFormat = typer.Option(SchemaDiffFormat.TEXT, "--format", "-f", help="Output format."),
+    fail_on: FailOn = typer.Option(FailOn.ERR, "--fail-on", help="Exit 1 when a finding of this severity "
+                                                                 "or higher is not acknowledged."),
+    ack: List[str] = typer.Option([], "--ack", help="Acknowledge a finding by fingerprint (repeatable)."),
+    ack_file: Optional[Path] = typer.Option(None, "--ack-file", help="File of acknowledged fingerprints, "
+                                                                     "one per line, # comments."),
+    merge_base: bool = typer.Option(False, "--merge-base", help="Compare against the merge base of --base "
+                                                                "and the head, as a pull request does."),
+) -> None:
+    """Classify every change to the JSON Schemas between two revisions (ERR breaking,
+    WARN maybe-breaking, INFO compatible) and count the base documents each one breaks."""
+    from intentc.diff.schema_format import render as render_schema_report
+    from intentc.diff.schema_report import parse_acknowledgements, schema_diff as run_schema_diff
+    from intentc.diff.schema_rules import Level
+
+    try:
+        root = gitrepo.repo_root(".")
+        base_sha, head_sha, base_label, head_label = _revisions(root, base, head, merge_base)
+        schema_dirs = gitrepo.repo_relative(root, [schemas])
+        doc_dirs = gitrepo.repo_relative(root, paths or ["intents"])
+        base_schemas = gitrepo.read_tree(root, base_sha, schema_dirs, (".json",))
+        head_schemas = gitrepo.read_tree(root, head_sha, schema_dirs, (".json",))
+        documents = gitrepo.read_tree(root, base_sha, doc_dirs, (".yaml", ".yml"))
+    except gitrepo.GitError as exc:
+        usage_error(str(exc))
+    acknowledged = set(ack)
+    if ack_file is not None:
+        try:
+            acknowledged |= parse_acknowledgements(ack_file.read_text(encoding="utf-8"))
+        except OSError as exc:
+            usage_error(f"cannot read {ack_file}: {exc.strerror or exc}")
+    report = run_schema_diff(base_schemas, head_schemas, documents, base_label, head_label,
+                             frozenset(acknowledged))
+    threshold = Level(fail_on.value)
+    if report.diagnostics:
+        emit_diagnostics(list(report.diagnostics), OutputFormat.TEXT, {}, to_stderr=True)
+        raise typer.Exit(EXIT_USAGE)
+    typer.echo(render_schema_report(report, format.value, threshold), nl=False)
+    raise typer.Exit(EXIT_FINDINGS if report.failing(threshold) else EXIT_OK)
+
+
+
+@app.command("diff", epilog="""Examples:
+
+  intentc diff --base origin/main                          # working tree vs main, text
+
+  intentc diff --base origin/main --merge-base --format markdown > comment.md
+
+  intentc diff --base HEAD~3 --head HEAD intents/nlp --format json
+
+  intentc diff --base origin/main --topology examples/topologies/dgx-pod.yaml   # plus the plan diff
+""")
+def diff(
+    base: str = typer.Option(..., "--base", help="Base revision (branch, tag, SHA, HEAD~3, ...)."),
+    head: Optional[str] = typer.Option(None, "--head", help="Head revision (default: the working tree)."),
+    paths: List[str] = typer.Argument(None, help="Files or directories to compare (default: intents)."),
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology file: also diff the plans "
+                                                                          "(both sides on this topology)."),
+    format: DiffFormat = typer.Option(DiffFormat.TEXT, "--format", "-f", help="Output format."),
+    merge_base: bool = typer.Option(False, "--merge-base", help="Compare against the merge base of --base "
+                                                                "and the head, as a pull request does."),
+    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Parse cache directory "
+                                                                      "(default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Parse every file, use and write no cache."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel parsers (0: one per core)."),
+) -> None:
+    """Show what changes semantically between two revisions: intents, tenants and datasets
+    (field by field, with positions), the dependency graph and, with --topology, the plan.
+    Exit 0 when nothing changes, 1 when something does, 2 on errors."""
+    from intentc.diff.format import render_report
+    from intentc.diff.report import diff_trees
+    from intentc.diff.sides import Tree
+    from intentc.frontend.batch import default_cache_dir
+    from intentc.topology.load import load_topology
+
+    # A short-lived process holding two whole programs: the cyclic collector
+    # would only rescan them (the IR has no cycles), during the run and at exit;
+    # freezing them keeps the exit-time collection away too.
+    gc.disable()
+    try:
+        try:
+            root = gitrepo.repo_root(".")
+            base_sha, head_sha, base_label, head_label = _revisions(root, base, head, merge_base)
+            prefixes = gitrepo.repo_relative(root, paths or ["intents"])
+            base_snap = gitrepo.snapshot(root, base_sha, prefixes, SOURCE_SUFFIXES)
+            head_snap = gitrepo.snapshot(root, head_sha, prefixes, SOURCE_SUFFIXES)
+        except gitrepo.GitError as exc:
+            usage_error(str(exc))
+        loaded = None
+        if topology is not None:
+            loaded, topo_diags = load_topology(topology)
+            if loaded is None or has_errors(topo_diags):
+                emit_diagnostics(topo_diags, OutputFormat.TEXT, {}, to_stderr=True)
+                raise typer.Exit(EXIT_USAGE)
+        directory = None if no_cache else (cache_dir or default_cache_dir())
+        report, _, head_side = diff_trees(Tree(base_label, base_snap.listing, base_snap.read),
+                                          Tree(head_label, head_snap.listing, head_snap.read),
+                                          loaded, directory, jobs or None)
+        gc.freeze()
+    finally:
+        gc.enable()
+    typer.echo(render_report(report, format.value), nl=False)
+    if report.head_errors:
+        emit_diagnostics([d for d in report.head_diagnostics if d.is_error], OutputFormat.TEXT,
+                         head_side.sources, to_stderr=True)
+        typer.echo(f"intentc: error: {head_label} does not compile ({report.head_errors} error(s)); "
+                   "the diff may be incomplete", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    if report.base_errors:
+        typer.echo(f"intentc: note: {base_label} has {report.base_errors} compile error(s); "
+                   "declarations it could not read show as added", err=True)
+    raise typer.Exit(EXIT_FINDINGS if report.changed else EXIT_OK)

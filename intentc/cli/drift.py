@@ -1,0 +1,202 @@
+"""`intentc drift` and `intentc rollback`: compare a cluster with the intents, and go back."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+
+from intentc import gitrepo
+from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics, usage_error
+from intentc.cli.compile import check_render_target, parse_kube_version
+from intentc.compile import CommitError, compile_paths, resolve_commit
+from intentc.diagnostics import OutputFormat
+from intentc.drift.detect import DRIFT_CLASSES, DriftClass, History, Report
+from intentc.drift.live import observe
+from intentc.drift.rollback import LAST_GOOD, RepoSource, RollbackError, rollback as run_rollback
+from intentc.kube.client import KubeClient
+from intentc.kube.errors import KubeError
+from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
+from intentc.reconcile.sync import ApplyOptions
+from intentc.render.capabilities import KubeVersion
+from intentc.render.targets import DEFAULT_TARGET
+
+
+class ReportFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+
+
+def _connect(kubeconfig: str | None, context: str | None, kube_version: str | None) -> tuple[KubeClient, KubeVersion]:
+    try:
+        client = KubeClient.connect(kubeconfig, context)
+        version = parse_kube_version(kube_version) or KubeVersion.parse(client.version())
+    except KubeError as e:
+        usage_error(e.message)
+    except ValueError as e:
+        usage_error(f"cannot tell the server's version: {e}")
+    return client, version
+
+
+def _history(paths: list[str], sha: str) -> History | None:
+    """The branch history behind `sha`, when the inputs live in a git repository."""
+    first = Path(paths[0]) if paths else Path(".")
+    try:
+        return History(gitrepo.rev_list(first if first.is_dir() else first.parent, sha))
+    except gitrepo.GitError:
+        return None
+
+
+def _in_repo(root: Path, topology: str) -> str:
+    """A topology file inside the repository is read from the revision (as a
+    repository-relative path); one outside it is read from disk as given."""
+    p = Path(topology).resolve()
+    return p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p)
+
+
+def work_directory(root: Path) -> Path:
+    """Where a revision's files are exported to compile them (a cache, outside the repository)."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "intentc" / "rollback"
+    return base / hashlib.sha256(str(root).encode()).hexdigest()[:16]
+
+
+def _show(value: Any) -> str:
+    return "<absent>" if value is None else json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def report_text(report: Report, target: str, commit: str) -> str:
+    lines = [f"intentc drift: target {target}, commit {commit[:12]}, "
+             f"{len({f.ref for f in report.findings})} objects"]
+    for f in report.drifted:
+        lines.append(f"  {f.drift.value:<9} {f.ref}: {f.message}")
+        for c in f.changes:
+            lines.append(f"              {c.path}: {_show(c.desired)} -> {_show(c.live)}  (by {c.manager})")
+    counts = report.counts()
+    found = ", ".join(f"{counts[c]} {c.value}" for c in DRIFT_CLASSES if c is not DriftClass.IN_SYNC and counts[c])
+    lines.append(f"drift: {found}; {counts[DriftClass.IN_SYNC]} in sync" if found
+                 else f"in sync: {counts[DriftClass.IN_SYNC]} objects")
+    return "\n".join(lines) + "\n"
+
+
+@app.command(epilog="""Examples:
+
+  intentc drift intents/ --topology clusters/prod.yaml
+
+  intentc drift intents/ -t clusters/prod.yaml --context prod-eu --format json
+
+Classes: modified (a field intentc sets was changed by another field
+manager, named), missing, orphan (labelled managed-by=intentc, neither
+desired nor in the inventory), stale (applied from a commit older than the
+one that changed it), foreign (commit-sha not in the repository's history).
+Fields only other managers set (defaults, HPA, status) are never drift.
+Exit 0 in sync, 1 drift found, 2 errors (compile, kubeconfig, cluster).
+""")
+def drift(
+    paths: List[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
+    topology: Path = typer.Option(..., "--topology", "-t", help="The Topology file to place onto."),
+    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="Kubeconfig file (default $KUBECONFIG, ~/.kube/config)."),
+    context: Optional[str] = typer.Option(None, "--context", help="Kubeconfig context (default: current)."),
+    target: str = typer.Option(DEFAULT_TARGET_NAME, "--target", help="Inventory name (one per cluster target)."),
+    commit: Optional[str] = typer.Option(None, "--commit", help="Commit SHA the intents are at (default: git HEAD)."),
+    kube_version: Optional[str] = typer.Option(None, "--kube-version",
+                                               help="Render for this MAJOR.MINOR instead of asking the server."),
+    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", help="How GPUs are bound."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
+) -> None:
+    """Compare the cluster with the compiled intents (read-only); exit 1 on drift."""
+    check_render_target(render_target)
+    try:
+        sha = resolve_commit(paths, commit)
+    except CommitError as e:
+        usage_error(str(e))
+    client, version = _connect(kubeconfig, context, kube_version)
+    try:
+        result = compile_paths(paths, str(topology), sha, version, render_target, seed)
+        diag_format = OutputFormat.JSON if format is ReportFormat.JSON else OutputFormat.TEXT
+        if not result.ok or result.rendered is None:
+            emit_diagnostics(list(result.diagnostics), diag_format, result.sources, to_stderr=True)
+            typer.echo("intentc: error: the intents do not compile; nothing to compare", err=True)
+            raise typer.Exit(EXIT_USAGE)
+        try:
+            report, _ = observe(client, result.rendered.manifests, target, _history(paths, sha))
+        except KubeError as e:
+            usage_error(e.message)
+        except ValueError as e:
+            usage_error(f"the inventory of target {target} is unreadable: {e}")
+    finally:
+        client.close()
+    if format is ReportFormat.JSON:
+        doc = {"target": target, "commit": sha, **report.to_json()}
+        typer.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        typer.echo(report_text(report, target, sha), nl=False)
+    raise typer.Exit(EXIT_FINDINGS if report.has_drift else EXIT_OK)
+
+
+@app.command(epilog="""Examples:
+
+  intentc rollback --to last-good --topology clusters/prod.yaml --dry-run
+
+  intentc rollback --to last-good -t clusters/prod.yaml --reason "bad tokenizer image"
+
+  intentc rollback --to HEAD~2 --repo . --path intents -t clusters/prod.yaml --format json
+
+Compiles the chosen commit from git history (read from the object
+database; nothing is checked out), applies it with server-side apply and
+quarantines the commit it replaces, so `intentc daemon` does not apply
+that commit again; a newer commit on the branch clears the quarantine.
+Exit 0 rolled back, 1 the apply failed, 2 nothing to roll back to / errors.
+""")
+def rollback(
+    to: str = typer.Option(..., "--to", help=f"`{LAST_GOOD}` (from the inventory) or a git revision."),
+    topology: str = typer.Option(..., "--topology", "-t", help="Topology file (path in the repository)."),
+    repo: Path = typer.Option(Path("."), "--repo", help="The git repository of the intents."),
+    path: List[str] = typer.Option(["intents"], "--path", help="Intent paths inside the repository (repeatable)."),
+    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="Kubeconfig file."),
+    context: Optional[str] = typer.Option(None, "--context", help="Kubeconfig context."),
+    target: str = typer.Option(DEFAULT_TARGET_NAME, "--target", help="Inventory name."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Server-side dry run: show what would change; quarantine nothing."),
+    prune: bool = typer.Option(True, "--prune/--no-prune", help="Delete objects only the rolled-back commit had."),
+    wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for each wave to be healthy."),
+    timeout: float = typer.Option(300.0, "--timeout", min=0.0, help="Seconds to wait for health, in all."),
+    reason: str = typer.Option("rolled back by hand", "--reason", help="Recorded with the quarantine and the Event."),
+    kube_version: Optional[str] = typer.Option(None, "--kube-version", help="Render for this MAJOR.MINOR."),
+    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", help="How GPUs are bound."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
+) -> None:
+    """Apply an earlier commit (default: the last known-good one) and quarantine the current one."""
+    check_render_target(render_target)
+    try:
+        root = gitrepo.repo_root(repo)
+    except gitrepo.GitError as e:
+        usage_error(str(e))
+    source = RepoSource(str(root), tuple(path), _in_repo(root, topology), render_target=render_target, seed=seed)
+    client, version = _connect(kubeconfig, context, kube_version)
+    options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout)
+    try:
+        outcome = run_rollback(client, replace(source, kube_version=version), work_directory(root),
+                               to, reason=reason, options=options)
+    except RollbackError as e:
+        usage_error(e.message)
+    except KubeError as e:
+        usage_error(e.message)
+    except ValueError as e:
+        usage_error(f"the inventory of target {target} is unreadable: {e}")
+    finally:
+        client.close()
+    if format is ReportFormat.JSON:
+        doc = {"from": outcome.from_commit, "to": outcome.to_commit, "reason": outcome.reason,
+               "dryRun": outcome.dry_run, "quarantined": outcome.quarantined,
+               "apply": json.loads(outcome.applied.to_json())}
+        typer.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        typer.echo(outcome.to_text(), nl=False)
+    raise typer.Exit(outcome.applied.exit_code)

@@ -1,0 +1,151 @@
+"""The compile driver: check → graph → plan → render → outputs.
+
+`compile_paths` is pure given its inputs (the commit SHA and the target
+Kubernetes version are parameters, not looked up), so CI and `apply` get
+byte-identical results for the same tree.  `write_outputs` replaces
+`DIR/manifests/`, `DIR/plan.json` and `DIR/graph.json` as a unit: all new
+files are written beside the old ones first and then renamed into place,
+so a failed or interrupted compile never leaves a half-written mix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import networkx as nx
+
+from intentc import graph
+from intentc.atomic import write_atomic
+from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
+from intentc.gitrepo import head_commit
+from intentc.ir import Program
+from intentc.pipeline import check
+from intentc.plan import make_plan, plan_to_json
+from intentc.plan.model import Plan
+from intentc.render import render
+from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
+from intentc.render.model import Rendered
+from intentc.render.output import manifest_files
+from intentc.render.targets import DEFAULT_TARGET
+from intentc.topology.load import load_topology
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+MANIFESTS_DIR = "manifests"
+
+
+class CommitError(ValueError):
+    """No usable commit SHA: not in a git repository and no --commit given, or a malformed one."""
+
+
+def resolve_commit(paths: Sequence[str], explicit: str | None = None) -> str:
+    """The SHA to stamp: `explicit` if given (validated), else git HEAD of the
+    repository holding the first path."""
+    if explicit is not None:
+        sha = explicit.strip().lower()
+        if not _SHA.match(sha):
+            raise CommitError(f"--commit must be a full 40-hex commit SHA, got {explicit!r}")
+        return sha
+    where = Path(paths[0]) if paths else Path(".")
+    sha_found = head_commit(where if where.is_dir() else where.parent)
+    if sha_found is None:
+        raise CommitError(f"{where.as_posix()} is not inside a git repository with a commit; "
+                          f"pass --commit SHA to say which commit these files are")
+    return sha_found
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    diagnostics: tuple[Diagnostic, ...]
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+    program: Program | None = None
+    plan: Plan | None = None
+    rendered: Rendered | None = None
+    dag: nx.DiGraph | None = field(default=None, compare=False)
+    topology_unreadable: bool = False
+
+    @property
+    def plan_json(self) -> str:
+        return plan_to_json(self.plan) if self.plan is not None else ""
+
+    @property
+    def graph_json(self) -> str:
+        """Made on demand: `apply` never needs the JSON documents."""
+        return graph.to_json(self.dag, graph.waves(self.dag)) if self.dag is not None else ""
+
+    @property
+    def ok(self) -> bool:
+        return self.rendered is not None and not has_errors(self.diagnostics)
+
+    def files(self) -> dict[str, str]:
+        """Relative path → text of every output file."""
+        if self.rendered is None:
+            return {}
+        out = {f"{MANIFESTS_DIR}/{name}": text for name, text in manifest_files(self.rendered.manifests).items()}
+        out["plan.json"] = self.plan_json
+        out["graph.json"] = self.graph_json
+        return out
+
+
+def compile_paths(paths: Sequence[str], topology: str, commit: str,
+                  kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
+                  seed: int = 0, jobs: int | None = None) -> CompileResult:
+    sources: dict[str, str] = {}
+    loaded, topo_diags = load_topology(topology)
+    try:
+        sources[Path(topology).as_posix()] = Path(topology).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    checked = check(paths, jobs=jobs)
+    sources.update(checked.sources)
+    diags = list(checked.diagnostics) + topo_diags
+    if loaded is None:
+        unreadable = any(d.code.startswith("E00") for d in topo_diags) or not Path(topology).is_file()
+        return CompileResult(tuple(sorted_diagnostics(diags)), sources, checked.program,
+                             topology_unreadable=unreadable)
+    g, graph_diags = graph.build(checked.program)
+    plan, plan_diags = make_plan(checked.program, loaded, seed)
+    diags = sorted_diagnostics(diags + graph_diags + plan_diags)
+    if has_errors(diags):
+        return CompileResult(tuple(diags), sources, checked.program, plan)
+    rendered = render(checked.program, plan, commit, kube_version, target)
+    return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g)
+
+
+def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:
+    """Write every output under `out_dir`; returns the relative paths written.
+
+    The new manifests directory is built next to the old one and swapped in
+    with renames; plan.json / graph.json are replaced atomically.  Files in
+    `out_dir` that intentc does not own are left alone.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = result.files()
+    staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{MANIFESTS_DIR}."))
+    try:
+        for rel, text in files.items():
+            if rel.startswith(f"{MANIFESTS_DIR}/"):
+                with open(staging / rel.split("/", 1)[1], "w", encoding="utf-8", newline="\n") as fh:
+                    fh.write(text)
+        os.chmod(staging, 0o755)
+        final = out / MANIFESTS_DIR
+        old = None
+        if final.exists():
+            old = Path(tempfile.mkdtemp(dir=out, prefix=f".{MANIFESTS_DIR}.old."))
+            os.rmdir(old)
+            os.replace(final, old)
+        os.replace(staging, final)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    for rel in ("plan.json", "graph.json"):
+        write_atomic(out / rel, files[rel])
+    return sorted(files)

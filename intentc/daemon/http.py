@@ -1,0 +1,81 @@
+"""`/healthz`, `/readyz` and `/metrics` on one small threaded HTTP server.
+
+prometheus-client's own server answers every path with metrics; a
+Kubernetes probe needs distinct liveness and readiness answers, so the
+three endpoints share this server instead.  Liveness means "the loop is
+still turning" (a stuck loop is restarted by the kubelet); readiness means
+"the first sync finished and the API server answered recently".
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from intentc.daemon.metrics import DaemonMetrics
+
+Probe = Callable[[], tuple[bool, str]]
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """`:9090`, `0.0.0.0:9090`, `127.0.0.1:0` → (host, port); ValueError otherwise."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--listen wants HOST:PORT or :PORT, got {value!r}")
+    return (host or "0.0.0.0"), int(port)
+
+
+class HealthServer:
+    def __init__(self, listen: str, metrics: DaemonMetrics, live: Probe, ready: Probe) -> None:
+        host, port = parse_listen(listen)
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, owner.metrics.exposition(), CONTENT_TYPE_LATEST)
+                elif path in ("/healthz", "/livez"):
+                    self._probe(owner.live)
+                elif path == "/readyz":
+                    self._probe(owner.ready)
+                else:
+                    self._send(404, b"not found\n", "text/plain")
+
+            def _probe(self, probe: Probe) -> None:
+                ok, why = probe()
+                self._send(200 if ok else 503, (why or ("ok" if ok else "not ok")).encode() + b"\n",
+                           "text/plain; charset=utf-8")
+
+            def _send(self, code: int, body: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # probes every few seconds: no access log
+                return
+
+        self.metrics = metrics
+        self.live = live
+        self.ready = ready
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.server.daemon_threads = True
+        self._thread = threading.Thread(target=self.server.serve_forever, name="intentc-http", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def start(self) -> "HealthServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)

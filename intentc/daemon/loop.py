@@ -1,0 +1,577 @@
+"""The drift daemon: one reactor thread that owns every decision.
+
+Informers (one thread per managed kind), the git poll timer, the file
+watcher (local mode) and the rollout worker only *report* into a queue;
+the reactor drains it, runs the pure detector on what changed, and acts
+on the policies.  One thread deciding means no two actions race (a heal
+and a rollback of the same object, two rollouts at once), which matters
+more than throughput for a controller that rewrites production.
+
+While a rollout (or a rollback) is in flight, heals are suspended: the
+rollout is itself converging the objects, and "healing" a later wave's
+missing objects would start them before their wave.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from intentc.daemon.http import HealthServer
+from intentc.daemon.informer import Informer
+from intentc.daemon.metrics import DaemonMetrics
+from intentc.daemon.reload import ReloadResult, follow
+from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile
+from intentc.diagnostics import format_text
+from intentc.drift import events, quarantine
+from intentc.drift.consistency import Verdict, check_rollout
+from intentc.drift.detect import DriftClass, Finding, History, detect
+from intentc.drift.live import complete, heal
+from intentc.drift.policy import Policies, Verb, asking_for_rollback, decide
+from intentc.drift.rollback import RollbackError, RollbackOutcome, rollback
+from intentc.gitrepo import GitError
+from intentc.kube.client import KubeClient
+from intentc.kube.errors import KubeError
+from intentc.reconcile.inventory import Inventory, inventory_ref
+from intentc.reconcile.result import ApplyResult
+from intentc.reconcile.sync import ApplyOptions, Reconciler
+from intentc.render.capabilities import KubeVersion
+from intentc.render.model import ObjectRef
+
+log = logging.getLogger("intentc.daemon")
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    repo: str
+    branch: str = "main"
+    paths: tuple[str, ...] = ("intents",)
+    topology: str = "clusters/cluster.yaml"
+    local: bool = False                 # follow the working tree (hot reload), not the branch
+    interval: float = 30.0              # git poll period (s)
+    resync: float = 300.0               # full detection period (s)
+    listen: str | None = ":9090"
+    target: str = "default"
+    workdir: str = "/tmp/intentc-daemon"
+    rollout_timeout: float = 600.0
+    prune: bool = False
+    kube_version: KubeVersion | None = None
+    render_target: str = "device-plugin"
+    seed: int = 0
+    commit: str | None = None           # local mode: the SHA to stamp (default: HEAD)
+    watch_timeout: int = 300            # server-side watch timeout (s)
+    heal_backoff: tuple[float, float] = (2.0, 300.0)
+
+
+class Stopped(Exception):
+    """Raised inside a rollout's waits when the daemon shuts down."""
+
+
+@dataclass(frozen=True)
+class _Changed:
+    refs: frozenset[ObjectRef]
+
+
+@dataclass(frozen=True)
+class _Done:
+    kind: str                            # "rollout" | "rollback"
+    desired: Desired | None
+    result: ApplyResult | RollbackOutcome | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class _Reloaded:
+    result: ReloadResult
+
+
+@dataclass
+class _State:
+    """What the reactor knows; only the reactor thread writes it."""
+
+    desired: Desired | None = None
+    history: History | None = None
+    head: str | None = None
+    inventory: Inventory | None = None
+    findings: dict[ObjectRef, tuple[Finding, ...]] = field(default_factory=dict)
+    heal_at: dict[ObjectRef, tuple[float, float]] = field(default_factory=dict)   # next allowed, delay
+    busy: str = ""                      # "" | "rollout" | "rollback"
+    attempted: set[str] = field(default_factory=set)
+    pending: Desired | None = None      # local mode: a plan that arrived during a rollout
+
+
+class Daemon:
+    def __init__(self, config: DaemonConfig, client: KubeClient, metrics: DaemonMetrics | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.client = client
+        self.metrics = metrics or DaemonMetrics()
+        self.clock = clock
+        self.stop_event = threading.Event()
+        self.queue: queue.Queue[object] = queue.Queue()
+        self.state = _State()
+        self.informers: dict[tuple[str, str], Informer] = {}
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="intentc-rollout")
+        self.http: HealthServer | None = None
+        self.git: GitSource | None = None
+        self.local: LocalSource | None = None
+        self.beat = clock()
+        self.polls = 0                      # completed git polls (tests wait on these)
+        self.passes = 0                     # completed detection passes
+        self.rollouts: list[tuple[str, str]] = []   # (kind, commit) of every rollout started
+        self._threads: list[threading.Thread] = []
+        self._kube_version = config.kube_version
+        Path(config.workdir).mkdir(parents=True, exist_ok=True)
+
+    # -- probes -----------------------------------------------------------------
+    def live(self) -> tuple[bool, str]:
+        age = self.clock() - self.beat
+        return (age < 60.0, f"reactor last turned {age:.0f}s ago")
+
+    def ready(self) -> tuple[bool, str]:
+        if self.state.desired is None:
+            return False, "no plan in force yet"
+        down = [f"{i.kind}: {i.last_error}" for i in self.informers.values()
+                if not i.synced.is_set() or not i.connected]
+        if down:
+            return False, "not watching: " + "; ".join(sorted(down))
+        return True, f"ok: commit {self.state.desired.commit[:12]}"
+
+    # -- lifecycle ----------------------------------------------------------------
+    def stop(self) -> None:
+        self.stop_event.set()
+        for inf in list(self.informers.values()):
+            inf.close()
+        self.queue.put(None)
+
+    def run(self) -> int:
+        """Block until `stop()`; the exit code is 0 after a clean shutdown."""
+        cfg = self.config
+        if cfg.listen:
+            self.http = HealthServer(cfg.listen, self.metrics, self.live, self.ready).start()
+            log.info("serving /healthz /readyz /metrics on port %d", self.http.port)
+        try:
+            self._start_source()
+            self._loop()
+        finally:
+            self.stop_event.set()
+            for inf in list(self.informers.values()):
+                inf.close()
+            self.worker.shutdown(wait=True, cancel_futures=True)
+            for inf in list(self.informers.values()):
+                inf.join()
+            for t in self._threads:
+                t.join(timeout=10)
+            if self.http is not None:
+                self.http.stop()
+            log.info("stopped")
+        return 0
+
+    def _start_source(self) -> None:
+        cfg = self.config
+        if cfg.local:
+            from intentc.compile import resolve_commit
+            commit = resolve_commit([str(Path(cfg.repo) / p) for p in cfg.paths], cfg.commit)
+            self.local = LocalSource(tuple(str(Path(cfg.repo) / p) for p in cfg.paths),
+                                     str(Path(cfg.repo) / cfg.topology), commit, self._version(),
+                                     cfg.render_target, cfg.seed)
+            self.queue.put(_Reloaded(self.local.load()))
+            t = threading.Thread(target=follow, name="intentc-files", daemon=True,
+                                 args=(self.local.reloader, lambda r, _s: self.queue.put(_Reloaded(r)),
+                                       self.stop_event))
+            t.start()
+            self._threads.append(t)
+        else:
+            self.git = GitSource(cfg.repo, cfg.branch, cfg.paths, cfg.topology, cfg.workdir,
+                                 cfg.render_target, cfg.seed)
+
+    # -- the reactor ----------------------------------------------------------------
+    def _loop(self) -> None:
+        cfg = self.config
+        next_poll = self.clock()
+        next_resync = self.clock() + cfg.resync
+        while not self.stop_event.is_set():
+            self.beat = self.clock()
+            now = self.clock()
+            if self.git is not None and now >= next_poll and not self.state.busy:
+                self._poll()
+                next_poll = self.clock() + cfg.interval
+            if now >= next_resync:
+                self._resync()
+                next_resync = self.clock() + cfg.resync
+            timeout = max(0.05, min(next_poll if self.git else next_resync, next_resync) - self.clock())
+            try:
+                item = self.queue.get(timeout=min(timeout, 1.0))
+            except queue.Empty:
+                continue
+            changed: set[ObjectRef] = set()
+            while item is not None:
+                if isinstance(item, _Changed):
+                    changed |= item.refs
+                else:
+                    self._handle(item)
+                try:
+                    item = self.queue.get_nowait()     # coalesce a burst of events into one pass
+                except queue.Empty:
+                    break
+            if changed and self.state.desired is not None:
+                self._detect(changed)
+
+    def _handle(self, item: object) -> None:
+        if isinstance(item, _Done):
+            self._done(item)
+        elif isinstance(item, _Reloaded):
+            self._reloaded(item.result)
+
+    def _safe(self, step: str, fn: Callable[[], Any]) -> Any:
+        """Run one reactor step; failures are counted and logged, never fatal."""
+        try:
+            return fn()
+        except (KubeError, GitError, RollbackError) as e:
+            self.metrics.errors.labels(step).inc()
+            log.warning("%s failed: %s", step, getattr(e, "message", str(e)))
+        return None
+
+    def _version(self) -> KubeVersion:
+        if self._kube_version is None:
+            self._kube_version = KubeVersion.parse(self.client.version())
+        return self._kube_version
+
+    # -- git ------------------------------------------------------------------------
+    def _poll(self) -> None:
+        self._safe("git-poll", self._poll_once)
+        self.polls += 1
+
+    def _poll_once(self) -> None:
+        assert self.git is not None
+        head = self.git.poll()
+        if head == self.state.head and self.state.desired is not None:
+            return
+        self.state.history = self.git.history(head)
+        inventory = self._read_inventory()
+        held = quarantine.read(self.client, self.config.target)
+        if head in held:
+            entry = held.get(head)
+            if self.state.head != head:
+                log.warning("branch %s is at %s, which is quarantined (%s); waiting for a newer commit",
+                            self.config.branch, head[:12], entry.reason if entry else "")
+            self.state.head = head
+            if self.state.desired is None:
+                self._adopt(inventory.commit or inventory.last_known_good)
+            return
+        self.state.head = head
+        last = inventory.last
+        if inventory.commit == head:
+            if self.state.desired is None or self.state.desired.commit != head:
+                self._adopt(head)
+            return
+        if head in self.state.attempted:
+            return
+        if last is not None and last.commit == head and last.result == "failed":
+            # tried before (by an earlier daemon, or by hand) and failed: not again by itself
+            self.state.attempted.add(head)
+            log.warning("commit %s failed its last rollout (%s); not applying it again", head[:12], last.message)
+            if self.state.desired is None:
+                self._adopt(head)
+            return
+        compiled = self.git.compile(head, self._version())
+        desired = from_compile(compiled, "git")
+        self.state.attempted.add(head)
+        if desired is None:
+            self.metrics.errors.labels("compile").inc()
+            log.error("commit %s does not compile; keeping %s in force:\n%s", head[:12],
+                      self.state.desired.commit[:12] if self.state.desired else "nothing",
+                      format_text(list(compiled.diagnostics), compiled.sources).rstrip())
+            if self.state.desired is None and inventory.commit:
+                self._adopt(inventory.commit)
+            return
+        self._rollout(desired)
+
+    def _adopt(self, commit: str | None) -> None:
+        """Take `commit` as the plan in force without applying it (it is on
+        the cluster already), and start watching its kinds."""
+        if commit is None or self.git is None:
+            return
+        desired = from_compile(self.git.compile(commit, self._version()), "git")
+        if desired is None:
+            log.error("the applied commit %s does not compile any more; not detecting drift", commit[:12])
+            return
+        self._in_force(desired)
+        self.metrics.set_applied(commit, self.config.branch, "inventory")
+
+    def _in_force(self, desired: Desired) -> None:
+        self.state.desired = desired
+        self._ensure_informers(desired)
+        self._resync()
+
+    # -- rollouts ----------------------------------------------------------------------
+    def _options(self, **changes: Any) -> ApplyOptions:
+        base = ApplyOptions(target=self.config.target, prune=self.config.prune, wait=True,
+                            timeout=self.config.rollout_timeout)
+        return replace(base, **changes)
+
+    def _sleep(self, seconds: float) -> None:
+        if self.stop_event.wait(seconds):
+            raise Stopped()
+
+    def _rollout(self, desired: Desired) -> None:
+        log.info("rolling out commit %s (%d objects)", desired.commit[:12], len(desired.manifests))
+        self.state.busy = "rollout"
+        self.rollouts.append(("rollout", desired.commit))
+        self.state.desired = desired
+        self._ensure_informers(desired)
+        started = self.clock()
+
+        def work() -> None:
+            from intentc.render.model import Rendered
+            rendered = Rendered(desired.manifests, str(self._version()), self.config.render_target, desired.commit)
+            try:
+                result = Reconciler(self.client, self._options(), sleep=self._sleep).apply(rendered)
+                self.queue.put(_Done("rollout", desired, result))
+            except Stopped:
+                self.queue.put(_Done("rollout", desired, None, "stopped"))
+            except Exception as e:  # noqa: BLE001 — a bug must not leave the reactor waiting forever
+                log.exception("rollout of %s crashed", desired.commit[:12])
+                self.queue.put(_Done("rollout", desired, None, repr(e)))
+            finally:
+                self.metrics.reconcile_seconds.labels("rollout").observe(self.clock() - started)
+        self._submit(work)
+
+    def _submit(self, work: Callable[[], None]) -> None:
+        try:
+            fut: Future[None] = self.worker.submit(work)
+        except RuntimeError:          # shutting down
+            self.state.busy = ""
+            return
+        fut.add_done_callback(_report_crash)
+
+    def _done(self, done: _Done) -> None:
+        self.state.busy = ""
+        self._finished(done)
+        if self.state.pending is not None and not self.state.busy:
+            pending, self.state.pending = self.state.pending, None
+            self._rollout(pending)
+
+    def _finished(self, done: _Done) -> None:
+        if done.kind == "rollback":
+            self._rolled_back(done)
+            return
+        result = done.result
+        desired = done.desired
+        if not isinstance(result, ApplyResult) or desired is None:
+            return
+        if result.result == "error":
+            log.error("rollout of %s stopped: %s", desired.commit[:12], result.message)
+            self.state.head = None        # try again at the next poll
+            self.state.attempted.discard(desired.commit)
+            return
+        verdict = self._verdict(desired, result)
+        if verdict.consistent:
+            log.info("commit %s rolled out: %s", desired.commit[:12], result.health)
+            self.metrics.set_applied(desired.commit, self.config.branch, desired.origin)
+            self._clear_quarantine(desired.commit)
+            self._resync()
+            return
+        log.error("%s", verdict.summary())
+        askers = asking_for_rollback(((p.intent, p.tenant) for p in verdict.problems),
+                                     Policies.from_program(desired.program))
+        if not askers or self.git is None:
+            log.warning("not rolling back %s: no failing intent has `drift: rollback`", desired.commit[:12])
+            self._resync()
+            return
+        self._rollback(desired, verdict, askers)
+
+    def _verdict(self, desired: Desired, result: ApplyResult) -> Verdict:
+        failed: list[tuple[ObjectRef, str]] = [(o.ref, o.message or "apply failed") for o in result.objects if not o.ok]
+        if result.result == "failed" and not failed:
+            failed = [(o.ref, result.message) for o in result.objects if o.health in ("Progressing", "Missing")]
+        live = self._live(desired)
+        return check_rollout(desired.commit, desired.manifests, live, failed)
+
+    def _rollback(self, bad: Desired, verdict: Verdict, askers: tuple[str, ...]) -> None:
+        assert self.git is not None
+        source = replace(self.git.source, kube_version=self._version())
+        reason = f"{verdict.summary()} (policy rollback: {', '.join(askers)})"
+        failing = tuple(sorted({p.ref for p in verdict.problems}))
+        self.state.busy = "rollback"
+        self.rollouts.append(("rollback", bad.commit))
+        started = self.clock()
+
+        def work() -> None:
+            try:
+                outcome = rollback(self.client, source, self.config.workdir, reason=reason, bad=bad.commit,
+                                   options=self._options(), failing=failing)
+                self.queue.put(_Done("rollback", bad, outcome))
+            except RollbackError as e:
+                self.queue.put(_Done("rollback", bad, None, e.message))
+            except Stopped:
+                self.queue.put(_Done("rollback", bad, None, "stopped"))
+            except KubeError as e:
+                self.queue.put(_Done("rollback", bad, None, e.message))
+            except Exception as e:  # noqa: BLE001 — a bug must not leave the reactor waiting forever
+                log.exception("rollback from %s crashed", bad.commit[:12])
+                self.queue.put(_Done("rollback", bad, None, repr(e)))
+            finally:
+                self.metrics.reconcile_seconds.labels("rollback").observe(self.clock() - started)
+        self.metrics.rollbacks.inc()
+        self._submit(work)
+
+    def _rolled_back(self, done: _Done) -> None:
+        outcome = done.result
+        if not isinstance(outcome, RollbackOutcome):
+            log.error("rollback of %s failed: %s", done.desired.commit[:12] if done.desired else "?", done.error)
+            return
+        log.warning("rolled back to %s: %s", outcome.to_commit[:12], outcome.applied.result)
+        self.metrics.set_applied(outcome.to_commit, self.config.branch, "rollback")
+        self._safe("quarantine", lambda: self.metrics.quarantined.set(
+            len(quarantine.read(self.client, self.config.target).entries)))
+        self._adopt(outcome.to_commit)
+
+    def _clear_quarantine(self, commit: str) -> None:
+        history = self.state.history
+        if history is None:
+            return
+
+        def clear() -> None:
+            held = quarantine.read(self.client, self.config.target)
+            kept = held.cleared_by(commit, history)
+            if kept != held:
+                quarantine.write(self.client, self.config.target, kept)
+                log.info("commit %s clears the quarantine of %s", commit[:12],
+                         ", ".join(e.commit[:12] for e in held.entries if e not in kept.entries))
+            self.metrics.quarantined.set(len(kept.entries))
+        self._safe("quarantine", clear)
+
+    # -- local mode ------------------------------------------------------------------
+    def _reloaded(self, result: ReloadResult) -> None:
+        if not result.ok:
+            log.error("change does not compile; keeping the plan in force:\n%s",
+                      format_text(list(result.diagnostics), dict(result.sources)).rstrip())
+            return
+        desired = LocalSource.desired(result)
+        if desired is None or (self.state.desired is not None and
+                               self.state.desired.manifests == desired.manifests):
+            return
+        if self.state.busy:
+            self.state.pending = desired        # rolled out when the running one is done
+            return
+        self._rollout(desired)
+
+    # -- informers -----------------------------------------------------------------------
+    def _ensure_informers(self, desired: Desired) -> None:
+        kinds = set(desired.kinds)
+        if self.state.inventory is not None:
+            kinds |= {(e.ref.api_version, e.ref.kind) for e in self.state.inventory.entries}
+        for key in sorted(kinds - set(self.informers)):
+            inf = Informer(self.client, key[0], key[1], self._on_change, self.metrics, self.stop_event,
+                           timeout_seconds=self.config.watch_timeout)
+            self.informers[key] = inf
+            inf.start()
+
+    def _on_change(self, _event: str, refs: frozenset[ObjectRef]) -> None:
+        self.queue.put(_Changed(refs))
+
+    def _read_inventory(self) -> Inventory:
+        inv = Inventory.from_configmap(self.client.get(inventory_ref(self.config.target)), self.config.target)
+        self.state.inventory = inv
+        return inv
+
+    # -- detection ----------------------------------------------------------------------------
+    def _cache(self) -> dict[ObjectRef, Mapping[str, Any]]:
+        live: dict[ObjectRef, Mapping[str, Any]] = {}
+        for inf in self.informers.values():
+            live.update(inf.items())
+        return live
+
+    def _live(self, desired: Desired) -> dict[ObjectRef, Mapping[str, Any]]:
+        return complete(self.client, self._cache(), (m.ref for m in desired.manifests))
+
+    def _resync(self) -> None:
+        if self.state.desired is None:
+            return
+        self._safe("inventory", self._read_inventory)
+        self._detect(None)
+
+    def _detect(self, refs: set[ObjectRef] | None) -> None:
+        """Detect over `refs` (None: everything) and act on the policies."""
+        desired = self.state.desired
+        if desired is None:
+            return
+        started = self.clock()
+        cache = self._cache()
+        wanted = desired.by_ref if refs is None else {r: desired.by_ref[r] for r in refs if r in desired.by_ref}
+        missing = [r for r in wanted if r not in cache]
+        if missing:
+            fetched = self._safe("get", lambda: complete(self.client, {}, missing)) or {}
+            cache.update(fetched)
+        live = cache if refs is None else {r: cache[r] for r in refs if r in cache}
+        inventory = self.state.inventory
+        report = detect([m.body for m in wanted.values()], live.values(),
+                        inventory.refs() if inventory else (), self.state.history,
+                        exclude=[inventory_ref(self.config.target)])
+        if refs is None:
+            self.state.findings = {}
+        else:
+            for r in refs:
+                self.state.findings.pop(r, None)
+        grouped: dict[ObjectRef, list[Finding]] = {}
+        for f in report.findings:
+            grouped.setdefault(f.ref, []).append(f)
+        for ref, found in grouped.items():
+            before = self.state.findings.get(ref)
+            self.state.findings[ref] = tuple(found)
+            if all(f.drift is DriftClass.IN_SYNC for f in found):
+                self.state.heal_at.pop(ref, None)     # back in sync: the next heal is not backed off
+            for f in found:
+                if f.drift is not DriftClass.IN_SYNC and (before is None or f not in before):
+                    log.warning("drift: %s %s: %s", f.drift.value, f.ref, f.message)
+        counts = {cls: 0 for cls in DriftClass}
+        for found_list in self.state.findings.values():
+            for cls in {f.drift for f in found_list}:
+                counts[cls] += 1
+        self.metrics.set_counts(counts)
+        self._act(report, desired)
+        self.passes += 1
+        self.metrics.reconcile_seconds.labels("resync" if refs is None else "event").observe(self.clock() - started)
+
+    def _act(self, report: Any, desired: Desired) -> None:
+        if self.state.busy:
+            return
+        policies = Policies.from_program(desired.program)
+        now = self.clock()
+        for d in decide(report, policies):
+            if d.verb is not Verb.HEAL:
+                continue
+            ref = d.finding.ref
+            manifest = desired.by_ref.get(ref)
+            if manifest is None:
+                continue
+            next_at, delay = self.state.heal_at.get(ref, (0.0, self.config.heal_backoff[0]))
+            if now < next_at:
+                continue
+            outcome = self._safe("heal", lambda: heal(self.client, manifest, self._sleep))
+            if outcome is None:
+                continue
+            self.state.heal_at[ref] = (now + delay, min(delay * 2, self.config.heal_backoff[1]))
+            if outcome.ok:
+                self.metrics.heals.labels(d.finding.drift.value).inc()
+                who = ", ".join(d.finding.managers) or d.finding.drift.value
+                log.warning("healed %s (%s by %s; policy %s)", ref, d.finding.drift.value, who, d.policy.value)
+                self._safe("event", lambda: events.emit(
+                    self.client, ref, "DriftHealed",
+                    f"intentc re-applied the desired state ({d.finding.message})", "Normal", outcome.body))
+            else:
+                log.error("heal of %s failed: %s", ref, outcome.message)
+
+
+def _report_crash(fut: "Future[None]") -> None:
+    """A bug in a rollout must not pass silently (the reactor would wait forever)."""
+    exc = fut.exception()
+    if exc is not None:
+        log.error("rollout worker crashed: %r", exc)

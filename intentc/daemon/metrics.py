@@ -1,0 +1,50 @@
+"""The daemon's Prometheus metrics, in a registry of its own.
+
+A private `CollectorRegistry` per daemon (not the process-global one) lets
+tests run several daemons in one process and keeps library users' metrics
+apart from ours.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
+
+from intentc.drift.detect import DRIFT_CLASSES, DriftClass
+
+# Reconciles range from a no-op resync (milliseconds) to a rollout with
+# health gates (minutes).
+DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
+
+
+class DaemonMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.objects = Gauge("intentc_drift_objects", "Managed objects per drift class at the last detection.",
+                             ["drift_class"], registry=r)
+        for cls in DRIFT_CLASSES:
+            self.objects.labels(cls.value).set(0)
+        self.reconcile_seconds = Histogram("intentc_reconcile_duration_seconds",
+                                           "Time of one reconcile pass (detect, and act on the policies).",
+                                           ["trigger"], buckets=DURATION_BUCKETS, registry=r)
+        self.applied = Info("intentc_last_applied_commit", "The commit the daemon last applied.", registry=r)
+        self.rollbacks = Counter("intentc_rollbacks_total", "Semantic-consistency rollbacks performed.",
+                                 registry=r)
+        self.heals = Counter("intentc_heals_total", "Objects re-applied by the heal policy.", ["drift_class"],
+                             registry=r)
+        self.watch_restarts = Counter("intentc_watch_restarts_total",
+                                      "Watch streams restarted, by reason (expired, error, timeout).",
+                                      ["reason"], registry=r)
+        self.errors = Counter("intentc_errors_total", "Failed daemon steps, by step.", ["step"], registry=r)
+        self.quarantined = Gauge("intentc_quarantined_commits", "Commits the daemon refuses to apply.",
+                                 registry=r)
+
+    def set_counts(self, counts: dict[DriftClass, int]) -> None:
+        for cls in DRIFT_CLASSES:
+            self.objects.labels(cls.value).set(counts.get(cls, 0))
+
+    def set_applied(self, commit: str, branch: str, source: str) -> None:
+        self.applied.info({"commit": commit, "branch": branch, "source": source})
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,90 @@
+"""Where the daemon's desired state comes from: a git branch, or local files.
+
+Both sources produce a `Desired` — the compiled objects of one commit plus
+the program they came from (for the drift policies) — so the reactor never
+cares which one it runs with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Mapping
+
+from intentc import gitrepo
+from intentc.compile import CompileResult
+from intentc.daemon.reload import Reloader, ReloadResult
+from intentc.drift.detect import History
+from intentc.drift.rollback import RepoSource, compile_revision
+from intentc.ir import Program
+from intentc.render.capabilities import KubeVersion
+from intentc.render.model import Manifest, ObjectRef
+
+HISTORY_DEPTH = 5000      # commits of the branch kept for stale / foreign checks
+
+
+@dataclass(frozen=True)
+class Desired:
+    commit: str
+    manifests: tuple[Manifest, ...]
+    program: Program
+    origin: str                      # "git" | "local"
+    by_ref: Mapping[ObjectRef, Manifest] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str) -> "Desired":
+        return cls(commit, manifests, program, origin, {m.ref: m for m in manifests})
+
+    @property
+    def kinds(self) -> frozenset[tuple[str, str]]:
+        return frozenset((m.ref.api_version, m.ref.kind) for m in self.manifests)
+
+
+def from_compile(result: CompileResult, origin: str) -> Desired | None:
+    if not result.ok or result.rendered is None or result.program is None:
+        return None
+    return Desired.of(result.rendered.commit, result.rendered.manifests, result.program, origin)
+
+
+class GitSource:
+    """Follow `branch` of a repository: a local path is read in place, a URL
+    is mirrored (bare) under `workdir` and fetched on every poll."""
+
+    def __init__(self, repo: str, branch: str, paths: tuple[str, ...], topology: str, workdir: str | Path,
+                 render_target: str, seed: int) -> None:
+        self.url = repo
+        self.branch = branch
+        self.workdir = Path(workdir)
+        self.local = gitrepo.is_local_repository(repo)
+        self.path = str(Path(repo).expanduser()) if self.local else str(gitrepo.mirror(repo, self.workdir))
+        self.source = RepoSource(self.path, paths, topology, render_target=render_target, seed=seed)
+
+    def poll(self) -> str:
+        """The branch's current SHA (after a fetch, for a mirror)."""
+        if self.local:
+            return gitrepo.branch_head(self.path, self.branch)
+        return gitrepo.fetch_branch(self.path, self.branch)
+
+    def history(self, head: str) -> History:
+        return History(gitrepo.rev_list(self.path, head, HISTORY_DEPTH))
+
+    def compile(self, sha: str, kube_version: KubeVersion) -> CompileResult:
+        return compile_revision(replace(self.source, kube_version=kube_version), sha, self.workdir)
+
+
+class LocalSource:
+    """The working tree of `paths`, recompiled incrementally on every save."""
+
+    def __init__(self, paths: tuple[str, ...], topology: str, commit: str, kube_version: KubeVersion,
+                 render_target: str, seed: int) -> None:
+        self.reloader = Reloader(paths, topology, commit, kube_version, render_target, seed)
+
+    def load(self) -> ReloadResult:
+        return self.reloader.load()
+
+    @staticmethod
+    def desired(result: ReloadResult) -> Desired | None:
+        snap = result.snapshot
+        if not result.ok or snap is None:
+            return None
+        return Desired.of(snap.rendered.commit, snap.rendered.manifests, snap.program, "local")

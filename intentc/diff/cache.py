@@ -1,0 +1,118 @@
+"""Parse results keyed by git blob id, shared by both sides of a diff and across runs.
+
+Why blob ids: git already knows which files changed between two trees
+(`ls-tree` gives each file's blob SHA), so a file whose blob is the same on
+both sides is parsed at most once per run, and a file seen by an earlier run
+(the base of a pull request does not move between pushes) is not parsed at
+all.  The key also holds the path (spans name the file, and the suffix picks
+the surface) and a fingerprint of the front end, so an entry can never be
+stale: a new grammar, schema or parser version simply misses.
+
+The same file keeps the dependency-graph view of each of the last run's
+trees, keyed by a digest of the tree listing: the base of a pull request does
+not move between pushes, so its graph is built once.
+
+One pickle per front-end fingerprint, holding the entries of the last run's
+two trees; it is replaced atomically, so concurrent runs can only lose speed.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from intentc import __version__
+from intentc.frontend import FileResult
+
+BlobKey = tuple[str, str]          # (repository-relative path, blob SHA)
+
+# What a cached result depends on: the surfaces, the IR, decoding, the grammar /
+# schemas they load, and (for the graph views) the graph module and its consumer.
+_FRONTEND_FILES = ("frontend", "ir.py", "sources.py", "diagnostics.py", "quantity.py", "codes.py", "graph.py",
+                   "diff/graph_diff.py")
+
+
+def frontend_fingerprint() -> str:
+    pkg = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256(__version__.encode())
+    files: list[Path] = []
+    for name in _FRONTEND_FILES:
+        p = pkg / name
+        files.extend(sorted(p.rglob("*.py")) if p.is_dir() else [p] if p.exists() else [])
+    for data_dir, suffix in ((pkg.parent / "grammar", ".lark"), (pkg.parent / "schemas", ".json"),
+                             (pkg / "grammar", ".lark"), (pkg / "schemas", ".json")):
+        if data_dir.is_dir():
+            files.extend(sorted(data_dir.glob("*" + suffix)))
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def listing_digest(listing: Mapping[str, str]) -> str:
+    """Identifies a tree by its files' paths and blob ids (its git tree id, in effect)."""
+    h = hashlib.sha256()
+    for path, sha in sorted(listing.items()):
+        h.update(f"{path}\0{sha}\n".encode())
+    return h.hexdigest()
+
+
+class BlobCache:
+    def __init__(self, directory: str | None) -> None:
+        self.entries: dict[BlobKey, FileResult] = {}
+        self.views: dict[str, Any] = {}
+        self.file: Path | None = None
+        self.dirty = False
+        if directory is None:
+            return
+        self.file = Path(directory) / f"diff-blobs-{frontend_fingerprint()[:24]}.pickle"
+        # Unpickling a few hundred thousand small IR objects triggers the cyclic
+        # collector over and over (4x the load time); none of them form cycles.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with self.file.open("rb") as fh:
+                loaded = pickle.load(fh)
+            if isinstance(loaded, dict) and isinstance(loaded.get("blobs"), dict):
+                self.entries = loaded["blobs"]
+                self.views = loaded.get("views") or {}
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
+            self.entries = {}
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def get(self, key: BlobKey) -> FileResult | None:
+        return self.entries.get(key)
+
+    def put(self, key: BlobKey, result: FileResult) -> None:
+        self.entries[key] = result
+        self.dirty = True
+
+    def view(self, digest: str) -> Any:
+        return self.views.get(digest)
+
+    def put_view(self, digest: str, view: Any) -> None:
+        self.views[digest] = view
+        self.dirty = True
+
+    def save(self, keep: Iterable[BlobKey], keep_views: Iterable[str] = ()) -> None:
+        """Keep only what the trees of this run use, so the file does not grow without bound."""
+        if self.file is None:
+            return
+        kept = {k: self.entries[k] for k in sorted(set(keep)) if k in self.entries}
+        views = {d: self.views[d] for d in sorted(set(keep_views)) if d in self.views}
+        if not self.dirty and len(kept) == len(self.entries) and len(views) == len(self.views):
+            return
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                pickle.dump({"blobs": kept, "views": views}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.file)
+        except OSError:
+            pass   # a cache that cannot be written only costs speed

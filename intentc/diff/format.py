@@ -1,0 +1,195 @@
+"""Views of a `DiffReport`: text for terminals, JSON for tools, markdown for a
+pull-request comment (a summary a reviewer reads in five seconds, the field
+level detail in a collapsed <details> section)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from intentc.diagnostics import Span
+from intentc.diff.graph_diff import Edge
+from intentc.diff.intents import DeclChange, FieldChange, Status
+from intentc.diff.report import DiffReport
+
+SHOWN = 50           # list items shown per section in text/markdown; JSON has everything
+MARK = {Status.ADDED: "+", Status.REMOVED: "-", Status.RENAMED: ">", Status.CHANGED: "~"}
+
+
+def _v(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _pos(span: Span | None) -> str:
+    return str(span) if span is not None else "-"
+
+
+def _edge(e: Edge) -> str:
+    return f"{e.source} -> {e.target} ({e.reason}{': ' + e.dataset if e.dataset else ''})"
+
+
+def _counts(report: DiffReport) -> str:
+    by: dict[str, int] = {}
+    for c in report.declarations:
+        by[c.status.value] = by.get(c.status.value, 0) + 1
+    parts = [f"{by[s.value]} {s.value}" for s in Status if s.value in by]
+    return ", ".join(parts) if parts else "no semantic change"
+
+
+def _field_line(f: FieldChange) -> str:
+    if f.old is None:
+        return f"{f.path}: + {_v(f.new)}"
+    if f.new is None:
+        return f"{f.path}: - {_v(f.old)}"
+    return f"{f.path}: {_v(f.old)} -> {_v(f.new)}"
+
+
+def _decl_head(c: DeclChange, impact: dict[str, str]) -> str:
+    tag = f"  [{impact[c.name]}]" if c.kind == "intent" and c.name in impact else ""
+    if c.status is Status.RENAMED:
+        return f"{MARK[c.status]} {c.kind} {c.old_name} renamed to {c.name}{tag}"
+    return f"{MARK[c.status]} {c.kind} {c.name}{tag}"
+
+
+def _more(n: int) -> list[str]:
+    return [f"  ... and {n - SHOWN} more"] if n > SHOWN else []
+
+
+def format_text(report: DiffReport) -> str:
+    impact = {i.intent: i.impact.value for i in report.impacts}
+    out = [f"intentc diff {report.base} .. {report.head}: {_counts(report)}"]
+    for c in report.declarations:
+        where = (f"base {_pos(c.base_span)}" if c.status is Status.REMOVED
+                 else f"{_pos(c.head_span)}" if c.status is not Status.RENAMED
+                 else f"base {_pos(c.base_span)} -> {_pos(c.head_span)}")
+        out.append(f"{_decl_head(c, impact)}  ({where})")
+        for f in c.changes:
+            out.append(f"    {_field_line(f)}")
+            out.append(f"      base {_pos(f.base_span)}  head {_pos(f.head_span)}")
+    g = report.graph
+    if not g.empty:
+        out.append(f"graph: {len(g.added)} edge(s) added, {len(g.removed)} removed, "
+                   f"{len(g.new_cycles)} new cycle(s), {len(g.waves)} wave move(s)")
+        out += [f"  + {_edge(e)}" for e in g.added[:SHOWN]] + _more(len(g.added))
+        out += [f"  - {_edge(e)}" for e in g.removed[:SHOWN]] + _more(len(g.removed))
+        out += [f"  new cycle: {' -> '.join(c + (c[0],))}" for c in g.new_cycles]
+        out += [f"  cycle resolved: {' -> '.join(c + (c[0],))}" for c in g.fixed_cycles]
+        out += [f"  wave {w.intent}: {w.old} -> {w.new}" for w in g.waves[:SHOWN]] + _more(len(g.waves))
+    p = report.plan
+    if p is not None and not p.empty:
+        out.append(f"plan on {p.topology}: {len(p.moved)} placement(s) move, "
+                   f"{sum(not c.placeable for c in p.capacity)} no longer placeable, "
+                   f"{len(p.shares)} tenant share(s) change")
+        out += [f"  move {m.intent}: {m.old} -> {m.new}" for m in p.moved[:SHOWN]] + _more(len(p.moved))
+        out += [f"  {'placeable' if c.placeable else 'unplaceable'} {c.intent}: {c.message}" for c in p.capacity]
+        out += [f"  tenant {s.tenant}: {s.old_allocated} -> {s.new_allocated} GPUs allocated "
+                f"(requested {s.old_requested} -> {s.new_requested}, weight {s.old_weight} -> {s.new_weight})"
+                for s in p.shares]
+    if report.impacts:
+        out.append("impact:")
+        out += [f"  {i.impact.value:<13} {i.intent}: {'; '.join(i.reasons)}" for i in report.impacts]
+    return "\n".join(out) + "\n"
+
+
+def _span_obj(s: Span | None) -> dict[str, Any] | None:
+    return None if s is None else {"file": s.file, "line": s.line, "column": s.column,
+                                   "end_line": s.end_line, "end_column": s.end_column}
+
+
+def to_json_obj(report: DiffReport) -> dict[str, Any]:
+    p = report.plan
+    return {
+        "base": report.base,
+        "head": report.head,
+        "changed": report.changed,
+        "declarations": [{
+            "kind": c.kind, "status": c.status.value, "name": c.name, "old_name": c.old_name,
+            "base": _span_obj(c.base_span), "head": _span_obj(c.head_span),
+            "changes": [{"path": f.path, "old": f.old, "new": f.new,
+                         "base": _span_obj(f.base_span), "head": _span_obj(f.head_span)} for f in c.changes],
+        } for c in report.declarations],
+        "graph": {
+            "added": [e.__dict__ for e in report.graph.added],
+            "removed": [e.__dict__ for e in report.graph.removed],
+            "new_cycles": [list(c) for c in report.graph.new_cycles],
+            "fixed_cycles": [list(c) for c in report.graph.fixed_cycles],
+            "waves": [w.__dict__ for w in report.graph.waves],
+        },
+        "plan": None if p is None else {
+            "topology": p.topology,
+            "moved": [m.__dict__ for m in p.moved],
+            "capacity": [c.__dict__ for c in p.capacity],
+            "shares": [s.__dict__ for s in p.shares],
+        },
+        "impacts": [{"intent": i.intent, "impact": i.impact.value, "reasons": list(i.reasons),
+                     "changed": i.changed} for i in report.impacts],
+    }
+
+
+def format_json(report: DiffReport) -> str:
+    return json.dumps(to_json_obj(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _md(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def format_markdown(report: DiffReport) -> str:
+    impact = {i.intent: i for i in report.impacts}
+    out = ["<!-- intentc:diff -->", "### intentc diff",
+           f"`{report.base}` \u2192 `{report.head}`: **{_counts(report)}**"]
+    if not report.changed:
+        return "\n".join(out) + "\n"
+    out += ["", "| | kind | name | impact | fields |", "|---|---|---|---|---|"]
+    for c in report.declarations[:SHOWN * 4]:
+        name = f"`{c.old_name}` \u2192 `{c.name}`" if c.status is Status.RENAMED else f"`{c.name}`"
+        imp = impact[c.name].impact.value if c.kind == "intent" and c.name in impact else ""
+        fields = ", ".join(f"`{f.path}`" for f in c.changes[:6]) + (" \u2026" if len(c.changes) > 6 else "")
+        out.append(f"| {MARK[c.status]} {c.status.value} | {c.kind} | {name} | {imp} | {fields} |")
+    others = [i for i in report.impacts if not i.changed]
+    if others:
+        out += ["", "Unchanged intents affected by the plan:", ""]
+        out += [f"- `{i.intent}`: **{i.impact.value}** ({_md('; '.join(i.reasons))})" for i in others[:SHOWN]]
+    g, p = report.graph, report.plan
+    summary = [f"graph: +{len(g.added)}/-{len(g.removed)} edges, {len(g.new_cycles)} new cycle(s), "
+               f"{len(g.waves)} wave move(s)"]
+    if p is not None:
+        summary.append(f"plan on `{p.topology}`: {len(p.moved)} move(s), "
+                       f"{sum(not c.placeable for c in p.capacity)} unplaceable, {len(p.shares)} share change(s)")
+    out += ["", " \u00b7 ".join(summary), "", "<details><summary>Field-level changes</summary>", ""]
+    for c in report.declarations:
+        if not c.changes and c.status is not Status.RENAMED:
+            continue
+        out.append(f"**{c.kind} `{c.name}`** ({c.status.value})")
+        out.append("")
+        if c.status is Status.RENAMED:
+            out.append(f"- renamed from `{c.old_name}` (`{_pos(c.base_span)}` \u2192 `{_pos(c.head_span)}`)")
+        for f in c.changes:
+            out.append(f"- `{f.path}`: `{_md(_v(f.old))}` \u2192 `{_md(_v(f.new))}` "
+                       f"(`{_pos(f.base_span)}` \u2192 `{_pos(f.head_span)}`)")
+        out.append("")
+    if not g.empty:
+        out += ["**Graph**", ""]
+        out += [f"- added `{_edge(e)}`" for e in g.added[:SHOWN]]
+        out += [f"- removed `{_edge(e)}`" for e in g.removed[:SHOWN]]
+        out += [f"- new cycle `{' -> '.join(c + (c[0],))}`" for c in g.new_cycles]
+        out += [f"- wave of `{w.intent}`: {w.old} \u2192 {w.new}" for w in g.waves[:SHOWN]]
+        out.append("")
+    if p is not None and not p.empty:
+        out += [f"**Plan on `{p.topology}`**", ""]
+        out += [f"- `{m.intent}` moves: `{m.old}` \u2192 `{m.new}`" for m in p.moved[:SHOWN]]
+        out += [f"- `{c.intent}` {'placeable again' if c.placeable else 'no longer placeable: ' + _md(c.message)}"
+                for c in p.capacity]
+        out += [f"- tenant `{s.tenant}`: {s.old_allocated} \u2192 {s.new_allocated} GPUs" for s in p.shares]
+        out.append("")
+    out.append("</details>")
+    return "\n".join(out) + "\n"
+
+
+FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown}
+
+
+def render_report(report: DiffReport, fmt: str) -> str:
+    return FORMATS[fmt](report)

@@ -1,0 +1,133 @@
+"""What a change does to a running intent: the one question a reviewer asks first.
+
+Classes, most disruptive first (an intent gets the first that applies):
+
+* ``capacity``      - the head plan cannot place it any more;
+* ``reschedule``    - its placement (nodes / GPU set) moves;
+* ``restart``       - its rendered objects change: a different object set, or
+                      a changed ``spec`` (image, command, resources, env, ...),
+                      so running pods are replaced;
+* ``metadata-only`` - labels/annotations change, or nothing rendered changes
+                      at all (tags, drift policy, the planner's duration estimate).
+
+"Rendered objects" is decided by the renderer itself: both versions of the
+intent are rendered with the plan of their side, stamps removed, and compared.
+Only changed intents are rendered, so this stays cheap on large repositories.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from intentc.diff.intents import DeclChange, Status
+from intentc.ir import Intent, Program
+from intentc.plan.model import Metrics, Plan
+from intentc.render import render
+from intentc.render.stamp import canonical_json, unstamped
+
+ZERO_SHA = "0" * 40
+# Fallback when the renderer cannot render an intent (it is broken on one side):
+# fields whose change never reaches a pod spec.
+METADATA_FIELDS = ("context.tags", "context.drift", "constraints.duration", "constraints.tolerance",
+                   "trigger.after")
+
+
+class ImpactClass(str, enum.Enum):
+    CAPACITY = "capacity"
+    RESCHEDULE = "reschedule"
+    RESTART = "restart"
+    METADATA_ONLY = "metadata-only"
+
+    @property
+    def rank(self) -> int:
+        return list(ImpactClass).index(self)
+
+
+@dataclass(frozen=True)
+class Impact:
+    intent: str
+    impact: ImpactClass
+    reasons: tuple[str, ...]
+    changed: bool               # the intent itself changed (False: moved because of others)
+
+
+def _plan_for(name: str, wave: int) -> Plan:
+    """A plan without a topology: the intent in its wave, no placement."""
+    return Plan("", tuple(() for _ in range(wave)) + ((name,),), (), (), (),
+                Metrics(0, 0, 0, 0, 1.0, 0))
+
+
+def rendered_objects(program: Program, intent: Intent, plan: Plan | None, wave: int) -> dict[str, Any]:
+    """ObjectRef text -> unstamped body of the objects rendered for one intent."""
+    sub = Program(program.tenants, program.datasets, (intent,), ())
+    if plan is None or intent.name not in {n for w in plan.waves for n in w}:
+        plan = _plan_for(intent.name, wave)
+    out = render(sub, plan, ZERO_SHA)
+    return {str(m.ref): unstamped(m.body) for m in out.manifests if m.intent == intent.name}
+
+
+def _render_class(base: Mapping[str, Any], head: Mapping[str, Any]) -> tuple[ImpactClass, str]:
+    if set(base) != set(head):
+        gone, new = sorted(set(base) - set(head)), sorted(set(head) - set(base))
+        return ImpactClass.RESTART, "objects replaced: " + ", ".join([f"-{r}" for r in gone] + [f"+{r}" for r in new])
+    spec = [r for r in sorted(base) if canonical_json(base[r].get("spec")) != canonical_json(head[r].get("spec"))]
+    if spec:
+        return ImpactClass.RESTART, "spec changes in " + ", ".join(spec)
+    meta = [r for r in sorted(base) if canonical_json(base[r]) != canonical_json(head[r])]
+    if meta:
+        return ImpactClass.METADATA_ONLY, "metadata changes in " + ", ".join(meta)
+    return ImpactClass.METADATA_ONLY, "no rendered object changes"
+
+
+def _field_class(change: DeclChange) -> tuple[ImpactClass, str]:
+    spec = [c.path for c in change.changes if not c.path.startswith(METADATA_FIELDS)]
+    if spec:
+        return ImpactClass.RESTART, "changed: " + ", ".join(spec)
+    return ImpactClass.METADATA_ONLY, "changed: " + ", ".join(c.path for c in change.changes)
+
+
+@dataclass(frozen=True)
+class SideState:
+    program: Program
+    plan: Plan | None
+    wave_of: Mapping[str, int]
+
+
+def classify(changes: list[DeclChange], base: SideState, head: SideState,
+             moved: Mapping[str, str], unplaceable: Mapping[str, str]) -> tuple[Impact, ...]:
+    """Impact of every changed or renamed intent, and of unchanged intents the plan moves.
+    `moved`: intent -> "old -> new" placement text; `unplaceable`: intent -> planner message."""
+    out: dict[str, Impact] = {}
+    for c in changes:
+        if c.kind != "intent" or c.status not in (Status.CHANGED, Status.RENAMED):
+            continue
+        reasons: list[str] = []
+        if c.status is Status.RENAMED:
+            klass, why = ImpactClass.RESTART, f"renamed from {c.old_name}: its objects are replaced"
+        else:
+            klass, why = _classify_render(c, base, head)
+        reasons.append(why)
+        out[c.name] = Impact(c.name, klass, tuple(reasons), True)
+    for name, text in sorted(moved.items()):
+        prior = out.get(name)
+        reasons = (prior.reasons if prior else ()) + (f"placement moves: {text}",)
+        out[name] = Impact(name, ImpactClass.RESCHEDULE, reasons, prior is not None)
+    for name, message in sorted(unplaceable.items()):
+        prior = out.get(name)
+        reasons = (prior.reasons if prior else ()) + (f"no longer placeable: {message}",)
+        out[name] = Impact(name, ImpactClass.CAPACITY, reasons, prior is not None)
+    return tuple(sorted(out.values(), key=lambda i: (i.impact.rank, i.intent)))
+
+
+def _classify_render(c: DeclChange, base: SideState, head: SideState) -> tuple[ImpactClass, str]:
+    b, h = base.program.intent(c.name), head.program.intent(c.name)
+    if b is None or h is None:
+        return _field_class(c)
+    try:
+        old = rendered_objects(base.program, b, base.plan, base.wave_of.get(c.name, 0))
+        new = rendered_objects(head.program, h, head.plan, head.wave_of.get(c.name, 0))
+    except Exception:     # noqa: BLE001 - an intent the renderer rejects (the compiler reports why)
+        return _field_class(c)
+    return _render_class(old, new)

@@ -1,0 +1,124 @@
+"""`intentc schema-diff` as a library call: two schema directories in, a report out.
+
+Everything here takes plain data (file path -> bytes / text), so the CLI
+reads the revisions through `intentc.gitrepo` and tests can call it directly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Mapping
+
+import yaml
+
+from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diff.schema_diff import Json, SchemaFinding, SchemaSet, compare_schemas
+from intentc.diff.schema_impact import Affected, YamlLoader, node_marks, affected_documents, load_documents
+from intentc.diff.schema_rules import Level
+from intentc.sources import decode
+
+
+@dataclass(frozen=True)
+class Entry:
+    finding: SchemaFinding
+    line: int                        # position of the changed node in `finding.schema` (its side)
+    column: int
+    affected: tuple[Affected, ...]
+    acknowledged: bool = False
+
+    @property
+    def documents(self) -> int:
+        return len({(a.file, a.kind, a.name) for a in self.affected})
+
+
+@dataclass(frozen=True)
+class SchemaReport:
+    base: str
+    head: str
+    entries: tuple[Entry, ...]
+    documents_checked: int
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    def counts(self) -> dict[str, int]:
+        return {lvl.value: sum(e.finding.rule.level is lvl for e in self.entries) for lvl in reversed(Level)}
+
+    def failing(self, threshold: Level) -> list[Entry]:
+        return [e for e in self.entries
+                if e.finding.rule.level.rank >= threshold.rank and not e.acknowledged]
+
+
+def parse_schemas(files: Mapping[str, bytes]) -> tuple[dict[str, Json], dict[str, str], list[Diagnostic]]:
+    docs: dict[str, Json] = {}
+    texts: dict[str, str] = {}
+    diags: list[Diagnostic] = []
+    for path in sorted(files):
+        text, read_diags = decode(path, files[path])
+        diags.extend(read_diags)
+        if text is None:
+            continue
+        try:
+            docs[path] = json.loads(text)
+            texts[path] = text
+        except json.JSONDecodeError as exc:
+            diags.append(error("E0801", f"schema is not valid JSON: {exc.msg}",
+                               Span.point(path, exc.lineno, exc.colno)))
+    return docs, texts, diags
+
+
+def pointer_positions(text: str) -> dict[str, tuple[int, int]]:
+    """JSON Pointer -> (line, column) of every node of a JSON document.
+    JSON is YAML, and libyaml's composer keeps marks for every node."""
+    try:
+        node = yaml.compose(text, Loader=YamlLoader)
+    except yaml.YAMLError:
+        return {}
+    marks: dict[tuple[str | int, ...], tuple[int, int]] = {}
+    if node is not None:
+        node_marks(node, (), marks)
+    return {"".join("/" + str(t).replace("~", "~0").replace("/", "~1") for t in path): pos
+            for path, pos in marks.items()}
+
+
+def _position(positions: Mapping[str, tuple[int, int]], pointer: str) -> tuple[int, int]:
+    """The node itself, else its nearest existing ancestor (a keyword that was removed)."""
+    parts = pointer.split("/")
+    for n in range(len(parts), 0, -1):
+        hit = positions.get("/".join(parts[:n]))
+        if hit:
+            return hit
+    return (1, 1)
+
+
+def schema_diff(base_files: Mapping[str, bytes], head_files: Mapping[str, bytes],
+                base_documents: Mapping[str, bytes], base_label: str = "base", head_label: str = "head",
+                acknowledged: frozenset[str] = frozenset()) -> SchemaReport:
+    """Classify every change between two revisions of the schemas, and say
+    which of the base revision's YAML documents each change affects."""
+    base_docs, base_texts, d1 = parse_schemas(base_files)
+    head_docs, head_texts, d2 = parse_schemas(head_files)
+    findings = compare_schemas(base_docs, head_docs)
+    texts: dict[str, str] = {}
+    for path, data in sorted(base_documents.items()):
+        text, _ = decode(path, data)
+        if text is not None:
+            texts[path] = text
+    documents = load_documents(texts)
+    affected = affected_documents(findings, SchemaSet.of(base_docs), SchemaSet.of(head_docs), documents)
+    positions = {("base", p): pointer_positions(t) for p, t in base_texts.items()}
+    positions.update({("head", p): pointer_positions(t) for p, t in head_texts.items()})
+    entries = []
+    for f in findings:
+        line, col = _position(positions.get((f.side, f.schema), {}), f.pointer)
+        entries.append(Entry(f, line, col, affected.get(f.fingerprint, ()), f.fingerprint in acknowledged))
+    return SchemaReport(base_label, head_label, tuple(entries), len(documents), tuple(d1 + d2))
+
+
+def parse_acknowledgements(text: str) -> frozenset[str]:
+    """One fingerprint per line; `#` starts a comment (say who acknowledged and why)."""
+    out = set()
+    for line in text.splitlines():
+        token = line.split("#", 1)[0].strip()
+        if token:
+            out.add(token.split()[0])
+    return frozenset(out)

@@ -1,0 +1,292 @@
+"""Drift detection: `(desired, live, inventory, history) -> findings`, and nothing else.
+
+This function is pure on purpose (kopf's split between *detecting* and
+*reacting*): it reads plain dicts and returns values, never calls the API
+server, never sleeps, never reads the clock.  The daemon, `intentc drift`
+and the benchmarks all feed it data they fetched themselves, and only the
+reactor (`intentc.daemon`, `intentc.drift.rollback`) acts on the result.
+
+Classes (one object can be in two, e.g. stale *and* modified):
+
+* `in-sync`   — desired, present, nothing below differs;
+* `modified`  — a field intentc sets has another value, changed by another
+  field manager (named, from `managedFields`), with `path: desired -> live`;
+* `missing`   — desired but absent from the cluster;
+* `orphan`    — labelled `managed-by: intentc` but neither desired nor in
+  the inventory (created by hand, or by a lost apply);
+* `stale`     — applied from a commit older than the one whose plan changed
+  it (its spec-hash is not the desired one);
+* `foreign`   — its `commit-sha` is not in the repository's history.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from intentc.drift.fields import FieldDiff, diff_fields, field_sets
+from intentc.render.model import (COMMIT_ANNOTATION, INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL,
+                                  SPEC_HASH_ANNOTATION, TENANT_LABEL, ObjectRef)
+from intentc.render.stamp import spec_hash
+
+FIELD_MANAGER = "intentc"
+UNKNOWN_MANAGER = "<unknown>"
+
+# Never compared: the server's view of the object, and the stamps (judged as provenance).
+SKIPPED_PATHS = frozenset({
+    "status",
+    f'metadata.annotations["{COMMIT_ANNOTATION}"]',
+    f'metadata.annotations["{SPEC_HASH_ANNOTATION}"]',
+})
+
+
+class DriftClass(enum.Enum):
+    IN_SYNC = "in-sync"
+    MODIFIED = "modified"
+    MISSING = "missing"
+    ORPHAN = "orphan"
+    STALE = "stale"
+    FOREIGN = "foreign"
+
+
+DRIFT_CLASSES = tuple(DriftClass)
+
+
+@dataclass(frozen=True)
+class History:
+    """The commits of the followed branch, newest first (what `git log` lists).
+
+    Only the order matters here; the git module produces it."""
+
+    commits: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_pos", {sha: i for i, sha in enumerate(self.commits)})
+
+    def knows(self, sha: str) -> bool:
+        return sha in self._pos  # type: ignore[attr-defined]
+
+    def older(self, a: str, b: str) -> bool:
+        """True when `a` was committed before `b` (both known)."""
+        pos: dict[str, int] = self._pos  # type: ignore[attr-defined]
+        return pos[a] > pos[b]
+
+
+@dataclass(frozen=True)
+class Change:
+    """A field intentc sets, changed by `manager`."""
+
+    path: str
+    desired: Any
+    live: Any
+    manager: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "desired": self.desired, "live": self.live, "manager": self.manager}
+
+
+@dataclass(frozen=True)
+class Finding:
+    ref: ObjectRef
+    drift: DriftClass
+    message: str
+    intent: str | None = None
+    tenant: str | None = None
+    changes: tuple[Change, ...] = ()
+    live_commit: str | None = None
+    desired_commit: str | None = None
+
+    @property
+    def managers(self) -> tuple[str, ...]:
+        return tuple(sorted({c.manager for c in self.changes}))
+
+    @property
+    def sort_key(self) -> tuple[str, str, str, str, str]:
+        r = self.ref
+        return (r.kind, r.namespace, r.name, r.api_version, self.drift.value)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"object": self.ref.to_json(), "class": self.drift.value, "message": self.message,
+                "intent": self.intent, "tenant": self.tenant,
+                "managers": list(self.managers), "changes": [c.to_json() for c in self.changes],
+                "live_commit": self.live_commit, "desired_commit": self.desired_commit}
+
+
+@dataclass(frozen=True)
+class Report:
+    findings: tuple[Finding, ...]       # sorted; in-sync objects included
+
+    @property
+    def drifted(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.drift is not DriftClass.IN_SYNC)
+
+    @property
+    def has_drift(self) -> bool:
+        return bool(self.drifted)
+
+    def counts(self) -> dict[DriftClass, int]:
+        """Objects per class (every class present, zeros included)."""
+        seen: Counter[DriftClass] = Counter()
+        for cls in DRIFT_CLASSES:
+            seen[cls] = len({f.ref for f in self.findings if f.drift is cls})
+        return dict(seen)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"in_sync": not self.has_drift,
+                "counts": {c.value: n for c, n in self.counts().items()},
+                "findings": [f.to_json() for f in self.drifted]}
+
+
+# --------------------------------------------------------------------------
+
+def _meta(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = body.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _annotation(body: Mapping[str, Any], key: str) -> str | None:
+    value = (_meta(body).get("annotations") or {}).get(key)
+    return str(value) if value else None
+
+
+def _label(body: Mapping[str, Any], key: str) -> str | None:
+    value = (_meta(body).get("labels") or {}).get(key)
+    return str(value) if value else None
+
+
+def _desired_hash(body: Mapping[str, Any]) -> str:
+    return _annotation(body, SPEC_HASH_ANNOTATION) or spec_hash(body)
+
+
+def last_updater(live: Mapping[str, Any], manager: str = FIELD_MANAGER) -> str:
+    """Who most recently wrote the object other than intentc: the culprit for
+    a field that was removed (a removed field has no owner left to name)."""
+    entries = [e for e in _meta(live).get("managedFields") or () if e.get("manager") != manager]
+    if not entries:
+        return UNKNOWN_MANAGER
+    latest = max(entries, key=lambda e: (str(e.get("time") or ""), str(e.get("manager"))))
+    return str(latest.get("manager") or UNKNOWN_MANAGER)
+
+
+def modifications(desired: Mapping[str, Any], live: Mapping[str, Any],
+                  manager: str = FIELD_MANAGER) -> tuple[Change, ...]:
+    """Fields intentc sets whose live value another manager changed.
+
+    When the live object carries the desired spec-hash, intentc applied
+    exactly this content, so *every* difference is somebody's edit.  When
+    it does not (a newer commit changed the object), a difference only
+    counts if another manager owns that field now; fields still owned by
+    intentc simply hold the previous commit's value (that is `stale`)."""
+    applied_this = _annotation(live, SPEC_HASH_ANNOTATION) == _desired_hash(desired)
+    has_trie = bool(field_sets(live))
+    changes = []
+    for d in diff_fields(desired, live, SKIPPED_PATHS):
+        others = tuple(o for o in d.owners if o != manager)
+        if others:
+            who = ", ".join(others)
+        elif not applied_this or manager in d.owners:
+            continue
+        else:
+            who = last_updater(live, manager) if has_trie else UNKNOWN_MANAGER
+        changes.append(Change(d.path, d.desired, d.live, who))
+    return tuple(changes)
+
+
+def _provenance(ref: ObjectRef, desired: Mapping[str, Any], live: Mapping[str, Any],
+                history: History | None) -> Finding | None:
+    live_commit = _annotation(live, COMMIT_ANNOTATION)
+    want_commit = _annotation(desired, COMMIT_ANNOTATION)
+    same_spec = _annotation(live, SPEC_HASH_ANNOTATION) == _desired_hash(desired)
+    intent, tenant = _owner(desired)
+
+    def finding(cls: DriftClass, why: str) -> Finding:
+        return Finding(ref, cls, why, intent, tenant, live_commit=live_commit, desired_commit=want_commit)
+
+    if history is not None and (live_commit is None or not history.knows(live_commit)):
+        why = (f"applied from commit {live_commit[:12]}, which is not in the repository's history"
+               if live_commit else f"carries no {COMMIT_ANNOTATION} annotation")
+        return finding(DriftClass.FOREIGN, why)
+    if same_spec:
+        return None
+    if live_commit and want_commit and history is not None and history.knows(want_commit):
+        if history.older(live_commit, want_commit):
+            why = f"applied from {live_commit[:12]}, older than {want_commit[:12]} whose plan changed it"
+        elif live_commit == want_commit:
+            why = f"rendered differently from the same commit {live_commit[:12]} (topology or target changed)"
+        else:
+            why = f"applied from {live_commit[:12]}, newer than the desired commit {want_commit[:12]}"
+    else:
+        why = "spec-hash differs from the desired one: the object was applied from another plan"
+    return finding(DriftClass.STALE, why)
+
+
+def _owner(body: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(intent, tenant) from the object's labels: what the policies are keyed by."""
+    return _label(body, INTENT_LABEL), _label(body, TENANT_LABEL)
+
+
+def _describe(changes: Sequence[Change]) -> str:
+    managers = sorted({c.manager for c in changes})
+    paths = ", ".join(c.path for c in changes[:3]) + (", …" if len(changes) > 3 else "")
+    return f"{len(changes)} field(s) changed by {', '.join(managers)}: {paths}"
+
+
+def _index(bodies: Iterable[Mapping[str, Any]]) -> dict[ObjectRef, Mapping[str, Any]]:
+    return {ObjectRef.of(b): b for b in bodies}
+
+
+def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any]],
+           inventory: Iterable[ObjectRef] = (), history: History | None = None,
+           manager: str = FIELD_MANAGER, exclude: Iterable[ObjectRef] = ()) -> Report:
+    """Compare what should run with what runs.  Pure: same input, same report.
+
+    `live` holds the cluster objects the caller fetched: the desired ones
+    that exist and everything labelled `managed-by: intentc`.  `inventory`
+    is what the last apply recorded as managed; objects in it that are no
+    longer desired are prune candidates (apply's business), not drift.
+    `history` enables `stale` ordering and `foreign`; without it (no git
+    repository at hand) provenance is judged by spec-hash alone.
+    """
+    want = _index(desired)
+    have = {_loose(r): (r, b) for r, b in _index(live).items()}
+    managed = {_loose(r) for r in inventory}
+    skip = {_loose(r) for r in exclude}
+    findings: list[Finding] = []
+    for ref, body in want.items():
+        hit = have.get(_loose(ref))
+        intent, tenant = _owner(body)
+        if hit is None:
+            findings.append(Finding(ref, DriftClass.MISSING, "desired but not on the cluster", intent, tenant,
+                                    desired_commit=_annotation(body, COMMIT_ANNOTATION)))
+            continue
+        live_body = hit[1]
+        found: list[Finding] = []
+        prov = _provenance(ref, body, live_body, history)
+        if prov is not None:
+            found.append(prov)
+        changes = modifications(body, live_body, manager)
+        if changes:
+            found.append(Finding(ref, DriftClass.MODIFIED, _describe(changes), intent, tenant, changes,
+                                 live_commit=_annotation(live_body, COMMIT_ANNOTATION),
+                                 desired_commit=_annotation(body, COMMIT_ANNOTATION)))
+        findings.extend(found or [Finding(ref, DriftClass.IN_SYNC, "in sync", intent, tenant)])
+    wanted = {_loose(r) for r in want}
+    for key, (ref, body) in have.items():
+        if key in wanted or key in managed or key in skip:
+            continue
+        if _label(body, MANAGED_BY_LABEL) != MANAGED_BY:
+            continue
+        findings.append(Finding(ref, DriftClass.ORPHAN,
+                                "labelled as managed by intentc, but neither desired nor in the inventory",
+                                *_owner(body), live_commit=_annotation(body, COMMIT_ANNOTATION)))
+    return Report(tuple(sorted(findings, key=lambda f: f.sort_key)))
+
+
+def _loose(ref: ObjectRef) -> tuple[str, str, str, str]:
+    return (ref.group, ref.kind, ref.namespace, ref.name)
+
+
+__all__ = ["Change", "DriftClass", "DRIFT_CLASSES", "FieldDiff", "Finding", "History", "Report",
+           "detect", "modifications", "FIELD_MANAGER", "UNKNOWN_MANAGER"]

@@ -1,0 +1,227 @@
+"""Field-level comparison of a desired object with a live one, using `managedFields`.
+
+Server-side apply records, per field manager, the set of fields it owns
+(`metadata.managedFields[].fieldsV1`, the "FieldsV1" trie: `f:<name>` for a
+map key, `k:<json>` for a list item identified by its merge keys, `v:<json>`
+for a member of a set of scalars, `.` for the node itself).  That trie is
+what lets drift be attributed: when another manager changes a field intentc
+applied, ownership moves to that manager, so the *new owner* of a field
+whose live value differs from the desired one is who changed it.
+
+Only paths present in the desired object are walked, which is why fields
+set only by others (API-server defaults, an HPA, an operator's status) are
+never drift: intentc never asked for them.  Everything here is pure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from intentc.quantity import parse_quantity
+
+ABSENT: Any = None   # how a missing live field is shown (JSON null)
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_MISSING = object()
+
+# A manager's node in the FieldsV1 trie at the current path (None: owns nothing below).
+Nodes = Mapping[str, Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class FieldDiff:
+    """One desired leaf (or atomic list) whose live value differs."""
+
+    path: str
+    desired: Any
+    live: Any                      # ABSENT when the live object lacks the field
+    owners: tuple[str, ...]        # managers owning the live field, sorted
+
+
+def key_segment(key: str) -> str:
+    return f".{key}" if _PLAIN_KEY.match(key) else f'["{key}"]'
+
+
+def _item_segment(keys: Mapping[str, Any]) -> str:
+    inner = ",".join(f"{k}={v}" for k, v in sorted(keys.items()))
+    return f"[{inner}]"
+
+
+def same_value(desired: Any, live: Any) -> bool:
+    """Equality as the API server sees it: numbers by value, quantities by
+    value (`"0.5"` is stored as `"500m"`), everything else exactly."""
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return type(desired) is type(live) and desired == live
+    if desired == live:
+        return True
+    if isinstance(desired, (int, float)) and isinstance(live, (int, float)):
+        return float(desired) == float(live)
+    if isinstance(desired, (str, int)) and isinstance(live, (str, int)):
+        a, b = parse_quantity(str(desired)), parse_quantity(str(live))
+        return a is not None and a == b
+    if isinstance(desired, list) and isinstance(live, list):
+        return len(desired) == len(live) and all(same_value(d, v) for d, v in zip(desired, live))
+    if isinstance(desired, dict) and isinstance(live, dict):
+        return desired.keys() == live.keys() and all(same_value(desired[k], live[k]) for k in desired)
+    return False
+
+
+def _child(nodes: Nodes, key: str) -> dict[str, Mapping[str, Any] | None]:
+    out: dict[str, Mapping[str, Any] | None] = {}
+    for manager, node in nodes.items():
+        sub = node.get(key) if node is not None else None
+        out[manager] = sub if isinstance(sub, Mapping) else None
+    return out
+
+
+def _owners(nodes: Nodes) -> tuple[str, ...]:
+    return tuple(sorted(m for m, n in nodes.items() if n is not None))
+
+
+def _decoded(node: Mapping[str, Any] | None, prefix: str) -> Iterator[tuple[str, Any]]:
+    if node is None:
+        return
+    for key in node:
+        if key.startswith(prefix):
+            try:
+                yield key, json.loads(key[2:])
+            except ValueError:
+                continue
+
+
+def _key_matches(item_keys: Mapping[str, Any], desired_item: Mapping[str, Any]) -> bool:
+    """A `k:` entry names a desired item when every key the desired item sets
+    agrees (keys it leaves out were defaulted by the server, e.g. `protocol`)."""
+    shared = [k for k in item_keys if k in desired_item]
+    return bool(shared) and all(same_value(desired_item[k], item_keys[k]) for k in shared)
+
+
+def _find_live(live: list[Any], keys: Mapping[str, Any]) -> Any:
+    for item in live:
+        if isinstance(item, Mapping) and all(k in item and same_value(item[k], v) for k, v in keys.items()):
+            return item
+    return _MISSING
+
+
+def _walk_keyed(path: str, desired: list[Any], live: list[Any], nodes: Nodes,
+                out: list[FieldDiff]) -> bool:
+    """Lists of maps with merge keys (containers by name, ports by port and
+    protocol).  Returns False when neither the trie nor a `name` field gives
+    keys to match every item on; the caller then compares the list whole."""
+    if not all(isinstance(d, Mapping) for d in desired):
+        return False
+    entries = sorted((k, v) for n in nodes.values() for k, v in _decoded(n, "k:") if isinstance(v, dict))
+    matched: list[tuple[Mapping[str, Any], str, Mapping[str, Any]]] = []
+    for item in desired:
+        found = next(((tk, kv) for tk, kv in entries if _key_matches(kv, item)), None)
+        if found is not None:
+            matched.append((item, found[0], found[1]))
+        elif "name" in item:
+            matched.append((item, "", {"name": item["name"]}))
+        else:
+            return False
+    for item, trie_key, keys in matched:
+        live_item = _find_live(live, keys)
+        sub = _child(nodes, trie_key) if trie_key else {m: None for m in nodes}
+        seg = path + _item_segment(keys)
+        if live_item is _MISSING:
+            out.append(FieldDiff(seg, dict(item), ABSENT, ()))
+        else:
+            _walk(seg, item, live_item, sub, out)
+    return True
+
+
+def _walk_set(path: str, desired: list[Any], live: list[Any], nodes: Nodes,
+              out: list[FieldDiff]) -> None:
+    owners_of: dict[str, list[str]] = {}
+    for manager, node in nodes.items():
+        for _key, value in _decoded(node, "v:"):
+            owners_of.setdefault(json.dumps(value, sort_keys=True), []).append(manager)
+    for value in desired:
+        if not any(same_value(value, v) for v in live):
+            owners = tuple(sorted(owners_of.get(json.dumps(value, sort_keys=True), [])))
+            out.append(FieldDiff(f"{path}[{value}]", value, ABSENT, owners))
+
+
+def _walk(path: str, desired: Any, live: Any, nodes: Nodes, out: list[FieldDiff]) -> None:
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            out.append(FieldDiff(path, dict(desired), ABSENT if live is _MISSING else live, _owners(nodes)))
+            return
+        for key in sorted(desired):
+            sub_live = live.get(key, _MISSING)
+            seg = path + key_segment(key) if path else key
+            if sub_live is _MISSING:
+                sub_nodes = _child(nodes, f"f:{key}")
+                out.append(FieldDiff(seg, desired[key], ABSENT, _owners(sub_nodes)))
+                continue
+            _walk(seg, desired[key], sub_live, _child(nodes, f"f:{key}"), out)
+        return
+    if isinstance(desired, list) and isinstance(live, list):
+        if any(True for n in nodes.values() for _ in _decoded(n, "v:")):
+            _walk_set(path, desired, live, nodes, out)
+            return
+        if desired and _walk_keyed(path, desired, live, nodes, out):
+            return
+    if not same_value(desired, live):
+        out.append(FieldDiff(path, desired, ABSENT if live is _MISSING else live, _owners(nodes)))
+
+
+def field_sets(live: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Manager name -> its FieldsV1 trie, merged over operations (an `Apply`
+    and an `Update` entry of one manager own fields together)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for entry in live.get("metadata", {}).get("managedFields") or ():
+        manager = str(entry.get("manager", ""))
+        trie = entry.get("fieldsV1") or {}
+        merged[manager] = _merge_tries(merged.get(manager, {}), trie)
+    return merged
+
+
+def _merge_tries(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _merge_tries(out[k], v) if isinstance(out.get(k), Mapping) and isinstance(v, Mapping) else v
+    return out
+
+
+def diff_fields(desired: Mapping[str, Any], live: Mapping[str, Any],
+                skip: frozenset[str] = frozenset()) -> list[FieldDiff]:
+    """Every desired leaf whose live value differs, with the live owners.
+
+    `skip` holds top-level paths never compared (e.g. `status`, the stamp
+    annotations: they are provenance, judged separately)."""
+    nodes = field_sets(live)
+    out: list[FieldDiff] = []
+    _walk("", _without(desired, skip), _without(live, skip), nodes, out)
+    return out
+
+
+def _without(body: Mapping[str, Any], skip: frozenset[str]) -> dict[str, Any]:
+    """A shallow-enough copy without the skipped paths (`a`, or `a.b["c"]` style)."""
+    out: dict[str, Any] = dict(body)
+    for path in skip:
+        parts = _split(path)
+        _drop(out, parts)
+    return out
+
+
+def _split(path: str) -> list[str]:
+    """`metadata.annotations["a.b/c"]` -> ["metadata", "annotations", "a.b/c"]."""
+    return [quoted or plain for quoted, plain in re.findall(r'\["([^"]+)"\]|([^.\[\]"]+)', path)]
+
+
+def _drop(node: dict[str, Any], parts: list[str]) -> None:
+    head, rest = parts[0], parts[1:]
+    if head not in node:
+        return
+    if not rest:
+        del node[head]
+        return
+    child = node[head]
+    if isinstance(child, Mapping):
+        node[head] = dict(child)
+        _drop(node[head], rest)

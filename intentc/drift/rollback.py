@@ -1,0 +1,167 @@
+"""Semantic-consistency rollback: back to the last commit that ran well.
+
+When the rollout of commit C is not consistent (`intentc.drift.consistency`),
+the last known-good commit recorded in the inventory is compiled again
+*from git history* — its files are read from the object database, never
+from a checkout of the repository — and applied; C is quarantined on the
+inventory so the daemon does not apply it again (a newer commit clears
+it), and an Event plus a log line say why.  `intentc rollback --to
+last-good|REV` runs the same function by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+from intentc import gitrepo
+from intentc.compile import CompileResult, compile_paths
+from intentc.diagnostics import Diagnostic, Related, Span
+from intentc.drift import events, quarantine
+from intentc.kube.client import KubeClient
+from intentc.reconcile.inventory import Inventory, inventory_ref
+from intentc.reconcile.result import ApplyResult
+from intentc.reconcile.sync import ApplyOptions, Reconciler
+from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
+from intentc.render.model import ObjectRef
+from intentc.render.targets import DEFAULT_TARGET
+
+log = logging.getLogger("intentc.drift")
+LAST_GOOD = "last-good"
+
+
+class RollbackError(Exception):
+    """Nothing to roll back to, or it does not compile: reported, exit 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class RepoSource:
+    """Where the intents of a commit are: a repository, repo-relative input
+    paths, and the topology (repo-relative, or a file outside the repository)."""
+
+    repo: str
+    paths: tuple[str, ...] = ("intents",)
+    topology: str = "clusters/cluster.yaml"
+    kube_version: KubeVersion = DEFAULT_KUBE_VERSION
+    render_target: str = DEFAULT_TARGET
+    seed: int = 0
+
+
+_EXPORT_LOCK = threading.Lock()
+
+
+def _relabel(d: Diagnostic, root: str) -> Diagnostic:
+    def span(s: Span) -> Span:
+        return replace(s, file=s.file[len(root):]) if s.file.startswith(root) else s
+    return replace(d, span=span(d.span), related=tuple(Related(r.message, span(r.span)) for r in d.related))
+
+
+def compile_revision(source: RepoSource, rev: str, workdir: str | Path) -> CompileResult:
+    """Compile the intents as they are at `rev`, stamped with its SHA.
+
+    The revision's files are read from git's object database and exported to
+    `workdir/revision/` (a private folder, reused so the parse cache keeps
+    working across revisions); the repository's working tree, index and
+    HEAD are never touched.  Diagnostics name repository-relative paths."""
+    sha = gitrepo.resolve(source.repo, rev)
+    topo_rel = Path(source.topology).as_posix()
+    topo_dir = Path(topo_rel).parent.as_posix()
+    prefixes = tuple(sorted(set(source.paths) | {"" if topo_dir == "." else topo_dir}))
+    files = gitrepo.read_tree(source.repo, sha, prefixes)
+    with _EXPORT_LOCK:
+        dest = Path(workdir) / "revision"
+        shutil.rmtree(dest, ignore_errors=True)
+        for rel, data in files.items():
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        topology = str(dest / topo_rel) if topo_rel in files else source.topology
+        inputs = [str(dest / p) for p in source.paths]
+        result = compile_paths(inputs, topology, sha, source.kube_version, source.render_target, source.seed,
+                               jobs=1)
+        root = str(dest) + "/"
+        return replace(result, diagnostics=tuple(_relabel(d, root) for d in result.diagnostics),
+                       sources={k[len(root):] if k.startswith(root) else k: v for k, v in result.sources.items()})
+
+
+@dataclass(frozen=True)
+class RollbackOutcome:
+    from_commit: str | None          # the commit rolled back (quarantined), if any
+    to_commit: str
+    reason: str
+    dry_run: bool
+    applied: ApplyResult
+    quarantined: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.applied.result == "succeeded"
+
+    def to_text(self) -> str:
+        head = (f"rollback from {self.from_commit[:12]} to {self.to_commit[:12]}" if self.from_commit
+                else f"rollback to {self.to_commit[:12]}")
+        lines = [head + (" (dry run)" if self.dry_run else ""), f"reason: {self.reason}"]
+        if self.quarantined and self.from_commit:
+            lines.append(f"quarantined {self.from_commit[:12]}: the daemon will not apply it again")
+        return "\n".join(lines) + "\n" + self.applied.to_text()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def target_commit(inventory: Inventory, repo: str, to: str) -> str:
+    if to == LAST_GOOD:
+        if not inventory.last_known_good:
+            raise RollbackError(f"the inventory {inventory_ref(inventory.target)} records no last known-good "
+                                f"commit (no apply has finished healthy yet)")
+        return inventory.last_known_good
+    try:
+        return gitrepo.resolve(repo, to)
+    except gitrepo.GitError as e:
+        raise RollbackError(str(e)) from None
+
+
+def rollback(client: KubeClient, source: RepoSource, workdir: str | Path, to: str = LAST_GOOD, *,
+             reason: str = "rolled back by hand", bad: str | None = None, options: ApplyOptions = ApplyOptions(),
+             failing: Sequence[ObjectRef] = ()) -> RollbackOutcome:
+    """Apply the commit `to` (`last-good` or a revision) and quarantine the
+    commit it replaces (`bad`, default: the newest apply in the inventory).
+    Events go to the inventory and to each of the `failing` objects (those
+    that made the rollout inconsistent)."""
+    inventory = Inventory.from_configmap(client.get(inventory_ref(options.target)), options.target)
+    sha = target_commit(inventory, source.repo, to)
+    if bad is None and inventory.last is not None and inventory.last.commit != sha:
+        bad = inventory.last.commit
+    if bad == sha:
+        bad = None
+    try:
+        compiled = compile_revision(source, sha, workdir)
+    except gitrepo.GitError as e:
+        raise RollbackError(str(e)) from None
+    if not compiled.ok or compiled.rendered is None:
+        first = next((d for d in compiled.diagnostics if d.is_error), None)
+        raise RollbackError(f"commit {sha[:12]} does not compile any more"
+                            + (f": {first.span}: {first.message}" if first else ""))
+    applied = Reconciler(client, replace(options, force_conflicts=True)).apply(compiled.rendered)
+    done = False
+    if not options.dry_run and bad is not None:
+        q = quarantine.read(client, options.target).add(quarantine.Entry(bad, reason, _now(), sha))
+        quarantine.write(client, options.target, q)
+        done = True
+        message = f"rolled back from {bad[:12]} to {sha[:12]}: {reason}"
+        log.warning("rollback: %s; %s is quarantined", message, bad[:12])
+        inv = inventory_ref(options.target)
+        events.emit(client, inv, "RolledBack", message, live=client.get(inv))
+        for ref in failing:
+            events.emit(client, ref, "RolledBack", message)
+    return RollbackOutcome(bad, sha, reason, options.dry_run, applied, done)

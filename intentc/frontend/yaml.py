@@ -1,0 +1,668 @@
+"""YAML intents → IR, with every value's line and column.
+
+The fast path: libyaml's C *parser* emits events, and this module builds
+plain dicts and lists from them (`YMap` / `YList`, which remember where each
+key and value was written), validates them with the pre-built JSON Schema
+validator of their kind, and lowers them to the IR.  Building from events
+rather than from libyaml's composer matters for three reasons:
+
+* the composer recurses in C and crashes the interpreter on deeply nested
+  input; counting depth per event stops at `MAX_DEPTH` instead;
+* an alias is the already-built value, shared rather than copied, and its
+  size is added to a per-document budget, so a "billion laughs" document is
+  refused after a few hundred events, in constant memory;
+* duplicate keys (which the composer silently accepts) are caught at the
+  second key.
+
+ruamel.yaml's round trip stays where comments matter (``yaml_emit``).
+A syntax error ends libyaml's stream; reading resumes at the next ``---``
+line, so one run still reports problems in the later documents.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import yaml as pyyaml
+from yaml.constructor import SafeConstructor
+from yaml.events import (AliasEvent, DocumentEndEvent, DocumentStartEvent, MappingEndEvent,
+                         MappingStartEvent, ScalarEvent, SequenceEndEvent, SequenceStartEvent,
+                         StreamEndEvent)
+from yaml.nodes import ScalarNode
+from yaml.resolver import Resolver
+
+from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.frontend.schema import (API_VERSION, KINDS, Pos, YList, YMap, did_you_mean,
+                                     schema_diagnostics, to_span)
+from intentc.ir import (Action, Batch, Constraints, Context, Dataset, FieldSpans, GpuRequest,
+                        Intent, ModelSettings, Program, Ref, Tenant, Topology, TopologyNode,
+                        Trigger)
+from intentc.sources import SourceFile
+
+MAX_DEPTH = 64                  # nested mappings/lists, aliases included
+MAX_ALIAS_EXPANSION = 100_000   # values reachable through aliases, per document
+
+# libyaml's parser alone (no constructor or resolver to set up per file), or the pure-Python one
+_LOADER: Any
+try:
+    from yaml.cyaml import CParser as _LOADER
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    _LOADER = pyyaml.SafeLoader
+_BYTE_OFFSETS = _LOADER is not pyyaml.SafeLoader    # libyaml reports reader errors in UTF-8 bytes
+
+_T = "tag:yaml.org,2002:"
+_STR, _NULL, _BOOL, _INT, _FLOAT = _T + "str", _T + "null", _T + "bool", _T + "int", _T + "float"
+_KNOWN_SCALAR_TAGS = {_STR, _NULL, _BOOL, _INT, _FLOAT, _T + "timestamp"}
+_IMPLICIT: dict[str, list[tuple[str, re.Pattern[str]]]] = Resolver.yaml_implicit_resolvers
+_CONSTRUCT = SafeConstructor()
+_DOC_START = re.compile(r"^---(?:[ \t]|$)", re.M)
+
+# Plain scalars repeat across files ("push", "bf16", "team-a"); their YAML 1.1
+# resolution is pure, so a bounded memo skips the regex work.
+_PLAIN_CACHE: dict[str, Any] = {}
+_PLAIN_CACHE_SIZE = 50_000
+
+_MERGE = object()       # the `<<` key
+_BAD_KEY = object()     # a key that is not a scalar; its value is dropped
+
+
+class _TooDeep(Exception):
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+class _Frame:
+    __slots__ = ("obj", "is_map", "key", "key_at", "merges", "size", "height", "anchor", "label", "start")
+
+    def __init__(self, obj: YMap | YList, label: str, anchor: str | None, start: Pos) -> None:
+        self.obj = obj
+        self.is_map = isinstance(obj, YMap)
+        self.key: object = None
+        self.key_at: Pos = start
+        self.merges: list[tuple[Any, Pos]] = []
+        self.size = 1
+        self.height = 1
+        self.anchor = anchor
+        self.label = label
+        self.start = start
+
+
+def _short(tag: str) -> str:
+    return "!!" + tag[len(_T):] if tag.startswith(_T) else tag
+
+
+def _resolve_plain(value: str) -> str:
+    for tag, regexp in _IMPLICIT.get(value[:1], ()):
+        if regexp.match(value):
+            return tag
+    return _STR
+
+
+class _Reader:
+    """Text → a list of (document root, its position) plus diagnostics."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self.text = text
+        self.docs: list[tuple[Any, Pos]] = []
+        self.diags: list[Diagnostic] = []
+
+    def err(self, code: str, message: str, at: Pos, hint: str | None = None,
+            related: tuple[Related, ...] = ()) -> None:
+        self.diags.append(error(code, message, to_span(self.file, at), hint, related))
+
+    def syntax_error(self, message: str, line: int, col: int, hint: str | None = None) -> None:
+        """libyaml reports an unexpected end of input one line past the text: point at its end."""
+        last = self.text.count("\n")
+        if line > last:
+            line = last
+            col = len(self.text) - (self.text.rfind("\n") + 1)
+        self.err("E0201", message, (line, col, line, col + 1), hint)
+
+    # -- segments -----------------------------------------------------------
+
+    def read(self) -> None:
+        offset = 0
+        segment = self.text
+        while True:
+            stop_line = self._segment(segment, offset)
+            if stop_line is None:
+                return
+            # the broken line may itself start the next document (`---` after an unclosed `{`)
+            nxt = _DOC_START.search(self.text, self._line_start(max(stop_line, offset + 1)))
+            if nxt is None:
+                return
+            offset = self.text.count("\n", 0, nxt.start())
+            segment = self.text[nxt.start():]
+
+    def _line_start(self, line: int) -> int:
+        pos = 0
+        for _ in range(line):
+            found = self.text.find("\n", pos)
+            if found < 0:
+                return len(self.text)
+            pos = found + 1
+        return pos
+
+    def _segment(self, segment: str, offset: int) -> int | None:
+        """Read one stretch of text; the line to resume after when it breaks off."""
+        loader = None
+        try:
+            loader = _LOADER(segment)        # the pure-Python reader checks characters here
+            self._events(loader.get_event, offset)
+            return None
+        except _TooDeep as exc:
+            return exc.line
+        except pyyaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = (mark.line if mark else 0) + offset
+            col = mark.column if mark else 0
+            problem = exc.problem or "invalid YAML"
+            hint = f"{exc.context} (line {exc.context_mark.line + offset + 1})" \
+                if exc.context and exc.context_mark else exc.context
+            self.syntax_error(f"YAML syntax error: {problem}", line, col, hint)
+            return line
+        except pyyaml.reader.ReaderError as exc:
+            index = exc.position
+            if _BYTE_OFFSETS:
+                index = len(segment.encode("utf-8")[:index].decode("utf-8", "ignore"))
+            line = segment.count("\n", 0, index)
+            col = index - (segment.rfind("\n", 0, index) + 1)
+            char = segment[index] if index < len(segment) else ""
+            what = f"character U+{ord(char):04X}" if char else "character"
+            self.syntax_error(f"YAML syntax error: {what} is not allowed in YAML ({exc.reason})",
+                              line + offset, col)
+            return line + offset
+        except (pyyaml.YAMLError, ValueError, UnicodeError) as exc:
+            self.syntax_error(f"YAML syntax error: {exc}", offset, 0)
+            return None
+        finally:
+            if loader is not None:
+                loader.dispose()
+
+    # -- events → values ----------------------------------------------------
+
+    def _events(self, get_event: Callable[[], Any], off: int) -> None:
+        stack: list[_Frame] = []
+        anchors: dict[str, tuple[Any, int, int] | None] = {}
+        expanded = 0
+        skipping = False
+        depth = 0
+        root: Any = None
+        root_at: Pos | None = None
+
+        def attach(value: Any, at: Pos, size: int, height: int, key_text: object) -> None:
+            nonlocal root, root_at
+            if not stack:
+                root, root_at = value, at
+                return
+            f = stack[-1]
+            obj = f.obj
+            if isinstance(obj, YMap):
+                if f.key is None:                              # this value is a key
+                    if key_text is None:
+                        self.err("E0211", f"keys in {f.label} must be plain strings, not a list or mapping", at)
+                        key_text = _BAD_KEY
+                    f.key, f.key_at = key_text, at
+                    return
+                key, f.key = f.key, None
+                if key is _BAD_KEY:
+                    return
+                if key is _MERGE:
+                    f.merges.append((value, at))
+                    return
+                assert isinstance(key, str)
+                if key in obj.pos:
+                    first = obj.pos[key][0]
+                    self.err("E0205", f'duplicate key "{key}" in {f.label}', f.key_at,
+                             hint="a key may appear once per mapping; the first value is used",
+                             related=(Related("first written here", to_span(self.file, first)),))
+                    return
+                obj[key] = value
+                obj.pos[key] = (f.key_at, at)
+            else:
+                obj.append(value)
+                obj.pos.append(at)
+            f.size += size
+            if height >= f.height:
+                f.height = height + 1
+
+        def child_label() -> str:
+            if not stack:
+                return "document"
+            f = stack[-1]
+            if f.is_map:
+                return f.key if isinstance(f.key, str) else f.label
+            return f"{f.label}[{len(f.obj)}]"
+
+        while True:
+            ev = get_event()
+            t = type(ev)
+            if t is ScalarEvent:
+                if skipping:
+                    continue
+                s, e = ev.start_mark, ev.end_mark
+                at = (s.line + off, s.column, e.line + off, e.column)
+                raw: str = ev.value
+                plain = ev.tag is None and ev.implicit[0]
+                if stack and not ev.anchor:
+                    f = stack[-1]
+                    if f.is_map and f.key is None:              # a key: its text is all it needs
+                        f.key = _MERGE if plain and raw == "<<" else raw
+                        f.key_at = at
+                        continue
+                key_text: object = raw
+                if plain:
+                    value = _PLAIN_CACHE.get(raw, _PLAIN_CACHE)
+                    if value is _PLAIN_CACHE:
+                        value = self._scalar(ev, at)
+                        if len(_PLAIN_CACHE) < _PLAIN_CACHE_SIZE:
+                            _PLAIN_CACHE[raw] = value
+                    if raw == "<<":
+                        key_text = _MERGE
+                else:
+                    value = self._scalar(ev, at)
+                if ev.anchor:
+                    anchors[ev.anchor] = (value, 1, 0)
+                elif stack:                                     # the common cases, inlined
+                    f = stack[-1]
+                    obj = f.obj
+                    if isinstance(obj, YList):
+                        obj.append(value)
+                        obj.pos.append(at)
+                        f.size += 1
+                        continue
+                    key = f.key
+                    if type(key) is str and key not in obj.pos:
+                        obj[key] = value
+                        obj.pos[key] = (f.key_at, at)
+                        f.key = None
+                        f.size += 1
+                        continue
+                attach(value, at, 1, 0, key_text)
+            elif t is MappingStartEvent or t is SequenceStartEvent:
+                depth += 1
+                s = ev.start_mark
+                if depth > MAX_DEPTH:
+                    self.err("E0203", f"YAML nested more than {MAX_DEPTH} levels deep",
+                             (s.line + off, s.column, s.line + off, s.column + 1),
+                             hint="intentc documents need a handful of levels; check for runaway brackets")
+                    raise _TooDeep(s.line + off)
+                if skipping:
+                    continue
+                start = (s.line + off, s.column, s.line + off, s.column)
+                made: YMap | YList = YMap(start) if t is MappingStartEvent else YList(start)
+                if ev.tag and ev.tag not in ("!", _T + "map", _T + "seq", _T + "omap"):
+                    self.err("E0211", f'unsupported YAML tag "{_short(ev.tag)}"', start)
+                if ev.anchor:
+                    anchors[ev.anchor] = None
+                stack.append(_Frame(made, child_label(), ev.anchor, start))
+            elif t is MappingEndEvent or t is SequenceEndEvent:
+                depth -= 1
+                if skipping:
+                    continue
+                f = stack.pop()
+                e = ev.end_mark
+                f.obj.at = (f.start[0], f.start[1], e.line + off, e.column)
+                if f.merges:
+                    self._merge(f)
+                if f.anchor:
+                    anchors[f.anchor] = (f.obj, f.size, f.height)
+                attach(f.obj, f.obj.at, f.size, f.height, None)
+            elif t is AliasEvent:
+                if skipping:
+                    continue
+                s, e = ev.start_mark, ev.end_mark
+                at = (s.line + off, s.column, e.line + off, e.column)
+                if ev.anchor not in anchors:
+                    self.err("E0201", f'YAML syntax error: unknown alias "*{ev.anchor}"', at,
+                             hint=f'define the anchor "&{ev.anchor}" before using it')
+                    attach(None, at, 1, 0, "")
+                    continue
+                target = anchors[ev.anchor]
+                if target is None:
+                    self.err("E0202", f'alias "*{ev.anchor}" refers to a value that contains it', at)
+                    skipping = True
+                    continue
+                value, size, height = target
+                expanded += size
+                if expanded > MAX_ALIAS_EXPANSION:
+                    self.err("E0202", f"YAML aliases expand to more than {MAX_ALIAS_EXPANSION} values "
+                                      "(an alias bomb?)", at,
+                             hint="intentc refuses documents whose aliases multiply their size")
+                    skipping = True
+                    continue
+                if len(stack) + height > MAX_DEPTH:
+                    self.err("E0203", f"YAML nested more than {MAX_DEPTH} levels deep through aliases", at)
+                    skipping = True
+                    continue
+                key_text = value if isinstance(value, str) else (
+                    None if isinstance(value, (dict, list)) else str(value))
+                attach(value, at, size, height, key_text)
+            elif t is DocumentStartEvent:
+                anchors.clear()
+                expanded, skipping, depth, root, root_at = 0, False, 0, None, None
+                stack.clear()
+            elif t is DocumentEndEvent:
+                if not skipping and root_at is not None:
+                    self.docs.append((root, root_at))
+                root, root_at = None, None
+            elif t is StreamEndEvent or ev is None:
+                return
+
+    def _scalar(self, ev: ScalarEvent, at: Pos) -> Any:
+        """The value of a scalar, with YAML 1.1 core types as Kubernetes reads them."""
+        raw: str = ev.value
+        tag = ev.tag
+        if tag is None or tag == "!":
+            if not ev.implicit[0]:
+                return raw
+            tag = _resolve_plain(raw)
+        if tag == _STR:
+            return raw
+        if tag == _NULL:
+            return None
+        if tag == _BOOL:
+            return raw.lower() in ("yes", "true", "on")
+        try:
+            if tag == _INT:
+                if raw.isdigit() and (raw[0] != "0" or len(raw) == 1):
+                    return int(raw)
+                return _CONSTRUCT.construct_yaml_int(ScalarNode(tag, raw))
+            if tag == _FLOAT:
+                return _CONSTRUCT.construct_yaml_float(ScalarNode(tag, raw))
+        except (ValueError, TypeError, IndexError):
+            self.err("E0211", f'"{raw}" is not a valid {_short(tag)} value', at)
+            return raw
+        if tag not in _KNOWN_SCALAR_TAGS:
+            self.err("E0211", f'unsupported YAML tag "{_short(tag)}"', at,
+                     hint="intentc reads strings, numbers, booleans, lists and mappings")
+        return raw
+
+    def _merge(self, f: _Frame) -> None:
+        """`<<: *defaults`: keys written in the mapping win, then earlier merges."""
+        d = f.obj
+        if not isinstance(d, YMap):
+            return
+        for value, at in f.merges:
+            sources = value if isinstance(value, list) else [value]
+            for src in sources:
+                if not isinstance(src, YMap):
+                    self.err("E0211", "a merge key (<<) takes a mapping or a list of mappings", at)
+                    continue
+                for k, v in src.items():
+                    if k not in d:
+                        d[k] = v
+                        d.pos[k] = src.pos[k]
+
+
+# --------------------------------------------------------------------------
+# Documents → IR
+# --------------------------------------------------------------------------
+
+_EMPTY = YMap((0, 0, 0, 0))
+_DEFAULT_LEVELS = Topology(name="").levels
+
+
+class _Lower:
+    """Best-effort lowering: a value of the wrong type becomes None (the schema
+    already reported it), so one mistake never cascades into "unknown tenant"."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self.text = text
+        self._lines: list[str] | None = None
+
+    def span(self, at: Pos) -> Span:
+        return to_span(self.file, at)
+
+    def vspan(self, m: YMap, key: str) -> Span | None:
+        p = m.pos.get(key)
+        return to_span(self.file, p[1]) if p else None
+
+    def spans(self, m: YMap, fields: dict[str, str], extra: dict[str, Span | None] | None = None) -> FieldSpans:
+        found = {f: to_span(self.file, m.pos[k][1]) for f, k in fields.items() if k in m.pos}
+        for f, s in (extra or {}).items():
+            if s is not None:
+                found[f] = s
+        return FieldSpans.of(found)
+
+    # -- typed getters --------------------------------------------------------
+
+    @staticmethod
+    def map_of(m: YMap, key: str) -> YMap:
+        v = m.get(key)
+        return v if isinstance(v, YMap) else _EMPTY
+
+    @staticmethod
+    def str_of(m: YMap, key: str) -> str | None:
+        v = m.get(key)
+        return v if isinstance(v, str) else None
+
+    @staticmethod
+    def int_of(m: YMap, key: str) -> int | None:
+        v = m.get(key)
+        if isinstance(v, bool):
+            return None
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v if isinstance(v, int) else None
+
+    @staticmethod
+    def float_of(m: YMap, key: str) -> float | None:
+        v = m.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    def quantity(self, m: YMap, key: str) -> str | None:
+        """Quantities stay text: `cpu: 16` and the DSL's `cpu 16` both give "16"."""
+        v = m.get(key)
+        if isinstance(v, str):
+            return v
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            line, col, end_line, end_col = m.pos[key][1]
+            if line == end_line:
+                if self._lines is None:
+                    self._lines = self.text.split("\n")
+                if line < len(self._lines):
+                    return self._lines[line][col:end_col]
+            return str(v)
+        return None
+
+    def strs(self, m: YMap, key: str) -> tuple[str, ...]:
+        v = m.get(key)
+        return tuple(x for x in v if isinstance(x, str)) if isinstance(v, list) else ()
+
+    def refs(self, m: YMap, key: str) -> tuple[Ref, ...]:
+        v = m.get(key)
+        if isinstance(v, str):
+            return (Ref(v, to_span(self.file, m.pos[key][1])),)
+        if not isinstance(v, YList):
+            return ()
+        return tuple(Ref(x, to_span(self.file, p)) for x, p in zip(v, v.pos) if isinstance(x, str))
+
+    # -- kinds -------------------------------------------------------------------
+
+    def tenant(self, doc: YMap, name: str, name_span: Span) -> Tenant:
+        spec = self.map_of(doc, "spec")
+        quota = self.map_of(spec, "quota")
+        return Tenant(
+            name=name, tier=self.str_of(spec, "tier"), weight=self.int_of(spec, "weight"),
+            quota_gpus=self.int_of(quota, "gpus"), quota_cpu=self.quantity(quota, "cpu"),
+            quota_memory=self.quantity(quota, "memory"), group=self.str_of(spec, "group"),
+            drift=self.str_of(spec, "drift"), span=self.span(doc.at),
+            spans=self.spans(spec, {"tier": "tier", "weight": "weight", "group": "group", "drift": "drift"},
+                             {"name": name_span, "quota_gpus": self.vspan(quota, "gpus"),
+                              "quota_cpu": self.vspan(quota, "cpu"), "quota_memory": self.vspan(quota, "memory")}))
+
+    def dataset(self, doc: YMap, name: str, name_span: Span) -> Dataset:
+        spec = self.map_of(doc, "spec")
+        return Dataset(name=name, uri=self.str_of(spec, "uri"), span=self.span(doc.at),
+                       spans=self.spans(spec, {"uri": "uri"}, {"name": name_span}))
+
+    def trigger(self, spec: YMap) -> Trigger:
+        v = spec.get("trigger")
+        span = self.vspan(spec, "trigger") or self.span(spec.at)
+        if isinstance(v, str):
+            return Trigger(kind=v, span=span)
+        if isinstance(v, YMap):
+            if "after" in v:
+                return Trigger(kind="after", after=self.refs(v, "after"), span=span)
+            if "schedule" in v:
+                return Trigger(kind="schedule", schedule=self.str_of(v, "schedule"), span=span)
+        return Trigger(kind="manual", span=span)        # missing or malformed: already reported
+
+    def settings(self, m: YMap) -> ModelSettings:
+        b = m.get("batch")
+        batch: Batch | None = None
+        if isinstance(b, bool):
+            batch = None
+        elif isinstance(b, int):
+            batch = Batch(auto=False, size=b)
+        elif b == "auto":
+            batch = Batch(auto=True)
+        elif isinstance(b, YMap):
+            batch = Batch(auto=True, max=self.int_of(b, "max"))
+        return ModelSettings(
+            batch=batch, seq_len=self.int_of(m, "seq_len"), kv_cache=self.str_of(m, "kv_cache"),
+            precision=self.str_of(m, "precision"), span=self.span(m.at),
+            spans=self.spans(m, {k: k for k in ("batch", "seq_len", "kv_cache", "precision")}))
+
+    def action(self, spec: YMap) -> Action:
+        a = self.map_of(spec, "action")
+        s = a.get("settings")
+        return Action(
+            kind=self.str_of(a, "kind") or "batch", image=self.str_of(a, "image") or "",
+            command=self.strs(a, "command"), model=self.str_of(a, "model"),
+            settings=self.settings(s) if isinstance(s, YMap) else None,
+            replicas=self.int_of(a, "replicas"), port=self.int_of(a, "port"),
+            span=self.vspan(spec, "action") or self.span(spec.at),
+            spans=self.spans(a, {k: k for k in ("kind", "image", "model", "command", "replicas", "port")}))
+
+    def context(self, spec: YMap) -> Context:
+        c = self.map_of(spec, "context")
+        span = self.vspan(spec, "context") or self.span(spec.at)
+        tenant = self.str_of(c, "tenant")
+        return Context(
+            tenant=Ref(tenant or "", self.vspan(c, "tenant") or span), tags=self.strs(c, "tags"),
+            drift=self.str_of(c, "drift"), span=span,
+            spans=self.spans(c, {k: k for k in ("tenant", "tags", "drift")}))
+
+    def constraints(self, spec: YMap) -> Constraints:
+        if not isinstance(spec.get("constraints"), YMap):
+            return Constraints()
+        c = self.map_of(spec, "constraints")
+        g = c.get("gpus")
+        gpus = None
+        if isinstance(g, YMap):
+            gpus = GpuRequest(
+                count=self.int_of(g, "count") or 0, product=self.str_of(g, "product"),
+                memory=self.quantity(g, "memory"), within=self.str_of(g, "within"),
+                prefer=self.str_of(g, "prefer"), span=self.span(g.at),
+                spans=self.spans(g, {k: k for k in ("count", "product", "memory", "within", "prefer")}))
+        return Constraints(
+            cpu=self.quantity(c, "cpu"), memory=self.quantity(c, "memory"), gpus=gpus,
+            sla=self.str_of(c, "sla"), tolerance=self.float_of(c, "tolerance"),
+            duration=self.str_of(c, "duration"), span=self.span(c.at),
+            spans=self.spans(c, {k: k for k in ("cpu", "memory", "sla", "tolerance", "duration", "gpus")}))
+
+    def intent(self, doc: YMap, name: str, name_span: Span) -> Intent:
+        spec = self.map_of(doc, "spec")
+        return Intent(
+            name=name, trigger=self.trigger(spec), action=self.action(spec),
+            context=self.context(spec), constraints=self.constraints(spec),
+            consumes=self.refs(spec, "consumes"), produces=self.refs(spec, "produces"),
+            span=self.span(doc.at),
+            spans=self.spans(spec, {k: k for k in ("trigger", "action", "context", "constraints",
+                                                   "consumes", "produces")}, {"name": name_span}))
+
+    def node(self, n: YMap, levels: tuple[str, ...]) -> TopologyNode | None:
+        name = self.str_of(n, "name")
+        if name is None:
+            return None
+        gpu = self.map_of(n, "gpu")
+        raw_domains = self.map_of(n, "domains")
+        domains = sorted(((k, v) for k, v in raw_domains.items() if isinstance(v, str)),
+                         key=lambda kv: (levels.index(kv[0]) if kv[0] in levels else len(levels), kv[0]))
+        labels = self.map_of(n, "labels")
+        return TopologyNode(
+            name=name, gpu_count=self.int_of(gpu, "count") or 0, gpu_product=self.str_of(gpu, "product"),
+            gpu_memory=self.quantity(gpu, "memory"), cpu=self.quantity(n, "cpu"),
+            memory=self.quantity(n, "memory"), domains=tuple(domains),
+            labels=tuple(sorted((k, v) for k, v in labels.items() if isinstance(v, str))),
+            nvidia_smi_topo=self.str_of(n, "nvidiaSmiTopo"), span=self.span(n.at),
+            spans=self.spans(n, {"name": "name", "cpu": "cpu", "memory": "memory",
+                                 "nvidia_smi_topo": "nvidiaSmiTopo"},
+                             {"gpu_count": self.vspan(gpu, "count"), "gpu_product": self.vspan(gpu, "product"),
+                              "gpu_memory": self.vspan(gpu, "memory")}))
+
+    def topology(self, doc: YMap, name: str, name_span: Span) -> Topology:
+        spec = self.map_of(doc, "spec")
+        levels = self.strs(spec, "levels") if isinstance(spec.get("levels"), list) else _DEFAULT_LEVELS
+        nodes_raw = spec.get("nodes")
+        nodes = [self.node(n, levels) for n in nodes_raw if isinstance(n, YMap)] if isinstance(nodes_raw, list) else []
+        return Topology(name=name, levels=levels, nodes=tuple(n for n in nodes if n is not None),
+                        span=self.span(doc.at), spans=self.spans(spec, {"levels": "levels"}, {"name": name_span}))
+
+
+def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
+    """Check apiVersion and kind (needed to pick a schema); the kind, or None to skip."""
+    first_key = to_span(file, next(iter(doc.pos.values()))[0]) if doc.pos else to_span(file, doc.at)
+    kinds = ", ".join(KINDS)
+    api = doc.get("apiVersion")
+    if "apiVersion" not in doc:
+        diags.append(error("E0210", 'missing required property "apiVersion"', first_key,
+                           hint=f"add `apiVersion: {API_VERSION}`"))
+    elif api != API_VERSION:
+        shown = f'"{api}"' if isinstance(api, str) else repr(api)
+        diags.append(error("E0204", f"unknown apiVersion {shown}{did_you_mean(api, [API_VERSION])}",
+                           to_span(file, doc.pos["apiVersion"][1]), hint=f"intentc reads {API_VERSION}"))
+    kind = doc.get("kind")
+    if "kind" not in doc:
+        diags.append(error("E0210", f'missing required property "kind" (one of {kinds})', first_key))
+        return None
+    if kind not in KINDS:
+        shown = f'"{kind}"' if isinstance(kind, str) else repr(kind)
+        diags.append(error("E0204", f"unknown kind {shown}{did_you_mean(kind, KINDS)}",
+                           to_span(file, doc.pos["kind"][1]), hint=f"kinds: {kinds}"))
+        return None
+    return str(kind)
+
+
+def parse(source: SourceFile) -> tuple[Program, list[Diagnostic]]:
+    """One YAML file (any number of documents) → its declarations and diagnostics."""
+    reader = _Reader(source.path, source.text)
+    reader.read()
+    diags = reader.diags
+    lower = _Lower(source.path, source.text)
+    decls: dict[str, list[Any]] = {k: [] for k in KINDS}
+    builders: dict[str, Callable[[YMap, str, Span], Any]] = {
+        "Tenant": lower.tenant, "Dataset": lower.dataset, "Intent": lower.intent, "Topology": lower.topology}
+    documents = 0
+    reader_spans = {d.span for d in diags}
+    for root, at in reader.docs:
+        if root is None:
+            continue                                   # an empty document (`---` at the end)
+        documents += 1
+        if not isinstance(root, YMap):
+            what = "a list" if isinstance(root, list) else f'the scalar "{root}"'
+            diags.append(error("E0206", f"a YAML document must be a mapping (apiVersion, kind, metadata, spec), "
+                                        f"got {what}", to_span(source.path, at)))
+            continue
+        kind = _header(root, source.path, diags)
+        if kind is None:
+            continue
+        # a value the reader already complained about (a bad `!!int`) needs no second message
+        diags.extend(d for d in schema_diagnostics(root, kind, source.path) if d.span not in reader_spans)
+        meta = root.get("metadata")
+        name = meta.get("name") if isinstance(meta, YMap) else None
+        if isinstance(name, str):
+            assert isinstance(meta, YMap)
+            decls[kind].append(builders[kind](root, name, to_span(source.path, meta.pos["name"][1])))
+    if documents == 0 and not diags:
+        diags.append(error("E0004", "file declares nothing", Span(source.path, 1, 1, 1, 2),
+                           hint="a YAML file needs at least one document with apiVersion and kind"))
+    program = Program(tuple(decls["Tenant"]), tuple(decls["Dataset"]), tuple(decls["Intent"]),
+                      tuple(decls["Topology"]))
+    return program, diags

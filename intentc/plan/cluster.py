@@ -1,0 +1,212 @@
+"""The cluster as a tree of domains, with free-GPU counts kept up to date.
+
+The topology's levels (outermost first, e.g. zone > rack > nvlink > node)
+become a tree rooted at the whole cluster, as Kueue's topology-aware
+scheduling builds it.  A domain is identified by its *path* (its label at
+every level down to it), so a rack label reused in two zones names two
+racks, and sharing a domain always means sharing every enclosing one.
+
+A node without a label at some level is a domain of its own there, named
+after the node: an HGX box with no `nvidia.com/gpu.clique` label is its own
+NVLink domain, which is exactly what it is.  A scope whose level the
+topology does not declare maps to the next declared level inside it (down
+to the node), so a required `within` is never loosened by omission.
+
+Different jobs see different parts of the cluster (a GPU product, a minimum
+GPU memory); each such filter gets a `View` with its own free and capacity
+counts per domain, updated on every allocation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from intentc import ir
+from intentc.plan.gpuset import GpuChooser
+from intentc.quantity import parse_quantity
+from intentc.topology.matrix import GpuMatrix
+
+ROOT_LEVEL = "cluster"
+
+# GPU memory as nodes report it (`nvidia.com/gpu.memory`, MiB after driver and
+# ECC reservations) sits a little under the nominal size: an H100-80GB reports
+# 81559Mi, less than 80Gi.  A request is met by a node with at least this share
+# of it, so `memory: 80Gi` still matches the card everybody calls 80 GB.
+MEMORY_SLACK = Decimal("0.97")
+SCOPE_ORDER = ("node", "nvlink", "rack", "zone")   # innermost first (ir.Scope)
+
+
+def tiebreak(name: str, seed: int) -> str:
+    """Seed 0 breaks exact ties by name; another seed permutes them, reproducibly."""
+    if seed == 0:
+        return name
+    return hashlib.blake2b(f"{seed}:{name}".encode(), digest_size=8).hexdigest() + name
+
+
+@dataclass(eq=False)
+class Domain:
+    id: int
+    level: str
+    name: str
+    depth: int
+    parent: Domain | None
+    tie: str
+    children: list[Domain] = field(default_factory=list)
+    node: NodeState | None = None
+
+    def ancestors(self) -> list[Domain]:
+        """Self first, then each enclosing domain up to the root."""
+        out: list[Domain] = []
+        d: Domain | None = self
+        while d is not None:
+            out.append(d)
+            d = d.parent
+        return out
+
+    def at_depth(self, depth: int) -> Domain:
+        d = self
+        while d.depth > depth and d.parent is not None:
+            d = d.parent
+        return d
+
+
+@dataclass(eq=False)
+class NodeState:
+    spec: ir.TopologyNode
+    leaf: Domain
+    capacity: int
+    free: int                   # bit mask of free GPU indices
+    table: int                  # GpuChooser table id
+    product: str | None         # folded to lower case
+    memory: Decimal | None      # per GPU, bytes
+
+    @property
+    def free_count(self) -> int:
+        return self.free.bit_count()
+
+
+@dataclass(frozen=True)
+class Filter:
+    product: str | None         # lower case
+    memory: Decimal | None
+
+    def admits(self, n: NodeState) -> bool:
+        if n.capacity <= 0:
+            return False
+        if self.product is not None and n.product != self.product:
+            return False
+        return self.memory is None or (n.memory is not None and n.memory >= self.memory * MEMORY_SLACK)
+
+
+@dataclass(eq=False)
+class View:
+    """Free and total GPUs per domain, counting only the nodes a filter admits."""
+
+    filter: Filter
+    eligible: list[bool]        # per node index
+    free: list[int]             # per domain id
+    cap: list[int]              # per domain id
+
+
+class Cluster:
+    """Mutable placement state for one plan run."""
+
+    def __init__(self, topology: ir.Topology, matrix_of: Callable[[ir.TopologyNode], GpuMatrix],
+                 seed: int = 0) -> None:
+        self.topology = topology
+        outer = [lvl for lvl in topology.levels if lvl != "node"]
+        self.levels: tuple[str, ...] = (*outer, "node")          # outermost first
+        self.chooser = GpuChooser()
+        self.domains: list[Domain] = []
+        self.root = self._domain(ROOT_LEVEL, topology.name or ROOT_LEVEL, 0, None, seed)
+        self.nodes: list[NodeState] = []
+        index: dict[tuple[str, ...], Domain] = {}
+        seen: set[str] = set()
+        for spec in sorted(topology.nodes, key=lambda n: n.name):
+            if spec.name in seen:
+                continue
+            seen.add(spec.name)
+            parent = self.root
+            path: tuple[str, ...] = ()
+            for depth, level in enumerate(outer, start=1):
+                label = spec.domain(level) or spec.name
+                path = (*path, label if spec.domain(level) else "\0" + spec.name)
+                d = index.get(path)
+                if d is None:
+                    d = index[path] = self._domain(level, label, depth, parent, seed)
+                parent = d
+            leaf = self._domain("node", spec.name, len(self.levels), parent, seed)
+            count = max(spec.gpu_count, 0)
+            table = self.chooser.table_id(matrix_of(spec), count)
+            memory = parse_quantity(spec.gpu_memory) if spec.gpu_memory else None
+            state = NodeState(spec, leaf, count, (1 << count) - 1, table,
+                              spec.gpu_product.lower() if spec.gpu_product else None, memory)
+            leaf.node = state
+            self.nodes.append(state)
+        self.by_depth: list[list[Domain]] = [[] for _ in range(len(self.levels) + 1)]
+        for d in self.domains:
+            self.by_depth[d.depth].append(d)
+        self.leaf_depth = len(self.levels)
+        self.nvlink_depth = self.depth_of("nvlink")
+        self._views: dict[Filter, View] = {}
+
+    def _domain(self, level: str, name: str, depth: int, parent: Domain | None, seed: int) -> Domain:
+        d = Domain(len(self.domains), level, name, depth, parent, tiebreak(name, seed))
+        self.domains.append(d)
+        if parent is not None:
+            parent.children.append(d)
+        return d
+
+    # ------------------------------------------------------------------
+    # Levels and scopes
+    # ------------------------------------------------------------------
+
+    def _level_depth(self, scope: str) -> int | None:
+        for depth, level in enumerate(self.levels, start=1):
+            if level == scope or level.startswith(scope + "-"):
+                return depth
+        return None
+
+    def depth_of(self, scope: str) -> int:
+        """Tree depth of a placement scope; an undeclared level maps to the next one inside."""
+        if scope not in SCOPE_ORDER:
+            return 0
+        for inner in reversed(SCOPE_ORDER[:SCOPE_ORDER.index(scope) + 1]):
+            depth = self._level_depth(inner)
+            if depth is not None:
+                return depth
+        return self.leaf_depth
+
+    # ------------------------------------------------------------------
+    # Views and allocation
+    # ------------------------------------------------------------------
+
+    def view(self, flt: Filter) -> View:
+        found = self._views.get(flt)
+        if found is None:
+            eligible = [flt.admits(n) for n in self.nodes]
+            free = [0] * len(self.domains)
+            cap = [0] * len(self.domains)
+            for n, ok in zip(self.nodes, eligible):
+                if ok:
+                    for d in n.leaf.ancestors():
+                        free[d.id] += n.free_count
+                        cap[d.id] += n.capacity
+            found = self._views[flt] = View(flt, eligible, free, cap)
+        return found
+
+    def take(self, node: NodeState, gpus: tuple[int, ...]) -> None:
+        mask = 0
+        for g in gpus:
+            mask |= 1 << g
+        if node.free & mask != mask:
+            raise ValueError(f"GPUs {gpus} of {node.spec.name} are not all free")
+        node.free &= ~mask
+        chain = node.leaf.ancestors()
+        for view in self._views.values():
+            if view.filter.admits(node):
+                for d in chain:
+                    view.free[d.id] -= len(gpus)

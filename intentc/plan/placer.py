@@ -1,0 +1,279 @@
+"""Placing one gang: filters, the domain search, the GPU sets, and why not.
+
+The search follows Kueue's topology-aware BestFit: find the *innermost*
+level where some domain has enough free GPUs (a single node if possible,
+then one NVLink domain, a rack, a zone, the cluster), never going past a
+required `within`; among the domains that fit at that level take the
+tightest one, so large domains stay whole for the jobs that need them.
+
+While gangs that need a multi-node NVLink domain are still waiting
+(`protect_nvlink`), the free GPUs of the enclosing NVLink domain count
+*before* the domain's own: a one-GPU job that would fit on a 4-GPU tray of
+a 72-GPU NVL72 domain and on an 8-GPU HGX node goes to the HGX node, since
+only inside such a domain does a 16- or 32-GPU gang get NVLink end to end.
+Otherwise plain best fit (the domain's own free GPUs first) packs tighter,
+so the protection is switched on only when it buys something (the planner
+decides, see `planner.py`).
+
+Inside the chosen domain a multi-node gang takes whole children, largest
+first (whole nodes first), and the remainder goes to the tightest child
+that holds it.  On each node the GPU set comes from `GpuChooser`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from intentc import ir
+from intentc.plan.cluster import ROOT_LEVEL, Cluster, Domain, Filter, NodeState, View
+from intentc.plan.gpuset import Choice
+from intentc.plan.model import NodeAllocation
+from intentc.quantity import parse_quantity
+
+SCOPES = frozenset(ir.vocabulary(ir.Scope))
+REASONS = ("no-product", "quota", "no-domain", "fragmentation", "capacity")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one intent asks of the cluster, as the planner needs it."""
+
+    intent: str
+    tenant: str
+    count: int
+    product: str | None
+    memory: str | None
+    within: str | None
+    prefer: str | None
+
+    @classmethod
+    def of(cls, intent: ir.Intent) -> Request:
+        g = intent.constraints.gpus
+        if g is None:
+            return cls(intent.name, intent.tenant, 0, None, None, None, None)
+        within = g.within if g.within in SCOPES else None
+        prefer = g.prefer if g.prefer in SCOPES else None
+        return cls(intent.name, intent.tenant, max(g.count, 0), g.product, g.memory, within, prefer)
+
+    @property
+    def filter(self) -> Filter:
+        memory: Decimal | None = parse_quantity(self.memory) if self.memory else None
+        return Filter(self.product.lower() if self.product else None, memory)
+
+    def describe(self) -> str:
+        what = f"{self.count} × {self.product}" if self.product else (
+            f"{self.count} GPU" if self.count == 1 else f"{self.count} GPUs")
+        if self.memory:
+            what += f" with at least {self.memory} each"
+        return what + (f" within {self.within}" if self.within else "")
+
+    def noun(self) -> str:
+        """How to call the GPUs this request can use, in messages."""
+        if self.memory:
+            return "matching GPUs"
+        return f"{self.product} GPUs" if self.product else "GPUs"
+
+
+@dataclass(frozen=True)
+class Placed:
+    allocations: tuple[NodeAllocation, ...]
+    domains: tuple[tuple[str, str | None], ...]
+    interconnect: str
+    scope_depth: int            # depth of the innermost domain holding the whole gang
+
+
+@dataclass(frozen=True)
+class Refused:
+    reason: str
+    message: str
+    hint: str
+
+
+class Placer:
+    def __init__(self, cluster: Cluster) -> None:
+        self.c = cluster
+        self._nv = [d.at_depth(cluster.nvlink_depth).id if d.depth > cluster.nvlink_depth else d.id
+                    for d in cluster.domains]
+        self._up = [[a.id for a in d.ancestors()[1:]] for d in cluster.domains]
+        self._big = sum(n.capacity for n in cluster.nodes) + 1
+        self._largest: dict[tuple[Filter, int], int] = {}   # capacity never changes
+        self.protect_nvlink = False
+        self._sizes: dict[Filter, tuple[int, int]] = {}     # largest node, largest shared NVLink domain
+
+    # ------------------------------------------------------------------
+    # Feasibility and reasons
+    # ------------------------------------------------------------------
+
+    def check(self, req: Request) -> tuple[View, int] | Refused:
+        """The view and the depth limit for `req`, or why it can never be placed."""
+        view = self.c.view(req.filter)
+        limit = self.c.depth_of(req.within) if req.within else 0
+        if not any(view.eligible):
+            return Refused("no-product", f"cannot place {req.describe()}: {self._no_product(req)}",
+                           "ask for a GPU product and memory this topology offers")
+        largest = self._largest.get((req.filter, limit))
+        if largest is None:
+            largest = self._largest[(req.filter, limit)] = max(
+                (view.cap[d.id] for d in self.c.by_depth[limit]), default=0)
+        if largest < req.count:
+            where = (f"the largest {req.within} domain has {largest}" if req.within
+                     else f"the cluster has {largest}")
+            hint = (f"ask for at most {largest} GPUs, or relax `within {req.within}` to a wider scope"
+                    if req.within else f"ask for at most {largest} GPUs")
+            return Refused("no-domain", f"cannot place {req.describe()}: {where} {req.noun()}", hint)
+        return view, limit
+
+    def _no_product(self, req: Request) -> str:
+        topo = self.c.topology
+        offered = sorted({n.spec.gpu_product for n in self.c.nodes if n.capacity > 0 and n.spec.gpu_product})
+        if not any(n.capacity > 0 for n in self.c.nodes):
+            return f'topology "{topo.name}" has no GPUs'
+        flt = req.filter
+        if flt.product is not None and not any(n.product == flt.product for n in self.c.nodes):
+            return (f'no node of topology "{topo.name}" has {req.product} GPUs '
+                    f"(it offers {', '.join(offered) or 'unnamed GPUs'})")
+        same = [n for n in self.c.nodes if flt.product is None or n.product == flt.product]
+        most = max((n.memory for n in same if n.memory is not None), default=None)
+        kind = req.product or "GPU"
+        best = f"the most is {_bytes(most)}" if most is not None else "no node states its GPU memory"
+        return f"no {kind} node has {req.memory} of memory per GPU ({best})"
+
+    def needs_shared_nvlink(self, req: Request) -> bool:
+        """True for a gang too big for any node that a multi-node NVLink domain could
+        hold within its scope: the jobs worth keeping such domains whole for."""
+        c = self.c
+        if c.nvlink_depth >= c.leaf_depth or req.count <= 0:
+            return False
+        if req.within is not None and c.depth_of(req.within) > c.nvlink_depth:
+            return False
+        flt = req.filter
+        sizes = self._sizes.get(flt)
+        if sizes is None:
+            view = c.view(flt)
+            biggest_node = max((n.capacity for n, ok in zip(c.nodes, view.eligible) if ok), default=0)
+            biggest_shared = max((view.cap[d.id] for d in c.by_depth[c.nvlink_depth] if len(d.children) > 1),
+                                 default=0)
+            sizes = self._sizes[flt] = (biggest_node, biggest_shared)
+        return sizes[0] < req.count <= sizes[1]
+
+    def refuse_now(self, req: Request, view: View, limit: int) -> Refused:
+        """Why a feasible request does not fit *now*: capacity or fragmentation."""
+        free_total, cap_total = view.free[self.c.root.id], view.cap[self.c.root.id]
+        if free_total < req.count:
+            return Refused("capacity", f"cannot place {req.describe()}: only {free_total} of "
+                                       f"{cap_total} {req.noun()} are free",
+                           "free capacity by lowering other intents' GPU counts, or add nodes")
+        most = max((view.free[d.id] for d in self.c.by_depth[limit]), default=0)
+        return Refused("fragmentation",
+                       f"cannot place {req.describe()}: {free_total} {req.noun()} are free but no "
+                       f"{req.within} domain has {req.count} of them together (the most in one is {most})",
+                       f"relax `within {req.within}` to a wider scope, or give this intent a higher "
+                       f"SLA class so it is placed before smaller jobs")
+
+    # ------------------------------------------------------------------
+    # The search
+    # ------------------------------------------------------------------
+
+    def _best_fit(self, view: View, cands: list[Domain], k: int) -> Domain | None:
+        """The tightest domain with at least k free GPUs.
+
+        Key, in order: free GPUs of the domain itself and of its enclosing
+        NVLink domain (the other way round while `protect_nvlink`), of each
+        enclosing domain inside out; on a node, the score of the GPU set it
+        would give; then the name (or seeded tie-break).  Computed in stages
+        because most candidates lose on the first one.
+        """
+        free, nv, big = view.free, self._nv, self._big
+        protect = self.protect_nvlink
+        best_p = -1
+        ties: list[Domain] = []
+        for d in cands:
+            i = d.id
+            f = free[i]
+            if f < k:
+                continue
+            p = free[nv[i]] * big + f if protect else f * big + free[nv[i]]
+            if p < best_p or best_p < 0:
+                best_p, ties = p, [d]
+            elif p == best_p:
+                ties.append(d)
+        if len(ties) > 1:
+            up = self._up
+            outer = {d.id: [free[a] for a in up[d.id]] for d in ties}
+            least = min(outer.values())
+            ties = [d for d in ties if outer[d.id] == least]
+        if len(ties) > 1 and ties[0].node is not None:
+            choose = self.c.chooser.choose
+            scores = {d.id: choose(d.node.table, d.node.free, k).score for d in ties if d.node is not None}
+            most = max(scores.values())
+            ties = [d for d in ties if scores[d.id] == most]
+        return min(ties, key=lambda d: d.tie) if ties else None
+
+    def search(self, view: View, k: int, limit: int) -> Domain | None:
+        for depth in range(self.c.leaf_depth, limit - 1, -1):
+            found = self._best_fit(view, self.c.by_depth[depth], k)
+            if found is not None:
+                return found
+        return None
+
+    def distribute(self, view: View, d: Domain, k: int) -> list[tuple[NodeState, int]]:
+        """Split k GPUs over the nodes of d: whole children largest first, the rest best-fit."""
+        if d.node is not None:
+            return [(d.node, k)]
+        free = view.free
+        kids = [c for c in d.children if free[c.id] > 0]
+        out: list[tuple[NodeState, int]] = []
+        while k > 0:
+            fit = self._best_fit(view, kids, k)
+            if fit is not None:
+                return out + self.distribute(view, fit, k)
+            largest = min(kids, key=lambda c: (-free[c.id], c.tie))
+            kids.remove(largest)
+            out += self.distribute(view, largest, free[largest.id])
+            k -= free[largest.id]
+        return out
+
+    # ------------------------------------------------------------------
+    # Committing
+    # ------------------------------------------------------------------
+
+    def place(self, req: Request, view: View, limit: int) -> Placed | None:
+        """Allocate the gang (all of it) or nothing."""
+        domain = self.search(view, req.count, limit)
+        if domain is None:
+            return None
+        shares = self.distribute(view, domain, req.count)
+        chosen: list[tuple[NodeState, Choice]] = []
+        for node, n in shares:
+            choice = self.c.chooser.choose(node.table, node.free, n)
+            chosen.append((node, choice))
+        for node, choice in chosen:
+            self.c.take(node, choice.gpus)
+        chosen.sort(key=lambda nc: nc[0].spec.name)
+        allocs = tuple(NodeAllocation(n.spec.name, ch.gpus, ch.numa_nodes, ch.nics, ch.link)
+                       for n, ch in chosen)
+        leaves = [n.leaf for n, _ in chosen]
+        domains = []
+        for depth, level in enumerate(self.c.levels, start=1):
+            ds = {leaf.at_depth(depth) for leaf in leaves}
+            domains.append((level, next(iter(ds)).name if len(ds) == 1 else None))
+        nv = {self._nv[leaf.id] for leaf in leaves}
+        if len(nv) > 1:
+            interconnect = "network"
+        elif len(chosen) > 1 or all(ch.nvlink for _, ch in chosen):
+            interconnect = "nvlink"
+        else:
+            interconnect = "pcie"
+        return Placed(allocs, tuple(domains), interconnect, domain.depth)
+
+    def level_name(self, depth: int) -> str:
+        return ROOT_LEVEL if depth == 0 else self.c.levels[depth - 1]
+
+
+def _bytes(value: Decimal) -> str:
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if value >= size and value % size == 0:
+            return f"{value // size}{unit}"
+    gib = value / 2**30
+    return f"{gib:.1f}Gi" if value >= 2**30 else f"{value}"

@@ -1,0 +1,103 @@
+"""The plan as terminal tables (`intentc plan --format text`).
+
+Rendered by rich into a string with a fixed width and no colour codes, so
+the output is the same in a terminal, a CI log and a test.
+"""
+
+from __future__ import annotations
+
+import io
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from intentc.plan.model import Placement, Plan
+
+
+def _gpus(p: Placement) -> str:
+    return ", ".join(f"{a.node}[{','.join(str(g) for g in a.gpus)}]" for a in p.allocations) or "-"
+
+
+def _scope(p: Placement) -> str:
+    """The innermost level whose domain the whole gang shares (ignoring the node when several)."""
+    if not p.allocations:
+        return "-"
+    shared = [(lvl, dom) for lvl, dom in p.domains if dom is not None]
+    if not shared:
+        return "cluster"
+    lvl, dom = shared[-1]
+    return f"{lvl} {dom}"
+
+
+def _links(p: Placement) -> str:
+    links = sorted({a.link for a in p.allocations})
+    return f"{p.interconnect} ({'/'.join(links)})" if links else p.interconnect
+
+
+def render_text(plan: Plan, width: int = 120) -> str:
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None, force_terminal=False,
+                      highlight=False, emoji=False, soft_wrap=False)
+    m = plan.metrics
+    console.print(f"Plan for topology {plan.topology} (seed {plan.seed})")
+
+    waves = Table(title="Waves", box=box.SIMPLE, title_justify="left")
+    waves.add_column("wave", justify="right")
+    waves.add_column("intents")
+    for i, names in enumerate(plan.waves):
+        waves.add_row(str(i), ", ".join(names))
+    console.print(waves)
+
+    wave_of = {name: i for i, wave in enumerate(plan.waves) for name in wave}
+    placed = Table(title="Placements", box=box.SIMPLE, title_justify="left")
+    for col, just in (("intent", "left"), ("tenant", "left"), ("wave", "right"), ("GPUs", "right"),
+                      ("nodes [GPU indices]", "left"), ("shared domain", "left"), ("interconnect", "left")):
+        placed.add_column(col, justify=just)  # type: ignore[arg-type]
+    for p in plan.placements:
+        wave = wave_of.get(p.intent)
+        placed.add_row(p.intent, p.tenant, "-" if wave is None else str(wave), str(p.gpu_count),
+                       _gpus(p), _scope(p), _links(p))
+    console.print(placed)
+
+    if plan.unplaced:
+        unplaced = Table(title="Unplaced", box=box.SIMPLE, title_justify="left")
+        for col in ("intent", "tenant", "reason", "why"):
+            unplaced.add_column(col)
+        for u in plan.unplaced:
+            unplaced.add_row(u.intent, u.tenant, u.reason, u.message)
+        console.print(unplaced)
+
+    tenants = Table(title="Tenants", box=box.SIMPLE, title_justify="left")
+    for col in ("tenant", "weight", "quota", "requested", "allocated", "share"):
+        tenants.add_column(col, justify="left" if col == "tenant" else "right")
+    total = sum(t.allocated_gpus for t in plan.tenants)
+    for t in plan.tenants:
+        share = f"{100 * t.allocated_gpus / total:.1f}%" if total else "-"
+        tenants.add_row(t.tenant, str(t.weight), "-" if t.quota_gpus is None else str(t.quota_gpus),
+                        str(t.requested_gpus), str(t.allocated_gpus), share)
+    console.print(tenants)
+
+    metrics = Table(title="Metrics", box=box.SIMPLE, title_justify="left", show_header=False)
+    metrics.add_column("metric")
+    metrics.add_column("value", justify="right")
+    used = f"{100 * m.gpus_allocated / m.gpus_total:.1f}%" if m.gpus_total else "-"
+    for name, value in (
+        ("GPUs allocated", f"{m.gpus_allocated} / {m.gpus_total} ({used})"),
+        ("idle GPUs on used nodes", str(m.idle_gpus_on_used_nodes)),
+        ("jobs spanning NVLink domains", str(m.jobs_spanning_nvlink_domains)),
+        ("weighted Jain fairness", f"{m.jain_fairness:.3f}"),
+        ("makespan", _duration(m.makespan_s)),
+        ("critical path", " → ".join(m.critical_path) or "-"),
+    ):
+        metrics.add_row(name, value)
+    console.print(metrics)
+    # rich pads every cell to the column width; trailing blanks are noise in logs and diffs.
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
+
+
+def _duration(seconds: int) -> str:
+    h, rest = divmod(seconds, 3600)
+    mins, s = divmod(rest, 60)
+    parts = [f"{h}h" if h else "", f"{mins}m" if mins else "", f"{s}s" if s else ""]
+    return "".join(parts) or "0s"

@@ -1,0 +1,182 @@
+"""The inventory: what intentc manages on a cluster, and what it did there.
+
+One ConfigMap per target, `intentc-system/intentc-inventory-<target>`,
+with one JSON document (key `inventory.json`).  It is the memory that makes
+prune and rollback need no guessing:
+
+* `objects` — every object intentc applied or was about to apply, with the
+  spec hash and commit it was applied from.  `state: pending` marks objects
+  whose apply was started but not confirmed (written *before* a step runs),
+  so an apply cut off mid-step still leaves every object that may exist on
+  record.  `desired: false` marks objects the last apply no longer wanted
+  but did not prune.
+* `history` — the last `HISTORY_LIMIT` applies, newest first, each with
+  its commit, result, aggregated health and timestamps; `running` on an
+  entry found at the start of the next apply means that apply was cut off.
+* `lastKnownGood` — the last commit whose apply succeeded with every object
+  healthy: what drift rollback returns to.
+
+Pure data here; `intentc.reconcile.sync` reads and writes it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping
+
+from intentc.render.meta import labels
+from intentc.render.model import ObjectRef
+
+INVENTORY_NAMESPACE = "intentc-system"
+INVENTORY_KEY = "inventory.json"
+INVENTORY_LABEL = "intentc.dev/inventory"       # value: the target name
+INVENTORY_FORMAT = "intentc.dev/inventory/v1"
+HISTORY_LIMIT = 10
+DEFAULT_TARGET_NAME = "default"
+
+
+def inventory_name(target: str) -> str:
+    return f"intentc-inventory-{target}"
+
+
+def inventory_ref(target: str) -> ObjectRef:
+    return ObjectRef("v1", "ConfigMap", INVENTORY_NAMESPACE, inventory_name(target))
+
+
+@dataclass(frozen=True)
+class Entry:
+    ref: ObjectRef
+    step: int
+    spec_hash: str
+    commit: str
+    intent: str | None = None
+    tenant: str | None = None
+    state: str = "applied"           # applied | pending
+    desired: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.ref.to_json(), "step": self.step, "specHash": self.spec_hash, "commit": self.commit,
+                "intent": self.intent, "tenant": self.tenant, "state": self.state, "desired": self.desired}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Entry":
+        return cls(ObjectRef.from_json(d), int(d.get("step", 0)), str(d.get("specHash", "")),
+                   str(d.get("commit", "")), d.get("intent"), d.get("tenant"),
+                   str(d.get("state", "applied")), bool(d.get("desired", True)))
+
+
+@dataclass(frozen=True)
+class Record:
+    commit: str
+    started_at: str
+    finished_at: str | None = None
+    result: str = "running"          # running | succeeded | failed | interrupted
+    health: str = "Unknown"
+    counts: tuple[tuple[str, int], ...] = ()
+    message: str = ""
+
+    def same_outcome(self, other: "Record") -> bool:
+        """Equal but for timestamps: a no-op re-apply records nothing new."""
+        return (self.commit, self.result, self.health, self.message) == \
+            (other.commit, other.result, other.health, other.message)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commit": self.commit, "startedAt": self.started_at, "finishedAt": self.finished_at,
+                "result": self.result, "health": self.health, "counts": dict(self.counts),
+                "message": self.message}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Record":
+        return cls(str(d.get("commit", "")), str(d.get("startedAt", "")), d.get("finishedAt"),
+                   str(d.get("result", "running")), str(d.get("health", "Unknown")),
+                   tuple(sorted((str(k), int(v)) for k, v in (d.get("counts") or {}).items())),
+                   str(d.get("message", "")))
+
+
+@dataclass(frozen=True)
+class Inventory:
+    target: str = DEFAULT_TARGET_NAME
+    commit: str | None = None                  # last commit whose apply finished
+    entries: tuple[Entry, ...] = ()
+    history: tuple[Record, ...] = ()           # newest first
+    last_known_good: str | None = None
+    last_known_good_at: str | None = None
+    exists: bool = field(default=False, compare=False)   # read from the cluster (vs new)
+
+    # -- queries ----------------------------------------------------------
+    def refs(self) -> set[ObjectRef]:
+        return {e.ref for e in self.entries}
+
+    def entry(self, ref: ObjectRef) -> Entry | None:
+        return next((e for e in self.entries if e.ref == ref), None)
+
+    @property
+    def last(self) -> Record | None:
+        return self.history[0] if self.history else None
+
+    # -- updates (each returns a new inventory) ----------------------------
+    def with_entries(self, entries: Iterable[Entry]) -> "Inventory":
+        by_ref = {e.ref: e for e in self.entries}
+        for e in entries:
+            by_ref[e.ref] = e
+        return replace(self, entries=_sorted(by_ref.values()))
+
+    def without(self, refs: Iterable[ObjectRef]) -> "Inventory":
+        gone = set(refs)
+        return replace(self, entries=tuple(e for e in self.entries if e.ref not in gone))
+
+    def with_record(self, record: Record) -> "Inventory":
+        """Put `record` first, replacing a running record of the same start."""
+        rest = tuple(r for r in self.history if not (r.started_at == record.started_at and r.commit == record.commit))
+        inv = replace(self, history=(record,) + rest[:HISTORY_LIMIT - 1])
+        if record.result in ("succeeded", "failed"):
+            inv = replace(inv, commit=record.commit if record.result == "succeeded" else inv.commit)
+        if record.result == "succeeded" and record.health == "Healthy":
+            inv = replace(inv, last_known_good=record.commit, last_known_good_at=record.finished_at)
+        return inv
+
+    def mark_interrupted(self) -> "Inventory":
+        """A `running` record at the start of an apply belongs to one that was cut off."""
+        history = tuple(replace(r, result="interrupted") if r.result == "running" else r for r in self.history)
+        return replace(self, history=history)
+
+    # -- encoding ---------------------------------------------------------
+    def to_json(self) -> str:
+        doc = {"format": INVENTORY_FORMAT, "target": self.target, "commit": self.commit,
+               "lastKnownGood": ({"commit": self.last_known_good, "at": self.last_known_good_at}
+                                 if self.last_known_good else None),
+               "objects": [e.to_json() for e in self.entries],
+               "history": [r.to_json() for r in self.history]}
+        return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str, target: str) -> "Inventory":
+        """Raises ValueError on a document that is not an intentc inventory."""
+        doc = json.loads(text)
+        if not isinstance(doc, dict) or doc.get("format") != INVENTORY_FORMAT:
+            raise ValueError("not an intentc inventory document")
+        good = doc.get("lastKnownGood") or {}
+        return cls(target, doc.get("commit"),
+                   _sorted(Entry.from_json(e) for e in doc.get("objects") or []),
+                   tuple(Record.from_json(r) for r in doc.get("history") or []),
+                   good.get("commit"), good.get("at"), exists=True)
+
+    def configmap(self) -> dict[str, Any]:
+        meta = {"name": inventory_name(self.target), "namespace": INVENTORY_NAMESPACE,
+                "labels": {**labels(), INVENTORY_LABEL: self.target}}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                "data": {INVENTORY_KEY: self.to_json()}}
+
+    @classmethod
+    def from_configmap(cls, body: Mapping[str, Any] | None, target: str) -> "Inventory":
+        if body is None:
+            return cls(target)
+        text = (body.get("data") or {}).get(INVENTORY_KEY)
+        if not text:
+            raise ValueError(f"ConfigMap {INVENTORY_NAMESPACE}/{inventory_name(target)} has no {INVENTORY_KEY}")
+        return cls.from_json(text, target)
+
+
+def _sorted(entries: Iterable[Entry]) -> tuple[Entry, ...]:
+    return tuple(sorted(entries, key=lambda e: (e.step, e.ref.kind, e.ref.namespace, e.ref.name, e.ref.api_version)))

@@ -1,0 +1,406 @@
+"""Apply rendered objects to a cluster: pair, decide, sync step by step, prune, record.
+
+Order is total and deterministic: namespaces, RBAC, quotas, priority
+classes, then the plan's waves; inside a step objects are independent and
+go out concurrently.  With `wait`, a wave starts only once the previous
+one is healthy.  An object whose live spec-hash equals the desired one gets
+no request at all, and an apply that changes nothing does not even touch
+the inventory — so a no-op re-apply sends zero writes.
+
+The inventory is written ahead of each step that writes (the step's
+objects as `pending`) and confirmed after it, so an apply cut off midway
+leaves a record of every object that may exist; running again converges.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from itertools import groupby
+from typing import Any, Mapping
+
+from intentc.kube.client import KubeClient
+from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
+from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair
+from intentc.reconcile.health import Health, HealthStatus, health_of, worst
+from intentc.reconcile.inventory import (DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
+                                         Record, inventory_ref)
+from intentc.reconcile.result import ApplyResult, ObjectOutcome
+from intentc.render.meta import labels
+from intentc.render.model import (COMMIT_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, SETUP_STEPS, Manifest, ObjectRef, Rendered,
+                                  step_label)
+
+REPLACEABLE_KINDS = frozenset({"Job"})     # immutable pod template: delete + create
+# Kinds checked before pruning a namespace: deleting it would take these along.
+NAMESPACE_CONTENT = (("v1", "Pod"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"),
+                     ("v1", "PersistentVolumeClaim"), ("apps/v1", "Deployment"),
+                     ("apps/v1", "StatefulSet"), ("batch/v1", "Job"))
+SYSTEM_CONTENT = {("ConfigMap", "kube-root-ca.crt")}
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    target: str = DEFAULT_TARGET_NAME
+    dry_run: bool = False
+    prune: bool = False
+    wait: bool = True
+    timeout: float = 300.0
+    force_conflicts: bool = False
+    workers: int = 8
+    poll_interval: float = 1.0
+
+
+class _Abort(Exception):
+    """The cluster went away or refused us as a whole: stop, report, exit 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Reconciler:
+    def __init__(self, client: KubeClient, options: ApplyOptions = ApplyOptions(),
+                 clock: Callable[[], str] = utc_now, sleep: Callable[[float], None] = time.sleep,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.client = client
+        self.opts = options
+        self.clock = clock
+        self.sleep = sleep
+        self.monotonic = monotonic
+        self._namespace_ready = False
+        self._others: dict[str, Inventory] | None = None
+        self._lock = threading.Lock()
+
+    # -- entry point ------------------------------------------------------
+    def apply(self, rendered: Rendered) -> ApplyResult:
+        def result(objects: Sequence[ObjectOutcome], res: str, health: str = "Unknown",
+                   message: str = "", written: bool = False) -> ApplyResult:
+            return ApplyResult(self.opts.target, rendered.commit, rendered.kube_version, self.opts.dry_run,
+                               tuple(objects), res, health, message, written)
+        outcomes: list[ObjectOutcome] = []
+        try:
+            inventory = self.load_inventory()
+            live = self.list_live(rendered.manifests, inventory)
+            pairs = pair(rendered.manifests, live, inventory.refs())
+            if self.opts.dry_run:
+                outcomes = self._dry_run(pairs, inventory)
+                failed = any(not o.ok for o in outcomes)
+                return result(outcomes, "failed" if failed else "succeeded", _health_text(outcomes))
+            return self._sync(rendered, pairs, inventory, outcomes, result)
+        except _Abort as e:
+            return result(outcomes, "error", _health_text(outcomes), e.message)
+
+    # -- reading ----------------------------------------------------------
+    def load_inventory(self) -> Inventory:
+        try:
+            body = self._call(self.client.get, inventory_ref(self.opts.target))
+            return Inventory.from_configmap(body, self.opts.target)
+        except ValueError as e:
+            raise _Abort(f"inventory {inventory_ref(self.opts.target)} is unreadable: {e}") from None
+
+    def list_live(self, desired: Sequence[Manifest], inventory: Inventory) -> dict[ObjectRef, Mapping[str, Any]]:
+        """Every intentc-labelled object of the kinds in play, one LIST per kind."""
+        kinds = sorted({(m.ref.api_version, m.ref.kind) for m in desired} |
+                       {(r.api_version, r.kind) for r in inventory.refs()})
+        selector = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+
+        def one(kind: tuple[str, str]) -> list[dict[str, Any]]:
+            try:
+                return self._call(self.client.list, kind[0], kind[1], "", selector)
+            except NotFound:      # a kind the server does not serve (any more)
+                return []
+        live: dict[ObjectRef, Mapping[str, Any]] = {}
+        for items in self._map(one, kinds):
+            for item in items:
+                live[ObjectRef.of(item)] = item
+        return live
+
+    # -- dry run ----------------------------------------------------------
+    def _dry_run(self, pairs: list[Pair], inventory: Inventory) -> list[ObjectOutcome]:
+        new_namespaces = {p.ref.name for p in pairs if p.ref.kind == "Namespace" and p.live is None and p.desired}
+
+        def one(p: Pair) -> ObjectOutcome:
+            action = decide(p)
+            assert p.desired is not None
+            step = p.desired.step
+            diff = field_diff(p.desired.body, p.live) if action is Action.UPDATE else ()
+            if action is Action.UNCHANGED:
+                return ObjectOutcome(p.ref, step, action, health=health_of(p.live).status.value)
+            if p.ref.namespace in new_namespaces:
+                return ObjectOutcome(p.ref, step, action, diff=diff,
+                                     message="namespace is created by this apply; checked client-side only")
+            try:
+                self._call(self.client.apply, p.desired.body, force=self.opts.force_conflicts, dry_run=True)
+                return ObjectOutcome(p.ref, step, action, diff=diff)
+            except ApplyConflict as e:
+                return _conflict(p.ref, step, action, e)
+            except Invalid as e:
+                if e.immutable and p.ref.kind in REPLACEABLE_KINDS:
+                    return ObjectOutcome(p.ref, step, Action.REPLACE, diff=diff,
+                                         message="immutable fields change: delete and re-create")
+                return ObjectOutcome(p.ref, step, action, ok=False, diff=diff, message=e.message)
+            except KubeError as e:
+                return ObjectOutcome(p.ref, step, action, ok=False, message=e.message)
+        desired = [p for p in pairs if p.desired is not None]
+        outcomes = list(self._map(one, desired))
+        outcomes += self._prune_candidates(pairs, inventory, execute=False)
+        return outcomes
+
+    # -- sync -------------------------------------------------------------
+    def _sync(self, rendered: Rendered, pairs: list[Pair], loaded: Inventory,
+              outcomes: list[ObjectOutcome], result: Callable[..., ApplyResult]) -> ApplyResult:
+        started = self.clock()
+        inventory = loaded.mark_interrupted()
+        running = Record(rendered.commit, started)
+        health: dict[ObjectRef, Health] = {}
+        deadline = self.monotonic() + self.opts.timeout
+        written = False
+        failure = ""
+        desired = [p for p in pairs if p.desired is not None]
+        try:
+            for step, group in groupby(desired, key=lambda p: p.desired.step if p.desired else 0):
+                items = list(group)
+                todo = [p for p in items if decide(p) is not Action.UNCHANGED]
+                same = [p for p in items if p not in todo]
+                for p in same:
+                    health[p.ref] = health_of(p.live)
+                    outcomes.append(ObjectOutcome(p.ref, step, Action.UNCHANGED, health=health[p.ref].status.value))
+                # unchanged objects are on record too, with the commit that last wrote them
+                inventory = inventory.with_entries(_entry(p, "applied", _live_commit(p)) for p in same)
+                if todo:
+                    inventory = inventory.with_entries(_entry(p, "pending") for p in todo).with_record(running)
+                    self._save(inventory)
+                    written = True
+                    done = list(self._map(self._apply_one, todo))
+                    inventory = self._confirm(inventory, loaded, todo, done)
+                    for p, (outcome, body) in zip(todo, done):
+                        health[p.ref] = health_of(body) if body is not None else Health(HealthStatus.MISSING)
+                        outcomes.append(replace(outcome, health=health[p.ref].status.value))
+                    if any(not o.ok for o, _ in done):
+                        failure = f"{sum(not o.ok for o, _ in done)} object(s) failed in {_step_name(step)}"
+                        break
+                if self.opts.wait and step >= SETUP_STEPS:
+                    failure = self._wait([p.ref for p in items], health, deadline, step)
+                    if failure:
+                        break
+            if not failure:
+                pruned = self._prune_candidates(pairs, inventory, execute=self.opts.prune)
+                outcomes.extend(pruned)
+                gone = [o.ref for o in pruned if o.action is Action.PRUNE and o.ok]
+                inventory = inventory.without(gone)
+                if any(not o.ok for o in pruned):
+                    failure = "prune failed"
+            wanted = {p.ref for p in desired}
+            inventory = inventory.with_entries(replace(e, desired=e.ref in wanted) for e in inventory.entries)
+            final = replace(running, finished_at=self.clock(), result="failed" if failure else "succeeded",
+                            health=worst(list(health.values())).value, message=failure,
+                            counts=tuple(sorted(_counts(outcomes).items())))
+            unchanged = (not written and inventory == loaded and loaded.last is not None
+                         and final.same_outcome(loaded.last))
+            if not unchanged:   # a no-op re-apply records nothing: history keeps changes, not heartbeats
+                self._save(inventory.with_record(final))
+                written = True
+        except _Abort as e:
+            return result(outcomes, "error", _health_text(outcomes),
+                          f"{e.message}; the inventory records what was applied — run again to converge",
+                          written)
+        return result(outcomes, "failed" if failure else "succeeded",
+                      worst(list(health.values())).value, failure, written)
+
+    def _apply_one(self, p: Pair) -> tuple[ObjectOutcome, Mapping[str, Any] | None]:
+        assert p.desired is not None
+        m, action = p.desired, decide(p)
+        diff = field_diff(m.body, p.live) if action is Action.UPDATE else ()
+        try:
+            body = self._call(self.client.apply, m.body, force=self.opts.force_conflicts)
+            return ObjectOutcome(m.ref, m.step, action, written=True, diff=diff), body
+        except ApplyConflict as e:
+            return _conflict(m.ref, m.step, action, e), p.live
+        except Invalid as e:
+            if e.immutable and m.ref.kind in REPLACEABLE_KINDS:
+                return self._replace(m, diff)
+            return ObjectOutcome(m.ref, m.step, action, ok=False, diff=diff, message=e.message), p.live
+        except KubeError as e:
+            return ObjectOutcome(m.ref, m.step, action, ok=False, diff=diff, message=e.message), p.live
+
+    def _replace(self, m: Manifest, diff: tuple[str, ...]) -> tuple[ObjectOutcome, Mapping[str, Any] | None]:
+        """Delete (background propagation) and create again: the only way to change a Job's template."""
+        try:
+            self._call(self.client.delete, m.ref)
+            for _ in range(60):
+                if self._call(self.client.get, m.ref) is None:
+                    break
+                self.sleep(0.5)
+            body = self._call(self.client.apply, m.body, force=self.opts.force_conflicts)
+            return ObjectOutcome(m.ref, m.step, Action.REPLACE, written=True, diff=diff,
+                                 message="immutable fields changed: deleted and re-created"), body
+        except KubeError as e:
+            return ObjectOutcome(m.ref, m.step, Action.REPLACE, ok=False, diff=diff, message=e.message), None
+
+    def _confirm(self, inventory: Inventory, loaded: Inventory, todo: list[Pair],
+                 done: list[tuple[ObjectOutcome, Mapping[str, Any] | None]]) -> Inventory:
+        """Pending entries become applied; a failed write falls back to what was there."""
+        applied, restored, dropped = [], [], []
+        for p, (outcome, _) in zip(todo, done):
+            if outcome.ok:
+                applied.append(_entry(p, "applied"))
+            elif (old := loaded.entry(p.ref)) is not None:
+                restored.append(old)
+            elif p.live is None:
+                dropped.append(p.ref)
+            else:   # exists, never recorded: keep it on record, unconfirmed
+                restored.append(_entry(p, "pending"))
+        return inventory.with_entries(applied + restored).without(dropped)
+
+    # -- waiting ----------------------------------------------------------
+    def _wait(self, refs: list[ObjectRef], health: dict[ObjectRef, Health], deadline: float, step: int) -> str:
+        while True:
+            degraded = [r for r in refs if health[r].status is HealthStatus.DEGRADED]
+            if degraded:
+                r = degraded[0]
+                return f"{r} failed in {_step_name(step)}: {health[r].message}"
+            pending = [r for r in refs if health[r].status is not HealthStatus.HEALTHY]
+            if not pending:
+                return ""
+            if self.monotonic() >= deadline:
+                detail = "; ".join(f"{r} ({health[r].status.value}: {health[r].message})" for r in pending[:5])
+                return f"timed out after {self.opts.timeout:g}s waiting for {_step_name(step)}: {detail}"
+            self.sleep(self.opts.poll_interval)
+            for r, body in zip(pending, self._map(lambda r: self._call(self.client.get, r), pending)):
+                health[r] = health_of(body)
+
+    # -- prune ------------------------------------------------------------
+    def _prune_candidates(self, pairs: list[Pair], inventory: Inventory, execute: bool) -> list[ObjectOutcome]:
+        """Objects in the inventory that are no longer desired, in reverse apply order."""
+        stale = [p for p in pairs if p.desired is None]
+        steps = {p.ref: (e.step if (e := inventory.entry(p.ref)) else 0) for p in stale}
+        stale.sort(key=lambda p: (steps[p.ref], p.ref.kind, p.ref.namespace, p.ref.name), reverse=True)
+        out: list[ObjectOutcome] = []
+        for step, group in groupby(stale, key=lambda p: steps[p.ref]):
+            out.extend(self._map(lambda p: self._prune_one(p, step, execute, inventory), list(group)))
+        return out
+
+    def _prune_one(self, p: Pair, step: int, execute: bool, inventory: Inventory) -> ObjectOutcome:
+        if p.live is None:
+            return ObjectOutcome(p.ref, step, Action.PRUNE, message="already gone")
+        if not is_managed(p.live):
+            return ObjectOutcome(p.ref, step, Action.PRUNE, message="no longer labelled as managed; left alone")
+        if not self.opts.prune:
+            return ObjectOutcome(p.ref, step, Action.ORPHAN, message="no longer desired; --prune deletes it")
+        if not p.ref.namespace and (owner := self._claimed_elsewhere(p.ref)):
+            return ObjectOutcome(p.ref, step, Action.ORPHAN, message=f"kept: still desired by target {owner!r}")
+        if p.ref.kind == "Namespace":
+            foreign = self._unmanaged_content(p.ref.name, inventory.refs())
+            if foreign:
+                return ObjectOutcome(p.ref, step, Action.ORPHAN,
+                                     message=f"kept: holds objects intentc does not manage ({', '.join(foreign[:3])})")
+        if not execute:
+            return ObjectOutcome(p.ref, step, Action.PRUNE)
+        try:
+            self._call(self.client.delete, p.ref)
+            return ObjectOutcome(p.ref, step, Action.PRUNE, written=True)
+        except KubeError as e:
+            return ObjectOutcome(p.ref, step, Action.PRUNE, ok=False, message=e.message)
+
+    def _claimed_elsewhere(self, ref: ObjectRef) -> str | None:
+        """Another target whose inventory still wants this cluster-scoped object
+        (PriorityClasses, shared namespaces): pruning it would break that target."""
+        with self._lock:
+            if self._others is None:
+                self._others = {}
+                for cm in self._call(self.client.list, "v1", "ConfigMap", INVENTORY_NAMESPACE, INVENTORY_LABEL):
+                    target = str(((cm.get("metadata") or {}).get("labels") or {}).get(INVENTORY_LABEL, ""))
+                    if target and target != self.opts.target:
+                        try:
+                            self._others[target] = Inventory.from_configmap(cm, target)
+                        except ValueError:
+                            continue
+        for target, inv in sorted(self._others.items()):
+            entry = inv.entry(ref)
+            if entry is not None and entry.desired:
+                return target
+        return None
+
+    def _unmanaged_content(self, namespace: str, ours: set[ObjectRef]) -> list[str]:
+        """Objects in `namespace` this target does not manage (deleting the
+        namespace would delete them too)."""
+        found = []
+        for api_version, kind in NAMESPACE_CONTENT:
+            for item in self._call(self.client.list, api_version, kind, namespace):
+                name = str(item["metadata"]["name"])
+                if ObjectRef.of(item) not in ours and (kind, name) not in SYSTEM_CONTENT and \
+                        not (kind == "Secret" and item.get("type") == "kubernetes.io/service-account-token"):
+                    found.append(f"{kind} {name}")
+        return sorted(found)
+
+    # -- inventory --------------------------------------------------------
+    def _save(self, inventory: Inventory) -> None:
+        if not self._namespace_ready:
+            ns = ObjectRef("v1", "Namespace", "", INVENTORY_NAMESPACE)
+            if self._call(self.client.get, ns) is None:
+                self._call(self.client.apply, {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": INVENTORY_NAMESPACE, "labels": labels()}})
+            self._namespace_ready = True
+        try:
+            self._call(self.client.apply, inventory.configmap(), force=True)
+        except KubeError as e:
+            raise _Abort(f"cannot write the inventory {inventory_ref(self.opts.target)}: {e.message}") from None
+
+    # -- plumbing ---------------------------------------------------------
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run one client call; losing the cluster (or our access to it) aborts the apply."""
+        try:
+            return fn(*args, **kwargs)
+        except Unreachable as e:
+            raise _Abort(e.message) from None
+        except AccessDenied as e:
+            raise _Abort(f"access denied: {e.message}") from None
+
+    def _map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        if len(items) <= 1:
+            return [fn(x) for x in items]
+        with ThreadPoolExecutor(max_workers=min(self.opts.workers, len(items))) as pool:
+            return list(pool.map(fn, items))
+
+
+def _entry(p: Pair, state: str, commit: str | None = None) -> Entry:
+    assert p.desired is not None
+    m = p.desired
+    return Entry(m.ref, m.step, m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True)
+
+
+def _live_commit(p: Pair) -> str | None:
+    return ((p.live or {}).get("metadata", {}).get("annotations") or {}).get(COMMIT_ANNOTATION)
+
+
+def _conflict(ref: ObjectRef, step: int, action: Action, e: ApplyConflict) -> ObjectOutcome:
+    fields = ", ".join(sorted({c.field for c in e.conflicts}))
+    who = ", ".join(f'"{m}"' for m in e.managers) or "another manager"
+    return ObjectOutcome(ref, step, action, ok=False, managers=e.managers,
+                         message=f"conflict: {fields} owned by field manager {who} "
+                                 f"(--force-conflicts takes ownership)")
+
+
+def _counts(outcomes: Sequence[ObjectOutcome]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for o in outcomes:
+        key = o.action.value if o.ok else "failed"
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def _health_text(outcomes: Sequence[ObjectOutcome]) -> str:
+    known = [Health(HealthStatus(o.health)) for o in outcomes if o.health]
+    return worst(known).value if known else "Unknown"
+
+
+def _step_name(step: int) -> str:
+    return step_label(step)

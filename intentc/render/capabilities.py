@@ -1,0 +1,44 @@
+"""What the target Kubernetes version can take, like Helm's `Capabilities.KubeVersion`.
+
+Rendering is pure, so the version is an input: `intentc apply` asks the
+server, `intentc compile` takes `--kube-version` (default: the oldest
+version intentc supports, so compiled manifests apply everywhere).
+A field a server does not know is rejected by server-side apply, which is
+why version-dependent fields are decided here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_VERSION = re.compile(r"^v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.\d+)?(?:[-+].*)?$")
+
+
+@dataclass(frozen=True, order=True)
+class KubeVersion:
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str) -> "KubeVersion":
+        """Accepts "1.20", "v1.20.2", "1.27.3-gke.100"; raises ValueError otherwise."""
+        m = _VERSION.match(text.strip())
+        if not m:
+            raise ValueError(f"not a Kubernetes version: {text!r} (expected MAJOR.MINOR, e.g. 1.29)")
+        return cls(int(m["major"]), int(m["minor"]))
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    def at_least(self, major: int, minor: int) -> bool:
+        return (self.major, self.minor) >= (major, minor)
+
+    @property
+    def indexed_jobs(self) -> bool:
+        """`completionMode: Indexed` is served from 1.21 (beta, on by default)."""
+        return self.at_least(1, 21)
+
+
+MINIMUM_KUBE_VERSION = KubeVersion(1, 20)
+DEFAULT_KUBE_VERSION = MINIMUM_KUBE_VERSION

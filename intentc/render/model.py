@@ -1,0 +1,135 @@
+"""Rendered Kubernetes objects as data: the contract renderer → writer / reconciler.
+
+A `Manifest` is one desired object plus what the reconciler needs to order
+and recognise it (its apply step, the intent it belongs to, its spec hash).
+The body is a plain JSON-like mapping, exactly what is written to disk and
+sent with server-side apply; nothing downstream re-renders it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "intentc"
+TENANT_LABEL = "intentc.dev/tenant"
+INTENT_LABEL = "intentc.dev/intent"
+COMMIT_ANNOTATION = "intentc.dev/commit-sha"
+SPEC_HASH_ANNOTATION = "intentc.dev/spec-hash"
+STAMP_ANNOTATIONS = (COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION)
+
+
+class SetupStep(enum.IntEnum):
+    """What must exist before any workload, in apply order (before wave 0)."""
+
+    NAMESPACES = 0
+    RBAC = 1
+    QUOTAS = 2
+    PRIORITY_CLASSES = 3
+
+
+SETUP_STEPS = len(SetupStep)
+
+# Kinds of the setup steps; every other kind belongs to its intent's wave.
+SETUP_KINDS: dict[str, SetupStep] = {
+    "Namespace": SetupStep.NAMESPACES,
+    "ServiceAccount": SetupStep.RBAC,
+    "Role": SetupStep.RBAC,
+    "RoleBinding": SetupStep.RBAC,
+    "ClusterRole": SetupStep.RBAC,
+    "ClusterRoleBinding": SetupStep.RBAC,
+    "ResourceQuota": SetupStep.QUOTAS,
+    "LimitRange": SetupStep.QUOTAS,
+    "PriorityClass": SetupStep.PRIORITY_CLASSES,
+}
+
+
+def wave_step(wave: int) -> int:
+    return SETUP_STEPS + wave
+
+
+def step_label(step: int) -> str:
+    if step < SETUP_STEPS:
+        return SetupStep(step).name.lower().replace("_", "-")
+    return f"wave-{step - SETUP_STEPS}"
+
+
+@dataclass(frozen=True, order=True)
+class ObjectRef:
+    """The identity of an object on a cluster (what the inventory records)."""
+
+    api_version: str
+    kind: str
+    namespace: str        # "" for cluster-scoped objects
+    name: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"group": self.group, "version": self.version, "kind": self.kind,
+                "namespace": self.namespace, "name": self.name}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ObjectRef":
+        group, version = str(data.get("group", "")), str(data["version"])
+        return cls(f"{group}/{version}" if group else version, str(data["kind"]),
+                   str(data.get("namespace", "")), str(data["name"]))
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> "ObjectRef":
+        meta = body.get("metadata", {})
+        return cls(str(body["apiVersion"]), str(body["kind"]),
+                   str(meta.get("namespace", "") or ""), str(meta["name"]))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    ref: ObjectRef
+    step: int                      # SetupStep value, or wave_step(wave) for workloads
+    body: Mapping[str, Any]        # the complete object, stamped
+    spec_hash: str
+    intent: str | None = None
+    tenant: str | None = None
+
+    @property
+    def sort_key(self) -> tuple[int, str, str, str]:
+        """The total apply order: step, then kind / namespace / name."""
+        return (self.step, self.ref.kind, self.ref.namespace, self.ref.name)
+
+    @property
+    def commit(self) -> str:
+        return str(self.body.get("metadata", {}).get("annotations", {}).get(COMMIT_ANNOTATION, ""))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A render decision that depends on the target cluster, kept for the record
+    (printed by `compile`, and stamped on the object as an annotation)."""
+
+    intent: str
+    decision: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Rendered:
+    manifests: tuple[Manifest, ...]     # in apply order (Manifest.sort_key)
+    kube_version: str                   # "1.20"
+    target: str                         # render target name, e.g. "device-plugin"
+    commit: str
+    choices: tuple[Choice, ...] = ()
+
+    def by_ref(self) -> dict[ObjectRef, Manifest]:
+        return {m.ref: m for m in self.manifests}

@@ -1,0 +1,233 @@
+"""Per-intent workloads: Jobs for run-to-completion actions, Deployment + Service for serving.
+
+A gang that spans several nodes needs one pod per planned node.  Kubernetes
+1.21+ has Indexed Jobs (stable ranks from the completion index); 1.20 does
+not, so there the same gang is a plain Job with parallelism = completions =
+nodes, each pod pinned to a distinct planned node by node affinity plus
+pod anti-affinity (ranks by rendezvous).  When the nodes carry different
+GPU counts no single pod template fits, so each node gets its own Job.
+The decision is returned as a `Choice` and stamped as `intentc.dev/gang-mode`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from intentc.ir import ActionKind, Intent
+from intentc.plan.model import NodeAllocation, Placement
+from intentc.render.capabilities import KubeVersion
+from intentc.render.meta import labels, metadata
+from intentc.render.model import INTENT_LABEL, TENANT_LABEL, Choice
+from intentc.render.nccl import nccl_env
+from intentc.render.targets import PodBinding, RenderTarget
+from intentc.render.tenants import priority_class_name
+
+DEFAULT_SERVE_PORT = 8000
+JOB_BACKOFF_LIMIT = 2
+COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+
+
+@dataclass(frozen=True)
+class GangLayout:
+    mode: str                                        # single | indexed | spread | per-node
+    groups: tuple[tuple[NodeAllocation, ...], ...]   # one Job per group
+    reason: str = ""
+
+
+def gang_layout(placement: Placement | None, version: KubeVersion) -> GangLayout:
+    allocs = tuple(sorted(placement.allocations, key=lambda a: a.node)) if placement else ()
+    if len(allocs) <= 1:
+        return GangLayout("single", (allocs,))
+    counts = sorted({len(a.gpus) for a in allocs})
+    if len(counts) > 1:
+        return GangLayout("per-node", tuple((a,) for a in allocs),
+                          f"GPU counts differ per node ({', '.join(str(len(a.gpus)) for a in allocs)}): "
+                          f"one Job per node")
+    if version.indexed_jobs:
+        return GangLayout("indexed", (allocs,),
+                          f"Kubernetes {version} serves Indexed Jobs: {len(allocs)} indexed pods, "
+                          f"one per planned node")
+    return GangLayout("spread", (allocs,),
+                      f"Kubernetes {version} has no Indexed Jobs (1.21+): parallelism = completions = "
+                      f"{len(allocs)}, one pod pinned per planned node by affinity, ranks by rendezvous")
+
+
+def _env_list(plain: Mapping[str, str], refs: Mapping[str, str]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in plain.items()]
+    items += [{"name": k, "valueFrom": {"fieldRef": {"fieldPath": path}}} for k, path in refs.items()]
+    return sorted(items, key=lambda e: e["name"])
+
+
+def _batch_text(intent: Intent) -> str | None:
+    s = intent.action.settings
+    if s is None or s.batch is None:
+        return None
+    if s.batch.auto:
+        return f"auto:{s.batch.max}" if s.batch.max is not None else "auto"
+    return str(s.batch.size)
+
+
+def intent_env(intent: Intent, dataset_uris: Mapping[str, str | None]) -> dict[str, str]:
+    env = {"INTENTC_INTENT": intent.name, "INTENTC_TENANT": intent.tenant}
+    a, s = intent.action, intent.action.settings
+    if a.model:
+        env["INTENTC_MODEL"] = a.model
+    batch = _batch_text(intent)
+    if batch:
+        env["INTENTC_BATCH"] = batch
+    if s is not None:
+        if s.seq_len is not None:
+            env["INTENTC_SEQ_LEN"] = str(s.seq_len)
+        if s.kv_cache:
+            env["INTENTC_KV_CACHE"] = s.kv_cache
+        if s.precision:
+            env["INTENTC_PRECISION"] = s.precision
+    for var, refs in (("INTENTC_CONSUMES", intent.consumes), ("INTENTC_PRODUCES", intent.produces)):
+        if refs:
+            env[var] = ",".join(f"{r.name}={dataset_uris.get(r.name) or ''}" for r in refs)
+    return env
+
+
+def trigger_text(intent: Intent) -> str:
+    t = intent.trigger
+    if t.after:
+        return f"{t.kind}:{','.join(r.name for r in t.after)}"
+    if t.schedule:
+        return f"{t.kind}:{t.schedule}"
+    return t.kind
+
+
+def _container(intent: Intent, binding: PodBinding, env: list[dict[str, Any]],
+               port: int | None) -> dict[str, Any]:
+    c = intent.constraints
+    requests = {k: v for k, v in (("cpu", c.cpu), ("memory", c.memory)) if v}
+    limits = {"memory": c.memory} if c.memory else {}
+    requests.update(binding.requests)
+    limits.update(binding.limits)
+    container: dict[str, Any] = {"name": "main", "image": intent.action.image}
+    if intent.action.command:
+        container["command"] = list(intent.action.command)
+    if env:
+        container["env"] = env
+    if port is not None:
+        container["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
+    resources = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
+    if resources:
+        container["resources"] = resources
+    return container
+
+
+def _pod_template(intent: Intent, binding: PodBinding, env: list[dict[str, Any]],
+                  annotations: Mapping[str, str], restart: str, port: int | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [_container(intent, binding, env, port)], "restartPolicy": restart}
+    if binding.node_selector:
+        spec["nodeSelector"] = dict(binding.node_selector)
+    if binding.affinity:
+        spec["affinity"] = dict(binding.affinity)
+    if binding.tolerations:
+        spec["tolerations"] = [dict(t) for t in binding.tolerations]
+    if intent.constraints.sla:
+        spec["priorityClassName"] = priority_class_name(intent.constraints.sla)
+    meta: dict[str, Any] = {"labels": labels(intent.tenant, intent.name)}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"metadata": meta, "spec": spec}
+
+
+def _annotations(intent: Intent, placement: Placement | None, wave: int, target: str) -> dict[str, str]:
+    ann = {"intentc.dev/wave": str(wave), "intentc.dev/trigger": trigger_text(intent),
+           "intentc.dev/action": intent.action.kind, "intentc.dev/render-target": target}
+    if intent.constraints.sla:
+        ann["intentc.dev/sla"] = intent.constraints.sla
+    if placement is not None and placement.allocations:
+        ann["intentc.dev/interconnect"] = placement.interconnect
+    return ann
+
+
+def _gpus_per_pod(intent: Intent, allocations: Sequence[NodeAllocation]) -> int:
+    if allocations:
+        return max(len(a.gpus) for a in allocations)
+    return intent.gpu_count
+
+
+def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
+         target: RenderTarget, dataset_uris: Mapping[str, str | None]) -> tuple[list[dict[str, Any]], Choice | None]:
+    layout = gang_layout(placement, version)
+    world = sum(len(g) for g in layout.groups) or 1
+    out = []
+    for rank, group in enumerate(layout.groups):
+        name = intent.name if len(layout.groups) == 1 else f"{intent.name}-{rank}"
+        pods = max(len(group), 1)
+        spread = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
+        binding = target.bind(group, _gpus_per_pod(intent, group), spread)
+        plain = {**intent_env(intent, dataset_uris), **binding.env}
+        refs: dict[str, str] = {}
+        if placement is not None:
+            plain.update(nccl_env(placement, group))
+        if world > 1:
+            plain.update({"INTENTC_WORLD_SIZE": str(world), "INTENTC_GANG_MODE": layout.mode})
+            refs["INTENTC_NODE_NAME"] = "spec.nodeName"
+            if layout.mode == "per-node":
+                plain["INTENTC_RANK"] = str(rank)
+            elif layout.mode == "indexed":
+                refs["INTENTC_RANK"] = COMPLETION_INDEX
+        ann = {**_annotations(intent, placement, wave, target.name), **binding.annotations}
+        if world > 1:
+            ann["intentc.dev/gang-mode"] = layout.mode
+        pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
+        spec: dict[str, Any] = {"backoffLimit": JOB_BACKOFF_LIMIT, "completions": pods, "parallelism": pods}
+        if layout.mode == "indexed":
+            spec["completionMode"] = "Indexed"
+        spec["template"] = _pod_template(intent, binding, _env_list(plain, refs), pod_ann, "Never", None)
+        out.append({"apiVersion": "batch/v1", "kind": "Job",
+                    "metadata": metadata(name, intent.tenant, tenant=intent.tenant, intent=intent.name,
+                                         annotations=ann),
+                    "spec": spec})
+    choice = Choice(intent.name, layout.mode, layout.reason) if layout.reason else None
+    return out, choice
+
+
+def deployment_and_service(intent: Intent, placement: Placement | None, wave: int, target: RenderTarget,
+                           dataset_uris: Mapping[str, str | None]) -> tuple[list[dict[str, Any]], Choice | None]:
+    """The planned GPU set is the service's whole footprint; replicas share it.
+    (A replica count that does not divide it is rounded up per replica, and
+    said so, rather than silently dropping replicas.)"""
+    allocs = tuple(sorted(placement.allocations, key=lambda a: a.node)) if placement else ()
+    port = intent.action.port or DEFAULT_SERVE_PORT
+    replicas = intent.action.replicas or 1
+    planned = sum(len(a.gpus) for a in allocs) if allocs else intent.gpu_count
+    per_pod = -(-planned // replicas) if planned else 0
+    choice = None
+    if planned and planned % replicas:
+        choice = Choice(intent.name, "rounded-up",
+                        f"{planned} planned GPUs do not divide into {replicas} replicas: "
+                        f"each replica requests {per_pod} ({per_pod * replicas} in all)")
+    selector = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
+    binding = target.bind(allocs, per_pod, {})
+    plain = {**intent_env(intent, dataset_uris), **binding.env, "INTENTC_PORT": str(port)}
+    if placement is not None:
+        plain.update(nccl_env(placement, allocs))
+    ann = {**_annotations(intent, placement, wave, target.name), **binding.annotations}
+    pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": metadata(intent.name, intent.tenant, tenant=intent.tenant, intent=intent.name, annotations=ann),
+        "spec": {"replicas": replicas, "selector": {"matchLabels": selector},
+                 "template": _pod_template(intent, binding, _env_list(plain, {}), pod_ann, "Always", port)},
+    }
+    service = {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": metadata(intent.name, intent.tenant, tenant=intent.tenant, intent=intent.name,
+                             annotations={"intentc.dev/wave": str(wave)}),
+        "spec": {"selector": selector, "type": "ClusterIP",
+                 "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}]},
+    }
+    return [deployment, service], choice
+
+
+def workload_objects(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
+                     target: RenderTarget, dataset_uris: Mapping[str, str | None]) -> tuple[list[dict[str, Any]], Choice | None]:
+    if intent.action.kind == ActionKind.SERVE.value:
+        return deployment_and_service(intent, placement, wave, target, dataset_uris)
+    return jobs(intent, placement, wave, version, target, dataset_uris)

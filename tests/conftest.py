@@ -1,0 +1,36 @@
+"""Shared fixtures.  Kept small: every helper's tests import this file.
+
+`kube_env` is one real etcd + kube-apiserver per test session; tests isolate
+themselves by namespace / tenant / inventory-target names.  Tests marked
+`@pytest.mark.kube` skip with a message saying how to get the binaries.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from tests.kube_env import SKIP_MESSAGE, KubeEnv, assets_dir
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if assets_dir() is not None:
+        return
+    skip = pytest.mark.skip(reason=SKIP_MESSAGE)
+    for item in items:
+        if "kube" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def kube_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
+    assets = assets_dir()
+    if assets is None:
+        pytest.skip(SKIP_MESSAGE)
+    env = KubeEnv(assets, tmp_path_factory.mktemp("kube-env"))
+    try:
+        env.start()
+        yield env
+    finally:
+        env.stop()

@@ -1,0 +1,158 @@
+"""`intentc compile`: outputs on disk, byte-stability, commit stamping, failure modes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import git
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from intentc.cli import app
+from intentc.compile import compile_paths, resolve_commit, CommitError
+from intentc.kube.schema import validate_manifest
+from intentc.plan import plan_to_json
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = Path(__file__).parent / "fixtures" / "repo"
+EXAMPLE_INTENTS = ROOT / "intents"
+EXAMPLE_TOPOLOGY = ROOT / "examples" / "topologies" / "cluster.yaml"
+SHA = "0123456789abcdef0123456789abcdef01234567"
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str]:
+    res = runner.invoke(app, list(args))
+    return res.exit_code, res.output
+
+
+def tree(d: Path) -> dict[str, bytes]:
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def make_repo(tmp: Path) -> tuple[git.Repo, Path]:
+    work = tmp / "repo"
+    shutil.copytree(FIXTURE, work)
+    repo = git.Repo.init(work)
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "test").set_value("user", "email", "test@example.com")
+    repo.index.add(["intents/tenants.intent", "intents/pipeline.intent", "clusters/small.yaml"])
+    repo.index.commit("intents")
+    return repo, work
+
+
+@pytest.mark.skipif(not EXAMPLE_TOPOLOGY.exists(), reason="example repository not present")
+def test_compile_example_repository_is_byte_stable_and_schema_valid(tmp_path: Path) -> None:
+    outs = []
+    for n in (1, 2):
+        out = tmp_path / f"out{n}"
+        code, output = run("compile", str(EXAMPLE_INTENTS), "--topology", str(EXAMPLE_TOPOLOGY),
+                           "--out", str(out), "--commit", SHA)
+        assert code == 0, output
+        outs.append(tree(out))
+    assert outs[0] == outs[1]
+    files = outs[0]
+    assert {"plan.json", "graph.json"} <= set(files)
+    manifests = {k: v for k, v in files.items() if k.startswith("manifests/")}
+    assert len(manifests) > 10
+    for name, text in manifests.items():
+        body = yaml.safe_load(text)
+        assert validate_manifest(body) == [], name
+        assert body["metadata"]["annotations"]["intentc.dev/commit-sha"] == SHA
+    graph = json.loads(files["graph.json"])
+    assert graph and isinstance(graph, dict)
+
+
+def test_compile_writes_plan_graph_and_one_file_per_object(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    code, output = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
+                       "-o", str(out), "--commit", SHA)
+    assert code == 0, output
+    result = compile_paths([str(FIXTURE / "intents")], str(FIXTURE / "clusters/small.yaml"), SHA)
+    assert result.plan is not None and result.rendered is not None
+    assert (out / "plan.json").read_text() == plan_to_json(result.plan)
+    names = sorted(p.name for p in (out / "manifests").iterdir())
+    assert len(names) == len(result.rendered.manifests)
+    assert "05-job-tn-alpha-train.yaml" in names and "00-namespace-tn-alpha.yaml" in names
+    assert "spread" in output, "the 1.20 gang-mode choice is reported"
+
+
+def test_compile_for_a_newer_kubernetes_renders_indexed_jobs(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    code, output = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
+                       "-o", str(out), "--commit", SHA, "--kube-version", "1.29")
+    assert code == 0, output
+    train = yaml.safe_load((out / "manifests" / "05-job-tn-alpha-train.yaml").read_text())
+    assert train["spec"]["completionMode"] == "Indexed"
+
+
+def test_commit_comes_from_git_head(tmp_path: Path) -> None:
+    repo, work = make_repo(tmp_path)
+    out = tmp_path / "build"
+    code, output = run("compile", str(work / "intents"), "-t", str(work / "clusters/small.yaml"), "-o", str(out))
+    assert code == 0, output
+    ns = yaml.safe_load((out / "manifests" / "00-namespace-tn-alpha.yaml").read_text())
+    assert ns["metadata"]["annotations"]["intentc.dev/commit-sha"] == repo.head.commit.hexsha
+    assert resolve_commit([str(work / "intents" / "pipeline.intent")]) == repo.head.commit.hexsha
+
+
+def test_no_repository_and_no_commit_is_a_usage_error(tmp_path: Path) -> None:
+    work = tmp_path / "plain"
+    shutil.copytree(FIXTURE, work)
+    code, output = run("compile", str(work / "intents"), "-t", str(work / "clusters/small.yaml"),
+                       "-o", str(tmp_path / "out"))
+    assert code == 2
+    assert "not inside a git repository" in output and "--commit" in output
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(CommitError):
+        resolve_commit([str(work)], "abc123")
+    code, output = run("compile", str(work / "intents"), "-t", str(work / "clusters/small.yaml"),
+                       "-o", str(tmp_path / "out"), "--commit", "HEAD")
+    assert code == 2 and "40-hex" in output
+
+
+def test_compile_errors_write_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    code, _ = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
+                  "-o", str(out), "--commit", SHA)
+    assert code == 0
+    before = tree(out)
+    bad = tmp_path / "bad"
+    shutil.copytree(FIXTURE / "intents", bad)
+    text = (bad / "pipeline.intent").read_text().replace("tenant tn-beta\n  constraints: cpu 1",
+                                                         "tenant tn-gamma\n  constraints: cpu 1")
+    (bad / "pipeline.intent").write_text(text)
+    code, output = run("compile", str(bad), "-t", str(FIXTURE / "clusters/small.yaml"), "-o", str(out),
+                       "--commit", SHA)
+    assert code == 1
+    assert "E0301" in output and "pipeline.intent" in output
+    assert tree(out) == before, "a failed compile leaves the previous outputs untouched"
+    assert not [p for p in out.iterdir() if p.name.startswith(".")], "no staging leftovers"
+
+
+def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
+    base = ["compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
+            "-o", str(tmp_path / "o"), "--commit", SHA]
+    code, output = run(*base, "--kube-version", "latest")
+    assert code == 2 and "not a Kubernetes version" in output
+    code, output = run(*base, "--render-target", "dra")
+    assert code == 2 and "device-plugin" in output
+    code, output = run("compile", str(FIXTURE / "intents"), "-t", str(tmp_path / "missing.yaml"),
+                       "-o", str(tmp_path / "o"), "--commit", SHA)
+    assert code == 2
+    assert not (tmp_path / "o").exists()
+
+
+def test_recompile_replaces_stale_manifests(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    (out / "manifests").mkdir(parents=True)
+    (out / "manifests" / "99-job-gone-old.yaml").write_text("stale\n")
+    (out / "README").write_text("mine\n")
+    code, _ = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
+                  "-o", str(out), "--commit", SHA)
+    assert code == 0
+    assert not (out / "manifests" / "99-job-gone-old.yaml").exists()
+    assert (out / "README").read_text() == "mine\n", "files intentc does not own are left alone"

@@ -1,0 +1,252 @@
+"""The drift daemon against a real kube-apiserver + etcd, following a real git repository.
+
+There is no controller-manager: where a rollout needs a Job to finish (or
+fail) or a Deployment to become available, the test writes `.status`
+through the status subresource, as the controller would.  Waits are
+event-driven with generous deadlines (the machine may be busy); nothing
+asserts on how long anything took.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from intentc.daemon.loop import Daemon, DaemonConfig
+from intentc.drift.quarantine import QUARANTINE_KEY, Quarantine
+from intentc.kube.client import KubeClient
+from intentc.reconcile.inventory import Inventory, inventory_ref
+from intentc.render.model import COMMIT_ANNOTATION, ObjectRef
+from tests.kube_env import KubeEnv, free_port
+from tests.test_drift_kube import DriftRepo, edit_as
+
+pytestmark = pytest.mark.kube
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except Exception as e:  # noqa: BLE001 — the API server may be restarting
+            last = e
+        if last and not isinstance(last, Exception):
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def commit_of(body: dict[str, Any] | None) -> str | None:
+    return ((body or {}).get("metadata", {}).get("annotations") or {}).get(COMMIT_ANNOTATION)
+
+
+def job_done(c: KubeClient, ref: ObjectRef, failed: bool = False) -> None:
+    cond = ({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "all pods failed"}
+            if failed else {"type": "Complete", "status": "True"})
+    c.patch_status(ref, {"conditions": [cond], **({"failed": 1} if failed else {"succeeded": 1})})
+
+
+def deployment_available(c: KubeClient, ref: ObjectRef) -> None:
+    live = c.get(ref)
+    assert live is not None
+    gen = live["metadata"].get("generation", 1)
+    c.patch_status(ref, {"observedGeneration": gen, "replicas": 2, "updatedReplicas": 2, "readyReplicas": 2,
+                         "availableReplicas": 2})
+
+
+def inventory(c: KubeClient, target: str) -> Inventory:
+    return Inventory.from_configmap(c.get(inventory_ref(target)), target)
+
+
+def quarantined(c: KubeClient, target: str) -> Quarantine:
+    return Quarantine.from_configmap(c.get(inventory_ref(target)))
+
+
+def metrics(daemon: Daemon) -> str:
+    assert daemon.http is not None
+    with urllib.request.urlopen(f"http://127.0.0.1:{daemon.http.port}/metrics", timeout=10) as resp:
+        return resp.read().decode()
+
+
+def sample(text: str, name: str, **labels: str) -> float | None:
+    from prometheus_client.parser import text_string_to_metric_families
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return float(s.value)
+    return None
+
+
+class Running:
+    def __init__(self, repo: DriftRepo, tmp: Path, **overrides: Any) -> None:
+        config = DaemonConfig(repo=str(repo.dir), branch="main", paths=("intents",), topology="clusters/small.yaml",
+                              interval=0.5, resync=5.0, listen="127.0.0.1:0", target=repo.target,
+                              workdir=str(tmp / "work"), rollout_timeout=180.0, watch_timeout=20,
+                              **overrides)
+        self.client = repo.client()
+        self.daemon = Daemon(config, self.client)
+        self.code: list[int] = []
+        self.thread = threading.Thread(target=lambda: self.code.append(self.daemon.run()), daemon=True)
+        self.thread.start()
+
+    def stop(self) -> int:
+        self.daemon.stop()
+        self.thread.join(timeout=120)
+        assert not self.thread.is_alive(), "daemon did not stop"
+        return self.code[0]
+
+
+@pytest.fixture
+def running(request: pytest.FixtureRequest, tmp_path: Path, kube_env: KubeEnv) -> Iterator[Callable[..., Running]]:
+    started: list[Running] = []
+
+    def start(repo: DriftRepo, **overrides: Any) -> Running:
+        r = Running(repo, tmp_path, **overrides)
+        started.append(r)
+        return r
+    yield start
+    for r in started:
+        if r.thread.is_alive():
+            r.stop()
+
+
+def settle(c: KubeClient, repo: DriftRepo, sha: str) -> None:
+    """Play the controller-manager for one rollout: finish the Job, make the Deployment available."""
+    job, web = repo.ref("Job", "prep"), repo.ref("Deployment", "web")
+    wait_for(f"Job of {sha[:8]}", lambda: commit_of(c.get(job)) == sha)
+    job_done(c, job)
+    wait_for(f"Deployment of {sha[:8]}", lambda: c.get(web))
+    deployment_available(c, web)
+
+
+def test_failed_rollout_is_rolled_back_and_the_bad_commit_is_not_reapplied(
+        kube_env: KubeEnv, tmp_path: Path, running: Callable[..., Running], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    repo = DriftRepo(tmp_path, kube_env, tenant_policy="report", prep_policy="rollback")
+    good = repo.head
+    r = running(repo)
+    c = r.client
+    job = repo.ref("Job", "prep")
+    settle(c, repo, good)
+    wait_for("last known-good = first commit", lambda: inventory(c, repo.target).last_known_good == good)
+    assert sample(metrics(r.daemon), "intentc_last_applied_commit_info", commit=good) == 1.0
+
+    bad = repo.commit("broken prep image", prep_image="busybox:2.0-broken")
+    wait_for("the bad commit's Job", lambda: commit_of(c.get(job)) == bad)
+    job_done(c, job, failed=True)
+
+    # the daemon rolls back: the Job of the good commit comes back (replaced: the template is immutable)
+    wait_for("the good commit's Job again", lambda: commit_of(c.get(job)) == good)
+    job_done(c, job)
+    wait_for("quarantine of the bad commit", lambda: bad in quarantined(c, repo.target))
+    entry = quarantined(c, repo.target).get(bad)
+    assert entry is not None and entry.rolled_back_to == good
+    assert "not consistent" in entry.reason and "prep" in entry.reason
+    wait_for("rollback recorded in metrics", lambda: sample(metrics(r.daemon), "intentc_rollbacks_total") == 1.0)
+    events = c.events(inventory_ref(repo.target))
+    assert any(e["reason"] == "RolledBack" and bad[:12] in e["message"] for e in events)
+    assert any(e["reason"] == "RolledBack" for e in c.events(job))
+    assert any("quarantined" in rec.getMessage() and bad[:12] in rec.getMessage() for rec in caplog.records)
+    # the inventory keeps the reconciler's own record next to the quarantine
+    inv = inventory(c, repo.target)
+    assert inv.last_known_good == good
+    assert QUARANTINE_KEY in c.get(inventory_ref(repo.target))["data"]
+
+    # the branch still points at the bad commit: several polls later it has not been applied again
+    polls = r.daemon.polls
+    wait_for("three more git polls", lambda: r.daemon.polls >= polls + 3)
+    assert commit_of(c.get(job)) == good
+    assert r.daemon.rollouts.count(("rollout", bad)) == 1
+
+    # a newer commit clears the quarantine and is rolled out
+    fixed = repo.commit("fixed prep image", prep_image="busybox:3.0")
+    settle(c, repo, fixed)
+    wait_for("inventory at the fixed commit", lambda: inventory(c, repo.target).commit == fixed)
+    wait_for("quarantine cleared", lambda: bad not in quarantined(c, repo.target))
+    assert r.stop() == 0
+
+
+def test_daemon_heals_and_survives_an_api_server_restart(
+        kube_env: KubeEnv, tmp_path: Path, running: Callable[..., Running]) -> None:
+    repo = DriftRepo(tmp_path, kube_env, tenant_policy="heal")
+    r = running(repo)
+    c = r.client
+    web = repo.ref("Deployment", "web")
+    settle(c, repo, repo.head)
+    wait_for("daemon ready", lambda: r.daemon.ready()[0])
+
+    edit_as(c, web, {"spec": {"replicas": 4}}, "kubectl-edit")
+    wait_for("heal of the edited Deployment", lambda: c.get(web)["spec"]["replicas"] == 2)
+    text = metrics(r.daemon)
+    assert (sample(text, "intentc_heals_total", drift_class="modified") or 0) >= 1
+
+    kube_env.stop_apiserver()
+    try:
+        wait_for("daemon notices the API server is gone", lambda: not r.daemon.ready()[0])
+        assert r.daemon.live()[0]
+    finally:
+        kube_env.start_apiserver()
+    wait_for("daemon ready again", lambda: r.daemon.ready()[0], timeout=180)
+    assert (sample(metrics(r.daemon), "intentc_watch_restarts_total", reason="error") or 0) >= 1
+
+    edit_as(c, web, {"spec": {"replicas": 7}}, "kubectl-edit")
+    wait_for("heal after the restart", lambda: c.get(web)["spec"]["replicas"] == 2, timeout=180)
+    # a field only the other manager sets is recorded, not fought over
+    edit_as(c, web, {"metadata": {"annotations": {"team/owner": "alice"}}}, "kubectl-annotate")
+    passes = r.daemon.passes
+    wait_for("a detection pass after the annotation", lambda: r.daemon.passes > passes)
+    assert c.get(web)["metadata"]["annotations"]["team/owner"] == "alice"
+    assert sample(metrics(r.daemon), "intentc_drift_objects", drift_class="modified") == 0.0
+    assert r.stop() == 0
+
+
+def test_daemon_endpoints_and_clean_sigterm(kube_env: KubeEnv, tmp_path: Path) -> None:
+    """The real command line in a subprocess: probes, metrics, and exit 0 on SIGTERM."""
+    repo = DriftRepo(tmp_path, kube_env)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo.dir), "--branch", "main",
+         "-t", "clusters/small.yaml", "--kubeconfig", str(kube_env.kubeconfig), "--target", repo.target,
+         "--listen", f"127.0.0.1:{port}", "--interval", "1", "--workdir", str(tmp_path / "work"),
+         "--rollout-timeout", "2"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+
+    def get(path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(base + path, timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    try:
+        wait_for("/healthz", lambda: get("/healthz")[0] == 200)
+        wait_for("/readyz", lambda: get("/readyz")[0] == 200, timeout=180)
+        status, text = get("/metrics")
+        assert status == 200
+        for name in ("intentc_drift_objects", "intentc_reconcile_duration_seconds_bucket",
+                     "intentc_last_applied_commit_info", "intentc_rollbacks_total"):
+            assert name in text, name
+        assert get("/nope")[0] == 404
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    assert code == 0, out
+    assert "shutting down" in out and "stopped" in out

@@ -1,0 +1,250 @@
+"""The pure drift detector on plain-dict fixtures (no cluster needed).
+
+The live objects below carry `managedFields` in the exact shape a 1.20
+API server writes (checked against the real one in test_drift_kube.py).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from intentc.drift.detect import DriftClass, History, detect, modifications
+from intentc.drift.fields import diff_fields, same_value
+from intentc.render.model import ObjectRef
+from intentc.render.stamp import stamp
+
+OLD = "a" * 40
+NEW = "b" * 40
+ALIEN = "f" * 40
+HISTORY = History((NEW, OLD))
+
+
+def deployment(image: str = "ghcr.io/acme/vllm:0.6", replicas: int = 2) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "serve", "namespace": "team-a",
+                     "labels": {"app.kubernetes.io/managed-by": "intentc", "intentc.dev/intent": "serve",
+                                "intentc.dev/tenant": "team-a"}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "serve"}},
+                 "template": {"metadata": {"labels": {"app": "serve"}},
+                              "spec": {"containers": [{"name": "main", "image": image,
+                                                       "args": ["--port", "8000"],
+                                                       "ports": [{"containerPort": 8000}],
+                                                       "resources": {"limits": {"cpu": "0.5"}}}]}}},
+    }
+
+
+INTENTC_TRIE = {
+    "f:metadata": {"f:annotations": {"f:intentc.dev/commit-sha": {}, "f:intentc.dev/spec-hash": {}},
+                   "f:labels": {"f:app.kubernetes.io/managed-by": {}, "f:intentc.dev/intent": {},
+                                "f:intentc.dev/tenant": {}}},
+    "f:spec": {"f:replicas": {}, "f:selector": {"f:matchLabels": {"f:app": {}}},
+               "f:template": {"f:metadata": {"f:labels": {"f:app": {}}}, "f:spec": {"f:containers": {
+                   'k:{"name":"main"}': {".": {}, "f:name": {}, "f:image": {}, "f:args": {},
+                                         "f:resources": {"f:limits": {"f:cpu": {}}},
+                                         "f:ports": {'k:{"containerPort":8000,"protocol":"TCP"}': {
+                                             ".": {}, "f:containerPort": {}}}}}}}},
+}
+
+
+def applied(body: dict[str, Any], commit: str = NEW) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(desired, live): the stamped object and what the server holds after intentc applied it,
+    with server defaults added (protocol, strategy) that nobody in intentc asked for."""
+    desired, _ = stamp(body, commit)
+    live = copy.deepcopy(desired)
+    live["metadata"]["managedFields"] = [
+        {"manager": "intentc", "operation": "Apply", "apiVersion": "apps/v1",
+         "time": "2024-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": copy.deepcopy(INTENTC_TRIE)}]
+    live["metadata"]["resourceVersion"] = "100"
+    live["metadata"]["uid"] = "u-1"
+    live["spec"]["strategy"] = {"type": "RollingUpdate"}
+    live["spec"]["template"]["spec"]["containers"][0]["ports"][0]["protocol"] = "TCP"
+    live["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "500m"
+    live["status"] = {"replicas": 2}
+    return desired, live
+
+
+def take(live: dict[str, Any], manager: str, trie: dict[str, Any], remove: list[list[str]],
+         time: str = "2024-01-02T00:00:00Z") -> None:
+    """Give `trie`'s fields to `manager` (an Update), removing them from intentc's set."""
+    for path in remove:
+        node = live["metadata"]["managedFields"][0]["fieldsV1"]
+        for key in path[:-1]:
+            node = node[key]
+        del node[path[-1]]
+    live["metadata"]["managedFields"].append(
+        {"manager": manager, "operation": "Update", "apiVersion": "apps/v1", "time": time,
+         "fieldsType": "FieldsV1", "fieldsV1": trie})
+
+
+IMAGE_PATH = ["f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"main"}', "f:image"]
+IMAGE_TRIE = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"main"}': {"f:image": {}}}}}}}
+
+
+def classes(report: Any) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for f in report.findings:
+        out.setdefault(f.drift.value, []).append(f.ref.name)
+    return out
+
+
+def test_freshly_applied_object_with_server_defaults_is_in_sync() -> None:
+    desired, live = applied(deployment())
+    report = detect([desired], [live], history=HISTORY)
+    assert classes(report) == {"in-sync": ["serve"]}
+    assert not report.has_drift
+
+
+def test_edit_by_another_manager_is_modified_and_names_it() -> None:
+    desired, live = applied(deployment())
+    live["spec"]["template"]["spec"]["containers"][0]["image"] = "evil:latest"
+    take(live, "kubectl-edit", IMAGE_TRIE, [IMAGE_PATH])
+    report = detect([desired], [live], history=HISTORY)
+    [finding] = report.drifted
+    assert finding.drift is DriftClass.MODIFIED
+    assert finding.managers == ("kubectl-edit",)
+    [change] = finding.changes
+    assert change.path == "spec.template.spec.containers[name=main].image"
+    assert (change.desired, change.live) == ("ghcr.io/acme/vllm:0.6", "evil:latest")
+    assert finding.intent == "serve" and finding.tenant == "team-a"
+    assert "kubectl-edit" in finding.message
+
+
+def test_removed_label_is_attributed_to_the_last_updater() -> None:
+    desired, live = applied(deployment())
+    del live["metadata"]["labels"]["intentc.dev/tenant"]
+    take(live, "kubectl-label", {"f:metadata": {"f:labels": {}}},
+         [["f:metadata", "f:labels", "f:intentc.dev/tenant"]])
+    [change] = detect([desired], [live]).drifted[0].changes
+    assert change.path == 'metadata.labels["intentc.dev/tenant"]'
+    assert change.live is None and change.manager == "kubectl-label"
+
+
+def test_fields_owned_only_by_others_are_never_drift() -> None:
+    desired, live = applied(deployment())
+    # an operator adds an annotation and a sidecar env var; the status changes
+    live["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/revision"] = "3"
+    live["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "X", "value": "1"}]
+    live["status"] = {"replicas": 0, "conditions": [{"type": "Available", "status": "False"}]}
+    take(live, "kube-controller-manager", {"f:status": {"f:replicas": {}}}, [])
+    assert not detect([desired], [live], history=HISTORY).has_drift
+
+
+def test_hpa_owning_replicas_that_intentc_does_not_set_is_not_drift() -> None:
+    body = deployment()
+    del body["spec"]["replicas"]
+    desired, live = applied(body)
+    live["spec"]["replicas"] = 7
+    del live["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:replicas"]
+    take(live, "horizontal-pod-autoscaler", {"f:spec": {"f:replicas": {}}}, [])
+    assert not detect([desired], [live], history=HISTORY).has_drift
+
+
+def test_missing_and_orphan() -> None:
+    desired, live = applied(deployment())
+    stray = copy.deepcopy(live)
+    stray["metadata"]["name"] = "by-hand"
+    unrelated = copy.deepcopy(live)
+    unrelated["metadata"]["name"] = "not-ours"
+    unrelated["metadata"]["labels"] = {"app": "x"}
+    report = detect([desired], [stray, unrelated], history=HISTORY)
+    assert classes(report) == {"missing": ["serve"], "orphan": ["by-hand"]}
+
+
+def test_inventory_members_that_are_no_longer_desired_are_not_orphans() -> None:
+    desired, live = applied(deployment())
+    old = copy.deepcopy(live)
+    old["metadata"]["name"] = "retired"
+    retired = ObjectRef("apps/v1", "Deployment", "team-a", "retired")
+    report = detect([desired], [live, old], inventory=[retired], history=HISTORY)
+    assert classes(report) == {"in-sync": ["serve"]}
+
+
+def test_stale_when_a_newer_commit_changed_the_object() -> None:
+    old_desired, live = applied(deployment(image="img:1"), commit=OLD)
+    new_desired, _ = stamp(deployment(image="img:2"), NEW)
+    report = detect([new_desired], [live], history=HISTORY)
+    [finding] = report.drifted
+    assert finding.drift is DriftClass.STALE
+    assert finding.live_commit == OLD and finding.desired_commit == NEW
+    assert "older than" in finding.message
+    # the old image is still intentc's own field: not somebody's edit
+    assert not modifications(new_desired, live)
+
+
+def test_unchanged_object_keeps_its_older_commit_and_is_in_sync() -> None:
+    _, live = applied(deployment(), commit=OLD)
+    desired, _ = stamp(deployment(), NEW)
+    assert not detect([desired], [live], history=HISTORY).has_drift
+
+
+def test_foreign_commit_and_missing_stamp() -> None:
+    desired, live = applied(deployment(), commit=ALIEN)
+    report = detect([stamp(deployment(), NEW)[0]], [live], history=HISTORY)
+    assert [f.drift for f in report.drifted] == [DriftClass.FOREIGN]
+    unstamped = copy.deepcopy(live)
+    del unstamped["metadata"]["annotations"]
+    [finding] = detect([desired], [unstamped], history=HISTORY).drifted
+    assert finding.drift is DriftClass.FOREIGN and "no intentc.dev/commit-sha" in finding.message
+
+
+def test_stale_and_modified_at_once() -> None:
+    _, live = applied(deployment(image="img:1", replicas=2), commit=OLD)
+    live["spec"]["replicas"] = 9
+    take(live, "kubectl-scale", {"f:spec": {"f:replicas": {}}}, [["f:spec", "f:replicas"]])
+    desired, _ = stamp(deployment(image="img:2", replicas=2), NEW)
+    report = detect([desired], [live], history=HISTORY)
+    assert sorted(f.drift.value for f in report.drifted) == ["modified", "stale"]
+    modified = next(f for f in report.drifted if f.drift is DriftClass.MODIFIED)
+    assert [(c.path, c.desired, c.live, c.manager) for c in modified.changes] == [
+        ("spec.replicas", 2, 9, "kubectl-scale")]
+
+
+def test_atomic_list_change_is_one_change() -> None:
+    desired, live = applied(deployment())
+    live["spec"]["template"]["spec"]["containers"][0]["args"] = ["--port", "9999"]
+    args = IMAGE_PATH[:-1] + ["f:args"]
+    take(live, "kubectl-edit",
+         {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"main"}': {"f:args": {}}}}}}}, [args])
+    [change] = detect([desired], [live]).drifted[0].changes
+    assert change.path.endswith("[name=main].args") and change.live == ["--port", "9999"]
+
+
+def test_counts_and_json_are_stable() -> None:
+    desired, live = applied(deployment())
+    report = detect([desired], [], history=HISTORY)
+    counts = {c.value: n for c, n in report.counts().items()}
+    assert counts == {"in-sync": 0, "modified": 0, "missing": 1, "orphan": 0, "stale": 0, "foreign": 0}
+    assert report.to_json() == detect([desired], [], history=HISTORY).to_json()
+
+
+def test_detect_is_order_independent() -> None:
+    objs = []
+    lives = []
+    for i in range(5):
+        body = deployment()
+        body["metadata"]["name"] = f"d{i}"
+        d, lv = applied(body)
+        objs.append(d)
+        lives.append(lv)
+    lives[2]["spec"]["replicas"] = 1
+    take(lives[2], "someone", {"f:spec": {"f:replicas": {}}}, [["f:spec", "f:replicas"]])
+    a = detect(objs, lives, history=HISTORY)
+    b = detect(list(reversed(objs)), list(reversed(lives)), history=HISTORY)
+    assert a == b and [f.ref.name for f in a.drifted] == ["d2"]
+
+
+def test_value_equality_follows_the_api_server() -> None:
+    assert same_value("0.5", "500m") and same_value("64Gi", "68719476736")
+    assert same_value(2, 2.0) and not same_value(True, 1) and not same_value("1", "2")
+
+
+def test_sets_of_scalars_use_v_entries() -> None:
+    desired = {"apiVersion": "v1", "kind": "X", "metadata": {"name": "x"}, "spec": {"finalizers": ["a", "b"]}}
+    live = copy.deepcopy(desired)
+    live["spec"]["finalizers"] = ["a"]
+    live["metadata"]["managedFields"] = [{"manager": "intentc", "fieldsV1": {
+        "f:spec": {"f:finalizers": {'v:"a"': {}}}}}]
+    [d] = diff_fields(desired, live)
+    assert d.path == "spec.finalizers[b]" and d.live is None

@@ -1,0 +1,372 @@
+"""`intentc diff` on real temporary git repositories (GitPython).
+
+Every test commits a base, changes something (a commit or the working tree)
+and checks the semantic diff: renames, DSL <-> YAML conversion and comment
+edits that must produce nothing, field paths with positions on each side,
+the graph and plan diffs, impact classes, exit codes and the shallow-clone
+error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+import pytest
+from typer.testing import CliRunner
+
+from intentc import gitrepo
+from intentc.cli import app
+from intentc.convert import Surface, convert
+from intentc.diff.format import render_report
+from intentc.diff.impact import ImpactClass
+from intentc.diff.intents import Status
+from intentc.diff.report import DiffReport, diff_trees
+from intentc.diff.sides import Tree
+from intentc.sources import SOURCE_SUFFIXES, SourceFile
+from intentc.topology.load import load_topology
+
+TENANTS = """\
+tenant team-a {
+  tier: gold
+  quota: gpus 16
+}
+
+dataset raw { uri: "s3://acme/raw" }
+"""
+
+PIPELINE = """\
+# The pipeline of team A.
+intent prep {
+  trigger: on push
+  action: batch image "ghcr.io/acme/prep:1.0" command ["prep", "--all"]
+  context: tenant team-a
+  constraints: cpu 4, memory 16Gi
+  consumes: raw
+  produces: clean
+}
+
+intent train {
+  trigger: after prep
+  action: training image "ghcr.io/acme/train:2.0"
+  context: tenant team-a, tags [nightly]
+  constraints: cpu 32, memory 256Gi, gpus 8 x "H100-80GB" within node, sla P1
+  consumes: clean
+  produces: model
+}
+"""
+
+SERVE = """\
+apiVersion: intentc.dev/v1alpha1
+kind: Intent
+metadata:
+  name: serve
+spec:
+  trigger: push
+  action:
+    kind: serve
+    image: ghcr.io/acme/serve:3.0
+    replicas: 2
+    port: 8000
+  context:
+    tenant: team-a
+  constraints:
+    cpu: "8"
+    memory: 32Gi
+    gpus: {count: 2, product: H100-80GB}
+  consumes: [model]
+"""
+
+TOPOLOGY = """\
+apiVersion: intentc.dev/v1alpha1
+kind: Topology
+metadata: {name: two-nodes}
+spec:
+  levels: [zone, rack, nvlink, node]
+  nodes:
+    - name: node-a
+      gpu: {product: H100-80GB, count: 8, memory: 80Gi}
+      cpu: "192"
+      memory: 2Ti
+      domains: {zone: z1, rack: r1, nvlink: node-a}
+    - name: node-b
+      gpu: {product: H100-80GB, count: 8, memory: 80Gi}
+      cpu: "192"
+      memory: 2Ti
+      domains: {zone: z1, rack: r1, nvlink: node-b}
+"""
+
+BASE = {"intents/tenants.intent": TENANTS, "intents/pipeline.intent": PIPELINE, "intents/serve.yaml": SERVE}
+
+
+def commit(repo: git.Repo, files: dict[str, str | None], message: str) -> str:
+    root = Path(repo.working_tree_dir or ".")
+    for rel, text in files.items():
+        if text is None:
+            repo.index.remove([rel], working_tree=True)
+            continue
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        repo.index.add([rel])
+    actor = git.Actor("Test", "test@example.com")
+    return repo.index.commit(message, author=actor, committer=actor).hexsha
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> git.Repo:
+    r = git.Repo.init(tmp_path / "repo")
+    commit(r, BASE, "base")
+    return r
+
+
+def tree(root: Path, rev: str | None) -> Tree:
+    snap = gitrepo.snapshot(root, rev, ("intents",), SOURCE_SUFFIXES)
+    return Tree(rev or "working tree", snap.listing, snap.read)
+
+
+def run_diff(repo: git.Repo, base: str = "HEAD~1", head: str | None = "HEAD", topology: str | None = None,
+             cache_dir: str | None = None) -> DiffReport:
+    root = Path(repo.working_tree_dir or ".")
+    loaded = None
+    if topology is not None:
+        (root / "topo.yaml").write_text(topology)
+        loaded, diags = load_topology(str(root / "topo.yaml"))
+        assert loaded is not None, diags
+    report, _, _ = diff_trees(tree(root, base), tree(root, head), loaded, cache_dir, jobs=1)
+    return report
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new)
+
+
+# --------------------------------------------------------------------------
+# Changes that must not show
+# --------------------------------------------------------------------------
+
+def test_comment_and_formatting_only_change_is_empty(repo: git.Repo) -> None:
+    noisy = "# a new header comment\n\n" + PIPELINE.replace("  trigger: on push\n", "  # why: nightly data\n"
+                                                            "  trigger:   on push    # inline\n\n")
+    commit(repo, {"intents/pipeline.intent": noisy,
+                  "intents/serve.yaml": "# comment\n" + SERVE.replace("replicas: 2", "replicas: 2   # two")},
+           "comments")
+    report = run_diff(repo)
+    assert not report.changed
+    assert report.declarations == () and report.graph.empty and report.impacts == ()
+
+
+@pytest.mark.parametrize("path,to,new_path", [
+    ("intents/pipeline.intent", Surface.YAML, "intents/pipeline.yaml"),
+    ("intents/serve.yaml", Surface.DSL, "intents/serve.intent"),
+])
+def test_dsl_yaml_conversion_is_empty(repo: git.Repo, path: str, to: Surface, new_path: str) -> None:
+    text, diags = convert(SourceFile(path, BASE[path]), to)
+    assert text is not None, diags
+    commit(repo, {path: None, new_path: text}, "convert")
+    report = run_diff(repo)
+    assert not report.changed, render_report(report, "text")
+
+
+def test_moving_an_intent_to_another_file_is_empty(repo: git.Repo) -> None:
+    prep, train = PIPELINE.split("\nintent train", 1)
+    commit(repo, {"intents/pipeline.intent": prep, "intents/train/train.intent": "intent train" + train}, "split")
+    assert not run_diff(repo).changed
+
+
+def test_reordering_a_set_like_field_is_empty(repo: git.Repo) -> None:
+    two = edit(PIPELINE, "  produces: model\n", "  produces: model, metrics\n")
+    commit(repo, {"intents/pipeline.intent": two}, "two outputs")
+    swapped = edit(two, "produces: model, metrics", "produces: metrics, model")
+    commit(repo, {"intents/pipeline.intent": swapped}, "swap")
+    assert not run_diff(repo).changed
+
+
+# --------------------------------------------------------------------------
+# Changes that must show, precisely
+# --------------------------------------------------------------------------
+
+def test_field_change_with_positions_on_both_sides(repo: git.Repo) -> None:
+    moved = "\n\n" + edit(PIPELINE, '"ghcr.io/acme/train:2.0"', '"ghcr.io/acme/train:2.1"')
+    commit(repo, {"intents/pipeline.intent": moved}, "bump")
+    report = run_diff(repo)
+    (change,) = report.declarations
+    assert (change.kind, change.status, change.name) == ("intent", Status.CHANGED, "train")
+    (f,) = change.changes
+    assert (f.path, f.old, f.new) == ("action.image", "ghcr.io/acme/train:2.0", "ghcr.io/acme/train:2.1")
+    assert f.base_span is not None and f.head_span is not None
+    assert (f.base_span.file, f.base_span.line) == ("intents/pipeline.intent", 13)
+    assert (f.head_span.file, f.head_span.line) == ("intents/pipeline.intent", 15)   # two lines were added above
+    assert f.base_span.column == f.head_span.column == 26
+    (impact,) = report.impacts
+    assert (impact.intent, impact.impact) == ("train", ImpactClass.RESTART)
+
+
+def test_yaml_field_positions(repo: git.Repo) -> None:
+    commit(repo, {"intents/serve.yaml": edit(SERVE, "replicas: 2", "replicas: 3")}, "scale")
+    (change,) = run_diff(repo).declarations
+    (f,) = change.changes
+    assert (f.path, f.old, f.new) == ("action.replicas", 2, 3)
+    assert f.head_span is not None and (f.head_span.line, f.head_span.column) == (10, 15)
+
+
+def test_rename_detection(repo: git.Repo) -> None:
+    renamed = PIPELINE.replace("intent prep {", "intent prepare {").replace("after prep", "after prepare")
+    commit(repo, {"intents/pipeline.intent": renamed}, "rename")
+    report = run_diff(repo)
+    by_name = {c.name: c for c in report.declarations}
+    assert by_name["prepare"].status is Status.RENAMED and by_name["prepare"].old_name == "prep"
+    assert "prep" not in by_name                      # not reported as removed + added
+    assert by_name["train"].status is Status.CHANGED   # its `after` now names the new intent
+    assert [(f.path, f.old, f.new) for f in by_name["train"].changes] == [("trigger.after", "prep", "prepare")]
+    impacts = {i.intent: i.impact for i in report.impacts}
+    assert impacts["prepare"] is ImpactClass.RESTART
+    assert impacts["train"] is ImpactClass.METADATA_ONLY     # ordering only: the Job spec is unchanged
+
+
+def test_rename_with_a_content_change_is_remove_and_add(repo: git.Repo) -> None:
+    text = PIPELINE.replace("intent prep {", "intent prepare {").replace('"prep", "--all"', '"prep", "--some"')
+    commit(repo, {"intents/pipeline.intent": text.replace("after prep", "after prepare")}, "rename+edit")
+    statuses = {c.name: c.status for c in run_diff(repo).declarations}
+    assert statuses["prep"] is Status.REMOVED and statuses["prepare"] is Status.ADDED
+
+
+def test_added_removed_and_tenant_dataset_changes(repo: git.Repo) -> None:
+    tenants = edit(TENANTS, "quota: gpus 16", "quota: gpus 24").replace(
+        'dataset raw { uri: "s3://acme/raw" }', 'dataset raw { uri: "s3://acme/raw-v2" }')
+    extra = "intent report {\n  trigger: after train\n  action: batch image \"r:1\"\n  context: tenant team-a\n}\n"
+    commit(repo, {"intents/tenants.intent": tenants, "intents/serve.yaml": None, "intents/report.intent": extra},
+           "mixed")
+    report = run_diff(repo)
+    got = {(c.kind, c.name, c.status) for c in report.declarations}
+    assert got == {("tenant", "team-a", Status.CHANGED), ("dataset", "raw", Status.CHANGED),
+                   ("intent", "serve", Status.REMOVED), ("intent", "report", Status.ADDED)}
+    tenant = next(c for c in report.declarations if c.kind == "tenant")
+    assert [(f.path, f.old, f.new) for f in tenant.changes] == [("quota_gpus", 16, 24)]
+    assert {(e.source, e.target) for e in report.graph.added} == {("train", "report")}
+    assert {(e.source, e.target) for e in report.graph.removed} == {("train", "serve")}
+
+
+def test_new_cycle_and_wave_moves(repo: git.Repo) -> None:
+    cyc = edit(PIPELINE, "  trigger: on push\n", "  trigger: after train\n")
+    commit(repo, {"intents/pipeline.intent": cyc}, "cycle")
+    report = run_diff(repo)
+    assert report.graph.new_cycles == (("prep", "train"),)
+    text = render_report(report, "text")
+    assert "new cycle: prep -> train -> prep" in text
+
+
+def test_wave_move_is_reported(repo: git.Repo) -> None:
+    commit(repo, {"intents/serve.yaml": SERVE.replace("consumes: [model]", "consumes: []")}, "decouple")
+    report = run_diff(repo)
+    assert [(w.intent, w.old, w.new) for w in report.graph.waves] == [("serve", 2, 0)]
+
+
+def test_metadata_only_change(repo: git.Repo) -> None:
+    commit(repo, {"intents/pipeline.intent": edit(PIPELINE, "tags [nightly]", "tags [nightly, big]")}, "tag")
+    (impact,) = run_diff(repo).impacts
+    assert impact.impact is ImpactClass.METADATA_ONLY
+
+
+def test_plan_diff_reschedule_and_capacity(repo: git.Repo) -> None:
+    base = run_diff(repo, "HEAD", "HEAD", TOPOLOGY)
+    assert base.plan is not None and base.plan.empty and not base.changed
+    # train grows to 20 GPUs: more than the cluster (and the quota) has -> capacity
+    bigger = edit(PIPELINE, 'gpus 8 x "H100-80GB" within node', 'gpus 20 x "H100-80GB" within node')
+    commit(repo, {"intents/pipeline.intent": bigger}, "grow")
+    report = run_diff(repo, topology=TOPOLOGY)
+    assert report.plan is not None
+    impacts = {i.intent: i.impact for i in report.impacts}
+    assert impacts["train"] is ImpactClass.CAPACITY
+    assert [c.intent for c in report.plan.capacity if not c.placeable] == ["train"]
+    shares = {s.tenant: (s.old_requested, s.new_requested) for s in report.plan.shares}
+    assert shares["team-a"] == (10, 22)
+
+
+def test_reschedule_of_an_unchanged_intent(repo: git.Repo) -> None:
+    small = edit(PIPELINE, 'gpus 8 x "H100-80GB" within node', 'gpus 4 x "H100-80GB" within node')
+    commit(repo, {"intents/pipeline.intent": small}, "shrink")
+    report = run_diff(repo, topology=TOPOLOGY)
+    assert report.plan is not None
+    moved = {m.intent for m in report.plan.moved}
+    impacts = {i.intent: i for i in report.impacts}
+    assert "train" in moved and impacts["train"].impact is ImpactClass.RESCHEDULE
+    for name in moved - {"train"}:
+        assert impacts[name].impact is ImpactClass.RESCHEDULE and not impacts[name].changed
+
+
+# --------------------------------------------------------------------------
+# The cache, formats and the command line
+# --------------------------------------------------------------------------
+
+def test_blob_cache_gives_identical_results(repo: git.Repo, tmp_path: Path) -> None:
+    commit(repo, {"intents/pipeline.intent": edit(PIPELINE, "cpu 4,", "cpu 6,")}, "cpu")
+    cold = run_diff(repo, cache_dir=str(tmp_path / "cache"))
+    warm = run_diff(repo, cache_dir=str(tmp_path / "cache"))
+    none = run_diff(repo)
+    assert cold.stats is not None and warm.stats is not None
+    assert cold.stats.parsed == 4 and cold.stats.cached == 0          # 3 files, one changed: 4 distinct blobs
+    assert warm.stats.parsed == 0 and warm.stats.cached == 4
+    assert render_report(cold, "json") == render_report(warm, "json") == render_report(none, "json")
+
+
+def test_markdown_and_json(repo: git.Repo) -> None:
+    commit(repo, {"intents/pipeline.intent": edit(PIPELINE, "cpu 4,", "cpu 6,")}, "cpu")
+    report = run_diff(repo)
+    md = render_report(report, "markdown")
+    assert md.startswith("<!-- intentc:diff -->") and "<details>" in md and "| ~ changed | intent | `prep` |" in md
+    data = json.loads(render_report(report, "json"))
+    (decl,) = data["declarations"]
+    assert decl["changes"][0]["path"] == "constraints.cpu"
+    assert decl["changes"][0]["base"]["line"] == 6
+
+
+runner = CliRunner()
+
+
+def test_cli_exit_codes(repo: git.Repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    monkeypatch.setenv("INTENTC_CACHE_DIR", str(tmp_path / "cache"))
+    res = runner.invoke(app, ["diff", "--base", "HEAD"])
+    assert res.exit_code == 0, res.output
+    assert "no semantic change" in res.output
+    Path("intents/pipeline.intent").write_text(edit(PIPELINE, "cpu 4,", "cpu 6,"))
+    res = runner.invoke(app, ["diff", "--base", "HEAD", "--format", "markdown"])
+    assert res.exit_code == 1 and "`prep`" in res.output
+    Path("intents/pipeline.intent").write_text(PIPELINE + "\nintent broken {\n")
+    res = runner.invoke(app, ["diff", "--base", "HEAD"])
+    assert res.exit_code == 2 and "does not compile" in res.output
+
+
+def test_cli_unknown_revision(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    res = runner.invoke(app, ["diff", "--base", "origin/main"])
+    assert res.exit_code == 2 and "'origin/main' is not available" in res.output
+
+
+def test_cli_shallow_clone_says_fetch_more_history(repo: git.Repo, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    commit(repo, {"intents/pipeline.intent": edit(PIPELINE, "cpu 4,", "cpu 6,")}, "second")
+    clone = git.Repo.clone_from(f"file://{repo.working_tree_dir}", tmp_path / "shallow", depth=1)
+    monkeypatch.chdir(clone.working_tree_dir or ".")
+    res = runner.invoke(app, ["diff", "--base", "HEAD~1"])
+    assert res.exit_code == 2
+    assert "not available in this shallow clone" in res.output
+    assert "git fetch --unshallow" in res.output and "fetch-depth: 0" in res.output
+
+
+def test_cli_merge_base(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit that landed on the base branch after the fork is not shown as reverted."""
+    main = repo.active_branch.name
+    repo.git.checkout("-b", "feature")
+    commit(repo, {"intents/pipeline.intent": edit(PIPELINE, "cpu 4,", "cpu 6,")}, "feature work")
+    repo.git.checkout(main)
+    commit(repo, {"intents/serve.yaml": edit(SERVE, "replicas: 2", "replicas: 5")}, "main moved on")
+    repo.git.checkout("feature")
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    plain = json.loads(runner.invoke(app, ["diff", "--base", main, "--format", "json"]).output)
+    fork = json.loads(runner.invoke(app, ["diff", "--base", main, "--merge-base", "--format", "json"]).output)
+    assert {d["name"] for d in plain["declarations"]} == {"prep", "serve"}
+    assert {d["name"] for d in fork["declarations"]} == {"prep"}

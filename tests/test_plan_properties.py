@@ -1,0 +1,201 @@
+"""Properties of the planner over random topologies and workloads (hypothesis).
+
+Checked on every example, independently of how the planner works inside:
+no GPU is given twice, no node beyond its GPUs, gangs are all-or-nothing,
+required `within` scopes, product / memory filters and quotas hold, every
+GPU intent is either placed or explained, and the plan is the same bytes
+across runs and whatever the order of intents, tenants and nodes.
+"""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from intentc import ir
+from intentc.plan import make_plan, plan_to_json
+from intentc.plan.model import Plan
+from intentc.quantity import parse_quantity
+from intentc.topology.load import LoadedTopology
+from intentc.topology.matrix import GpuInfo, GpuMatrix, Link, LinkInfo
+
+PRODUCTS = ("H100-80GB", "A100-40GB", "GB200", "L40S")
+MEMORY = {"H100-80GB": "81559Mi", "A100-40GB": "40Gi", "GB200": "186Gi", "L40S": None}
+SCOPES = ("node", "nvlink", "rack", "zone")
+LEVEL_SETS = (("zone", "rack", "nvlink", "node"), ("zone", "rack", "node"), ("rack", "nvlink", "node"),
+              ("nvlink", "node"), ("zone", "node"), ("node",), ("zone", "rack", "nvlink"))
+
+LINKS = st.one_of(st.builds(lambda n: LinkInfo(Link.NVLINK, n), st.integers(1, 18)),
+                  st.sampled_from([LinkInfo(x) for x in Link if x is not Link.NVLINK]))
+
+
+@st.composite
+def matrices(draw: st.DrawFn, n: int) -> GpuMatrix:
+    numa = [draw(st.integers(0, 1)) for _ in range(n)]
+    links = tuple((i, j, draw(LINKS)) for i in range(n) for j in range(i + 1, n))
+    nics = ("mlx5_0", "mlx5_1") if n and draw(st.booleans()) else ()
+    nic_links = tuple((nic, g, draw(st.sampled_from([LinkInfo(Link.PIX), LinkInfo(Link.SYS)])))
+                      for nic in nics for g in range(n))
+    return GpuMatrix(tuple(GpuInfo(i, numa[i], None) for i in range(n)), links, nics, nic_links)
+
+
+@st.composite
+def topologies(draw: st.DrawFn) -> LoadedTopology:
+    levels = draw(st.sampled_from(LEVEL_SETS))
+    count = draw(st.integers(1, 10))
+    nodes, mats = [], []
+    for i in range(count):
+        gpus = draw(st.sampled_from([0, 1, 2, 4, 4, 8, 8]))
+        product = draw(st.sampled_from(PRODUCTS[:2] * 3 + PRODUCTS))
+        path = ""
+        domains = []
+        for level in levels:
+            if level == "node":
+                continue
+            label = draw(st.sampled_from([None, "a", "a", "b", "b"]))   # None: unlabelled
+            if label is not None:
+                path = f"{path}{label}"
+                domains.append((level, f"{level}-{path}"))
+        name = f"n{i}"
+        nodes.append(ir.TopologyNode(name, gpus, product, MEMORY[product], domains=tuple(domains)))
+        mats.append((name, draw(matrices(gpus))))
+    return LoadedTopology(ir.Topology("random", levels, tuple(nodes)), tuple(mats))
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> ir.Program:
+    tenant_names = [f"t{i}" for i in range(draw(st.integers(1, 4)))]
+    tenants = tuple(ir.Tenant(
+        t, tier=draw(st.sampled_from([None, "gold", "silver", "bronze"])),
+        weight=draw(st.one_of(st.none(), st.integers(1, 5))),
+        quota_gpus=draw(st.one_of(st.none(), st.integers(1, 24)))) for t in tenant_names)
+    intents = []
+    for i in range(draw(st.integers(1, 14))):
+        count = draw(st.sampled_from([0, 1, 1, 2, 3, 4, 8, 12, 16]))
+        req = None
+        if count:
+            req = ir.GpuRequest(
+                count,
+                product=draw(st.sampled_from((None,) * 6 + PRODUCTS + ("h100-80gb", "B200"))),
+                memory=draw(st.sampled_from([None] * 6 + ["40Gi", "80Gi", "100Gi"])),
+                within=draw(st.one_of(st.none(), st.sampled_from(SCOPES))),
+                prefer=draw(st.one_of(st.none(), st.sampled_from(SCOPES))))
+        after = (ir.Ref(f"j{i - 1}"),) if i and draw(st.booleans()) else ()
+        intents.append(ir.Intent(
+            f"j{i}", ir.Trigger("after" if after else "push", after=after),
+            ir.Action(draw(st.sampled_from(["batch", "training", "serve"])), "img"),
+            ir.Context(ir.Ref(draw(st.sampled_from(tenant_names)))),
+            ir.Constraints(gpus=req, sla=draw(st.sampled_from([None, "P0", "P1", "P2", "P3"])))))
+    return ir.Program(tenants=tenants, intents=tuple(intents))
+
+
+def _effective_level(levels: tuple[str, ...], scope: str) -> str:
+    """The documented rule: an undeclared scope level means the next declared one inside it."""
+    inner_first = SCOPES[:SCOPES.index(scope) + 1][::-1]
+    for s in inner_first:
+        if s in levels:
+            return s
+    return "node"
+
+
+def _check_invariants(program: ir.Program, topo: LoadedTopology, plan: Plan) -> None:
+    nodes = {n.name: n for n in topo.topology.nodes}
+    intents = {i.name: i for i in program.intents}
+    tenants = {t.name: t for t in program.tenants}
+    seen: set[tuple[str, int]] = set()
+    for p in plan.placements:
+        intent = intents[p.intent]
+        req = intent.constraints.gpus
+        # gangs: all or nothing
+        assert p.gpu_count == intent.gpu_count
+        for a in p.allocations:
+            assert a.gpus and list(a.gpus) == sorted(set(a.gpus))
+            for g in a.gpus:
+                # never twice, never beyond the node's GPUs
+                assert (a.node, g) not in seen
+                seen.add((a.node, g))
+                assert 0 <= g < nodes[a.node].gpu_count
+        if req is None:
+            assert p.allocations == () and p.interconnect == "none"
+            continue
+        used = [nodes[a.node] for a in p.allocations]
+        if req.product:
+            assert all((n.gpu_product or "").lower() == req.product.lower() for n in used)
+        if req.memory:
+            want = parse_quantity(req.memory)
+            assert want is not None
+            assert all(n.gpu_memory and parse_quantity(n.gpu_memory) >= want * Decimal("0.97")  # type: ignore[operator]
+                       for n in used)
+        if req.within:
+            level = _effective_level(topo.topology.levels, req.within)
+            if level == "node":
+                assert len(used) == 1
+            else:
+                labels = {n.domain(level) for n in used}
+                assert len(labels) == 1
+                assert None not in labels or len(used) == 1       # unlabelled: a domain of its own
+    placed = {p.intent for p in plan.placements}
+    unplaced = {u.intent for u in plan.unplaced}
+    assert not placed & unplaced
+    assert placed | unplaced == set(intents)
+    assert all(intents[u].gpu_count > 0 for u in unplaced)
+    for share in plan.tenants:
+        t = tenants.get(share.tenant)
+        if t is not None and t.quota_gpus is not None:
+            assert share.allocated_gpus <= t.quota_gpus
+        assert share.allocated_gpus == sum(p.gpu_count for p in plan.placements if p.tenant == share.tenant)
+    assert plan.metrics.gpus_allocated == len(seen)
+    assert plan.metrics.gpus_total == sum(max(n.gpu_count, 0) for n in nodes.values())
+    assert 0 <= plan.metrics.jain_fairness <= 1
+
+
+def _shuffled(program: ir.Program, topo: LoadedTopology, rng: random.Random) -> tuple[ir.Program, LoadedTopology]:
+    def shuffle(xs: tuple) -> tuple:  # type: ignore[type-arg]
+        out = list(xs)
+        rng.shuffle(out)
+        return tuple(out)
+    t = topo.topology
+    shuffled_topo = LoadedTopology(ir.Topology(t.name, t.levels, shuffle(t.nodes)), shuffle(topo.matrices))
+    return ir.Program(shuffle(program.tenants), (), shuffle(program.intents)), shuffled_topo
+
+
+PROPS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPS
+@given(topologies(), programs(), st.integers(0, 3))
+def test_invariants_hold(topo: LoadedTopology, program: ir.Program, seed: int) -> None:
+    plan, diags = make_plan(program, topo, seed)
+    _check_invariants(program, topo, plan)
+    e0601 = [d for d in diags if d.code == "E0601"]
+    # (identical messages at one span are reported once)
+    assert {d.message for d in e0601} == {u.message for u in plan.unplaced}
+    assert {u.reason for u in plan.unplaced} <= {"no-product", "quota", "no-domain", "fragmentation", "capacity"}
+
+
+@PROPS
+@given(topologies(), programs(), st.randoms(use_true_random=False), st.integers(0, 3))
+def test_same_bytes_across_runs_and_orders(topo: LoadedTopology, program: ir.Program,
+                                           rng: random.Random, seed: int) -> None:
+    first = plan_to_json(make_plan(program, topo, seed)[0])
+    assert plan_to_json(make_plan(program, topo, seed)[0]) == first
+    shuffled_program, shuffled_topo = _shuffled(program, topo, rng)
+    assert plan_to_json(make_plan(shuffled_program, shuffled_topo, seed)[0]) == first
+
+
+@PROPS
+@given(topologies(), programs())
+def test_required_scope_is_never_loosened_by_a_preference(topo: LoadedTopology, program: ir.Program) -> None:
+    plan, diags = make_plan(program, topo)
+    for d in diags:
+        if d.code == "W0601":
+            assert not d.is_error
+    # an intent with prefer only (no within) and enough room is never unplaced for its scope
+    for u in plan.unplaced:
+        intent = next(i for i in program.intents if i.name == u.intent)
+        gpus = intent.constraints.gpus
+        if gpus is not None and gpus.within is None:
+            assert u.reason != "fragmentation"

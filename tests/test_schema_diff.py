@@ -1,0 +1,340 @@
+"""`intentc schema-diff`: one real git repository per rule of the catalogue.
+
+Each row of RULE_CASES is (rule name, base `spec` schema, head `spec` schema,
+a base document's `spec`, how many documents the change must affect).  The
+schemas are committed to a temporary repository made with GitPython (base
+commit, then head commit) and read back through `intentc.gitrepo`, so the
+rows exercise the real revision reading as well as the classifier.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+from typer.testing import CliRunner
+
+from intentc import gitrepo
+from intentc.cli import app
+from intentc.diff.schema_format import render
+from intentc.diff.schema_report import SchemaReport, parse_acknowledgements, schema_diff
+from intentc.diff.schema_rules import BY_NAME, RULES, Level, catalogue_markdown
+
+ABSENT = object()          # the schema file does not exist on that side
+
+RULE_CASES: list[tuple[str, Any, Any, Any, int]] = [
+    ("schema-removed", {"type": "object"}, ABSENT, {"a": 1}, 1),
+    ("schema-added", ABSENT, {"type": "object"}, {"a": 1}, 0),
+    ("property-removed", {"properties": {"a": {"type": "string"}, "b": {}}}, {"properties": {"b": {}}},
+     {"a": "x"}, 1),
+    ("deprecated-property-removed", {"properties": {"a": {"type": "string", "deprecated": True}, "b": {}}},
+     {"properties": {"b": {}}}, {"a": "x"}, 1),
+    ("property-added", {"properties": {"a": {}}}, {"properties": {"a": {}, "c": {"type": "integer"}}}, {"a": 1}, 0),
+    ("required-property-added", {"properties": {"a": {}}},
+     {"properties": {"a": {}, "c": {"type": "integer"}}, "required": ["c"]}, {"a": 1}, 1),
+    ("property-became-required", {"properties": {"a": {}, "b": {}}},
+     {"properties": {"a": {}, "b": {}}, "required": ["b"]}, {"a": 1}, 1),
+    ("property-became-optional", {"properties": {"a": {}}, "required": ["a"]}, {"properties": {"a": {}}},
+     {"a": 1}, 1),
+    ("property-deprecated", {"properties": {"a": {}}}, {"properties": {"a": {"deprecated": True}}}, {"a": 1}, 1),
+    ("additional-properties-closed", {"properties": {"a": {}}},
+     {"properties": {"a": {}}, "additionalProperties": False}, {"a": 1, "zzz": 2}, 1),
+    ("additional-properties-opened", {"properties": {"a": {}}, "additionalProperties": False},
+     {"properties": {"a": {}}}, {"a": 1}, 0),
+    ("type-narrowed", {"properties": {"a": {"type": ["string", "integer"]}}},
+     {"properties": {"a": {"type": "string"}}}, {"a": 3}, 1),
+    ("type-widened", {"properties": {"a": {"type": "integer"}}}, {"properties": {"a": {"type": "number"}}},
+     {"a": 3}, 0),
+    ("type-changed", {"properties": {"a": {"type": "string"}}}, {"properties": {"a": {"type": "integer"}}},
+     {"a": "x"}, 1),
+    ("enum-value-removed", {"properties": {"a": {"enum": ["x", "y"]}}}, {"properties": {"a": {"enum": ["x"]}}},
+     {"a": "y"}, 1),
+    ("enum-value-added", {"properties": {"a": {"enum": ["x"]}}}, {"properties": {"a": {"enum": ["x", "y"]}}},
+     {"a": "x"}, 0),
+    ("enum-added", {"properties": {"a": {"type": "string"}}},
+     {"properties": {"a": {"type": "string", "enum": ["x"]}}}, {"a": "q"}, 1),
+    ("enum-removed", {"properties": {"a": {"type": "string", "enum": ["x"]}}},
+     {"properties": {"a": {"type": "string"}}}, {"a": "x"}, 0),
+    ("const-changed", {"properties": {"a": {"const": 1}}}, {"properties": {"a": {"const": 2}}}, {"a": 1}, 1),
+    ("const-removed", {"properties": {"a": {"const": 1}}}, {"properties": {"a": {}}}, {"a": 1}, 0),
+    ("default-added", {"properties": {"a": {"type": "integer"}}},
+     {"properties": {"a": {"type": "integer", "default": 3}}}, {"b": 1}, 1),
+    ("default-changed", {"properties": {"a": {"type": "integer", "default": 3}}},
+     {"properties": {"a": {"type": "integer", "default": 4}}}, {"a": 9}, 0),
+    ("default-removed", {"properties": {"a": {"type": "integer", "default": 3}}},
+     {"properties": {"a": {"type": "integer"}}}, {}, 1),
+    ("pattern-added", {"properties": {"a": {"type": "string"}}},
+     {"properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}}, {"a": "X1"}, 1),
+    ("pattern-changed", {"properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}},
+     {"properties": {"a": {"type": "string", "pattern": "^[a-c]+$"}}}, {"a": "xyz"}, 1),
+    ("pattern-removed", {"properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}},
+     {"properties": {"a": {"type": "string"}}}, {"a": "xyz"}, 0),
+    ("ref-changed", {"properties": {"a": {"$ref": "#/$defs/small"}}}, {"properties": {"a": {"$ref": "#/$defs/tiny"}}},
+     {"a": 5}, 1),
+    ("composition-changed", {"properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
+     {"properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer", "maximum": 3}, {"type": "null"}]}}},
+     {"a": 7}, 1),
+    ("keyword-changed", {"properties": {"a": {"type": "integer", "multipleOf": 2}}},
+     {"properties": {"a": {"type": "integer", "multipleOf": 4}}}, {"a": 6}, 1),
+]
+
+# (rule, keyword, base value, head value, document value, affected)
+BOUND_CASES: list[tuple[str, str, Any, Any, Any, int]] = [
+    ("minimum-tightened", "minimum", 1, 5, 3, 1),
+    ("minimum-loosened", "minimum", 5, 1, 6, 0),
+    ("maximum-tightened", "maximum", 10, 5, 7, 1),
+    ("maximum-loosened", "maximum", 5, None, 4, 0),
+    ("exclusive-minimum-tightened", "exclusiveMinimum", None, 0, 0, 1),
+    ("exclusive-minimum-loosened", "exclusiveMinimum", 0, -1, 1, 0),
+    ("exclusive-maximum-tightened", "exclusiveMaximum", 10, 5, 5, 1),
+    ("exclusive-maximum-loosened", "exclusiveMaximum", 5, 10, 1, 0),
+    ("min-length-tightened", "minLength", 1, 3, "ab", 1),
+    ("min-length-loosened", "minLength", 3, 1, "abc", 0),
+    ("max-length-tightened", "maxLength", 5, 2, "abc", 1),
+    ("max-length-loosened", "maxLength", 2, 5, "ab", 0),
+    ("min-items-tightened", "minItems", None, 2, ["x"], 1),
+    ("min-items-loosened", "minItems", 2, 1, ["x", "y"], 0),
+    ("max-items-tightened", "maxItems", 3, 1, ["x", "y"], 1),
+    ("max-items-loosened", "maxItems", 1, 3, ["x"], 0),
+]
+
+# A changed $ref is flagged, and the difference between the two targets is classified as well.
+ALSO = {"ref-changed": ("maximum-tightened",)}
+
+DEFS = {"small": {"type": "integer", "maximum": 10}, "tiny": {"type": "integer", "maximum": 3}}
+
+
+def _bound_spec(kw: str, value: Any) -> dict[str, Any]:
+    return {"properties": {"a": {} if value is None else {kw: value}}}
+
+
+ALL_CASES = RULE_CASES + [(name, _bound_spec(kw, b), _bound_spec(kw, h), {"a": doc}, n)
+                          for name, kw, b, h, doc, n in BOUND_CASES]
+
+
+def document_schema(spec: Any) -> dict[str, Any]:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://example.test/thing.schema.json",
+        "type": "object",
+        "properties": {"apiVersion": {"type": "string"}, "kind": {"const": "Thing"},
+                       "metadata": {"type": "object"}, "spec": spec},
+        "$defs": DEFS,
+    }
+
+
+def document(spec: Any) -> str:
+    return ("apiVersion: intentc.dev/v1alpha1\nkind: Thing\nmetadata:\n  name: doc-one\nspec: "
+            + json.dumps(spec) + "\n")
+
+
+def commit(repo: git.Repo, files: dict[str, str | None], message: str) -> str:
+    root = Path(repo.working_tree_dir or ".")
+    for rel, text in files.items():
+        p = root / rel
+        if text is None:
+            if p.exists():
+                repo.index.remove([rel], working_tree=True)
+            continue
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        repo.index.add([rel])
+    actor = git.Actor("Test", "test@example.com")
+    return repo.index.commit(message, author=actor, committer=actor).hexsha
+
+
+def schema_text(spec: Any) -> str | None:
+    return None if spec is ABSENT else json.dumps(document_schema(spec), indent=2)
+
+
+def make_repo(tmp_path: Path, base: Any, head: Any, doc: Any) -> git.Repo:
+    repo = git.Repo.init(tmp_path / "repo")
+    commit(repo, {"schemas/thing.schema.json": schema_text(base), "intents/doc.yaml": document(doc),
+                  "intents/notes.intent": "not yaml, ignored\n"}, "base")
+    commit(repo, {"schemas/thing.schema.json": schema_text(head)}, "head")
+    return repo
+
+
+def report_between(repo: git.Repo, base: str = "HEAD~1", head: str | None = "HEAD",
+                   acks: frozenset[str] = frozenset()) -> SchemaReport:
+    root = gitrepo.repo_root(repo.working_tree_dir or ".")
+    return schema_diff(gitrepo.read_tree(root, base, ("schemas",), (".json",)),
+                       gitrepo.read_tree(root, head, ("schemas",), (".json",)),
+                       gitrepo.read_tree(root, base, ("intents",), (".yaml", ".yml")), base, head or "worktree", acks)
+
+
+def test_every_rule_has_a_case() -> None:
+    assert sorted(c[0] for c in ALL_CASES) == sorted(BY_NAME)
+
+
+def test_rule_ids_are_unique_and_stable_shaped() -> None:
+    assert len(RULES) == len(BY_NAME)
+    assert all(r.id.startswith("SD") and len(r.id) == 5 for r in RULES.values())
+    assert all(BY_NAME[n].level is Level.ERR for n in ("default-added", "default-changed", "default-removed"))
+
+
+@pytest.mark.parametrize("name,base,head,doc,affected", ALL_CASES, ids=[c[0] for c in ALL_CASES])
+def test_rule(tmp_path: Path, name: str, base: Any, head: Any, doc: Any, affected: int) -> None:
+    repo = make_repo(tmp_path, base, head, doc)
+    report = report_between(repo)
+    expected = BY_NAME[name]
+    got = sorted((e.finding.rule.id, e.finding.rule.level.value) for e in report.entries)
+    also = sorted((BY_NAME[n].id, BY_NAME[n].level.value) for n in ALSO.get(name, ()))
+    assert got == sorted([(expected.id, expected.level.value)] + also), [e.finding.message for e in report.entries]
+    (entry,) = [e for e in report.entries if e.finding.rule is expected]
+    assert entry.documents == affected
+    for a in entry.affected:
+        assert (a.file, a.kind, a.name) == ("intents/doc.yaml", "Thing", "doc-one")
+        assert a.line >= 1 and a.column >= 1
+    assert entry.line >= 1
+
+
+def test_positions_point_at_the_value(tmp_path: Path) -> None:
+    base = {"properties": {"a": {"maximum": 10}}}
+    head = {"properties": {"a": {"maximum": 5}}}
+    repo = make_repo(tmp_path, base, head, {"a": 7})
+    (entry,) = report_between(repo).entries
+    (a,) = entry.affected
+    assert (a.line, a.column, a.at) == (5, 8, "spec.a")           # `spec: {"a": 7}` -> the 7
+    text = (Path(repo.working_tree_dir or ".") / "schemas/thing.schema.json").read_text().splitlines()
+    assert '"maximum": 5' in text[entry.line - 1]
+
+
+def test_no_change_no_findings(tmp_path: Path) -> None:
+    spec = {"properties": {"a": {"type": "string", "description": "x"}}}
+    repo = make_repo(tmp_path, spec, {"properties": {"a": {"type": "string", "description": "changed"}}}, {"a": "x"})
+    assert report_between(repo).entries == ()
+
+
+def test_refs_across_files_and_shared_definitions(tmp_path: Path) -> None:
+    """A change in a shared definition is reported once, at its own file and pointer,
+    and counts every document that uses it, wherever it is referenced from."""
+    common = {"$id": "https://example.test/common.schema.json",
+              "$defs": {"name": {"type": "string", "maxLength": 20}}}
+    head_common = {"$id": "https://example.test/common.schema.json",
+                   "$defs": {"name": {"type": "string", "maxLength": 4}}}
+    spec = {"properties": {"owner": {"$ref": "common.schema.json#/$defs/name"},
+                           "peers": {"type": "array", "items": {"$ref": "common.schema.json#/$defs/name"}}}}
+    repo = git.Repo.init(tmp_path / "repo")
+    commit(repo, {"schemas/common.schema.json": json.dumps(common), "schemas/thing.schema.json": schema_text(spec),
+                  "intents/doc.yaml": document({"owner": "alice", "peers": ["bob", "carol", "dave"]})}, "base")
+    commit(repo, {"schemas/common.schema.json": json.dumps(head_common)}, "head")
+    (entry,) = report_between(repo).entries
+    assert entry.finding.rule.name == "max-length-tightened"
+    assert (entry.finding.schema, entry.finding.pointer) == ("schemas/common.schema.json", "/$defs/name/maxLength")
+    assert sorted(a.at for a in entry.affected) == ["spec.owner", "spec.peers.1"]
+    assert entry.documents == 1
+
+
+def test_oneof_branch_guard(tmp_path: Path) -> None:
+    """A bound tightened inside one oneOf branch only counts documents that took that branch."""
+    base = {"properties": {"a": {"oneOf": [{"type": "integer", "maximum": 100}, {"type": "string"}]}}}
+    head = {"properties": {"a": {"oneOf": [{"type": "integer", "maximum": 10}, {"type": "string"}]}}}
+    repo = make_repo(tmp_path, base, head, {"a": 50})
+    (entry,) = report_between(repo).entries
+    assert entry.finding.rule.name == "maximum-tightened" and entry.documents == 1
+    repo2 = make_repo(tmp_path / "two", base, head, {"a": "fifty"})
+    (entry2,) = report_between(repo2).entries
+    assert entry2.documents == 0
+
+
+def test_fingerprint_ignores_line_numbers(tmp_path: Path) -> None:
+    base = {"properties": {"a": {"type": "integer", "default": 1}}}
+    head = {"properties": {"a": {"type": "integer", "default": 2}}}
+    repo = make_repo(tmp_path, base, head, {})
+    first_entry = report_between(repo).entries[0]
+    first = first_entry.finding.fingerprint
+    reformatted = json.dumps(document_schema(head), indent=8, sort_keys=True)
+    commit(repo, {"schemas/thing.schema.json": "\n\n" + reformatted}, "reformat")
+    again = report_between(repo, "HEAD~2", "HEAD").entries
+    assert [e.finding.fingerprint for e in again] == [first]
+    assert again[0].line != first_entry.line
+    assert report_between(repo).entries == ()          # the reformat alone changes nothing
+
+
+def test_acknowledgement_carries_across_commits(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, {"properties": {"a": {"default": 1}}}, {"properties": {"a": {"default": 2}}}, {})
+    fp = report_between(repo).entries[0].finding.fingerprint
+    acks = parse_acknowledgements(f"# reviewed by ops\n{fp}  # default bump is intended\n")
+    commit(repo, {"README.md": "unrelated\n"}, "later")
+    report = report_between(repo, "HEAD~2", "HEAD", acks)
+    assert report.entries[0].acknowledged and not report.failing(Level.ERR)
+
+
+def test_formats(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, {"properties": {"a": {"enum": ["x", "y"]}}},
+                     {"properties": {"a": {"enum": ["x"]}}}, {"a": "y"})
+    report = report_between(repo)
+    text = render(report, "text", Level.ERR)
+    assert "ERR SD211 enum-value-removed" in text and "intents/doc.yaml:5:" in text
+    data = json.loads(render(report, "json", Level.ERR))
+    assert data["findings"][0]["rule"] == "SD211" and data["findings"][0]["documents"] == 1
+    md = render(report, "markdown", Level.ERR)
+    assert "<details>" in md and "| ERR | `SD211`" in md
+    gh = render(report, "github", Level.ERR)
+    assert gh.startswith("::error file=schemas/thing.schema.json,line=")
+
+
+def test_catalogue_doc_is_current() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "schema-diff-rules.md").read_text(encoding="utf-8")
+    assert catalogue_markdown() in doc
+
+
+# --------------------------------------------------------------------------
+# The command line
+# --------------------------------------------------------------------------
+
+runner = CliRunner()
+
+
+def test_cli_exit_codes_and_fail_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path, {"properties": {"a": {"pattern": "^a"}}}, {"properties": {"a": {"pattern": "^b"}}},
+                     {"a": "abc"})
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD"])
+    assert res.exit_code == 0, res.output          # a WARN does not fail by default
+    assert "WARN SD502 pattern-changed" in res.output
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD", "--fail-on", "WARN"])
+    assert res.exit_code == 1
+    fp = json.loads(runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--format", "json"]).output)[
+        "findings"][0]["fingerprint"]
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--fail-on", "WARN", "--ack", fp])
+    assert res.exit_code == 0
+
+
+def test_cli_default_change_always_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path, {"properties": {"a": {"default": "x"}}}, {"properties": {"a": {"default": "y"}}}, {})
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1"])
+    assert res.exit_code == 1 and "SD302 default-changed" in res.output
+
+
+def test_cli_working_tree_is_the_default_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path, {"properties": {"a": {}}}, {"properties": {"a": {}}}, {"a": 1})
+    root = Path(repo.working_tree_dir or ".")
+    (root / "schemas/thing.schema.json").write_text(schema_text({"properties": {}}) or "")
+    monkeypatch.chdir(root)
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD"])
+    assert res.exit_code == 1 and "SD101 property-removed" in res.output and "working tree" in res.output
+
+
+def test_cli_invalid_schema_json_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path, {"properties": {}}, {"properties": {}}, {})
+    root = Path(repo.working_tree_dir or ".")
+    (root / "schemas/thing.schema.json").write_text("{\n  \"type\": \n")
+    monkeypatch.chdir(root)
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD"])
+    assert res.exit_code == 2 and "E0801" in res.output
+
+
+def test_cli_shallow_clone_says_fetch_more_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path, {"properties": {}}, {"properties": {"a": {}}}, {})
+    clone = git.Repo.clone_from(f"file://{repo.working_tree_dir}", tmp_path / "shallow", depth=1)
+    monkeypatch.chdir(clone.working_tree_dir or ".")
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1"])
+    assert res.exit_code == 2
+    assert "not available in this shallow clone" in res.output
+    assert "git fetch --unshallow" in res.output and "fetch-depth: 0" in res.output
