@@ -211,7 +211,8 @@ def merge_base(repo_path: str | Path, a: str, b: str) -> str:
 
 def is_ancestor(repo_path: str | Path, ancestor: str, descendant: str) -> bool:
     repo = _open(repo_path)
-    return bool(repo.is_ancestor(resolve(repo_path, ancestor), resolve(repo_path, descendant)))
+    return bool(repo.is_ancestor(repo.commit(resolve(repo_path, ancestor)),
+                                 repo.commit(resolve(repo_path, descendant))))
 
 
 def commits_on(repo_path: str | Path, rev: str = "HEAD", paths: Sequence[str] = (),
@@ -221,11 +222,9 @@ def commits_on(repo_path: str | Path, rev: str = "HEAD", paths: Sequence[str] = 
     repo = _open(repo_path)
     target = resolve(repo_path, rev)
     spec = f"{resolve(repo_path, since)}..{target}" if since else target
-    kwargs: dict[str, object] = {"paths": list(paths)} if paths else {}
-    if max_count is not None:
-        kwargs["max_count"] = max_count
-    return [CommitInfo(c.hexsha, str(c.summary), str(c.author.name), int(c.authored_date))
-            for c in repo.iter_commits(spec, **kwargs)]
+    commits = (repo.iter_commits(spec, list(paths)) if max_count is None
+               else repo.iter_commits(spec, list(paths), max_count=max_count))
+    return [CommitInfo(c.hexsha, str(c.summary), str(c.author.name), int(c.authored_date)) for c in commits]
 
 
 @dataclass(frozen=True)

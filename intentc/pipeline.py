@@ -12,7 +12,7 @@ from typing import Sequence
 import networkx as nx
 
 from intentc import graph as depgraph
-from intentc.diagnostics import Diagnostic, sorted_diagnostics
+from intentc.diagnostics import Diagnostic, Span, sorted_diagnostics
 from intentc.frontend.batch import load
 from intentc.ir import Program
 from intentc.passes import run_passes
@@ -27,11 +27,18 @@ class Checked:
 
 
 def prefer_specific(diags: list[Diagnostic]) -> list[Diagnostic]:
-    """Where a generic schema error (E02xx) and a domain-rule error (E04xx)
-    land on the same span, keep only the domain one: it says more and has
+    """Where a generic schema error (E02xx) lands on or inside the span of a
+    domain-rule error (E04xx), keep only the domain one: it says more and has
     the suggestion.  YAML gets both checks, the DSL only the second."""
-    domain_spans = {d.span for d in diags if d.code.startswith("E04")}
-    return [d for d in diags if not (d.code.startswith("E02") and d.span in domain_spans)]
+    domain_spans = [d.span for d in diags if d.code.startswith("E04")]
+    return [d for d in diags
+            if not (d.code.startswith("E02") and any(_within(d.span, s) for s in domain_spans))]
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return (inner.file == outer.file
+            and (outer.line, outer.column) <= (inner.line, inner.column)
+            and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column))
 
 
 def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,

@@ -83,6 +83,7 @@ def test_commits_ancestry_and_merge_base(repo: git.Repo) -> None:
     assert [c.summary for c in commits] == ["second", "first"]
     assert [c.summary for c in gitrepo.commits_on(root, "HEAD", paths=["intents/c.yml"])] == ["second"]
     assert [c.summary for c in gitrepo.commits_on(root, "HEAD", since="HEAD~1")] == ["second"]
+    assert [c.summary for c in gitrepo.commits_on(root, "HEAD", max_count=1)] == ["second"]
     assert gitrepo.is_ancestor(root, "HEAD~1", "HEAD")
     assert not gitrepo.is_ancestor(root, "HEAD", "HEAD~1")
     assert gitrepo.merge_base(root, "HEAD", "HEAD~1") == commits[1].sha

@@ -338,3 +338,16 @@ def test_cli_shallow_clone_says_fetch_more_history(tmp_path: Path, monkeypatch: 
     assert res.exit_code == 2
     assert "not available in this shallow clone" in res.output
     assert "git fetch --unshallow" in res.output and "fetch-depth: 0" in res.output
+
+
+def test_golden_outputs(tmp_path: Path) -> None:
+    from golden_support import assert_golden
+    base = {"properties": {"a": {"type": "integer", "maximum": 10, "default": 1}, "b": {"deprecated": True},
+                           "c": {"enum": ["x", "y"]}}}
+    head = {"properties": {"a": {"type": "integer", "maximum": 5, "default": 2}, "c": {"enum": ["x", "z"]}},
+            "required": ["a"]}
+    repo = make_repo(tmp_path, base, head, {"a": 7, "b": True, "c": "y"})
+    report = report_between(repo)
+    golden = Path(__file__).parent / "golden" / "diff"
+    for fmt, suffix in (("text", "txt"), ("markdown", "md"), ("json", "json"), ("github", "github")):
+        assert_golden(golden / f"schema_diff.{suffix}", render(report, fmt, Level.ERR))

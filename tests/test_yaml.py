@@ -8,10 +8,10 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from golden_support import assert_golden
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from golden_support import assert_golden
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, format_text
 from intentc.frontend.yaml import MAX_ALIAS_EXPANSION, MAX_DEPTH, parse
@@ -302,7 +302,7 @@ _text = st.one_of(
     st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=16),
 )
 _quantity = st.from_regex(r"\A[0-9]{1,4}(\.[0-9]{1,2})?(m|k|Ki|Mi|Gi|Ti)?\Z")
-_opt = lambda s: st.none() | s  # noqa: E731
+_opt = lambda s: st.none() | s
 
 
 @st.composite

@@ -17,7 +17,7 @@ import typer
 from intentc import gitrepo
 from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics, usage_error
 from intentc.diagnostics import OutputFormat, has_errors
-from intentc.sources import SOURCE_SUFFIXES
+from intentc.sources import SOURCE_SUFFIXES, decode
 
 # The diff machinery (deepdiff, jsonschema, the renderer, the planner) is
 # imported inside the commands: every `intentc` invocation imports this
@@ -179,8 +179,12 @@ def diff(
         gc.enable()
     typer.echo(render_report(report, format.value), nl=False)
     if report.head_errors:
-        emit_diagnostics([d for d in report.head_diagnostics if d.is_error], OutputFormat.TEXT,
-                         head_side.sources, to_stderr=True)
+        errors = [d for d in report.head_diagnostics if d.is_error]
+        # files served by the blob cache were not read: fetch the ones the carets need
+        wanted = sorted({d.span.file for d in errors} & set(head_snap.listing) - set(head_side.sources))
+        texts = dict(head_side.sources)
+        texts.update({p: decode(p, b)[0] or "" for p, b in head_snap.read(wanted).items()})
+        emit_diagnostics(errors, OutputFormat.TEXT, texts, to_stderr=True)
         typer.echo(f"intentc: error: {head_label} does not compile ({report.head_errors} error(s)); "
                    "the diff may be incomplete", err=True)
         raise typer.Exit(EXIT_USAGE)

@@ -32,7 +32,7 @@ from intentc.diagnostics import format_text
 from intentc.drift import events, quarantine
 from intentc.drift.consistency import Verdict, check_rollout
 from intentc.drift.detect import DriftClass, Finding, History, detect
-from intentc.drift.live import complete, heal
+from intentc.drift.live import Managed, complete, heal, read_managed
 from intentc.drift.policy import Policies, Verb, asking_for_rollback, decide
 from intentc.drift.rollback import RollbackError, RollbackOutcome, rollback
 from intentc.gitrepo import GitError
@@ -99,6 +99,7 @@ class _State:
     history: History | None = None
     head: str | None = None
     inventory: Inventory | None = None
+    managed: Managed | None = None      # every target's objects, and intentc's own plumbing
     findings: dict[ObjectRef, tuple[Finding, ...]] = field(default_factory=dict)
     heal_at: dict[ObjectRef, tuple[float, float]] = field(default_factory=dict)   # next allowed, delay
     busy: str = ""                      # "" | "rollout" | "rollback"
@@ -478,9 +479,10 @@ class Daemon:
         self.queue.put(_Changed(refs))
 
     def _read_inventory(self) -> Inventory:
-        inv = Inventory.from_configmap(self.client.get(inventory_ref(self.config.target)), self.config.target)
-        self.state.inventory = inv
-        return inv
+        managed = read_managed(self.client, self.config.target)
+        self.state.inventory = managed.inventory
+        self.state.managed = managed
+        return managed.inventory
 
     # -- detection ----------------------------------------------------------------------------
     def _cache(self) -> dict[ObjectRef, Mapping[str, Any]]:
@@ -511,10 +513,10 @@ class Daemon:
             fetched = self._safe("get", lambda: complete(self.client, {}, missing)) or {}
             cache.update(fetched)
         live = cache if refs is None else {r: cache[r] for r in refs if r in cache}
-        inventory = self.state.inventory
+        managed = self.state.managed
         report = detect([m.body for m in wanted.values()], live.values(),
-                        inventory.refs() if inventory else (), self.state.history,
-                        exclude=[inventory_ref(self.config.target)])
+                        managed.refs if managed else (), self.state.history,
+                        exclude=managed.plumbing if managed else [inventory_ref(self.config.target)])
         if refs is None:
             self.state.findings = {}
         else:
@@ -530,7 +532,9 @@ class Daemon:
                 self.state.heal_at.pop(ref, None)     # back in sync: the next heal is not backed off
             for f in found:
                 if f.drift is not DriftClass.IN_SYNC and (before is None or f not in before):
-                    log.warning("drift: %s %s: %s", f.drift.value, f.ref, f.message)
+                    # during a rollout objects come and go by design: worth a line, not a warning
+                    level = logging.INFO if self.state.busy else logging.WARNING
+                    log.log(level, "drift: %s %s: %s", f.drift.value, f.ref, f.message)
         counts = {cls: 0 for cls in DriftClass}
         for found_list in self.state.findings.values():
             for cls in {f.drift for f in found_list}:

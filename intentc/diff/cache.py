@@ -62,57 +62,95 @@ def listing_digest(listing: Mapping[str, str]) -> str:
 
 
 class BlobCache:
+    """A directory per front-end fingerprint: ``main.pickle`` plus small
+    ``delta-*.pickle`` files.  A run that parsed a handful of new blobs (the
+    next push of a pull request) writes only those, so saving costs what
+    changed, not the size of the repository; when the deltas grow past
+    `COMPACT_RATIO` of the main file, or `MAX_DELTAS` files, they are folded
+    into a new main file holding only what the current run uses."""
+
+    COMPACT_RATIO = 0.25
+    MAX_DELTAS = 16
+
     def __init__(self, directory: str | None) -> None:
         self.entries: dict[BlobKey, FileResult] = {}
         self.views: dict[str, Any] = {}
-        self.file: Path | None = None
-        self.dirty = False
+        self.dir: Path | None = None
+        self.new_entries: dict[BlobKey, FileResult] = {}
+        self.new_views: dict[str, Any] = {}
+        self.main_size = 0
+        self.deltas: list[Path] = []
         if directory is None:
             return
-        self.file = Path(directory) / f"diff-blobs-{frontend_fingerprint()[:24]}.pickle"
+        self.dir = Path(directory) / f"diff-blobs-{frontend_fingerprint()[:24]}"
         # Unpickling a few hundred thousand small IR objects triggers the cyclic
         # collector over and over (4x the load time); none of them form cycles.
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            with self.file.open("rb") as fh:
-                loaded = pickle.load(fh)
-            if isinstance(loaded, dict) and isinstance(loaded.get("blobs"), dict):
-                self.entries = loaded["blobs"]
-                self.views = loaded.get("views") or {}
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
-            self.entries = {}
+            main = self._load(self.dir / "main.pickle")
+            self.main_size = len(main)
+            self.deltas = sorted(self.dir.glob("delta-*.pickle")) if self.dir.is_dir() else []
+            for part in self.deltas:
+                self._load(part)
         finally:
             if was_enabled:
                 gc.enable()
+
+    def _load(self, path: Path) -> dict[BlobKey, FileResult]:
+        try:
+            with path.open("rb") as fh:
+                loaded = pickle.load(fh)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError,
+                ImportError, IndexError):
+            return {}
+        if not (isinstance(loaded, dict) and isinstance(loaded.get("blobs"), dict)):
+            return {}
+        self.entries.update(loaded["blobs"])
+        self.views.update(loaded.get("views") or {})
+        return loaded["blobs"]
 
     def get(self, key: BlobKey) -> FileResult | None:
         return self.entries.get(key)
 
     def put(self, key: BlobKey, result: FileResult) -> None:
         self.entries[key] = result
-        self.dirty = True
+        self.new_entries[key] = result
 
     def view(self, digest: str) -> Any:
         return self.views.get(digest)
 
     def put_view(self, digest: str, view: Any) -> None:
         self.views[digest] = view
-        self.dirty = True
+        self.new_views[digest] = view
 
     def save(self, keep: Iterable[BlobKey], keep_views: Iterable[str] = ()) -> None:
-        """Keep only what the trees of this run use, so the file does not grow without bound."""
-        if self.file is None:
+        if self.dir is None or not (self.new_entries or self.new_views):
             return
-        kept = {k: self.entries[k] for k in sorted(set(keep)) if k in self.entries}
-        views = {d: self.views[d] for d in sorted(set(keep_views)) if d in self.views}
-        if not self.dirty and len(kept) == len(self.entries) and len(views) == len(self.views):
-            return
+        beyond_main = len(self.entries) - self.main_size      # entries living in delta files, old and new
+        compact = (self.main_size == 0 or len(self.deltas) >= self.MAX_DELTAS
+                   or beyond_main > self.COMPACT_RATIO * max(self.main_size, 1))
         try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump({"blobs": kept, "views": views}, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.file)
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if compact:
+                kept = {k: self.entries[k] for k in sorted(set(keep)) if k in self.entries}
+                views = {d: self.views[d] for d in sorted(set(keep_views)) if d in self.views}
+                self._write(self.dir / "main.pickle", {"blobs": kept, "views": views})
+                for part in self.deltas:
+                    part.unlink(missing_ok=True)
+            else:
+                payload = {"blobs": self.new_entries, "views": self.new_views}
+                body = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+                name = f"delta-{hashlib.sha256(body).hexdigest()[:20]}.pickle"
+                self._write(self.dir / name, body)
         except OSError:
             pass   # a cache that cannot be written only costs speed
+
+    @staticmethod
+    def _write(path: Path, payload: object) -> None:
+        """Atomic replace, so a concurrent or interrupted run never reads half a file."""
+        body = payload if isinstance(payload, bytes) else pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(body)
+        os.replace(tmp, path)

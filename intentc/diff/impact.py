@@ -103,21 +103,19 @@ def classify(changes: list[DeclChange], base: SideState, head: SideState,
     for c in changes:
         if c.kind != "intent" or c.status not in (Status.CHANGED, Status.RENAMED):
             continue
-        reasons: list[str] = []
         if c.status is Status.RENAMED:
             klass, why = ImpactClass.RESTART, f"renamed from {c.old_name}: its objects are replaced"
         else:
             klass, why = _classify_render(c, base, head)
-        reasons.append(why)
-        out[c.name] = Impact(c.name, klass, tuple(reasons), True)
+        out[c.name] = Impact(c.name, klass, (why,), True)
     for name, text in sorted(moved.items()):
         prior = out.get(name)
-        reasons = (prior.reasons if prior else ()) + (f"placement moves: {text}",)
-        out[name] = Impact(name, ImpactClass.RESCHEDULE, reasons, prior is not None)
+        out[name] = Impact(name, ImpactClass.RESCHEDULE, (prior.reasons if prior else ()) +
+                           (f"placement moves: {text}",), prior is not None)
     for name, message in sorted(unplaceable.items()):
         prior = out.get(name)
-        reasons = (prior.reasons if prior else ()) + (f"no longer placeable: {message}",)
-        out[name] = Impact(name, ImpactClass.CAPACITY, reasons, prior is not None)
+        out[name] = Impact(name, ImpactClass.CAPACITY, (prior.reasons if prior else ()) +
+                           (f"no longer placeable: {message}",), prior is not None)
     return tuple(sorted(out.values(), key=lambda i: (i.impact.rank, i.intent)))
 
 

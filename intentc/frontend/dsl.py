@@ -563,6 +563,8 @@ def _run(text: str) -> None:
 
 
 def _comments(tokens: list[Token], text: str) -> tuple[Comment, ...]:
+    if not tokens:
+        return ()
     lines = text.split("\n")
     out = []
     for t in tokens:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import difflib
 import json
-from functools import lru_cache
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry, Resource
@@ -129,7 +130,7 @@ def schema_path(kind: str) -> Path:
     return schema_file(SCHEMA_FILES[kind])
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(filename: str) -> dict[str, Any]:
     with open(schema_file(filename), encoding="utf-8") as fh:
         schema: dict[str, Any] = json.load(fh)
@@ -138,9 +139,16 @@ def load_schema(filename: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def registry() -> Registry:
-    """Every schema under its ``$id``, so relative ``$ref``s between files resolve offline."""
+    """Every schema under its file name.
+
+    The schema files carry no ``$id`` on purpose: their ``$ref``s
+    (``common.schema.json#/$defs/...``) then resolve relative to wherever the
+    file is read from — this registry, an editor following the
+    yaml-language-server modeline, or ``check-jsonschema --schemafile`` — and
+    never point at a URL that would have to be fetched.
+    """
     names = [COMMON_FILE, *SCHEMA_FILES.values()]
-    pairs = [(load_schema(n)["$id"], Resource.from_contents(load_schema(n), default_specification=DRAFT202012))
+    pairs = [(n, Resource.from_contents(load_schema(n), default_specification=DRAFT202012))
              for n in names]
     return Registry().with_resources(pairs)
 
@@ -175,7 +183,10 @@ def is_valid(kind: str, instance: object) -> bool:
     if fast is None:
         fast = _fast.Draft202012Validator(load_schema(SCHEMA_FILES[kind]), retriever=_retrieve)
         _FAST_VALIDATORS[kind] = fast
-    return bool(fast.is_valid(instance))
+    try:
+        return bool(fast.is_valid(instance))
+    except (ValueError, OverflowError, TypeError):     # a value the compiled side cannot take
+        return bool(validator(kind).is_valid(instance))
 
 
 # --------------------------------------------------------------------------
@@ -255,7 +266,7 @@ class _Locator:
         return to_span(self.file, self.walk(path)[1])
 
     def key_span(self, path: Sequence[str | int]) -> Span:
-        _, at, key_at = self.walk(path)
+        key_at = self.walk(path)[2]
         if key_at is None:                      # the document itself: point at its first key
             first = next(iter(self.doc.pos.values()), None)
             return to_span(self.file, first[0] if first else self.doc.at)
@@ -361,8 +372,8 @@ def _message(err: ValidationError, loc: _Locator) -> list[tuple[str, str, Span, 
         return [("E0211", f"{where} must be {want}, got {got}", span, err.schema.get("description"))]
     if v == "enum":
         allowed_values = [str(x) for x in err.validator_value]
-        return [(code, f"{where} must be one of {', '.join(allowed_values)}, got {got}"
-                 f"{did_you_mean(inst, allowed_values)}", span, None)]
+        message = f"{where} must be one of {', '.join(allowed_values)}, got {got}{did_you_mean(inst, allowed_values)}"
+        return [(code, message, span, None)]
     if v == "const":
         want_value = describe_value(err.validator_value)
         return [(code, f"{where} must be {want_value}, got {got}", span, None)]

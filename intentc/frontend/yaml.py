@@ -22,33 +22,63 @@ line, so one run still reports problems in the later documents.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml as pyyaml
 from yaml.constructor import SafeConstructor
-from yaml.events import (AliasEvent, DocumentEndEvent, DocumentStartEvent, MappingEndEvent,
-                         MappingStartEvent, ScalarEvent, SequenceEndEvent, SequenceStartEvent,
-                         StreamEndEvent)
+from yaml.events import (
+    AliasEvent,
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
 from intentc.diagnostics import Diagnostic, Related, Span, error
-from intentc.frontend.schema import (API_VERSION, KINDS, Pos, YList, YMap, did_you_mean,
-                                     schema_diagnostics, to_span)
-from intentc.ir import (Action, Batch, Constraints, Context, Dataset, FieldSpans, GpuRequest,
-                        Intent, ModelSettings, Program, Ref, Tenant, Topology, TopologyNode,
-                        Trigger)
+from intentc.frontend.schema import (
+    API_VERSION,
+    KINDS,
+    Pos,
+    YList,
+    YMap,
+    did_you_mean,
+    schema_diagnostics,
+    to_span,
+)
+from intentc.ir import (
+    Action,
+    Batch,
+    Constraints,
+    Context,
+    Dataset,
+    FieldSpans,
+    GpuRequest,
+    Intent,
+    ModelSettings,
+    Program,
+    Ref,
+    Tenant,
+    Topology,
+    TopologyNode,
+    Trigger,
+)
 from intentc.sources import SourceFile
 
 MAX_DEPTH = 64                  # nested mappings/lists, aliases included
 MAX_ALIAS_EXPANSION = 100_000   # values reachable through aliases, per document
 
 # libyaml's parser alone (no constructor or resolver to set up per file), or the pure-Python one
-_LOADER: Any
-try:
-    from yaml.cyaml import CParser as _LOADER
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    _LOADER = pyyaml.SafeLoader
+_LOADER: Any = pyyaml.SafeLoader
+if pyyaml.__with_libyaml__:
+    from yaml.cyaml import CParser
+    _LOADER = CParser
 _BYTE_OFFSETS = _LOADER is not pyyaml.SafeLoader    # libyaml reports reader errors in UTF-8 bytes
 
 _T = "tag:yaml.org,2002:"
@@ -56,7 +86,7 @@ _STR, _NULL, _BOOL, _INT, _FLOAT = _T + "str", _T + "null", _T + "bool", _T + "i
 _KNOWN_SCALAR_TAGS = {_STR, _NULL, _BOOL, _INT, _FLOAT, _T + "timestamp"}
 _IMPLICIT: dict[str, list[tuple[str, re.Pattern[str]]]] = Resolver.yaml_implicit_resolvers
 _CONSTRUCT = SafeConstructor()
-_DOC_START = re.compile(r"^---(?:[ \t]|$)", re.M)
+_DOC_START = re.compile(r"^---(?:[ \t]|$)", re.MULTILINE)
 
 # Plain scalars repeat across files ("push", "bf16", "team-a"); their YAML 1.1
 # resolution is pure, so a bounded memo skips the regex work.
@@ -74,7 +104,7 @@ class _TooDeep(Exception):
 
 
 class _Frame:
-    __slots__ = ("obj", "is_map", "key", "key_at", "merges", "size", "height", "anchor", "label", "start")
+    __slots__ = ("anchor", "height", "is_map", "key", "key_at", "label", "merges", "obj", "size", "start")
 
     def __init__(self, obj: YMap | YList, label: str, anchor: str | None, start: Pos) -> None:
         self.obj = obj
@@ -608,6 +638,9 @@ class _Lower:
 
 def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
     """Check apiVersion and kind (needed to pick a schema); the kind, or None to skip."""
+    kind = doc.get("kind")
+    if doc.get("apiVersion") == API_VERSION and kind in KINDS:
+        return str(kind)
     first_key = to_span(file, next(iter(doc.pos.values()))[0]) if doc.pos else to_span(file, doc.at)
     kinds = ", ".join(KINDS)
     api = doc.get("apiVersion")
@@ -618,7 +651,6 @@ def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
         shown = f'"{api}"' if isinstance(api, str) else repr(api)
         diags.append(error("E0204", f"unknown apiVersion {shown}{did_you_mean(api, [API_VERSION])}",
                            to_span(file, doc.pos["apiVersion"][1]), hint=f"intentc reads {API_VERSION}"))
-    kind = doc.get("kind")
     if "kind" not in doc:
         diags.append(error("E0210", f'missing required property "kind" (one of {kinds})', first_key))
         return None
@@ -635,12 +667,10 @@ def parse(source: SourceFile) -> tuple[Program, list[Diagnostic]]:
     reader = _Reader(source.path, source.text)
     reader.read()
     diags = reader.diags
-    lower = _Lower(source.path, source.text)
-    decls: dict[str, list[Any]] = {k: [] for k in KINDS}
-    builders: dict[str, Callable[[YMap, str, Span], Any]] = {
-        "Tenant": lower.tenant, "Dataset": lower.dataset, "Intent": lower.intent, "Topology": lower.topology}
-    documents = 0
     reader_spans = {d.span for d in diags}
+    lower = _Lower(source.path, source.text)
+    decls: dict[str, list[Any]] = {"Tenant": [], "Dataset": [], "Intent": [], "Topology": []}
+    documents = 0
     for root, at in reader.docs:
         if root is None:
             continue                                   # an empty document (`---` at the end)
@@ -653,13 +683,14 @@ def parse(source: SourceFile) -> tuple[Program, list[Diagnostic]]:
         kind = _header(root, source.path, diags)
         if kind is None:
             continue
+        found = schema_diagnostics(root, kind, source.path)
         # a value the reader already complained about (a bad `!!int`) needs no second message
-        diags.extend(d for d in schema_diagnostics(root, kind, source.path) if d.span not in reader_spans)
+        diags.extend(d for d in found if d.span not in reader_spans)
         meta = root.get("metadata")
         name = meta.get("name") if isinstance(meta, YMap) else None
-        if isinstance(name, str):
-            assert isinstance(meta, YMap)
-            decls[kind].append(builders[kind](root, name, to_span(source.path, meta.pos["name"][1])))
+        if isinstance(name, str) and isinstance(meta, YMap):
+            build: Callable[[YMap, str, Span], Any] = getattr(lower, kind.lower())
+            decls[kind].append(build(root, name, to_span(source.path, meta.pos["name"][1])))
     if documents == 0 and not diags:
         diags.append(error("E0004", "file declares nothing", Span(source.path, 1, 1, 1, 2),
                            hint="a YAML file needs at least one document with apiVersion and kind"))

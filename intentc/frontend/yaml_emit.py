@@ -15,7 +15,9 @@ what makes ``parse(dump(program)) == program`` hold.
 from __future__ import annotations
 
 import io
-from typing import Any, Iterable
+import math
+from collections.abc import Iterable
+from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -23,17 +25,24 @@ from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.scalarstring import SingleQuotedScalarString
 from yaml.resolver import Resolver
 
-from intentc.frontend.schema import API_VERSION, load_schema
-from intentc.ir import (Action, Batch, Constraints, Context, Dataset, Intent, ModelSettings, Program,
-                        Tenant, Topology, TopologyNode, Trigger)
+from intentc.frontend.schema import API_VERSION
+from intentc.ir import (
+    Action,
+    Batch,
+    Constraints,
+    Context,
+    Dataset,
+    Intent,
+    ModelSettings,
+    Program,
+    Tenant,
+    Topology,
+    TopologyNode,
+    Trigger,
+)
 
 _IMPLICIT = Resolver.yaml_implicit_resolvers
 _STR_TAG = "tag:yaml.org,2002:str"
-
-
-def default_schema_base() -> str:
-    """Where the schemas are published: the directory of their ``$id``."""
-    return str(load_schema("intent.schema.json")["$id"]).rsplit("/", 1)[0]
 
 
 def _text(value: str) -> str:
@@ -152,7 +161,7 @@ def documents(program: Program) -> list[tuple[str, CommentedMap]]:
 def _represent_float(representer: Any, value: float) -> Any:
     """`repr`, with the mantissa dot YAML 1.1 needs (``5e-324`` would read as a string)."""
     text = repr(value).lower()
-    if value != value:
+    if math.isnan(value):
         text = ".nan"
     elif value in (float("inf"), float("-inf")):
         text = ".inf" if value > 0 else "-.inf"
@@ -180,19 +189,22 @@ def _dumper() -> YAML:
 def dump_program(program: Program, schema_base: str | None = None) -> str:
     """One multi-document YAML text for the whole program.
 
-    `schema_base` is the directory (URL or path relative to the output file)
-    holding the ``*.schema.json`` files, for the modeline; by default the
-    schemas' published location.
+    `schema_base` is the directory (a path relative to the output file, or a
+    URL) holding the ``*.schema.json`` files; when given, the text starts with
+    the yaml-language-server modeline so editors validate it.  Without it no
+    modeline is written: a guessed location would be a broken link.
     """
     docs = documents(program)
     if not docs:
         return ""
-    base = default_schema_base() if schema_base is None else schema_base.rstrip("/")
     y = _dumper()
     parts = []
     for _, doc in docs:
         buf = io.StringIO()
         y.dump(doc, buf)
         parts.append(buf.getvalue())
-    modeline = f"# yaml-language-server: $schema={base}/{docs[0][0].lower()}.schema.json\n"
-    return modeline + "---\n".join(parts)
+    body = "---\n".join(parts)
+    if schema_base is None:
+        return body
+    base = schema_base.rstrip("/")
+    return f"# yaml-language-server: $schema={base}/{docs[0][0].lower()}.schema.json\n" + body

@@ -71,11 +71,18 @@ class Watch:
     def close(self) -> None:
         self._closed.set()
         resp = self._response
-        if resp is not None:
+        if resp is None:
+            return
+        # urllib3 >= 2.3 can shut the socket down under a blocked read; older
+        # versions (and a connection not yet established) only close.
+        for stop in (getattr(resp, "shutdown", None), resp.close):
+            if stop is None:
+                continue
             try:
-                resp.shutdown() if hasattr(resp, "shutdown") else resp.close()
-            except (OSError, urllib3.exceptions.HTTPError):
-                pass
+                stop()
+                return
+            except (OSError, ValueError, urllib3.exceptions.HTTPError):
+                continue
 
     def _open(self) -> Any:
         res = self.client.resource(self.api_version, self.kind)

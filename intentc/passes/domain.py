@@ -163,4 +163,9 @@ def check_domain(program: Program) -> tuple[Program, list[Diagnostic]]:
         diags.extend(check_intent(i))
     for d in program.datasets:
         diags.extend(dns_label("dataset", d.name, _at(d.spans, "name", d.span)))
+    declared = {d.name for d in program.datasets}
+    for i in program.intents:
+        for ref in i.produces:
+            if ref.name not in declared:   # a declared one was checked above
+                diags.extend(dns_label("dataset", ref.name, ref.span))
     return program, diags

@@ -12,6 +12,11 @@ from intentc.ir import Program, Ref
 from intentc.passes.suggest import did_you_mean
 
 
+def _dangling(ref: Ref, known: set[str]) -> bool:
+    """An empty name stands for a value the front end already reported missing."""
+    return bool(ref.name) and ref.name not in known
+
+
 def _unknown(code: str, kind: str, ref: Ref, known: set[str], hint: str) -> Diagnostic:
     return error(code, f'unknown {kind} "{ref.name}"{did_you_mean(ref.name, known)}', ref.span,
                  hint=hint)
@@ -24,15 +29,15 @@ def resolve_names(program: Program) -> tuple[Program, list[Diagnostic]]:
     datasets |= {ref.name for i in program.intents for ref in i.produces}
     diags: list[Diagnostic] = []
     for intent in program.intents:
-        if intent.context.tenant.name not in tenants:
+        if _dangling(intent.context.tenant, tenants):
             diags.append(_unknown("E0301", "tenant", intent.context.tenant, tenants,
                                   "declare it with a `tenant` block or a `kind: Tenant` document"))
         for ref in intent.trigger.after:
-            if ref.name not in intents:
+            if _dangling(ref, intents):
                 diags.append(_unknown("E0303", "intent", ref, intents - {intent.name},
                                       "`after` names another intent of the repository"))
         for ref in intent.consumes:
-            if ref.name not in datasets:
+            if _dangling(ref, datasets):
                 diags.append(_unknown("E0302", "dataset", ref, datasets,
                                       "declare it with a `dataset` block (external data) "
                                       "or have an intent produce it"))

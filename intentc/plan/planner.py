@@ -7,6 +7,10 @@ end), so two intents never count on the same GPU.
 
 Everything is sorted by name before it is used (intents, tenants, nodes),
 so shuffling declarations across files gives a byte-identical plan.
+
+Placement may run twice (see `_place_all`): the first pass shows which
+multi-node gangs can actually be admitted, and only those get multi-node
+NVLink domains kept whole for them in the second.
 """
 
 from __future__ import annotations
