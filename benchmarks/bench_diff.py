@@ -34,9 +34,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import random
-import resource
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -49,16 +50,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = Path(os.environ.get("BENCH_DIFF_SRC", str(ROOT)))
 sys.path.insert(0, str(SRC))
 
-import git  # noqa: E402
+import git
 
-from intentc import gitrepo  # noqa: E402
-from intentc.diff.format import render_report  # noqa: E402
-from intentc.diff.report import diff_trees  # noqa: E402
-from intentc.diff.sides import Tree  # noqa: E402
-from intentc.frontend import merge  # noqa: E402
-from intentc.frontend.batch import parse_all  # noqa: E402
-from intentc.passes import run_passes  # noqa: E402
-from intentc.sources import SOURCE_SUFFIXES, SourceFile, decode  # noqa: E402
+from intentc import gitrepo
+from intentc.diff.format import render_report
+from intentc.diff.report import diff_trees
+from intentc.diff.sides import Tree
+from intentc.frontend import merge
+from intentc.frontend.batch import parse_all
+from intentc.passes import run_passes
+from intentc.sources import SOURCE_SUFFIXES, SourceFile, decode
 
 TEAMS = [f"team-{i:02d}" for i in range(10)]
 PRODUCTS = ["H100-80GB", "A100-80GB"]
@@ -178,7 +179,7 @@ def double_compile(root: Path, jobs: int | None) -> int:
             text, _ = decode(path, data[path])
             if text is not None:
                 sources.append(SourceFile(path, text))
-        program, diags = merge(parse_all(sources, jobs))
+        program, _ = merge(pickle.loads(b) for b in parse_all(sources, jobs))
         program, _ = run_passes(program)
         count += len(program.intents)
     return count
@@ -252,6 +253,12 @@ def main() -> None:
         base_w, base_c, intents = timed(lambda: double_compile(root, jobs), 1)
 
         env = dict(os.environ, PYTHONPATH=str(SRC), INTENTC_CACHE_DIR=str(cache))
+        cli_new = []
+        for _ in range(args.repeat):     # the realistic CI case: the base is cached, this head is new
+            shutil.rmtree(cache, ignore_errors=True)
+            diff_trees(tree(root, "HEAD~1"), tree(root, "HEAD~1"), None, str(cache), jobs)
+            cli_new.append(cli(root, ["diff", "--base", "HEAD~1", "--head", "HEAD"], env))
+        clinew_w, clinew_c = min(r[0] for r in cli_new), min(r[1] for r in cli_new)
         runs = [cli(root, ["diff", "--base", "HEAD~1", "--head", "HEAD"], env) for _ in range(args.repeat)]
         cli_w, cli_c = min(r[0] for r in runs), min(r[1] for r in runs)
         assert runs[0][2] == 1, "diff must exit 1 on a change"
@@ -271,6 +278,7 @@ def main() -> None:
             ("intentc diff, in-process, new head, warm base", newhead_w, newhead_c,
              f"{report2.stats.parsed} blobs parsed"),  # type: ignore[attr-defined]
             ("intentc diff, in-process, warm", warm_w, warm_c, ""),
+            ("intentc diff, CLI process, new head, warm base", clinew_w, clinew_c, "includes interpreter start-up"),
             ("intentc diff, CLI process, warm", cli_w, cli_c, "includes interpreter start-up"),
             ("baseline: double compile, in-process", base_w, base_c, f"{intents} intents compiled"),
             ("baseline: intentc check x2, CLI, no cache", check_w, check_c, ""),
@@ -283,7 +291,7 @@ def main() -> None:
             "speedup_cpu_cli_vs_check_twice": round(check_c / cli_c, 1),
             "output_text_bytes": len(text_out.encode()), "output_markdown_bytes": len(md_out.encode()),
             "git_diff_bytes": len(git_diff.encode()),
-            "target_met_cpu": cli_c < 2.0 and newhead_c < 2.0,
+            "target_met_cpu": clinew_c < 2.0 and newhead_c < 2.0,
         }
         print(f"  {'':48} {'wall':>8} {'cpu':>8}")
         for label, w, c, note in rows:

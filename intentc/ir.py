@@ -18,6 +18,7 @@ Two rules shape this file:
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -97,7 +98,9 @@ class DriftPolicy(enum.Enum):
     ROLLBACK = "rollback"
 
 
+@functools.cache
 def vocabulary(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
+    """The allowed spellings of a closed vocabulary (cached: passes ask per value)."""
     return tuple(str(m.value) for m in enum_cls)
 
 

@@ -185,7 +185,9 @@ def test_daemon_heals_and_survives_an_api_server_restart(
     c = r.client
     web = repo.ref("Deployment", "web")
     settle(c, repo, repo.head)
+    wait_for("the rollout recorded", lambda: inventory(c, repo.target).commit == repo.head)
     wait_for("daemon ready", lambda: r.daemon.ready()[0])
+    wait_for("the rollout finished", lambda: not r.daemon.state.busy)
 
     edit_as(c, web, {"spec": {"replicas": 4}}, "kubectl-edit")
     wait_for("heal of the edited Deployment", lambda: c.get(web)["spec"]["replicas"] == 2)
@@ -250,3 +252,59 @@ def test_daemon_endpoints_and_clean_sigterm(kube_env: KubeEnv, tmp_path: Path) -
     out = proc.stdout.read().decode() if proc.stdout else ""
     assert code == 0, out
     assert "shutting down" in out and "stopped" in out
+
+
+DEPLOY = ROOT / "examples" / "deploy"
+
+
+def test_deploy_manifests_apply_and_their_role_is_enough(kube_env: KubeEnv, tmp_path: Path) -> None:
+    """examples/deploy/ is accepted by the API server, and a token of its ServiceAccount
+    can do everything the daemon does (apply, list/watch, drift, heal, quarantine, Events)
+    and no more than that (no Secret reads, no ConfigMaps outside intentc-system)."""
+    import yaml
+
+    from intentc.drift import events, quarantine
+    from intentc.drift.detect import DriftClass
+    from intentc.drift.live import heal, observe
+    from intentc.kube.errors import AccessDenied
+    from intentc.kube.watch import Watch, list_objects
+    from intentc.reconcile.sync import ApplyOptions, Reconciler
+
+    admin = KubeClient.connect(str(kube_env.kubeconfig))
+    docs = [d for f in sorted(DEPLOY.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service"} <= {d["kind"] for d in docs}
+    for d in docs:
+        admin.apply(d, dry_run=d["kind"] in ("Deployment", "Service"), field_manager="deploy-test")
+    token = admin.request("POST", "/api/v1/namespaces/intentc-system/serviceaccounts/intentc/token", (),
+                          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                           "spec": {"expirationSeconds": 3600}}, "application/json")["status"]["token"]
+    kubeconfig = tmp_path / "sa-kubeconfig"
+    kubeconfig.write_text(kube_env.kubeconfig_text().replace(kube_env.token, token))
+    sa = KubeClient.connect(str(kubeconfig))
+
+    repo = DriftRepo(tmp_path, kube_env, tenant_policy="heal")
+    repo.commit("tenant with a group, a quota and an SLA class",
+                tenant_extra='\n  group: "devs"\n  quota: gpus 4, cpu 8, memory 16Gi', prep_sla=", sla P1")
+    result = repo.compiled()
+    assert result.rendered is not None
+    assert {m.ref.kind for m in result.rendered.manifests} >= {"RoleBinding", "ResourceQuota", "PriorityClass"}
+    applied = Reconciler(sa, ApplyOptions(target=repo.target, wait=False)).apply(result.rendered)
+    assert applied.result == "succeeded", applied.to_text()
+
+    web = repo.ref("Deployment", "web")
+    edit_as(admin, web, {"spec": {"replicas": 3}}, "kubectl-edit")
+    report, _ = observe(sa, result.rendered.manifests, repo.target, repo.history)
+    assert [f.drift for f in report.drifted if f.ref.namespace == repo.tenant] == [DriftClass.MODIFIED]
+    assert heal(sa, next(m for m in result.rendered.manifests if m.ref == web)).ok
+    quarantine.write(sa, repo.target, quarantine.Quarantine().add(
+        quarantine.Entry("f" * 40, "test", "2024-01-01T00:00:00Z")))
+    assert "f" * 40 in quarantine.read(sa, repo.target)
+    assert events.emit(sa, web, "DriftHealed", "rbac test", "Normal")
+    _, rv = list_objects(sa, "batch/v1", "Job", "", "app.kubernetes.io/managed-by=intentc")
+    w = Watch(sa, "batch/v1", "Job", rv, timeout_seconds=1)
+    assert [e for e in w if e.type == "ERROR"] == []
+
+    with pytest.raises(AccessDenied):
+        sa.get(ObjectRef("v1", "Secret", "default", "anything"))
+    with pytest.raises(AccessDenied):
+        sa.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}})

@@ -39,14 +39,14 @@ TOPOLOGY = Path(__file__).parent / "fixtures" / "repo" / "clusters" / "small.yam
 INTENTS = """\
 tenant {tenant} {{
   tier: gold
-  drift: {tenant_policy}
+  drift: {tenant_policy}{tenant_extra}
 }}
 
 intent prep {{
   trigger: on push
   action: batch image "{prep_image}" command ["true"]
   context: tenant {tenant}{prep_policy}
-  constraints: cpu 1, memory 1Gi
+  constraints: cpu 1, memory 1Gi{prep_sla}
 }}
 
 intent web {{
@@ -74,7 +74,7 @@ class DriftRepo:
         self.settings = {"tenant": self.tenant, "tenant_policy": tenant_policy,
                          "prep_policy": f", drift {prep_policy}" if prep_policy else "",
                          "web_policy": f", drift {web_policy}" if web_policy else "",
-                         "prep_image": "busybox:1.0", "web_image": "nginx:1.0"}
+                         "prep_image": "busybox:1.0", "web_image": "nginx:1.0", "tenant_extra": "", "prep_sla": ""}
         self.repo = git.Repo.init(self.dir, initial_branch="main")
         with self.repo.config_writer() as cw:
             cw.set_value("user", "name", "test").set_value("user", "email", "test@example.com")

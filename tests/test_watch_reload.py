@@ -222,3 +222,48 @@ def test_follow_reacts_to_a_saved_file(tree: Path) -> None:
         t.join()
     assert results[0].ok and results[0].reparsed == (str(target),)
     assert results[0].rerendered == ("build-rag-index",)
+
+
+def test_watch_command_end_to_end(tree: Path) -> None:
+    """`intentc watch --out --format json` in a subprocess: one JSON line per reload,
+    a broken save keeps the files, SIGTERM exits 0."""
+    import json
+    import queue
+    import signal
+    import subprocess
+    import sys
+
+    out = tree / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "intentc", "watch", str(tree / "intents"), "-t", str(tree / "topologies" / "cluster.yaml"),
+         "--out", str(out), "--format", "json", "--commit", COMMIT],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True)
+    reader.start()
+    target = tree / "intents" / "nlp" / "inference.intent"
+    try:
+        first = json.loads(lines.get(timeout=120))
+        assert first["ok"] and first["generation"] == 1 and len(first["written"]) == len(full_compile(tree))
+        for n in range(1, 200):          # the OS watcher arms asynchronously: save until it reports
+            edit(target, f"faiss-builder:2.{n}\"", f"faiss-builder:2.{n + 1}\"")
+            try:
+                second = json.loads(lines.get(timeout=1))
+                break
+            except queue.Empty:
+                continue
+        assert second["ok"] and second["rerendered"] == ["build-rag-index"] and not second["replanned"]
+        assert second["reparsed"] == [str(target)]
+        assert all("build-rag-index" in w for w in second["written"]) and second["written"]
+        before = {p: p.read_text() for p in out.rglob("*") if p.is_file()}
+        edit(target, "seq_len: 4096", "seq_len: 0")
+        while True:
+            third = json.loads(lines.get(timeout=60))
+            if not third["ok"]:
+                break
+        assert [d["code"] for d in third["diagnostics"]] == ["E0403"] and third["written"] == []
+        assert {p: p.read_text() for p in out.rglob("*") if p.is_file()} == before
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    assert code == 0, proc.stderr.read() if proc.stderr else ""

@@ -15,7 +15,14 @@ from typing import List, Optional
 import typer
 
 from intentc import gitrepo
-from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics, usage_error
+from intentc.cli.app import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    app,
+    emit_diagnostics,
+    usage_error,
+)
 from intentc.diagnostics import OutputFormat, has_errors
 from intentc.sources import SOURCE_SUFFIXES, decode
 
@@ -88,7 +95,8 @@ def schema_diff(
     """Classify every change to the JSON Schemas between two revisions (ERR breaking,
     WARN maybe-breaking, INFO compatible) and count the base documents each one breaks."""
     from intentc.diff.schema_format import render as render_schema_report
-    from intentc.diff.schema_report import parse_acknowledgements, schema_diff as run_schema_diff
+    from intentc.diff.schema_report import parse_acknowledgements
+    from intentc.diff.schema_report import schema_diff as run_schema_diff
     from intentc.diff.schema_rules import Level
 
     try:
@@ -137,8 +145,8 @@ def diff(
     format: DiffFormat = typer.Option(DiffFormat.TEXT, "--format", "-f", help="Output format."),
     merge_base: bool = typer.Option(False, "--merge-base", help="Compare against the merge base of --base "
                                                                 "and the head, as a pull request does."),
-    cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Parse cache directory "
-                                                                      "(default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
+    cache_dir: Optional[str] = typer.Option(
+        None, "--cache-dir", help="Parse cache directory (default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Parse every file, use and write no cache."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel parsers (0: one per core)."),
 ) -> None:

@@ -54,9 +54,13 @@ def _history(paths: list[str], sha: str) -> History | None:
 
 
 def _in_repo(root: Path, topology: str) -> str:
-    """A topology file inside the repository is read from the revision (as a
-    repository-relative path); one outside it is read from disk as given."""
-    p = Path(topology).resolve()
+    """A relative path names a file in the repository (read from the revision);
+    an absolute one is made repository-relative when it is inside the
+    repository, and read from disk as given when it is not."""
+    p = Path(topology)
+    if not p.is_absolute():
+        return p.as_posix()
+    p = p.resolve()
     return p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p)
 
 

@@ -127,6 +127,7 @@ class Daemon:
         self.passes = 0                     # completed detection passes
         self.rollouts: list[tuple[str, str]] = []   # (kind, commit) of every rollout started
         self._threads: list[threading.Thread] = []
+        self._logged: dict[ObjectRef, tuple[Finding, ...]] = {}     # last findings logged, per object
         self._kube_version = config.kube_version
         Path(config.workdir).mkdir(parents=True, exist_ok=True)
 
@@ -526,8 +527,9 @@ class Daemon:
         for f in report.findings:
             grouped.setdefault(f.ref, []).append(f)
         for ref, found in grouped.items():
-            before = self.state.findings.get(ref)
+            before = self._logged.get(ref)
             self.state.findings[ref] = tuple(found)
+            self._logged[ref] = tuple(found)
             if all(f.drift is DriftClass.IN_SYNC for f in found):
                 self.state.heal_at.pop(ref, None)     # back in sync: the next heal is not backed off
             for f in found:

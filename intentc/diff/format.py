@@ -153,8 +153,8 @@ def format_markdown(report: DiffReport) -> str:
         out += ["", "Unchanged intents affected by the plan:", ""]
         out += [f"- `{i.intent}`: **{i.impact.value}** ({_md('; '.join(i.reasons))})" for i in others[:SHOWN]]
     g, p = report.graph, report.plan
-    summary = [f"graph: +{len(g.added)}/-{len(g.removed)} edges, {len(g.new_cycles)} new cycle(s), "
-               f"{len(g.waves)} wave move(s)"]
+    summary = [(f"graph: +{len(g.added)}/-{len(g.removed)} edges, {len(g.new_cycles)} new cycle(s), "
+                f"{len(g.waves)} wave move(s)")]
     if p is not None:
         summary.append(f"plan on `{p.topology}`: {len(p.moved)} move(s), "
                        f"{sum(not c.placeable for c in p.capacity)} unplaceable, {len(p.shares)} share change(s)")

@@ -126,6 +126,8 @@ def _classify_render(c: DeclChange, base: SideState, head: SideState) -> tuple[I
     try:
         old = rendered_objects(base.program, b, base.plan, base.wave_of.get(c.name, 0))
         new = rendered_objects(head.program, h, head.plan, head.wave_of.get(c.name, 0))
-    except Exception:     # noqa: BLE001 - an intent the renderer rejects (the compiler reports why)
+    except Exception:  # noqa: BLE001
+        # The renderer trusts a program that compiles; an intent it cannot render
+        # (the head has errors, which the CLI reports) is classified by its fields.
         return _field_class(c)
     return _render_class(old, new)

@@ -18,15 +18,20 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
-from urllib.parse import urldefrag, urljoin
 
+from intentc.diff.schema_refs import (
+    Json,
+    Loc,
+    Node,
+    SchemaSet,
+    canonical_json,
+    effective,
+    escape,
+)
 from intentc.diff.schema_rules import BOUNDS, Rule, rule
 
-Json = Any
-Loc = tuple[str, str]                 # (schema file, JSON Pointer)
 DataPath = tuple[str, ...]            # instance location pattern, "*" = any key / index
 
 # Keywords that only annotate: changing them changes no document's validity.
@@ -40,7 +45,6 @@ HANDLED = frozenset({
     "$ref", "type", "enum", "const", "default", "pattern", "required", "properties",
     "additionalProperties", "patternProperties", "items", "prefixItems", "oneOf", "anyOf", "allOf",
 }) | frozenset(BOUNDS)
-MAX_REF_CHAIN = 32
 
 
 class CheckKind(enum.Enum):
@@ -85,131 +89,10 @@ class SchemaFinding:
         return fingerprint(self.rule.id, self.schema, self.pointer, self.old, self.new)
 
 
-def canonical_json(value: Json) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def fingerprint(rule_id: str, schema: str, pointer: str, old: Json, new: Json) -> str:
     """Stable across commits: no line numbers, no ordering accidents."""
     payload = "\x1f".join([rule_id, schema, pointer, canonical_json(old), canonical_json(new)])
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
-
-
-def escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
-
-
-# --------------------------------------------------------------------------
-# One side's schemas, with $ref resolution across files
-# --------------------------------------------------------------------------
-
-@dataclass
-class SchemaSet:
-    """The parsed schema files of one revision, addressable by file and by URI."""
-
-    docs: dict[str, Json]
-    uris: dict[str, str] = field(default_factory=dict)     # file -> base URI
-    files: dict[str, str] = field(default_factory=dict)    # base URI -> file
-
-    @classmethod
-    def of(cls, docs: Mapping[str, Json]) -> "SchemaSet":
-        s = cls(dict(sorted(docs.items())))
-        for path, doc in s.docs.items():
-            uri = doc.get("$id") if isinstance(doc, dict) and isinstance(doc.get("$id"), str) else None
-            uri = urldefrag(uri or "file:///" + path)[0]
-            s.uris[path] = uri
-            s.files[uri] = path
-        return s
-
-    def uri_of(self, loc: Loc) -> str:
-        return f"{self.uris[loc[0]]}#{loc[1]}"
-
-    def node(self, loc: Loc) -> Json:
-        cur = self.docs.get(loc[0])
-        for tok in loc[1].split("/")[1:] if loc[1] else []:
-            tok = unescape(tok)
-            if isinstance(cur, dict) and tok in cur:
-                cur = cur[tok]
-            elif isinstance(cur, list) and tok.isdigit() and int(tok) < len(cur):
-                cur = cur[int(tok)]
-            else:
-                return None
-        return cur
-
-    def resolve(self, ref: str, at: Loc) -> Loc | None:
-        absolute = urljoin(self.uris.get(at[0], "file:///" + at[0]), ref)
-        uri, frag = urldefrag(absolute)
-        path = self.files.get(uri)
-        if path is None:
-            return None
-        if frag and not frag.startswith("/"):
-            anchored = self._anchor(path, frag)
-            return anchored
-        loc = (path, frag)
-        return loc if self.node(loc) is not None else None
-
-    def _anchor(self, path: str, name: str) -> Loc | None:
-        def walk(node: Json, ptr: str) -> Loc | None:
-            if isinstance(node, dict):
-                if node.get("$anchor") == name:
-                    return (path, ptr)
-                for k in sorted(node):
-                    hit = walk(node[k], f"{ptr}/{escape(k)}")
-                    if hit:
-                        return hit
-            elif isinstance(node, list):
-                for i, v in enumerate(node):
-                    hit = walk(v, f"{ptr}/{i}")
-                    if hit:
-                        return hit
-            return None
-        return walk(self.docs[path], "")
-
-
-@dataclass(frozen=True)
-class Node:
-    """A schema node with its `$ref`s folded in: each keyword remembers where it was written."""
-
-    keywords: dict[str, Json]
-    origin: dict[str, Loc]
-    loc: Loc                  # where the bulk of the node lives (the last `$ref` target)
-    refs: tuple[str, ...]     # absolute URIs of the `$ref` chain, outermost first
-
-
-def effective(schemas: SchemaSet, raw: Json, loc: Loc) -> Node:
-    """Fold a `$ref` chain into one keyword map.  Keywords next to a `$ref`
-    override the target's (in practice they are descriptions and examples)."""
-    keywords: dict[str, Json] = {}
-    origin: dict[str, Loc] = {}
-    refs: list[str] = []
-    node, here = _as_dict(raw), loc
-    for _ in range(MAX_REF_CHAIN):
-        for k, v in node.items():
-            if k != "$ref" and k not in keywords:
-                keywords[k], origin[k] = v, here
-        ref = node.get("$ref")
-        if not isinstance(ref, str):
-            break
-        target = schemas.resolve(ref, here)
-        refs.append(urljoin(schemas.uris.get(here[0], ""), ref))
-        if target is None:
-            keywords.setdefault("$ref", ref)
-            origin.setdefault("$ref", here)
-            break
-        node, here = _as_dict(schemas.node(target)), target
-    return Node(keywords, origin, here, tuple(refs))
-
-
-def _as_dict(node: Json) -> dict[str, Json]:
-    if node is True or node is None:
-        return {}
-    if node is False:
-        return {"not": {}}
-    return node if isinstance(node, dict) else {}
 
 
 # --------------------------------------------------------------------------
@@ -265,7 +148,7 @@ class _Walk:
         stack = stack | {(b.loc, h.loc)}
         where = ".".join(dpath) or "(document)"
         env = (dpath, guards)
-        self._refs(b, h, where, env)
+        self._refs(b, h, hloc, where, env)
         self._type(b, h, where, env)
         self._values(b, h, where, env)
         self._bounds(b, h, where, env)
@@ -284,11 +167,11 @@ class _Walk:
         return Check(CheckKind.INVALID, {"$ref": self.head.uri_of(h.loc)}, {"$ref": self.base.uri_of(b.loc)})
 
     # -- keyword families ---------------------------------------------------
-    def _refs(self, b: Node, h: Node, where: str, env: tuple[DataPath, Any]) -> None:
+    def _refs(self, b: Node, h: Node, written: Loc, where: str, env: tuple[DataPath, Any]) -> None:
+        """`written`: where the head's (first) `$ref` is, before resolution."""
         if b.refs and h.refs and b.refs[0] != h.refs[0]:
             old, new = b.refs[0].rsplit("/", 1)[-1], h.refs[0].rsplit("/", 1)[-1]
-            loc = self._kw_loc(h, "$ref") if "$ref" in h.origin else (h.loc[0], h.loc[1])
-            self.emit("ref-changed", "head", loc, b.refs[0], h.refs[0],
+            self.emit("ref-changed", "head", (written[0], f"{written[1]}/$ref"), b.refs[0], h.refs[0],
                       f"{where}: $ref now points at {new} instead of {old}",
                       self._node_check(b, h), *env)
 
@@ -344,7 +227,8 @@ class _Walk:
             self.emit("default-added", "head", self._kw_loc(h, "default"), None, dh,
                       f"{where}: default {_show(dh)} added", absent, *env)
         elif db is not _MISSING and dh is _MISSING:
-            self.emit("default-removed", "head", (h.loc[0], h.loc[1] + "/default"), db, None, f"{where}: default {_show(db)} removed", absent, *env)
+            self.emit("default-removed", "head", (h.loc[0], h.loc[1] + "/default"), db, None,
+                      f"{where}: default {_show(db)} removed", absent, *env)
         elif db is not _MISSING and canonical_json(db) != canonical_json(dh):
             self.emit("default-changed", "head", self._kw_loc(h, "default"), db, dh,
                       f"{where}: default {_show(db)} -> {_show(dh)}", absent, *env)
@@ -391,8 +275,9 @@ class _Walk:
         for name in sorted(set(pb) | set(ph) | rb | rh):
             child = dpath + (name,)
             cwhere = ".".join(child)
-            ploc_b = (b.origin.get("properties", b.loc)[0], f"{b.origin.get('properties', b.loc)[1]}/properties/{escape(name)}")
-            ploc_h = (h.origin.get("properties", h.loc)[0], f"{h.origin.get('properties', h.loc)[1]}/properties/{escape(name)}")
+            ob, oh = b.origin.get("properties", b.loc), h.origin.get("properties", h.loc)
+            ploc_b = (ob[0], f"{ob[1]}/properties/{escape(name)}")
+            ploc_h = (oh[0], f"{oh[1]}/properties/{escape(name)}")
             newly_required = name in rh and name not in rb
             if name in pb and name not in ph:
                 deprecated = bool(effective(self.base, pb[name], ploc_b).keywords.get("deprecated"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from intentc.diff.schema_diff import canonical_json
+from intentc.diff.schema_refs import canonical_json
 from intentc.diff.schema_report import Entry, SchemaReport
 from intentc.diff.schema_rules import Level
 
@@ -89,10 +89,10 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
     counts = report.counts()
     failing = report.failing(threshold)
     icon = "\u274c" if failing else "\u2705"
-    out = ["<!-- intentc:schema-diff -->", f"### {icon} intentc schema-diff",
-           f"`{report.base}` \u2192 `{report.head}`: **{counts['ERR']} ERR**, {counts['WARN']} WARN, "
-           f"{counts['INFO']} INFO ({len(failing)} at or above {threshold.value}, "
-           f"{report.documents_checked} YAML documents of the base checked)", ""]
+    headline = (f"`{report.base}` \u2192 `{report.head}`: **{counts['ERR']} ERR**, {counts['WARN']} WARN, "
+                f"{counts['INFO']} INFO ({len(failing)} at or above {threshold.value}, "
+                f"{report.documents_checked} YAML documents of the base checked)")
+    out = ["<!-- intentc:schema-diff -->", f"### {icon} intentc schema-diff", headline, ""]
     if not report.entries:
         out.append("No schema changes.")
         return "\n".join(out) + "\n"
@@ -116,8 +116,8 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
                 out.append(f"- \u2026 and {len(e.affected) - SHOWN_DOCUMENTS} more")
             out.append("")
         out.append("</details>")
-    out += ["", "To acknowledge a finding, add its fingerprint to the acknowledgement file "
-                "(`--ack-file`); it then no longer fails the check, on this commit or later ones."]
+    out += ["", ("To acknowledge a finding, add its fingerprint to the acknowledgement file "
+                 "(`--ack-file`); it then no longer fails the check, on this commit or later ones.")]
     return "\n".join(out) + "\n"
 
 

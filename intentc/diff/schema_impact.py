@@ -16,16 +16,19 @@ is fast; the DSL surface has no JSON Schema, so only YAML documents count.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 import yaml
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from intentc.diff.schema_diff import (CheckKind, DataPath, Json, SchemaFinding, SchemaSet, Use,
-                                      canonical_json, effective)
+from intentc.diff.schema_diff import CheckKind, DataPath, SchemaFinding, Use
+from intentc.diff.schema_refs import Json, SchemaSet, canonical_json, effective
 
 Path_ = tuple[str | int, ...]
 YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -121,8 +124,8 @@ class _Validators:
             v = self.cache[key] = Draft202012Validator(fragment, registry=self.registry)
         try:
             return bool(v.is_valid(value))
-        except Exception:       # noqa: BLE001 - an unresolvable $ref in a fragment: not decidable, not affected
-            return True
+        except (Unresolvable, SchemaError, re.error):
+            return True     # a broken head schema is not decidable here: count nothing rather than guess
 
 
 def _locate(data: Json, pattern: DataPath, prefix: Path_ = ()) -> Iterator[tuple[Path_, Json]]:

@@ -13,8 +13,15 @@ from typing import Mapping
 import yaml
 
 from intentc.diagnostics import Diagnostic, Span, error
-from intentc.diff.schema_diff import Json, SchemaFinding, SchemaSet, compare_schemas
-from intentc.diff.schema_impact import Affected, YamlLoader, node_marks, affected_documents, load_documents
+from intentc.diff.schema_diff import SchemaFinding, compare_schemas
+from intentc.diff.schema_impact import (
+    Affected,
+    YamlLoader,
+    affected_documents,
+    load_documents,
+    node_marks,
+)
+from intentc.diff.schema_refs import Json, SchemaSet
 from intentc.diff.schema_rules import Level
 from intentc.sources import decode
 

@@ -10,6 +10,7 @@ a warm `BlobCache` not even the unchanged ones of the other side do.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -83,7 +84,8 @@ def compile_sides(base: Tree, head: Tree, cache: BlobCache | None = None, jobs: 
             continue
         texts[key] = text
         sources.append((key, SourceFile(key[0], text)))
-    parsed = parse_all([s for _, s in sources], jobs)
+    # parse_all hands back each FileResult pickled (workers ship them that way)
+    parsed = [pickle.loads(blob) for blob in parse_all([s for _, s in sources], jobs)]
     for (key, _src), result in zip(sources, parsed):
         results[key] = FileResult(result.program, read_diags[key] + result.diagnostics)
     for key in missing:

@@ -71,11 +71,14 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path) -> Compi
     The revision's files are read from git's object database and exported to
     `workdir/revision/` (a private folder, reused so the parse cache keeps
     working across revisions); the repository's working tree, index and
-    HEAD are never touched.  Diagnostics name repository-relative paths."""
+    HEAD are never touched.  Diagnostics (and graph.json) name
+    repository-relative paths; manifests and plan.json carry no paths."""
     sha = gitrepo.resolve(source.repo, rev)
     topo_rel = Path(source.topology).as_posix()
+    in_repo = not Path(topo_rel).is_absolute()
     topo_dir = Path(topo_rel).parent.as_posix()
-    prefixes = tuple(sorted(set(source.paths) | {"" if topo_dir == "." else topo_dir}))
+    wanted = set(source.paths) | ({"" if topo_dir == "." else topo_dir} if in_repo else set())
+    prefixes = tuple(sorted(p.strip("/") for p in wanted))
     files = gitrepo.read_tree(source.repo, sha, prefixes)
     with _EXPORT_LOCK:
         dest = Path(workdir) / "revision"
@@ -89,8 +92,15 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path) -> Compi
         result = compile_paths(inputs, topology, sha, source.kube_version, source.render_target, source.seed,
                                jobs=1)
         root = str(dest) + "/"
+        dag = result.dag.copy() if result.dag is not None else None
+        if dag is not None:
+            for _u, _v, data in dag.edges(data=True):
+                span = data.get("span")
+                if isinstance(span, Span) and span.file.startswith(root):
+                    data["span"] = replace(span, file=span.file[len(root):])
         return replace(result, diagnostics=tuple(_relabel(d, root) for d in result.diagnostics),
-                       sources={k[len(root):] if k.startswith(root) else k: v for k, v in result.sources.items()})
+                       sources={k[len(root):] if k.startswith(root) else k: v for k, v in result.sources.items()},
+                       dag=dag)
 
 
 @dataclass(frozen=True)

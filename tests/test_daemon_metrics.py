@@ -1,0 +1,75 @@
+"""/healthz, /readyz and /metrics of the daemon's HTTP server (no cluster needed)."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from intentc.daemon.http import HealthServer, parse_listen
+from intentc.daemon.metrics import DaemonMetrics
+from intentc.drift.detect import DriftClass
+
+
+def get(port: int, path: str) -> tuple[int, str, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+            return resp.status, resp.headers.get("Content-Type", ""), resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read().decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def test_probes_and_metrics() -> None:
+    metrics = DaemonMetrics()
+    state = {"ready": False}
+    server = HealthServer("127.0.0.1:0", metrics, lambda: (True, "turning"),
+                          lambda: (state["ready"], "ok" if state["ready"] else "no plan in force yet")).start()
+    try:
+        assert get(server.port, "/healthz")[::2] == (200, "turning\n")
+        assert get(server.port, "/readyz")[::2] == (503, "no plan in force yet\n")
+        state["ready"] = True
+        assert get(server.port, "/readyz")[0] == 200
+        assert get(server.port, "/other")[0] == 404
+
+        metrics.set_counts({DriftClass.IN_SYNC: 7, DriftClass.MODIFIED: 2})
+        metrics.reconcile_seconds.labels("event").observe(0.02)
+        metrics.set_applied("a" * 40, "main", "git")
+        metrics.rollbacks.inc()
+        status, ctype, text = get(server.port, "/metrics")
+        assert status == 200 and ctype.startswith("text/plain")
+        got = samples(text)
+        assert got[("intentc_drift_objects", (("drift_class", "modified"),))] == 2
+        assert got[("intentc_drift_objects", (("drift_class", "in-sync"),))] == 7
+        assert got[("intentc_drift_objects", (("drift_class", "orphan"),))] == 0
+        assert got[("intentc_rollbacks_total", ())] == 1
+        assert got[("intentc_last_applied_commit_info",
+                    (("branch", "main"), ("commit", "a" * 40), ("source", "git")))] == 1
+        assert got[("intentc_reconcile_duration_seconds_count", (("trigger", "event"),))] == 1
+        assert got[("intentc_reconcile_duration_seconds_bucket", (("le", "0.05"), ("trigger", "event")))] == 1
+    finally:
+        server.stop()
+
+
+def test_two_daemons_in_one_process_do_not_share_metrics() -> None:
+    a, b = DaemonMetrics(), DaemonMetrics()
+    a.rollbacks.inc()
+    assert b"intentc_rollbacks_total 1.0" in a.exposition()
+    assert b"intentc_rollbacks_total 0.0" in b.exposition()
+
+
+@pytest.mark.parametrize("text,expected", [(":9090", ("0.0.0.0", 9090)), ("127.0.0.1:0", ("127.0.0.1", 0))])
+def test_parse_listen(text: str, expected: tuple[str, int]) -> None:
+    assert parse_listen(text) == expected
+
+
+@pytest.mark.parametrize("text", ["9090", "host:", ":http", ":70000"])
+def test_parse_listen_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_listen(text)
