@@ -14,7 +14,6 @@ error into a `Diagnostic` at the offending key or value, in the user's words.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cache, lru_cache
@@ -27,6 +26,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from intentc.diagnostics import Diagnostic, Span, error
+from intentc.suggest import did_you_mean
 
 _fast: Any
 try:  # a compiled validator answers "is this valid?" ~100x faster; jsonschema explains why not
@@ -91,23 +91,6 @@ def to_span(file: str, p: Pos) -> Span:
     _set_attribute(span, "__dict__", {"file": file, "line": line + 1, "column": col + 1,
                                       "end_line": end_line + 1, "end_column": end_col + 1})
     return span
-
-
-def suggest(word: str, choices: Iterable[str]) -> str | None:
-    """The closest allowed word, for "did you mean" (case mistakes first)."""
-    options = [c for c in choices if isinstance(c, str)]
-    for c in options:
-        if c.lower() == word.lower():
-            return c
-    found = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
-    return found[0] if found else None
-
-
-def did_you_mean(word: object, choices: Iterable[str]) -> str:
-    if not isinstance(word, str):
-        return ""
-    best = suggest(word, choices)
-    return f' (did you mean "{best}"?)' if best else ""
 
 
 # --------------------------------------------------------------------------

@@ -48,7 +48,6 @@ from intentc.frontend.schema import (
     Pos,
     YList,
     YMap,
-    did_you_mean,
     schema_diagnostics,
     to_span,
 )
@@ -70,6 +69,7 @@ from intentc.ir import (
     Trigger,
 )
 from intentc.sources import SourceFile
+from intentc.suggest import did_you_mean
 
 MAX_DEPTH = 64                  # nested mappings/lists, aliases included
 MAX_ALIAS_EXPANSION = 100_000   # values reachable through aliases, per document

@@ -16,7 +16,7 @@ from intentc.duration import parse_duration
 from intentc.ir import (ActionKind, DriftPolicy, FieldSpans, Intent, KvCache, ModelSettings,
                         Precision, Program, Scope, SlaClass, Tenant, Tier, TriggerKind,
                         vocabulary)
-from intentc.passes.suggest import did_you_mean, one_of
+from intentc.suggest import did_you_mean, one_of
 from intentc.quantity import parse_quantity
 
 BATCH_MAX = 2048

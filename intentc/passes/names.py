@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from intentc.diagnostics import Diagnostic, error
 from intentc.ir import Program, Ref
-from intentc.passes.suggest import did_you_mean
+from intentc.suggest import did_you_mean
 
 
 def _dangling(ref: Ref, known: set[str]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from intentc.diagnostics import Diagnostic, warning
 from intentc.ir import Program
-from intentc.passes.suggest import did_you_mean
+from intentc.suggest import did_you_mean
 
 
 def check_gpu_products(program: Program) -> tuple[Program, list[Diagnostic]]:
