@@ -91,7 +91,6 @@ CODES: dict[str, str] = {
     "W0701": "node label value cannot be used",
     # revisions and diffs (intentc diff, intentc schema-diff)
     "E0801": "schema file is not valid JSON",
-    "E0802": "compiling a revision failed",
 }
 
 

@@ -11,6 +11,7 @@ from intentc.cli.app import app, main
 
 # Each import registers commands on `app`.
 from intentc.cli import check as _check  # noqa: F401,E402
+from intentc.cli import convert as _convert  # noqa: F401,E402
 from intentc.cli import graph as _graph  # noqa: F401,E402
 from intentc.cli import topology as _topology  # noqa: F401,E402
 from intentc.cli import plan as _plan  # noqa: F401,E402

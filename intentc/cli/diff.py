@@ -134,7 +134,7 @@ def schema_diff(
 
   intentc diff --base HEAD~3 --head HEAD intents/nlp --format json
 
-  intentc diff --base origin/main --topology examples/topologies/dgx-pod.yaml   # plus the plan diff
+  intentc diff --base origin/main --topology examples/topologies/cluster.yaml   # plus the plan diff
 """)
 def diff(
     base: str = typer.Option(..., "--base", help="Base revision (branch, tag, SHA, HEAD~3, ...)."),

@@ -5,6 +5,7 @@ level detail in a collapsed <details> section)."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 from intentc.diagnostics import Span
@@ -111,17 +112,17 @@ def to_json_obj(report: DiffReport) -> dict[str, Any]:
                          "base": _span_obj(f.base_span), "head": _span_obj(f.head_span)} for f in c.changes],
         } for c in report.declarations],
         "graph": {
-            "added": [e.__dict__ for e in report.graph.added],
-            "removed": [e.__dict__ for e in report.graph.removed],
+            "added": [asdict(e) for e in report.graph.added],
+            "removed": [asdict(e) for e in report.graph.removed],
             "new_cycles": [list(c) for c in report.graph.new_cycles],
             "fixed_cycles": [list(c) for c in report.graph.fixed_cycles],
-            "waves": [w.__dict__ for w in report.graph.waves],
+            "waves": [asdict(w) for w in report.graph.waves],
         },
         "plan": None if p is None else {
             "topology": p.topology,
-            "moved": [m.__dict__ for m in p.moved],
-            "capacity": [c.__dict__ for c in p.capacity],
-            "shares": [s.__dict__ for s in p.shares],
+            "moved": [asdict(m) for m in p.moved],
+            "capacity": [asdict(c) for c in p.capacity],
+            "shares": [asdict(s) for s in p.shares],
         },
         "impacts": [{"intent": i.intent, "impact": i.impact.value, "reasons": list(i.reasons),
                      "changed": i.changed} for i in report.impacts],
