@@ -65,8 +65,9 @@ class DriftRepo:
                  web_policy: str | None = None) -> None:
         n = next(_ids)
         self.env = env
+        # random parts: this module is also imported by other test modules (a second counter)
         self.tenant = f"dr{n}-{secrets.token_hex(3)}"
-        self.target = f"drift{n}"
+        self.target = self.tenant
         self.dir = tmp / "repo"
         (self.dir / "intents").mkdir(parents=True)
         (self.dir / "clusters").mkdir()

@@ -1,0 +1,76 @@
+"""The loader's cache and process pool are invisible: cold, warm, parallel and
+sequential loads give the same program, spans included, and the same diagnostics."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from intentc.frontend import batch
+
+ROOT = Path(__file__).parents[1]
+
+
+def _deep(obj: object) -> object:
+    """Every field, spans included (they take no part in IR equality)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return (type(obj).__name__, tuple(_deep(getattr(obj, f.name)) for f in dataclasses.fields(obj)))
+    if isinstance(obj, (tuple, list)):
+        return tuple(_deep(o) for o in obj)
+    return obj
+
+
+def _fingerprint(loaded: batch.Loaded) -> object:
+    return _deep((loaded.program, loaded.diagnostics))
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    tree = tmp_path / "repo"
+    shutil.copytree(ROOT / "intents", tree)
+    (tree / "broken.intent").write_text("intent broken {\n  trigger on push\n}\n")
+    return tree
+
+
+def test_cache_and_pool_do_not_change_results(repo: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = batch.load([str(repo)], jobs=1, use_cache=False)
+    cache = str(tmp_path / "cache")
+    cold = batch.load([str(repo)], jobs=1, cache_dir=cache)
+    warm = batch.load([str(repo)], jobs=1, cache_dir=cache)
+    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
+    parallel = batch.load([str(repo)], jobs=2, use_cache=False)
+    assert len(plain.program.intents) == 17 and plain.diagnostics
+    for other in (cold, warm, parallel):
+        assert _fingerprint(other) == _fingerprint(plain)
+
+
+def test_warm_load_parses_only_changed_files(repo: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = str(tmp_path / "cache")
+    batch.load([str(repo)], cache_dir=cache)
+    parsed: list[str] = []
+    real = batch._parse_guarded
+
+    def spy(source: batch.SourceFile) -> batch.FileResult:
+        parsed.append(source.path)
+        return real(source)
+
+    monkeypatch.setattr(batch, "_parse_guarded", spy)
+    target = repo / "nlp" / "pretrain.intent"
+    target.write_text(target.read_text().replace("duration 45m", "duration 50m"))
+    again = batch.load([str(repo)], cache_dir=cache)
+    assert parsed == [batch.display_path(target)]
+    intent = next(i for i in again.program.intents if i.name == "tokenize-corpus")
+    assert intent.constraints.duration == "50m"
+
+
+def test_unreadable_cache_is_ignored(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = batch.load([str(repo)], cache_dir=str(cache))
+    for f in cache.iterdir():
+        f.write_bytes(b"not a pickle")
+    assert _fingerprint(batch.load([str(repo)], cache_dir=str(cache))) == _fingerprint(first)
