@@ -190,9 +190,12 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 def format_sarif(diags: Sequence[Diagnostic], tool_version: str,
                  rule_help: Mapping[str, str] | None = None) -> str:
+    from intentc.codes import CODES   # the catalogue names each rule in SARIF viewers
+
     levels = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
     codes = sorted({d.code for d in diags})
-    rules = [{"id": c, "shortDescription": {"text": (rule_help or {}).get(c, c)}} for c in codes]
+    help_text = CODES if rule_help is None else rule_help
+    rules = [{"id": c, "shortDescription": {"text": help_text.get(c, c)}} for c in codes]
     results = []
     for d in diags:
         s = d.span

@@ -40,7 +40,7 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 120.0) -> Any
     while time.monotonic() < deadline:
         try:
             last = check()
-        except Exception as e:  # noqa: BLE001 — the API server may be restarting
+        except Exception as e:
             last = e
         if last and not isinstance(last, Exception):
             return last
@@ -211,6 +211,34 @@ def test_daemon_heals_and_survives_an_api_server_restart(
     wait_for("a detection pass after the annotation", lambda: r.daemon.passes > passes)
     assert c.get(web)["metadata"]["annotations"]["team/owner"] == "alice"
     assert sample(metrics(r.daemon), "intentc_drift_objects", drift_class="modified") == 0.0
+    assert r.stop() == 0
+
+
+def test_local_mode_hot_reloads_and_applies_a_saved_change(
+        kube_env: KubeEnv, tmp_path: Path, running: Callable[..., Running]) -> None:
+    repo = DriftRepo(tmp_path, kube_env, tenant_policy="heal")
+    r = running(repo, local=True, commit=repo.head)
+    c = r.client
+    web = repo.ref("Deployment", "web")
+    settle(c, repo, repo.head)
+    wait_for("the first rollout finished", lambda: inventory(c, repo.target).commit == repo.head
+             and not r.daemon.state.busy)
+    image = lambda: c.get(web)["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image() == "nginx:1.0"
+    for n in range(1, 100):         # the OS watcher arms asynchronously: save until the daemon reacts
+        repo.write(web_image=f"nginx:1.{n}")
+        try:
+            wait_for("the saved image on the cluster", lambda: image() == f"nginx:1.{n}", timeout=3)
+            break
+        except AssertionError:
+            continue
+    assert image().startswith("nginx:1.") and image() != "nginx:1.0"
+    # a broken save keeps the plan in force: nothing is applied
+    before = c.get(web)["metadata"]["resourceVersion"]
+    (repo.dir / "intents" / "team.intent").write_text("tenant {")
+    passes = r.daemon.passes
+    wait_for("a detection pass", lambda: r.daemon.passes > passes, timeout=30)
+    assert c.get(web)["metadata"]["resourceVersion"] == before
     assert r.stop() == 0
 
 

@@ -15,10 +15,10 @@ from intentc.drift.detect import DriftClass, Finding, History, Report
 from intentc.drift.policy import Policies, Verb, asking_for_rollback, decide
 from intentc.drift.quarantine import Entry, Quarantine
 from intentc.drift.rollback import RepoSource, compile_revision
+from intentc.frontend import parse_source
 from intentc.ir import DriftPolicy, Program
 from intentc.render.model import Manifest, ObjectRef
 from intentc.sources import SourceFile
-from intentc.frontend import parse_source
 
 FIXTURE = Path(__file__).parent / "fixtures" / "repo"
 

@@ -6,7 +6,7 @@ from typing import List
 
 import typer
 
-from intentc.cli.app import app, emit_diagnostics, exit_for
+from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
 from intentc.diagnostics import OutputFormat
 from intentc.pipeline import check as run_check
 
@@ -25,7 +25,7 @@ def check(
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
     jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel parsers (0: one per core)."),
 ) -> None:
-    """Parse and validate intents; exit 1 when any error is found."""
+    """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
     result = run_check(paths, jobs=jobs or None)
     diags = list(result.diagnostics)
     emit_diagnostics(diags, format, result.sources)
@@ -33,4 +33,6 @@ def check(
         p = result.program
         typer.echo(f"ok: {len(p.intents)} intents, {len(p.tenants)} tenants, "
                    f"{len(p.datasets)} datasets, {len(p.topologies)} topologies")
+    if any(d.code == "E0001" for d in diags):
+        raise typer.Exit(EXIT_USAGE)      # a path that cannot be read is an environment error
     exit_for(diags, strict)

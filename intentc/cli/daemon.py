@@ -21,6 +21,7 @@ from intentc.daemon.http import parse_listen
 from intentc.daemon.loop import Daemon, DaemonConfig
 from intentc.daemon.reload import Reloader, ReloadResult, follow, write_changed
 from intentc.diagnostics import OutputFormat
+from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
@@ -87,11 +88,17 @@ def daemon(
             parse_listen(listen)
         except ValueError as e:
             usage_error(str(e))
+    commit: str | None = None
+    if local:
+        try:
+            commit = resolve_commit([str(Path(repo) / p) for p in path])
+        except CommitError as e:
+            usage_error(str(e))
     try:
         client = KubeClient.connect(kubeconfig, context)
     except KubeError as e:
         usage_error(e.message)
-    config = DaemonConfig(repo=repo, branch=branch, paths=tuple(path), topology=topology, local=local,
+    config = DaemonConfig(repo=repo, branch=branch, paths=tuple(path), topology=topology, local=local, commit=commit,
                           interval=interval, resync=resync, listen=listen or None, target=target,
                           workdir=str(workdir), rollout_timeout=rollout_timeout, prune=prune,
                           kube_version=parse_kube_version(kube_version), render_target=render_target, seed=seed)
@@ -102,6 +109,8 @@ def daemon(
     _on_signals(d.stop)
     try:
         code = d.run()
+    except GitError as e:
+        usage_error(str(e))
     finally:
         client.close()
     raise typer.Exit(code)

@@ -13,13 +13,21 @@ from typing import Any, List, Optional
 import typer
 
 from intentc import gitrepo
-from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics, usage_error
+from intentc.cli.app import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    app,
+    emit_diagnostics,
+    usage_error,
+)
 from intentc.cli.compile import check_render_target, parse_kube_version
 from intentc.compile import CommitError, compile_paths, resolve_commit
 from intentc.diagnostics import OutputFormat
 from intentc.drift.detect import DRIFT_CLASSES, DriftClass, History, Report
 from intentc.drift.live import observe
-from intentc.drift.rollback import LAST_GOOD, RepoSource, RollbackError, rollback as run_rollback
+from intentc.drift.rollback import LAST_GOOD, RepoSource, RollbackError
+from intentc.drift.rollback import rollback as run_rollback
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME

@@ -34,7 +34,7 @@ class HealthServer:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
                 if path == "/metrics":
                     self._send(200, owner.metrics.exposition(), CONTENT_TYPE_LATEST)
@@ -71,7 +71,7 @@ class HealthServer:
     def port(self) -> int:
         return int(self.server.server_address[1])
 
-    def start(self) -> "HealthServer":
+    def start(self) -> HealthServer:
         self._thread.start()
         return self
 

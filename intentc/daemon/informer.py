@@ -55,7 +55,7 @@ class Informer:
             return dict(self._cache)
 
     # -- lifecycle --------------------------------------------------------------
-    def start(self) -> "Informer":
+    def start(self) -> Informer:
         self._thread.start()
         return self
 

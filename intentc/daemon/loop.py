@@ -32,13 +32,13 @@ from intentc.diagnostics import format_text
 from intentc.drift import events, quarantine
 from intentc.drift.consistency import Verdict, check_rollout
 from intentc.drift.detect import DriftClass, Finding, History, detect
-from intentc.drift.live import Managed, complete, heal, read_managed
+from intentc.drift.live import Managed, complete, heal, own_plumbing, read_managed
 from intentc.drift.policy import Policies, Verb, asking_for_rollback, decide
 from intentc.drift.rollback import RollbackError, RollbackOutcome, rollback
 from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
-from intentc.reconcile.inventory import Inventory, inventory_ref
+from intentc.reconcile.inventory import Inventory
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
@@ -64,7 +64,7 @@ class DaemonConfig:
     kube_version: KubeVersion | None = None
     render_target: str = "device-plugin"
     seed: int = 0
-    commit: str | None = None           # local mode: the SHA to stamp (default: HEAD)
+    commit: str | None = None           # local mode: the SHA to stamp (the CLI passes git HEAD)
     watch_timeout: int = 300            # server-side watch timeout (s)
     heal_backoff: tuple[float, float] = (2.0, 300.0)
 
@@ -178,10 +178,12 @@ class Daemon:
     def _start_source(self) -> None:
         cfg = self.config
         if cfg.local:
-            from intentc.compile import resolve_commit
-            commit = resolve_commit([str(Path(cfg.repo) / p) for p in cfg.paths], cfg.commit)
+            version = self._wait_for_version()
+            if version is None:
+                return
+            commit = cfg.commit or "0" * 40
             self.local = LocalSource(tuple(str(Path(cfg.repo) / p) for p in cfg.paths),
-                                     str(Path(cfg.repo) / cfg.topology), commit, self._version(),
+                                     str(Path(cfg.repo) / cfg.topology), commit, version,
                                      cfg.render_target, cfg.seed)
             self.queue.put(_Reloaded(self.local.load()))
             t = threading.Thread(target=follow, name="intentc-files", daemon=True,
@@ -238,6 +240,19 @@ class Daemon:
         except (KubeError, GitError, RollbackError) as e:
             self.metrics.errors.labels(step).inc()
             log.warning("%s failed: %s", step, getattr(e, "message", str(e)))
+        return None
+
+    def _wait_for_version(self) -> KubeVersion | None:
+        """Local mode renders before anything else, so it needs the server's
+        version first; retried until the API server answers or we stop."""
+        delay = 1.0
+        while not self.stop_event.is_set():
+            try:
+                return self._version()
+            except KubeError as e:
+                log.warning("cannot ask the API server for its version (%s); retrying in %.0fs", e.message, delay)
+                self.stop_event.wait(delay)
+                delay = min(delay * 2, 30.0)
         return None
 
     def _version(self) -> KubeVersion:
@@ -338,7 +353,7 @@ class Daemon:
                 self.queue.put(_Done("rollout", desired, result))
             except Stopped:
                 self.queue.put(_Done("rollout", desired, None, "stopped"))
-            except Exception as e:  # noqa: BLE001 — a bug must not leave the reactor waiting forever
+            except Exception as e:
                 log.exception("rollout of %s crashed", desired.commit[:12])
                 self.queue.put(_Done("rollout", desired, None, repr(e)))
             finally:
@@ -416,7 +431,7 @@ class Daemon:
                 self.queue.put(_Done("rollback", bad, None, "stopped"))
             except KubeError as e:
                 self.queue.put(_Done("rollback", bad, None, e.message))
-            except Exception as e:  # noqa: BLE001 — a bug must not leave the reactor waiting forever
+            except Exception as e:
                 log.exception("rollback from %s crashed", bad.commit[:12])
                 self.queue.put(_Done("rollback", bad, None, repr(e)))
             finally:
@@ -517,7 +532,7 @@ class Daemon:
         managed = self.state.managed
         report = detect([m.body for m in wanted.values()], live.values(),
                         managed.refs if managed else (), self.state.history,
-                        exclude=managed.plumbing if managed else [inventory_ref(self.config.target)])
+                        exclude=managed.plumbing if managed else own_plumbing(self.config.target))
         if refs is None:
             self.state.findings = {}
         else:
@@ -576,7 +591,7 @@ class Daemon:
                 log.error("heal of %s failed: %s", ref, outcome.message)
 
 
-def _report_crash(fut: "Future[None]") -> None:
+def _report_crash(fut: Future[None]) -> None:
     """A bug in a rollout must not pass silently (the reactor would wait forever)."""
     exc = fut.exception()
     if exc is not None:

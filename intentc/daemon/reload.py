@@ -53,11 +53,24 @@ from intentc.pipeline import prefer_specific
 from intentc.plan import make_plan, plan_to_json
 from intentc.plan.model import Placement, Plan
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
-from intentc.render.model import SETUP_KINDS, Choice, Manifest, ObjectRef, Rendered, SetupStep, wave_step
+from intentc.render.model import (
+    SETUP_KINDS,
+    Choice,
+    Manifest,
+    ObjectRef,
+    Rendered,
+    SetupStep,
+    wave_step,
+)
 from intentc.render.output import manifest_filename, step_width, to_yaml
 from intentc.render.stamp import stamp
 from intentc.render.targets import DEFAULT_TARGET, get_target
-from intentc.render.tenants import namespace, priority_classes, resource_quota, role_binding
+from intentc.render.tenants import (
+    namespace,
+    priority_classes,
+    resource_quota,
+    role_binding,
+)
 from intentc.render.workloads import workload_objects
 from intentc.sources import SOURCE_SUFFIXES, discover, read_source
 from intentc.topology.load import LoadedTopology, load_topology

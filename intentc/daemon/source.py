@@ -32,7 +32,7 @@ class Desired:
     by_ref: Mapping[ObjectRef, Manifest] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str) -> "Desired":
+    def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str) -> Desired:
         return cls(commit, manifests, program, origin, {m.ref: m for m in manifests})
 
     @property

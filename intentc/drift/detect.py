@@ -27,8 +27,15 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from intentc.drift.fields import FieldDiff, diff_fields, field_sets
-from intentc.render.model import (COMMIT_ANNOTATION, INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL,
-                                  SPEC_HASH_ANNOTATION, TENANT_LABEL, ObjectRef)
+from intentc.render.model import (
+    COMMIT_ANNOTATION,
+    INTENT_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    SPEC_HASH_ANNOTATION,
+    TENANT_LABEL,
+    ObjectRef,
+)
 from intentc.render.stamp import spec_hash
 
 FIELD_MANAGER = "intentc"
@@ -288,5 +295,16 @@ def _loose(ref: ObjectRef) -> tuple[str, str, str, str]:
     return (ref.group, ref.kind, ref.namespace, ref.name)
 
 
-__all__ = ["Change", "DriftClass", "DRIFT_CLASSES", "FieldDiff", "Finding", "History", "Report",
-           "detect", "modifications", "FIELD_MANAGER", "UNKNOWN_MANAGER"]
+__all__ = [
+    "DRIFT_CLASSES",
+    "FIELD_MANAGER",
+    "UNKNOWN_MANAGER",
+    "Change",
+    "DriftClass",
+    "FieldDiff",
+    "Finding",
+    "History",
+    "Report",
+    "detect",
+    "modifications",
+]

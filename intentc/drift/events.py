@@ -8,7 +8,7 @@ rollback) explains the change without reading the daemon's logs.
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any, Mapping
 
 from intentc.kube.client import KubeClient
@@ -20,7 +20,7 @@ log = logging.getLogger("intentc.drift")
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def event_body(ref: ObjectRef, reason: str, message: str, kind: str = "Warning",

@@ -56,11 +56,16 @@ class Managed:
     plumbing: frozenset[ObjectRef]       # inventory ConfigMaps and their namespace
 
 
+def own_plumbing(target: str) -> frozenset[ObjectRef]:
+    """This target's inventory and the namespace holding it."""
+    return frozenset({inventory_ref(target), ObjectRef("v1", "Namespace", "", INVENTORY_NAMESPACE)})
+
+
 def read_managed(client: KubeClient, target: str) -> Managed:
     """Raises KubeError, and ValueError for an unreadable inventory of `target`."""
     own = Inventory.from_configmap(client.get(inventory_ref(target)), target)
     refs = set(own.refs())
-    plumbing = {inventory_ref(target), ObjectRef("v1", "Namespace", "", INVENTORY_NAMESPACE)}
+    plumbing = set(own_plumbing(target))
     for body in client.list("v1", "ConfigMap", INVENTORY_NAMESPACE, INVENTORY_LABEL):
         other = str((body.get("metadata", {}).get("labels") or {}).get(INVENTORY_LABEL, ""))
         plumbing.add(ObjectRef.of({"apiVersion": "v1", "kind": "ConfigMap", **body}))

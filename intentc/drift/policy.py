@@ -54,7 +54,7 @@ class Policies:
     default: DriftPolicy = DEFAULT_POLICY
 
     @classmethod
-    def from_program(cls, program: Program, default: DriftPolicy = DEFAULT_POLICY) -> "Policies":
+    def from_program(cls, program: Program, default: DriftPolicy = DEFAULT_POLICY) -> Policies:
         tenants = {t.name: p for t in program.tenants if (p := _parse(t.drift)) is not None}
         intents = {i.name: p for i in program.intents if (p := _parse(i.context.drift)) is not None}
         return cls(intents, tenants, default)

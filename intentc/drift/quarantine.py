@@ -17,7 +17,11 @@ from typing import Any, Mapping
 
 from intentc.drift.detect import History
 from intentc.kube.client import KubeClient
-from intentc.reconcile.inventory import INVENTORY_NAMESPACE, inventory_name, inventory_ref
+from intentc.reconcile.inventory import (
+    INVENTORY_NAMESPACE,
+    inventory_name,
+    inventory_ref,
+)
 
 QUARANTINE_KEY = "quarantine.json"
 QUARANTINE_FORMAT = "intentc.dev/quarantine/v1"
@@ -35,7 +39,7 @@ class Entry:
         return {"commit": self.commit, "reason": self.reason, "at": self.at, "rolledBackTo": self.rolled_back_to}
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "Entry":
+    def from_json(cls, d: Mapping[str, Any]) -> Entry:
         return cls(str(d["commit"]), str(d.get("reason", "")), str(d.get("at", "")), d.get("rolledBackTo"))
 
 
@@ -49,11 +53,11 @@ class Quarantine:
     def get(self, commit: str) -> Entry | None:
         return next((e for e in self.entries if e.commit == commit), None)
 
-    def add(self, entry: Entry) -> "Quarantine":
+    def add(self, entry: Entry) -> Quarantine:
         rest = tuple(e for e in self.entries if e.commit != entry.commit)
         return replace(self, entries=tuple(sorted(rest + (entry,), key=lambda e: (e.at, e.commit))))
 
-    def cleared_by(self, commit: str, history: History) -> "Quarantine":
+    def cleared_by(self, commit: str, history: History) -> Quarantine:
         """Without the entries `commit` supersedes (older commits of the branch)."""
         if not history.knows(commit):
             return self
@@ -66,7 +70,7 @@ class Quarantine:
                           sort_keys=True, indent=1)
 
     @classmethod
-    def from_configmap(cls, body: Mapping[str, Any] | None) -> "Quarantine":
+    def from_configmap(cls, body: Mapping[str, Any] | None) -> Quarantine:
         text = ((body or {}).get("data") or {}).get(QUARANTINE_KEY)
         if not text:
             return cls()

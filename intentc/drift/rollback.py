@@ -15,7 +15,7 @@ import logging
 import shutil
 import threading
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
@@ -99,7 +99,7 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path) -> Compi
                 if isinstance(span, Span) and span.file.startswith(root):
                     data["span"] = replace(span, file=span.file[len(root):])
         return replace(result, diagnostics=tuple(_relabel(d, root) for d in result.diagnostics),
-                       sources={k[len(root):] if k.startswith(root) else k: v for k, v in result.sources.items()},
+                       sources={k.removeprefix(root): v for k, v in result.sources.items()},
                        dag=dag)
 
 
@@ -126,7 +126,7 @@ class RollbackOutcome:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def target_commit(inventory: Inventory, repo: str, to: str) -> str:
