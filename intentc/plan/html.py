@@ -78,7 +78,7 @@ def _tree(nodes: list[ir.TopologyNode], levels: list[str], depth: int,
             continue
         gpus = sum(n.gpu_count for n in groups[name])
         out.append(f'<div class="domain"><div class="label">{escape(level)} <b>{escape(name)}</b> '
-                   f"· {len(groups[name])} nodes · {gpus} GPUs</div>{inner}</div>")
+                   f"· {_count(len(groups[name]), 'node')} · {_count(gpus, 'GPU')}</div>{inner}</div>")
     return "".join(out)
 
 
@@ -134,3 +134,7 @@ def render_html(plan: Plan, topology: ir.Topology) -> str:
                f"<th>allocated</th></tr>{tenants}</table>"),
               "</body></html>"]
     return "\n".join(parts) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
