@@ -223,12 +223,17 @@ def test_local_mode_hot_reloads_and_applies_a_saved_change(
     settle(c, repo, repo.head)
     wait_for("the first rollout finished", lambda: inventory(c, repo.target).commit == repo.head
              and not r.daemon.state.busy)
-    image = lambda: c.get(web)["spec"]["template"]["spec"]["containers"][0]["image"]
+
+    def image() -> str:
+        return str(c.get(web)["spec"]["template"]["spec"]["containers"][0]["image"])
+
+    def shows(want: str) -> Callable[[], bool]:
+        return lambda: image() == want
     assert image() == "nginx:1.0"
     for n in range(1, 100):         # the OS watcher arms asynchronously: save until the daemon reacts
         repo.write(web_image=f"nginx:1.{n}")
         try:
-            wait_for("the saved image on the cluster", lambda: image() == f"nginx:1.{n}", timeout=3)
+            wait_for("the saved image on the cluster", shows(f"nginx:1.{n}"), timeout=3)
             break
         except AssertionError:
             continue

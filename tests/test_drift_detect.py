@@ -162,7 +162,7 @@ def test_inventory_members_that_are_no_longer_desired_are_not_orphans() -> None:
 
 
 def test_stale_when_a_newer_commit_changed_the_object() -> None:
-    old_desired, live = applied(deployment(image="img:1"), commit=OLD)
+    _, live = applied(deployment(image="img:1"), commit=OLD)
     new_desired, _ = stamp(deployment(image="img:2"), NEW)
     report = detect([new_desired], [live], history=HISTORY)
     [finding] = report.drifted
@@ -212,7 +212,7 @@ def test_atomic_list_change_is_one_change() -> None:
 
 
 def test_counts_and_json_are_stable() -> None:
-    desired, live = applied(deployment())
+    desired, _ = applied(deployment())
     report = detect([desired], [], history=HISTORY)
     counts = {c.value: n for c, n in report.counts().items()}
     assert counts == {"in-sync": 0, "modified": 0, "missing": 1, "orphan": 0, "stale": 0, "foreign": 0}

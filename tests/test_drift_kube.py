@@ -199,7 +199,7 @@ def test_server_side_apply_by_another_manager_is_attributed(repo: DriftRepo) -> 
                       "template": {"spec": {"containers": [{"name": "main", "image": "nginx:6.6.6"}]}}}},
             force=True, field_manager="ops-hotfix")
     [finding] = mine(repo.observe(), repo.tenant)
-    assert finding.drift is DriftClass.MODIFIED and finding.managers == ("ops-hotfix",)
+    assert finding.drift is DriftClass.MODIFIED and finding.ref == web and finding.managers == ("ops-hotfix",)
     [change] = finding.changes
     assert change.path == "spec.template.spec.containers[name=main].image"
     assert (change.desired, change.live) == ("nginx:1.0", "nginx:6.6.6")

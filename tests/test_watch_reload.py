@@ -76,6 +76,23 @@ def test_gpu_edit_replans_and_still_equals_a_full_compile(tree: Path) -> None:
     assert result.snapshot is not None and result.snapshot.files() == full_compile(tree)
 
 
+def test_dataset_and_tenant_edits_rerender_what_depends_on_them(tree: Path) -> None:
+    r = reloader(tree)
+    r.load()
+    data = tree / "intents" / "datasets" / "datasets.intent"
+    edit(data, "s3://acme-ml/corpus/raw/2026-11", "s3://acme-ml/corpus/raw/2026-12")
+    result = r.update([data])
+    assert result.ok and not result.replanned
+    consumers = {i.name for i in result.snapshot.program.intents if any(c.name == "corpus-raw" for c in i.consumes)}
+    assert consumers and set(result.rerendered) == consumers
+    assert result.snapshot.files() == full_compile(tree)
+    tenants = tree / "intents" / "tenants" / "tenants.intent"
+    edit(tenants, '"nlp-engineers"', '"nlp-team"')
+    result = r.update([tenants])
+    assert result.ok and result.rerendered == ()
+    assert result.snapshot is not None and result.snapshot.files() == full_compile(tree)
+
+
 def test_broken_edit_keeps_the_last_good_plan(tree: Path) -> None:
     r = reloader(tree)
     good = r.load().snapshot

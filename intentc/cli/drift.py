@@ -83,8 +83,8 @@ def _show(value: Any) -> str:
 
 
 def report_text(report: Report, target: str, commit: str) -> str:
-    lines = [f"intentc drift: target {target}, commit {commit[:12]}, "
-             f"{len({f.ref for f in report.findings})} objects"]
+    objects = len({f.ref for f in report.findings})
+    lines = [f"intentc drift: target {target}, commit {commit[:12]}, {objects} objects"]
     for f in report.drifted:
         lines.append(f"  {f.drift.value:<9} {f.ref}: {f.message}")
         for c in f.changes:

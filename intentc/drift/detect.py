@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from intentc.drift.fields import FieldDiff, diff_fields, field_sets
+from intentc.drift.fields import FieldDiff, diff_fields
 from intentc.render.model import (
     COMMIT_ANNOTATION,
     INTENT_LABEL,
@@ -150,7 +150,7 @@ class Report:
 
 def _meta(body: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = body.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _annotation(body: Mapping[str, Any], key: str) -> str | None:
@@ -187,7 +187,7 @@ def modifications(desired: Mapping[str, Any], live: Mapping[str, Any],
     counts if another manager owns that field now; fields still owned by
     intentc simply hold the previous commit's value (that is `stale`)."""
     applied_this = _annotation(live, SPEC_HASH_ANNOTATION) == _desired_hash(desired)
-    has_trie = bool(field_sets(live))
+    has_trie = bool(_meta(live).get("managedFields"))
     changes = []
     for d in diff_fields(desired, live, SKIPPED_PATHS):
         others = tuple(o for o in d.owners if o != manager)

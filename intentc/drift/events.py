@@ -8,7 +8,7 @@ rollback) explains the change without reading the daemon's logs.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Mapping
 
 from intentc.kube.client import KubeClient

@@ -15,7 +15,7 @@ import logging
 import shutil
 import threading
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Sequence
 
