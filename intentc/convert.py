@@ -13,8 +13,6 @@ import enum
 
 from intentc.diagnostics import Diagnostic
 from intentc.frontend import parse_source
-from intentc.frontend.dsl_print import format_program
-from intentc.frontend.yaml_emit import dump_program
 from intentc.sources import SourceFile
 
 
@@ -28,5 +26,8 @@ def convert(source: SourceFile, to: Surface) -> tuple[str | None, list[Diagnosti
     errors = [d for d in result.diagnostics if d.is_error]
     if errors:
         return None, list(result.diagnostics)
-    text = dump_program(result.program) if to is Surface.YAML else format_program(result.program)
-    return text, list(result.diagnostics)
+    if to is Surface.YAML:
+        from intentc.frontend.yaml_emit import dump_program
+        return dump_program(result.program), list(result.diagnostics)
+    from intentc.frontend.dsl_print import format_program
+    return format_program(result.program), list(result.diagnostics)

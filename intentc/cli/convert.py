@@ -9,7 +9,7 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_FINDINGS, app, emit_diagnostics, usage_error
-from intentc.convert import Surface, convert as run_convert
+from intentc.convert import Surface
 from intentc.diagnostics import OutputFormat
 from intentc.sources import read_source
 
@@ -34,6 +34,7 @@ def convert(
     if source is None:
         emit_diagnostics(diags, format, {}, to_stderr=True)
         raise typer.Exit(EXIT_FINDINGS)
+    from intentc.convert import convert as run_convert   # printers load only when converting
     text, diags = run_convert(source, to)
     emit_diagnostics(diags, format, {source.path: source.text}, to_stderr=True)
     if text is None:

@@ -77,7 +77,7 @@ MAX_ALIAS_EXPANSION = 100_000   # values reachable through aliases, per document
 # libyaml's parser alone (no constructor or resolver to set up per file), or the pure-Python one
 _LOADER: Any = pyyaml.SafeLoader
 if pyyaml.__with_libyaml__:
-    from yaml.cyaml import CParser
+    from yaml._yaml import CParser
     _LOADER = CParser
 _BYTE_OFFSETS = _LOADER is not pyyaml.SafeLoader    # libyaml reports reader errors in UTF-8 bytes
 

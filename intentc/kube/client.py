@@ -19,14 +19,26 @@ import threading
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from typing import TYPE_CHECKING
+
 import urllib3
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-from kubernetes.config.config_exception import ConfigException
 
 from intentc.kube.errors import ConfigError, KubeError, NotFound, Unreachable
 from intentc.kube.resources import KNOWN, Resource
 from intentc.render.model import ObjectRef
+
+if TYPE_CHECKING:
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
+
+# The `kubernetes` package costs about half a second to import, and every
+# `intentc` command would pay it through the CLI's imports; it is imported
+# where a connection is made instead (`connect`, `api_exception`).
+
+
+def api_exception() -> type[ApiException]:
+    from kubernetes.client.exceptions import ApiException
+    return ApiException
 
 FIELD_MANAGER = "intentc"
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -46,6 +58,10 @@ class KubeClient:
                 pool_size: int = 16) -> "KubeClient":
         """From a kubeconfig (flag, $KUBECONFIG, ~/.kube/config) or, with none
         of those present inside a pod, the in-cluster service account."""
+        from kubernetes import client as k8s
+        from kubernetes import config as k8s_config
+        from kubernetes.config.config_exception import ConfigException
+
         cfg = k8s.Configuration()
         path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         first = os.path.expanduser(path.split(os.pathsep)[0])
@@ -91,7 +107,7 @@ class KubeClient:
             data = resp.read()
         except urllib3.exceptions.HTTPError as e:
             raise Unreachable(f"cannot reach the API server at {self.host}: {_reason(e)}") from None
-        except k8s.ApiException as e:          # TLS failures come back as status 0
+        except api_exception() as e:           # TLS failures come back as status 0
             if e.status == 0:
                 raise Unreachable(f"cannot reach the API server at {self.host}: {e.reason}") from None
             raise KubeError.from_status(int(e.status), e.body or "") from None

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import urllib3
-from kubernetes import client as k8s
 
-from intentc.kube.client import KubeClient
+from intentc.kube.client import KubeClient, api_exception
 from intentc.kube.errors import KubeError, Unreachable
 
 
@@ -103,7 +102,7 @@ class Watch:
                                 _request_timeout=(5.0, float(self.timeout_seconds) + 15.0))
         except urllib3.exceptions.HTTPError as e:
             raise Unreachable(f"cannot reach the API server at {self.client.host}: {e}") from None
-        except k8s.ApiException as e:
+        except api_exception() as e:
             raise Unreachable(f"cannot reach the API server at {self.client.host}: {e.reason}") from None
         raw = resp.response
         if resp.status == 410:

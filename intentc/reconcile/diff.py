@@ -15,8 +15,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from deepdiff import DeepDiff
-
 from intentc.render.model import (MANAGED_BY, MANAGED_BY_LABEL, SPEC_HASH_ANNOTATION, Manifest,
                                   ObjectRef)
 from intentc.render.stamp import unstamped
@@ -148,6 +146,7 @@ def field_diff(desired: Mapping[str, Any], live: Mapping[str, Any] | None, manag
         return ()
     want = unstamped(desired)
     have = live_view(live, want, manager)
+    from deepdiff import DeepDiff   # 0.2 s to import; only a dry run or a report needs it
     tree = DeepDiff(have, want, view="tree")
     lines = []
     for kind, levels in tree.items():

@@ -39,16 +39,17 @@ def render(program: Program, plan: Plan, commit: str,
         for body in (role_binding(t), resource_quota(t)):
             if body is not None:
                 manifests.append(_manifest(body, SETUP_KINDS[body["kind"]], commit, t.name))
-    scheduled = {name for wave in plan.waves for name in wave}
-    intents = [i for i in program.intents if i.name in scheduled]
+    wave_of = {name: n for n, wave in enumerate(plan.waves) for name in wave}
+    placement_of = {p.intent: p for p in plan.placements}    # dicts: 10,000 intents stay linear
+    intents = [i for i in program.intents if i.name in wave_of]
     slas = [i.constraints.sla for i in intents if i.constraints.sla]
     for body in priority_classes(slas):
         manifests.append(_manifest(body, SetupStep.PRIORITY_CLASSES, commit))
     uris = {d.name: d.uri for d in program.datasets}
     choices: list[Choice] = []
     for intent in intents:
-        wave = plan.wave_of(intent.name)
-        bodies, choice = workload_objects(intent, plan.placement(intent.name), wave, kube_version, tgt, uris)
+        wave = wave_of[intent.name]
+        bodies, choice = workload_objects(intent, placement_of.get(intent.name), wave, kube_version, tgt, uris)
         if choice is not None:
             choices.append(choice)
         for body in bodies:
