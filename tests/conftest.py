@@ -1,7 +1,10 @@
 """Shared fixtures.  Kept small: every helper's tests import this file.
 
-`kube_env` is one real etcd + kube-apiserver per test session; tests isolate
-themselves by namespace / tenant / inventory-target names.  Tests marked
+`kube_env` is one real etcd + kube-apiserver per test module (about 8 s to
+start): modules apply the same example repository under different commits,
+and a Kubernetes 1.20 server without a controller-manager cannot delete a
+namespace, so sharing one server across modules would make results depend
+on test order.  Tests within a module isolate by names.  Tests marked
 `@pytest.mark.kube` skip with a message saying how to get the binaries.
 """
 
@@ -41,7 +44,7 @@ def _private_parse_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ["INTENTC_CACHE_DIR"] = old
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kube_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
     assets = assets_dir()
     if assets is None:

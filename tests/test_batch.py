@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from intentc.frontend import batch
+from intentc.sources import display_path
 
 ROOT = Path(__file__).parents[1]
 
@@ -63,7 +64,7 @@ def test_warm_load_parses_only_changed_files(repo: Path, tmp_path: Path,
     target = repo / "nlp" / "pretrain.intent"
     target.write_text(target.read_text().replace("duration 45m", "duration 50m"))
     again = batch.load([str(repo)], cache_dir=cache)
-    assert parsed == [batch.display_path(target)]
+    assert parsed == [display_path(target)]
     intent = next(i for i in again.program.intents if i.name == "tokenize-corpus")
     assert intent.constraints.duration == "50m"
 

@@ -8,12 +8,11 @@ from typing import List, Optional
 
 import typer
 
-from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics, usage_error
-from intentc.cli.compile import check_render_target, parse_kube_version
-from intentc.compile import CommitError, compile_paths, resolve_commit
+from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics
+from intentc.cli.common import check_render_target, commit_or_exit, connect_or_exit
+from intentc.compile import compile_paths
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
-from intentc.render.capabilities import KubeVersion
 from intentc.render.targets import DEFAULT_TARGET
 
 
@@ -60,22 +59,11 @@ def apply(
     """Compile, then server-side apply the result to a cluster, wave by wave."""
     # The Kubernetes client is imported here, not at module load: every other
     # command would otherwise pay for it at start-up.
-    from intentc.kube.client import KubeClient
-    from intentc.kube.errors import KubeError
     from intentc.reconcile.sync import ApplyOptions, Reconciler
 
     check_render_target(render_target)
-    try:
-        sha = resolve_commit(paths, commit)
-    except CommitError as e:
-        usage_error(str(e))
-    try:
-        client = KubeClient.connect(kubeconfig, context, pool_size=max(workers, 4))
-        version = parse_kube_version(kube_version) or KubeVersion.parse(client.version())
-    except KubeError as e:
-        usage_error(e.message)
-    except ValueError as e:
-        usage_error(f"cannot tell the server's version: {e}")
+    sha = commit_or_exit(paths, commit)
+    client, version = connect_or_exit(kubeconfig, context, kube_version, pool_size=max(workers, 4))
     result = compile_paths(paths, str(topology), sha, version, render_target, seed)
     diag_format = OutputFormat.JSON if format is ApplyFormat.JSON else OutputFormat.TEXT
     if result.topology_unreadable or not result.ok or result.rendered is None:

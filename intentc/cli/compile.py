@@ -8,25 +8,11 @@ from typing import List, Optional
 import typer
 
 from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics, usage_error
-from intentc.compile import CommitError, compile_paths, resolve_commit, write_outputs
+from intentc.cli.common import check_render_target, commit_or_exit, parse_kube_version
+from intentc.compile import compile_paths, write_outputs
 from intentc.diagnostics import OutputFormat
-from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
+from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 from intentc.render.targets import DEFAULT_TARGET, TARGETS
-
-
-def parse_kube_version(text: str | None, default: KubeVersion | None = None) -> KubeVersion | None:
-    if text is None:
-        return default
-    try:
-        return KubeVersion.parse(text)
-    except ValueError as e:
-        usage_error(str(e))
-
-
-def check_render_target(name: str) -> str:
-    if name not in TARGETS:
-        usage_error(f"unknown render target {name!r} (available: {', '.join(sorted(TARGETS))})")
-    return name
 
 
 @app.command(epilog=f"""Examples:
@@ -61,10 +47,7 @@ def compile(
     version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION)
     assert version is not None
     check_render_target(render_target)
-    try:
-        sha = resolve_commit(paths, commit)
-    except CommitError as e:
-        usage_error(str(e))
+    sha = commit_or_exit(paths, commit)
     result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None)
     emit_diagnostics(list(result.diagnostics), format, result.sources)
     if result.topology_unreadable:

@@ -15,7 +15,7 @@ from typing import Callable, List, Optional
 import typer
 
 from intentc.cli.app import EXIT_OK, app, emit_diagnostics, usage_error
-from intentc.cli.compile import check_render_target, parse_kube_version
+from intentc.cli.common import check_render_target, commit_or_exit, parse_kube_version
 from intentc.compile import CommitError, resolve_commit
 from intentc.daemon.http import parse_listen
 from intentc.daemon.loop import Daemon, DaemonConfig
@@ -162,10 +162,7 @@ def watch(
 ) -> None:
     """Recompile incrementally whenever an intent file changes."""
     check_render_target(render_target)
-    try:
-        sha = resolve_commit(paths, commit)
-    except CommitError as e:
-        usage_error(str(e))
+    sha = commit_or_exit(paths, commit)
     version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION) or DEFAULT_KUBE_VERSION
     reloader = Reloader(paths, str(topology), sha, version, render_target, seed)
     stop = threading.Event()

@@ -21,35 +21,22 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
-from intentc.cli.compile import check_render_target, parse_kube_version
-from intentc.compile import CommitError, compile_paths, resolve_commit
+from intentc.cli.common import check_render_target, commit_or_exit, connect_or_exit
+from intentc.compile import compile_paths
 from intentc.diagnostics import OutputFormat
 from intentc.drift.detect import DRIFT_CLASSES, DriftClass, History, Report
 from intentc.drift.live import observe
 from intentc.drift.rollback import LAST_GOOD, RepoSource, RollbackError
 from intentc.drift.rollback import rollback as run_rollback
-from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
 from intentc.reconcile.sync import ApplyOptions
-from intentc.render.capabilities import KubeVersion
 from intentc.render.targets import DEFAULT_TARGET
 
 
 class ReportFormat(str, enum.Enum):
     TEXT = "text"
     JSON = "json"
-
-
-def _connect(kubeconfig: str | None, context: str | None, kube_version: str | None) -> tuple[KubeClient, KubeVersion]:
-    try:
-        client = KubeClient.connect(kubeconfig, context)
-        version = parse_kube_version(kube_version) or KubeVersion.parse(client.version())
-    except KubeError as e:
-        usage_error(e.message)
-    except ValueError as e:
-        usage_error(f"cannot tell the server's version: {e}")
-    return client, version
 
 
 def _history(paths: list[str], sha: str) -> History | None:
@@ -124,11 +111,8 @@ def drift(
 ) -> None:
     """Compare the cluster with the compiled intents (read-only); exit 1 on drift."""
     check_render_target(render_target)
-    try:
-        sha = resolve_commit(paths, commit)
-    except CommitError as e:
-        usage_error(str(e))
-    client, version = _connect(kubeconfig, context, kube_version)
+    sha = commit_or_exit(paths, commit)
+    client, version = connect_or_exit(kubeconfig, context, kube_version)
     try:
         result = compile_paths(paths, str(topology), sha, version, render_target, seed)
         diag_format = OutputFormat.JSON if format is ReportFormat.JSON else OutputFormat.TEXT
@@ -191,7 +175,7 @@ def rollback(
     except gitrepo.GitError as e:
         usage_error(str(e))
     source = RepoSource(str(root), tuple(path), _in_repo(root, topology), render_target=render_target, seed=seed)
-    client, version = _connect(kubeconfig, context, kube_version)
+    client, version = connect_or_exit(kubeconfig, context, kube_version)
     options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout)
     try:
         outcome = run_rollback(client, replace(source, kube_version=version), work_directory(root),

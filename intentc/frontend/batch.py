@@ -34,7 +34,7 @@ from intentc import __version__
 from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.ir import Program
-from intentc.sources import SourceFile, discover, display_path, read_source
+from intentc.sources import SourceFile, discover, read_source
 
 # Below this many files to parse, starting workers costs more than it saves.
 PARALLEL_THRESHOLD = 400

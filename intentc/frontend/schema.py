@@ -15,7 +15,7 @@ error into a `Diagnostic` at the offending key or value, in the user's words.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
