@@ -53,26 +53,17 @@ from intentc.passes.products import check_gpu_products
 from intentc.pipeline import prefer_specific
 from intentc.plan import make_plan, plan_to_json
 from intentc.plan.model import Placement, Plan
+from intentc.render import intent_manifests, priority_class_manifests, tenant_manifests
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (
-    SETUP_KINDS,
     Choice,
     Manifest,
     ObjectRef,
     Rendered,
     SetupStep,
-    wave_step,
 )
 from intentc.render.output import manifest_filename, step_width, to_yaml
-from intentc.render.stamp import stamp
 from intentc.render.targets import DEFAULT_TARGET, get_target
-from intentc.render.tenants import (
-    namespace,
-    priority_classes,
-    resource_quota,
-    role_binding,
-)
-from intentc.render.workloads import workload_objects
 from intentc.sources import SOURCE_SUFFIXES, discover, read_source
 from intentc.topology.load import LoadedTopology, load_topology
 
@@ -357,12 +348,7 @@ class Reloader:
         same dataset URIs, no other intent's inputs can have changed."""
         tgt = get_target(self.target)
         commit, version = self.commit, self.kube_version
-        setup: list[Manifest] = []
-        for t in program.tenants:
-            setup.append(_manifest(namespace(t), SetupStep.NAMESPACES, commit, t.name))
-            for body in (role_binding(t), resource_quota(t)):
-                if body is not None:
-                    setup.append(_manifest(body, SETUP_KINDS[body["kind"]], commit, t.name))
+        setup = tenant_manifests(program, commit)
         same_data = previous is not None and previous.uris == uris
         fast = previous is not None and changed is not None and same_data and previous.plan is plan
         renders: dict[str, IntentRender]
@@ -379,8 +365,7 @@ class Reloader:
         else:
             scheduled = {name for wave in plan.waves for name in wave}
             intents = [i for i in program.intents if i.name in scheduled]
-            for body in priority_classes([i.constraints.sla for i in intents if i.constraints.sla]):
-                setup.append(_manifest(body, SetupStep.PRIORITY_CLASSES, commit))
+            setup.extend(priority_class_manifests(intents, commit))
             cache: Mapping[str, IntentRender] = previous.intents if previous is not None else {}
             renders = {}
             # Plan.wave_of / Plan.placement scan the plan: index once (10,000 intents).
@@ -395,8 +380,7 @@ class Reloader:
                 else:
                     renders[intent.name] = hit
         for intent, placement, wave in todo:
-            bodies, choice = workload_objects(intent, placement, wave, version, tgt, uris)
-            made = tuple(_manifest(b, wave_step(wave), commit, intent.tenant, intent.name) for b in bodies)
+            made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit)
             renders[intent.name] = IntentRender(intent, placement, wave, _data_of(intent, uris), made, choice,
                                                 tuple(to_yaml(m.body) for m in made))
         old_by_ref = ({m.ref: (m, t) for m, t in zip(previous.setup, previous.setup_texts, strict=True)}
@@ -410,12 +394,6 @@ class Reloader:
         choices = sorted((r.choice for r in renders.values() if r.choice is not None), key=lambda c: c.intent)
         rendered = Rendered(tuple(manifests), str(version), tgt.name, commit, tuple(choices))
         return rendered, renders, tuple(setup), tuple(setup_texts), tuple(rerendered)
-
-def _manifest(body: dict[str, Any], step: int, commit: str, tenant: str | None = None,
-              intent: str | None = None) -> Manifest:
-    stamped, digest = stamp(body, commit)
-    return Manifest(ObjectRef.of(stamped), step, stamped, digest, intent, tenant)
-
 
 def _sort_key(m: Manifest) -> tuple[int, str, str, str]:
     return (m.step, m.ref.kind, m.ref.namespace, m.ref.name)
