@@ -19,6 +19,7 @@ writes; first apply no slower than kubectl; no-op re-apply >= 3x faster.
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -161,6 +162,11 @@ def main() -> int:
             env.stop()
 
     k = results["kubectl"]
+    out_dir = ROOT / "benchmarks" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "bench_apply.json").write_text(json.dumps(
+        {"objects": n, "baseline": "kubectl apply --server-side -f DIR", "runs": results}, indent=2,
+        sort_keys=True, default=str) + "\n")
     print()
     for label, key in (("reconciler, same manifests", "reconciler"), ("command, incl. start-up + compile", "cli")):
         r = results[key]

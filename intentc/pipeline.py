@@ -15,7 +15,7 @@ from intentc import graph as depgraph
 from intentc.diagnostics import Diagnostic, Span, sorted_diagnostics
 from intentc.frontend.batch import load
 from intentc.ir import Program
-from intentc.passes import run_passes
+from intentc.passes import GLOBAL_PASSES, run_passes
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None =
           use_cache: bool = True) -> Checked:
     """Everything `intentc check` reports: parse, semantic passes, dependency graph."""
     loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache)
-    program, pass_diags = run_passes(loaded.program)
+    program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
     graph, graph_diags = depgraph.build(program)
     diags = prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)
     return Checked(program, tuple(sorted_diagnostics(diags)), loaded.sources, graph)

@@ -46,10 +46,7 @@ from intentc.compile import MANIFESTS_DIR
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.frontend import FileResult, parse_source
 from intentc.ir import Intent, Program, Tenant
-from intentc.passes.domain import check_domain
-from intentc.passes.duplicates import check_duplicates
-from intentc.passes.names import resolve_names
-from intentc.passes.products import check_gpu_products
+from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
 from intentc.pipeline import prefer_specific
 from intentc.plan import make_plan, plan_to_json
 from intentc.plan.model import Placement, Plan
@@ -67,7 +64,6 @@ from intentc.render.targets import DEFAULT_TARGET, get_target
 from intentc.sources import SOURCE_SUFFIXES, discover, read_source
 from intentc.topology.load import LoadedTopology, load_topology
 
-GLOBAL_PASSES = (check_duplicates, resolve_names, check_gpu_products)
 
 
 @dataclass(frozen=True)
@@ -260,7 +256,7 @@ class Reloader:
             return False
         parsed = parse_source(source)
         result = FileResult(parsed.program.canonical(), parsed.diagnostics)
-        _, domain = check_domain(result.program)
+        _, domain = run_passes(result.program, LOCAL_PASSES)
         keys = (tuple(_planning_key(i) for i in result.program.intents),
                 tuple(_tenant_key(t) for t in result.program.tenants))
         self._files[name] = FileState(result, tuple(domain), tuple(read_diags), keys,

@@ -57,9 +57,14 @@ def collector_paused() -> Iterator[None]:
 
 
 def _parse_guarded(source: SourceFile) -> FileResult:
-    """A crash in a surface is a bug, but the user still gets a diagnostic, not a traceback."""
+    """Parse one file and run the local passes on it (so their findings are
+    cached and computed in the workers too).  A crash in a surface is a bug,
+    but the user still gets a diagnostic, not a traceback."""
+    from intentc.passes import LOCAL_PASSES, run_passes
     try:
-        return parse_source(source)
+        parsed = parse_source(source)
+        _, local = run_passes(parsed.program, LOCAL_PASSES)
+        return FileResult(parsed.program, parsed.diagnostics + tuple(local))
     except RecursionError:
         return FileResult(Program(), (error("E0203", "input nested too deeply to process",
                                             Span.point(source.path, 1, 1)),))
@@ -144,6 +149,8 @@ def parse_all(sources: list[SourceFile], jobs: int | None) -> list[bytes]:
 
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
          use_cache: bool = True) -> Loaded:
+    """Every file under `paths`, parsed, with the diagnostics of reading,
+    parsing and the local passes; the global passes are the caller's."""
     files, diags = discover(paths)
     sources: list[SourceFile] = []
     for f in files:

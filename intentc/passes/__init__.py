@@ -3,7 +3,8 @@
 Each pass is a plain function `Program -> (Program, diagnostics)`; a pass
 never raises on bad input and never stops the next pass from running, so a
 single run reports every problem.  Add a pass by writing a module and
-listing its function in `PASSES`.
+listing its function in `PASSES` (and in `LOCAL_PASSES` when it judges each
+declaration on its own).
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ PASSES: tuple[Pass, ...] = (
     check_domain,
     check_gpu_products,
 )
+
+# Local passes look at one declaration at a time, so the loader runs them per
+# file, next to parsing: their diagnostics are cached with the file and
+# computed in the parse workers.  Global passes need the whole repository.
+LOCAL_PASSES: tuple[Pass, ...] = (check_domain,)
+GLOBAL_PASSES: tuple[Pass, ...] = tuple(p for p in PASSES if p not in LOCAL_PASSES)
 
 
 def run_passes(program: Program, passes: tuple[Pass, ...] | None = None) -> tuple[Program, list[Diagnostic]]:
