@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from intentc.frontend import schema
-from intentc.frontend.yaml import _Reader
+from intentc.frontend.yaml_read import Reader
 from intentc.ir import Precision, vocabulary
 
 SCHEMA_DIR = Path(__file__).parents[1] / "schemas"
@@ -42,7 +42,7 @@ def _walk(node: Any, pointer: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _docs(path: Path) -> list[Any]:
-    reader = _Reader(path.name, path.read_text(encoding="utf-8"))
+    reader = Reader(path.name, path.read_text(encoding="utf-8"))
     reader.read()
     assert reader.diags == []
     return [root for root, _ in reader.docs if root is not None]

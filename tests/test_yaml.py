@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, format_text
-from intentc.frontend.yaml import MAX_ALIAS_EXPANSION, MAX_DEPTH, parse
+from intentc.frontend.yaml import parse
+from intentc.frontend.yaml_read import MAX_ALIAS_EXPANSION, MAX_DEPTH
 from intentc.frontend.yaml_emit import dump_program
 from intentc.sources import SourceFile
 
@@ -247,9 +248,9 @@ def test_huge_nesting_does_not_crash_the_interpreter() -> None:
 def test_libyaml_parser_is_used_when_available() -> None:
     import yaml
 
-    from intentc.frontend import yaml as surface
+    from intentc.frontend import yaml_read as surface
     if yaml.__with_libyaml__:
-        from yaml.cyaml import CParser
+        from yaml._yaml import CParser
         assert surface._LOADER is CParser
 
 
@@ -257,7 +258,7 @@ def test_pure_python_parser_gives_the_same_results(monkeypatch: pytest.MonkeyPat
     """Where PyYAML lacks libyaml, the same documents give the same IR and diagnostics."""
     import yaml
 
-    from intentc.frontend import yaml as surface
+    from intentc.frontend import yaml_read as surface
     cases = [(m[1], "t.yaml") for m in MALFORMED if m[0] != "deep-flow-nesting"]
     cases += [(p.read_text(encoding="utf-8"), p.name) for p in INPUTS]
     fast = [load(text, name) for text, name in cases]
