@@ -248,3 +248,61 @@ def test_sets_of_scalars_use_v_entries() -> None:
         "f:spec": {"f:finalizers": {'v:"a"': {}}}}}]
     [d] = diff_fields(desired, live)
     assert d.path == "spec.finalizers[b]" and d.live is None
+
+
+# --- the fast path of diff_fields never hides a difference ------------------
+
+import json as _json  # noqa: E402
+
+from hypothesis import given as _given, settings as _settings, strategies as _st  # noqa: E402
+
+from intentc.drift import fields as _fields  # noqa: E402
+
+_scalar = _st.one_of(_st.integers(-3, 3), _st.sampled_from(["a", "b", "8", "500m", "0.5", ""]),
+                     _st.booleans(), _st.none())
+_named = _st.lists(_st.fixed_dictionaries({"name": _st.sampled_from(["x", "y", "z"])},
+                                          optional={"v": _scalar, "w": _scalar}), max_size=3,
+                  unique_by=lambda item: item["name"])   # merge keys are unique in a valid object
+_value = _st.recursive(_st.one_of(_scalar, _named, _st.lists(_scalar, max_size=3)),
+                       lambda inner: _st.dictionaries(_st.sampled_from(["p", "q", "r"]), inner, max_size=3),
+                       max_leaves=12)
+
+
+def _trie(value: object) -> dict:
+    """A FieldsV1 trie owning every leaf of `value` (named lists keyed by name)."""
+    if isinstance(value, dict):
+        return {f"f:{k}": _trie(v) for k, v in value.items()}
+    if isinstance(value, list) and value and all(isinstance(i, dict) and "name" in i for i in value):
+        return {"k:" + _json.dumps({"name": i["name"]}): _trie(i) for i in value}
+    return {}
+
+
+@_settings(max_examples=400, deadline=None)
+@_given(_st.dictionaries(_st.sampled_from(["p", "q", "r"]), _value, max_size=3), _value, _st.booleans())
+def test_contained_implies_no_difference(desired: dict, extra: object, mutate: bool) -> None:
+    live = _json.loads(_json.dumps(desired))
+    if mutate and isinstance(live, dict):
+        live["extra"] = extra
+        for key in list(live)[:1]:
+            live[key] = extra
+    nodes = {"intentc": _trie(desired), "other": _trie(live)}
+    out: list = []
+    _fields._walk(None, desired, live, nodes, out)
+    if _fields._contained(desired, live):
+        assert out == []
+    if live == desired:
+        assert _fields._contained(desired, live)
+    # server-side defaults (extra keys everywhere) are not drift, on either path
+    defaulted = _with_defaults(desired)
+    out = []
+    _fields._walk(None, desired, defaulted, {"intentc": _trie(desired)}, out)
+    if _fields._contained(desired, defaulted):
+        assert out == []
+
+
+def _with_defaults(value: object) -> object:
+    if isinstance(value, dict):
+        return {**{k: _with_defaults(v) for k, v in value.items()}, "zz-default": 1}
+    if isinstance(value, list):
+        return [_with_defaults(v) if isinstance(v, dict) else v for v in value]
+    return value

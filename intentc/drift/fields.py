@@ -228,10 +228,38 @@ def diff_fields(desired: Mapping[str, Any], live: Mapping[str, Any],
 
     `skip` holds top-level paths never compared (e.g. `status`, the stamp
     annotations: they are provenance, judged separately)."""
+    want, have = _without(desired, skip), _without(live, skip)
+    if _contained(want, have):
+        return []          # nothing differs: no need to know who owns what
     nodes: dict[str, Mapping[str, Any] | None] = dict(field_sets(live))
     out: list[FieldDiff] = []
-    _walk(None, _without(desired, skip), _without(live, skip), nodes, out)
+    _walk(None, want, have, nodes, out)
     return sorted(out, key=lambda d: d.path)
+
+
+def _contained(desired: Any, live: Any) -> bool:
+    """A cheap, stricter version of `_walk` without ownership: True only when
+    `_walk` would report no difference at all.  Most objects on a cluster have
+    not drifted, and this check costs a fraction of the owner-tracking walk.
+
+    It is stricter where `_walk` is lenient: lists of uniquely named maps
+    must match item by item in order (`_walk` matches them by merge key), and
+    every other list must be equal as a whole (`_walk` compares sets by
+    membership).  A property test checks the implication."""
+    if type(desired) is dict:
+        if type(live) is not dict:
+            return False
+        for key, want in desired.items():
+            have = live.get(key, _MISSING)
+            if have is _MISSING or not _contained(want, have):
+                return False
+        return True
+    if (type(desired) is list and desired and all(type(d) is dict and "name" in d for d in desired)
+            and len({str(d["name"]) for d in desired}) == len(desired)):     # `_walk` matches by name
+        return (type(live) is list and len(live) == len(desired)
+                and all(type(h) is dict and h.get("name") == d["name"] and _contained(d, h)
+                        for d, h in zip(desired, live)))
+    return same_value(desired, live)
 
 
 def _without(body: Mapping[str, Any], skip: frozenset[str]) -> dict[str, Any]:
