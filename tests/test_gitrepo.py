@@ -6,22 +6,9 @@ from pathlib import Path
 
 import git
 import pytest
+from git_support import commit
 
 from intentc import gitrepo
-
-
-def commit(repo: git.Repo, files: dict[str, str | None], message: str) -> str:
-    root = Path(repo.working_tree_dir or ".")
-    for rel, text in files.items():
-        p = root / rel
-        if text is None:
-            repo.index.remove([rel], working_tree=True)
-            continue
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-        repo.index.add([rel])
-    actor = git.Actor("Test", "test@example.com")
-    return repo.index.commit(message, author=actor, committer=actor).hexsha
 
 
 @pytest.fixture()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import git
 import pytest
+from git_support import commit
 from typer.testing import CliRunner
 
 from intentc import gitrepo
@@ -98,20 +99,6 @@ spec:
 """
 
 BASE = {"intents/tenants.intent": TENANTS, "intents/pipeline.intent": PIPELINE, "intents/serve.yaml": SERVE}
-
-
-def commit(repo: git.Repo, files: dict[str, str | None], message: str) -> str:
-    root = Path(repo.working_tree_dir or ".")
-    for rel, text in files.items():
-        if text is None:
-            repo.index.remove([rel], working_tree=True)
-            continue
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-        repo.index.add([rel])
-    actor = git.Actor("Test", "test@example.com")
-    return repo.index.commit(message, author=actor, committer=actor).hexsha
 
 
 @pytest.fixture()

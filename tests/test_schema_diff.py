@@ -15,6 +15,7 @@ from typing import Any
 
 import git
 import pytest
+from git_support import commit
 from typer.testing import CliRunner
 
 from intentc import gitrepo
@@ -129,21 +130,6 @@ def document_schema(spec: Any) -> dict[str, Any]:
 def document(spec: Any) -> str:
     return ("apiVersion: intentc.dev/v1alpha1\nkind: Thing\nmetadata:\n  name: doc-one\nspec: "
             + json.dumps(spec) + "\n")
-
-
-def commit(repo: git.Repo, files: dict[str, str | None], message: str) -> str:
-    root = Path(repo.working_tree_dir or ".")
-    for rel, text in files.items():
-        p = root / rel
-        if text is None:
-            if p.exists():
-                repo.index.remove([rel], working_tree=True)
-            continue
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-        repo.index.add([rel])
-    actor = git.Actor("Test", "test@example.com")
-    return repo.index.commit(message, author=actor, committer=actor).hexsha
 
 
 def schema_text(spec: Any) -> str | None:
