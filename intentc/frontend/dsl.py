@@ -3,7 +3,7 @@
 Why it is built this way:
 
 * One lark LALR parser, built once at import, with the lowering
-  `_Lower` transformer inlined (``transformer=``): the IR is built while the
+  `Lowering` transformer inlined (``transformer=``): the IR is built while the
   parser reduces, and no parse tree is ever materialised.  lark refuses
   ``@v_args(meta=True)`` for inlined transformers, so spans come from the
   tokens themselves (``keep_all_tokens``): a node spans its first to its
@@ -27,25 +27,24 @@ from __future__ import annotations
 
 import bisect
 import importlib.resources
-import json
 import os
 import re
 import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import lark
-from lark import Lark, Token, Transformer
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 from lark.utils import TextSlice
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend import dsl_errors
-from intentc.ir import (Action, Batch, Constraints, Context, Dataset, FieldSpans, GpuRequest, Intent,
-                        ModelSettings, Program, Ref, Tenant, Trigger)
+from intentc.frontend.dsl_lower import Lowering
+from intentc.ir import Dataset, Intent, Program, Tenant
 from intentc.sources import SourceFile
 
 
@@ -76,331 +75,9 @@ class ParseResult:
 
 
 # (key, value, value span, keyword token): what a clause or item reduces to.
-_Item = tuple[str, Any, Span, Token]
 
-_INT = re.compile(r"-?[0-9]+")
-_FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]-?[0-9]+)?")
-# A line that plausibly opens a declaration: where recovery restarts.
+# A line that opens a top-level block: where parsing restarts after an error.
 _BOUNDARY = re.compile(r"^[ \t]*((?:tenant|dataset|intent)[ \t]+[^\s{}#,]+[ \t]*(?:\{|#|$))", re.M)
-
-_TENANT_KEYS = {"TIER": "tier", "SLA": "tier", "WEIGHT": "weight", "QUOTA": "quota",
-                "GROUP": "group", "DRIFT": "drift"}
-_GPU_OPTIONS = {"X": "product", "MEMORY": "memory", "WITHIN": "within", "PREFER": "prefer"}
-_ESCAPES = 'the escapes are \\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX (as in JSON)'
-_REQUIRED = {
-    "trigger": "trigger: on push",
-    "action": 'action: batch image "registry/app:1.0"',
-    "context": "context: tenant team-a",
-}
-
-
-class _Lower(Transformer):  # type: ignore[type-arg]
-    """Rule callbacks that build IR nodes; one instance, reset for every parse."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.path = ""
-        self.diags: list[Diagnostic] = []
-        self.decls: list[Tenant | Dataset | Intent] = []
-        self.comments: list[Token] = []
-
-    def begin(self, path: str) -> None:
-        self.path, self.diags, self.decls, self.comments = path, [], [], []
-
-    # -- helpers -----------------------------------------------------------
-
-    def _sp(self, t: Token) -> Span:
-        return Span(self.path, t.line, t.column, t.end_line, t.end_column)  # type: ignore[arg-type]
-
-    def _cover(self, a: Span, b: Span) -> Span:
-        return Span(self.path, a.line, a.column, b.end_line, b.end_column)
-
-    def _text(self, t: Token) -> str:
-        v: str = t.value
-        if t.type != "STRING":
-            return v
-        if "\\" not in v:
-            return v[1:-1]
-        try:
-            s: str = json.loads(v, strict=False)
-            s.encode("utf-8")
-        except json.JSONDecodeError as exc:
-            pos = exc.pos - 1 if v[exc.pos] != "\\" and v[exc.pos - 1] == "\\" else exc.pos
-            at = Span.point(self.path, t.line, t.column + pos, 2)  # type: ignore[arg-type,operator]
-            self.diags.append(error("E0107", f"invalid escape '{v[pos:pos + 2]}' in a string", at,
-                                    hint=_ESCAPES))
-            return v[1:-1]
-        except UnicodeEncodeError:
-            self.diags.append(error("E0107", "a \\u escape in this string is half a surrogate pair",
-                                    self._sp(t), hint=_ESCAPES))
-            return v[1:-1]
-        return s
-
-    def _bad(self, t: Token, what: str, example: str) -> None:
-        hint = "numbers are written without quotes" if t.type == "STRING" else f"for example {example}"
-        self.diags.append(error("E0107", f"{what}, found {dsl_errors.describe_found(t)}", self._sp(t),
-                                hint=hint))
-
-    def _int(self, t: Token, what: str) -> int | None:
-        if t.type == "WORD" and _INT.fullmatch(t.value):
-            try:
-                return int(t.value)
-            except ValueError:  # more digits than Python converts
-                pass
-        self._bad(t, f"{what} must be an integer", "4")
-        return None
-
-    def _float(self, t: Token, what: str) -> float | None:
-        if t.type == "WORD" and _FLOAT.fullmatch(t.value):
-            value = float(t.value)
-            if value not in (float("inf"), float("-inf")):
-                return value
-        self._bad(t, f"{what} must be a number", "0.95")
-        return None
-
-    def _unique(self, items: Iterable[_Item], where: str) -> dict[str, tuple[Any, Span, Token]]:
-        """Items by key; a key given twice is E0105 at the second, noting the first."""
-        seen: dict[str, tuple[Any, Span, Token]] = {}
-        for key, value, span, kw in items:
-            first = seen.get(key)
-            if first is None:
-                seen[key] = (value, span, kw)
-                continue
-            also = "" if kw.value == first[2].value else f" (as '{first[2].value}' and '{kw.value}')"
-            self.diags.append(error(
-                "E0105", f"'{kw.value}' is given twice in {where}{also}", self._sp(kw),
-                hint="keep one of them", related=[Related(f"first '{first[2].value}' here", self._sp(first[2]))]))
-        return seen
-
-    @staticmethod
-    def _take(u: dict[str, tuple[Any, Span, Token]], keys: Iterable[str], fields: dict[str, Any],
-              spans: dict[str, Span], prefix: str = "") -> None:
-        for key in keys:
-            hit = u.get(key)
-            if hit is not None and hit[0] is not None:
-                fields[prefix + key] = hit[0]
-                spans[prefix + key] = hit[1]
-
-    def _refs(self, toks: list[Token]) -> tuple[Ref, ...]:
-        return tuple(Ref(self._text(t), self._sp(t)) for t in toks)
-
-    def _items_span(self, items: list[_Item]) -> Span:
-        return self._cover(self._sp(items[0][3]), items[-1][2])
-
-    # -- declarations --------------------------------------------------------
-
-    def start(self, c: list[Any]) -> None:
-        return None
-
-    def tenant(self, c: list[Any]) -> Tenant:
-        name = self._text(c[1])
-        where = f"tenant '{name}'"
-        u = self._unique(c[3:-1], where)
-        fields: dict[str, Any] = {}
-        spans = {"name": self._sp(c[1])}
-        self._take(u, ("tier", "weight", "group", "drift"), fields, spans)
-        if "quota" in u:
-            quota = self._unique(u["quota"][0], f"the quota of {where}")
-            self._take(quota, ("gpus", "cpu", "memory"), fields, spans, prefix="quota_")
-        t = Tenant(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
-                   **fields)
-        self.decls.append(t)
-        return t
-
-    def tenant_clause(self, c: list[Any]) -> _Item:
-        kw = c[0]
-        key = _TENANT_KEYS[kw.type]
-        if key == "quota":
-            items: list[_Item] = c[2::2]
-            return "quota", items, self._items_span(items), kw
-        v = c[2]
-        value = self._int(v, "weight") if key == "weight" else self._text(v)
-        return key, value, self._sp(v), kw
-
-    def quota_item(self, c: list[Any]) -> _Item:
-        kw, v = c
-        value = self._int(v, "a GPU quota") if kw.type == "GPUS" else self._text(v)
-        return kw.type.lower(), value, self._sp(v), kw
-
-    def dataset(self, c: list[Any]) -> Dataset:
-        name = self._text(c[1])
-        spans = {"name": self._sp(c[1])}
-        fields: dict[str, Any] = {}
-        if len(c) > 2:
-            self._take(self._unique(c[3:-1], f"dataset '{name}'"), ("uri",), fields, spans)
-        d = Dataset(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
-                    **fields)
-        self.decls.append(d)
-        return d
-
-    def dataset_clause(self, c: list[Any]) -> _Item:
-        return "uri", self._text(c[2]), self._sp(c[2]), c[0]
-
-    def intent(self, c: list[Any]) -> Intent | None:
-        name = self._text(c[1])
-        name_span = self._sp(c[1])
-        u = self._unique(c[3:-1], f"intent '{name}'")
-        missing = [k for k in _REQUIRED if k not in u]
-        for k in missing:
-            self.diags.append(error("E0106", f"intent '{name}' has no {k} clause", name_span,
-                                    hint=f"add a clause such as `{_REQUIRED[k]}`"))
-        if missing or any(u[k][0] is None for k in _REQUIRED):
-            return None
-        fields: dict[str, Any] = {}
-        spans = {"name": name_span}
-        self._take(u, ("trigger", "action", "context", "constraints", "consumes", "produces"), fields, spans)
-        if "constraints" not in fields:     # no clause: later passes still get a place to point at
-            fields["constraints"] = Constraints(span=name_span)
-        i = Intent(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
-                   **fields)
-        self.decls.append(i)
-        return i
-
-    def intent_clause(self, c: list[Any]) -> _Item:
-        kw = c[0]
-        t = kw.type
-        if t == "TRIGGER":
-            return "trigger", c[2], c[2].span, kw
-        if t == "ACTION":
-            action, span = c[2]
-            return "action", action, span, kw
-        items: list[Any] = c[2::2]
-        if t == "CONTEXT":
-            return "context", self._context(items), self._items_span(items), kw
-        if t == "CONSTRAINTS":
-            return "constraints", self._constraints(items), self._items_span(items), kw
-        span = self._cover(self._sp(items[0]), self._sp(items[-1]))
-        return t.lower(), self._refs(items), span, kw
-
-    # -- trigger and action --------------------------------------------------
-
-    def trigger(self, c: list[Any]) -> Trigger:
-        first = c[0]
-        span = self._cover(self._sp(first), self._sp(c[-1]))
-        if first.type == "ON":
-            return Trigger(self._text(c[1]), span=span)
-        if first.type == "AFTER":
-            return Trigger("after", after=self._refs(c[1::2]), span=span)
-        if first.type == "SCHEDULE":
-            return Trigger("schedule", schedule=self._text(c[1]), span=span)
-        return Trigger(self._text(first), span=span)
-
-    def action(self, c: list[Any]) -> tuple[Action | None, Span]:
-        kind = c[0]
-        parts: list[Any] = c[1:]
-        settings = parts.pop() if parts and isinstance(parts[-1], ModelSettings) else None
-        end = settings.span if settings else (parts[-1][2] if parts else self._sp(kind))
-        span = self._cover(self._sp(kind), end)
-        u = self._unique(parts, "the action")
-        if "image" not in u:
-            self.diags.append(error("E0106", "the action has no image", self._sp(kind),
-                                    hint='add the container image: image "registry/app:1.0"'))
-            return None, span
-        fields: dict[str, Any] = {}
-        spans = {"kind": self._sp(kind)}
-        self._take(u, ("image", "model", "command", "replicas", "port"), fields, spans)
-        return Action(self._text(kind), settings=settings, span=span, spans=FieldSpans.of(spans),
-                      **fields), span
-
-    def action_part(self, c: list[Any]) -> _Item:
-        kw, v = c
-        t = kw.type
-        if t == "COMMAND":
-            values, span = v
-            return "command", values, span, kw
-        if t in ("REPLICAS", "PORT"):
-            return t.lower(), self._int(v, t.lower()), self._sp(v), kw
-        return t.lower(), self._text(v), self._sp(v), kw
-
-    def string_list(self, c: list[Any]) -> tuple[tuple[str, ...], Span]:
-        return tuple(self._text(t) for t in c[1:-1:2]), self._cover(self._sp(c[0]), self._sp(c[-1]))
-
-    value_list = string_list
-
-    def settings(self, c: list[Any]) -> ModelSettings:
-        fields: dict[str, Any] = {}
-        spans: dict[str, Span] = {}
-        self._take(self._unique(c[1:-1], "the settings"), ("batch", "seq_len", "kv_cache", "precision"),
-                   fields, spans)
-        return ModelSettings(span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
-                             **fields)
-
-    def setting(self, c: list[Any]) -> _Item:
-        kw, v = c[0], c[2]
-        t = kw.type
-        if t == "BATCH":
-            batch, span = v
-            return "batch", batch, span, kw
-        if t == "SEQ_LEN":
-            return "seq_len", self._int(v, "seq_len"), self._sp(v), kw
-        return t.lower(), self._text(v), self._sp(v), kw
-
-    def batch(self, c: list[Any]) -> tuple[Batch | None, Span]:
-        span = self._cover(self._sp(c[0]), self._sp(c[-1]))
-        if c[0].type == "AUTO":
-            if len(c) == 1:
-                return Batch(auto=True), span
-            limit = self._int(c[3], "the auto batch maximum")
-            return (Batch(auto=True, max=limit) if limit is not None else None), span
-        size = self._int(c[0], "batch (a size or auto)")
-        return (Batch(auto=False, size=size) if size is not None else None), span
-
-    # -- context and constraints ---------------------------------------------
-
-    def context_item(self, c: list[Any]) -> _Item:
-        kw, v = c
-        if kw.type == "TENANT":
-            return "tenant", Ref(self._text(v), self._sp(v)), self._sp(v), kw
-        if kw.type == "TAGS":
-            values, span = v
-            return "tags", values, span, kw
-        return "drift", self._text(v), self._sp(v), kw
-
-    def _context(self, items: list[_Item]) -> Context | None:
-        u = self._unique(items, "the context")
-        if "tenant" not in u:
-            self.diags.append(error("E0106", "the context names no tenant", self._items_span(items),
-                                    hint="add the owning tenant: context: tenant team-a"))
-            return None
-        fields: dict[str, Any] = {}
-        spans: dict[str, Span] = {}
-        self._take(u, ("tenant", "tags", "drift"), fields, spans)
-        return Context(span=self._items_span(items), spans=FieldSpans.of(spans), **fields)
-
-    def constraint_item(self, c: list[Any]) -> _Item:
-        kw, v = c
-        t = kw.type
-        if t == "GPUS":
-            gpus, span = v
-            return "gpus", gpus, span, kw
-        if t == "TOLERANCE":
-            return "tolerance", self._float(v, "tolerance"), self._sp(v), kw
-        return t.lower(), self._text(v), self._sp(v), kw
-
-    def _constraints(self, items: list[_Item]) -> Constraints:
-        fields: dict[str, Any] = {}
-        spans: dict[str, Span] = {}
-        self._take(self._unique(items, "the constraints"),
-                   ("cpu", "memory", "gpus", "sla", "tolerance", "duration"), fields, spans)
-        return Constraints(span=self._items_span(items), spans=FieldSpans.of(spans), **fields)
-
-    def gpus(self, c: list[Any]) -> tuple[GpuRequest | None, Span]:
-        count_tok = c[0]
-        options: list[_Item] = c[1:]
-        span = self._cover(self._sp(count_tok), options[-1][2] if options else self._sp(count_tok))
-        u = self._unique(options, "the GPU request")
-        count = self._int(count_tok, "the GPU count")
-        if count is None:
-            return None, span
-        fields: dict[str, Any] = {}
-        spans = {"count": self._sp(count_tok)}
-        self._take(u, ("product", "memory", "within", "prefer"), fields, spans)
-        return GpuRequest(count, span=span, spans=FieldSpans.of(spans), **fields), span
-
-    def gpu_option(self, c: list[Any]) -> _Item:
-        kw, v = c
-        return _GPU_OPTIONS[kw.type], self._text(v), self._sp(v), kw
-
 
 def _token(kind: str, value: str, pos: int, line: int, col: int, end_col: int, end_pos: int) -> Token:
     """`Token(...)` without its keyword-compatibility shim: a tenth of the lexing time."""
@@ -484,7 +161,7 @@ def _cache_file() -> str | bool:
     return os.path.join(folder, f"grammar-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.cache")
 
 
-_LOWER = _Lower()
+_LOWER = Lowering()
 _PARSER = Lark(grammar_text(), parser="lalr", lexer=_Lexer, transformer=_LOWER,
                keep_all_tokens=True, maybe_placeholders=False, cache=_cache_file())
 _LOCK = threading.Lock()   # `_LOWER` holds the state of the parse in progress
