@@ -261,3 +261,37 @@ def test_manifest_sort_key_is_total() -> None:
     assert len({m.sort_key for m in ms}) == len(ms)
     body = ir.Tenant("x")   # the IR is untouched by rendering
     assert body == ir.Tenant("x")
+
+
+# --- scheduled and manual intents: CronJobs, not Jobs that run at apply time ----
+
+def _with_trigger(trigger: ir.Trigger) -> tuple[ir.Program, str]:
+    """The sample program with its first run-to-completion intent re-triggered."""
+    program = sample_program()
+    first = next(i for i in program.intents if i.action.kind != "serve")
+    intents = tuple(replace(i, trigger=trigger) if i is first else i for i in program.intents)
+    return replace(program, intents=intents), first.name
+
+
+@pytest.mark.parametrize("version, api", [(V120, "batch/v1beta1"), (V129, "batch/v1")], ids=["1.20", "1.29"])
+def test_scheduled_intent_renders_a_cronjob(version: KubeVersion, api: str) -> None:
+    program, name = _with_trigger(ir.Trigger("schedule", schedule="30 3 * * *"))
+    r = render(program, sample_plan(), SHA_A, version)
+    assert not [m for m in r.manifests if m.ref.kind == "Job" and m.ref.name.startswith(name)]
+    cron = next(dict(m.body) for m in r.manifests if m.ref.kind == "CronJob" and m.ref.name.startswith(name))
+    assert cron["apiVersion"] == api
+    assert cron["spec"]["schedule"] == "30 3 * * *" and cron["spec"]["suspend"] is False
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    # the spawned Jobs belong to the CronJob controller: not labelled as intentc's own objects
+    template_labels = cron["spec"]["jobTemplate"]["metadata"]["labels"]
+    assert MANAGED_BY_LABEL not in template_labels and template_labels[INTENT_LABEL] == name
+    assert cron["metadata"]["labels"][MANAGED_BY_LABEL] == "intentc"
+    assert validate_manifest(cron) == []
+
+
+def test_manual_intent_renders_a_suspended_cronjob() -> None:
+    program, name = _with_trigger(ir.Trigger("manual"))
+    r = render(program, sample_plan(), SHA_A, V129)
+    cron = next(dict(m.body) for m in r.manifests if m.ref.kind == "CronJob" and m.ref.name.startswith(name))
+    assert cron["spec"]["suspend"] is True
+    assert validate_manifest(cron) == []

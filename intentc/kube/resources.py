@@ -53,6 +53,8 @@ KNOWN: dict[tuple[str, str], Resource] = {
         Resource("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
         Resource("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False),
         Resource("batch/v1", "Job", "jobs", True),
+        Resource("batch/v1", "CronJob", "cronjobs", True),
+        Resource("batch/v1beta1", "CronJob", "cronjobs", True),
         Resource("apps/v1", "Deployment", "deployments", True),
     )
 }

@@ -28,8 +28,14 @@ _LIST = re.compile(r"^List\[(.+)\]$")
 _DICT = re.compile(r"^Dict\[str, (.+)\]$")
 
 
+# Versions the client no longer ships models for, checked against their
+# successor (the fields intentc renders are the same in both).
+_SUCCESSOR = {("batch/v1beta1", "CronJob"): "batch/v1"}
+
+
 def model_class(api_version: str, kind: str) -> type[Any] | None:
     """The generated model for an apiVersion/kind, e.g. batch/v1 Job → V1Job."""
+    api_version = _SUCCESSOR.get((api_version, kind), api_version)
     group, _, version = api_version.rpartition("/")
     ver = version[:1].upper() + version[1:]
     prefix = "".join(p[:1].upper() + p[1:] for p in group.split(".")[0].split("-")) if group else "Core"

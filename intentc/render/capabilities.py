@@ -35,6 +35,11 @@ class KubeVersion:
         return (self.major, self.minor) >= (major, minor)
 
     @property
+    def cronjob_api_version(self) -> str:
+        """CronJob is `batch/v1` from 1.21; 1.20 serves `batch/v1beta1`."""
+        return "batch/v1" if self.at_least(1, 21) else "batch/v1beta1"
+
+    @property
     def indexed_jobs(self) -> bool:
         """`completionMode: Indexed` is served from 1.21 (beta, on by default)."""
         return self.at_least(1, 21)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from intentc.ir import ActionKind, Intent
+from intentc.ir import ActionKind, Intent, TriggerKind
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.render.capabilities import KubeVersion
 from intentc.render.meta import labels, metadata
@@ -226,8 +226,32 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
     return [deployment, service], choice
 
 
+# A schedule that never fires (February 31st): manual intents are CronJobs
+# kept suspended, run on demand with `kubectl create job --from=cronjob/NAME`.
+NEVER = "0 0 31 2 *"
+
+
+def as_cronjob(job: dict[str, Any], intent: Intent, version: KubeVersion) -> dict[str, Any]:
+    """Wrap a rendered Job so it runs on the intent's schedule instead of at
+    apply time (a scheduled or manual intent must not start on every merge)."""
+    manual = intent.trigger.kind == TriggerKind.MANUAL.value
+    meta = job["metadata"]
+    # The Jobs the CronJob controller creates are its, not intentc's: they
+    # carry the intent and tenant labels but not managed-by, so drift
+    # detection does not take them for orphans.
+    template_meta = {"labels": {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}}
+    return {"apiVersion": version.cronjob_api_version, "kind": "CronJob", "metadata": meta,
+            "spec": {"schedule": NEVER if manual else str(intent.trigger.schedule),
+                     "suspend": manual,
+                     "concurrencyPolicy": "Forbid",
+                     "jobTemplate": {"metadata": template_meta, "spec": job["spec"]}}}
+
+
 def workload_objects(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
                      target: RenderTarget, dataset_uris: Mapping[str, str | None]) -> tuple[list[dict[str, Any]], Choice | None]:
     if intent.action.kind == ActionKind.SERVE.value:
         return deployment_and_service(intent, placement, wave, target, dataset_uris)
-    return jobs(intent, placement, wave, version, target, dataset_uris)
+    bodies, choice = jobs(intent, placement, wave, version, target, dataset_uris)
+    if intent.trigger.kind in (TriggerKind.SCHEDULE.value, TriggerKind.MANUAL.value):
+        bodies = [as_cronjob(b, intent, version) for b in bodies]
+    return bodies, choice
