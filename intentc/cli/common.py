@@ -8,7 +8,8 @@ about half a second, which commands that never connect should not pay.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+import contextlib
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from intentc.cli.app import usage_error
 from intentc.compile import CommitError, resolve_commit
@@ -57,3 +58,17 @@ def connect_or_exit(kubeconfig: str | None, context: str | None, kube_version: s
     except ValueError as e:
         usage_error(f"cannot tell the server's version: {e}")
     return client, version
+
+
+@contextlib.contextmanager
+def cluster_errors(target: str) -> Iterator[None]:
+    """A cluster that fails mid-command, or an inventory that cannot be read,
+    ends the command as an environment error (exit 2) with the reason."""
+    from intentc.kube.errors import KubeError
+
+    try:
+        yield
+    except KubeError as e:
+        usage_error(e.message)
+    except ValueError as e:
+        usage_error(f"the inventory of target {target} is unreadable: {e}")

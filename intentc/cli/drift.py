@@ -21,14 +21,13 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
-from intentc.cli.common import check_render_target, commit_or_exit, connect_or_exit
+from intentc.cli.common import check_render_target, cluster_errors, commit_or_exit, connect_or_exit
 from intentc.compile import compile_paths
 from intentc.diagnostics import OutputFormat
 from intentc.drift.detect import DRIFT_CLASSES, DriftClass, History, Report
 from intentc.drift.live import observe
 from intentc.drift.rollback import LAST_GOOD, RepoSource, RollbackError
 from intentc.drift.rollback import rollback as run_rollback
-from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
 from intentc.reconcile.sync import ApplyOptions
 from intentc.render.targets import DEFAULT_TARGET
@@ -120,12 +119,8 @@ def drift(
             emit_diagnostics(list(result.diagnostics), diag_format, result.sources, to_stderr=True)
             typer.echo("intentc: error: the intents do not compile; nothing to compare", err=True)
             raise typer.Exit(EXIT_USAGE)
-        try:
+        with cluster_errors(target):
             report, _ = observe(client, result.rendered.manifests, target, _history(paths, sha))
-        except KubeError as e:
-            usage_error(e.message)
-        except ValueError as e:
-            usage_error(f"the inventory of target {target} is unreadable: {e}")
     finally:
         client.close()
     if format is ReportFormat.JSON:
@@ -178,14 +173,11 @@ def rollback(
     client, version = connect_or_exit(kubeconfig, context, kube_version)
     options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout)
     try:
-        outcome = run_rollback(client, replace(source, kube_version=version), work_directory(root),
-                               to, reason=reason, options=options)
+        with cluster_errors(target):
+            outcome = run_rollback(client, replace(source, kube_version=version), work_directory(root),
+                                   to, reason=reason, options=options)
     except RollbackError as e:
         usage_error(e.message)
-    except KubeError as e:
-        usage_error(e.message)
-    except ValueError as e:
-        usage_error(f"the inventory of target {target} is unreadable: {e}")
     finally:
         client.close()
     if format is ReportFormat.JSON:

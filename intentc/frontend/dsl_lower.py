@@ -44,7 +44,7 @@ _FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]-?[0-9]+)?")
 _TENANT_KEYS = {"TIER": "tier", "SLA": "tier", "WEIGHT": "weight", "QUOTA": "quota",
                 "GROUP": "group", "DRIFT": "drift"}
 _GPU_OPTIONS = {"X": "product", "MEMORY": "memory", "WITHIN": "within", "PREFER": "prefer"}
-_ESCAPES = 'the escapes are \\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX (as in JSON)'
+_ESCAPES = 'the escapes are \\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uHHHH with four hex digits (as in JSON)'
 _REQUIRED = {
     "trigger": "trigger: on push",
     "action": 'action: batch image "registry/app:1.0"',
