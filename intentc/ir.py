@@ -333,10 +333,6 @@ class Program:
     def intent(self, name: str) -> Intent | None:
         return next((i for i in self.intents if i.name == name), None)
 
-    def merged(self, other: "Program") -> "Program":
-        return Program(self.tenants + other.tenants, self.datasets + other.datasets,
-                       self.intents + other.intents, self.topologies + other.topologies)
-
     def canonical(self) -> "Program":
         def key(d: Declaration) -> tuple[str, int, int, str]:
             return (d.span.file, d.span.line, d.span.column, d.name)

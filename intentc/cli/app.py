@@ -48,7 +48,15 @@ def emit_diagnostics(diags: list[Diagnostic], fmt: OutputFormat, sources: dict[s
         typer.echo(out, nl=False, err=to_stderr)
 
 
+# A path that cannot be read is an environment problem, not a finding in the intents.
+UNREADABLE_PATH = "E0001"
+
+
 def exit_for(diags: list[Diagnostic], strict: bool = False) -> NoReturn:
+    """2 when an input could not be read, 1 for errors (and warnings with
+    `strict`), else 0 — the same rule for every command that reports."""
+    if any(d.code == UNREADABLE_PATH for d in diags):
+        raise typer.Exit(EXIT_USAGE)
     raise typer.Exit(EXIT_FINDINGS if has_errors(diags, strict) else EXIT_OK)
 
 

@@ -6,7 +6,7 @@ from typing import List
 
 import typer
 
-from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
+from intentc.cli.app import app, emit_diagnostics, exit_for
 from intentc.diagnostics import OutputFormat
 from intentc.pipeline import check as run_check
 
@@ -33,6 +33,4 @@ def check(
         p = result.program
         typer.echo(f"ok: {len(p.intents)} intents, {len(p.tenants)} tenants, "
                    f"{len(p.datasets)} datasets, {len(p.topologies)} topologies")
-    if any(d.code == "E0001" for d in diags):
-        raise typer.Exit(EXIT_USAGE)      # a path that cannot be read is an environment error
     exit_for(diags, strict)

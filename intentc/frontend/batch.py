@@ -21,6 +21,7 @@ diagnostics (tests check this).
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import os
@@ -75,8 +76,10 @@ def _parse_to_pickles(sources: list[SourceFile]) -> list[bytes]:
         return [pickle.dumps(_parse_guarded(s), _PICKLE) for s in sources]
 
 
+@functools.cache
 def _compiler_fingerprint() -> str:
-    """Cache entries are only valid for the exact grammar, schemas and code that made them."""
+    """Cache entries are only valid for the exact grammar, schemas and code that made them
+    (computed once per process: the daemon and `watch` load many times)."""
     h = hashlib.sha256(__version__.encode())
     pkg = Path(__file__).resolve().parents[1]
     for root in (pkg, pkg.parent / "grammar", pkg.parent / "schemas"):
