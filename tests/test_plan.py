@@ -247,6 +247,19 @@ def test_sla_class_goes_first_whatever_the_name() -> None:
     assert [u.intent for u in plan.unplaced] == ["aaa-batch"]
 
 
+def test_smaller_gangs_first_within_a_tenant_and_class() -> None:
+    # 8 GPUs for 12 asked: by name the 8-GPU "a-train" would go first and leave
+    # no room for the other three; smaller first refuses one intent, not three.
+    intents = (job("a-train", "t1", gpus=8), job("b-eval", "t1", gpus=1), job("c-eval", "t1", gpus=1),
+               job("d-tune", "t1", gpus=2))
+    plan, _ = make_plan(program(*intents), loaded(node("n1", zone="z", rack="r")))
+    assert [u.intent for u in plan.unplaced] == ["a-train"]
+    # ... but never across SLA classes: a P1 gang still beats P2 singles.
+    urgent = (job("a-train", "t1", gpus=8, sla="P1"),) + intents[1:]
+    plan, _ = make_plan(program(*urgent), loaded(node("n1", zone="z", rack="r")))
+    assert [u.intent for u in plan.unplaced] == ["b-eval", "c-eval", "d-tune"]
+
+
 def test_missing_sla_is_p2() -> None:
     plan, _ = make_plan(program(job("a-none", "t1", gpus=8), job("b-p3", "t1", gpus=8, sla="P3")),
                         loaded(node("n1", zone="z", rack="r")))

@@ -4,8 +4,14 @@ First by SLA class (P0 before P1 ...; an intent without one is P2, the
 middle of the range).  Within a class, weighted fair share between tenants:
 the next intent comes from the tenant with the lowest allocated/weight
 ratio so far, ties to the tenant name; within a tenant, earlier waves first,
-then by intent name.  Ratios are compared exactly (as integers), and nothing
-depends on the order declarations appear in the files.
+then smaller gangs first, then by intent name.  Ratios are compared exactly
+(as integers), and nothing depends on the order declarations appear in the
+files.
+
+Smaller gangs first is the count-maximising rule: when a class does not fit,
+the plan refuses the fewest intents of it, and the tenant still pays for
+every GPU in fair share, so no tenant gains by splitting work.  An intent
+that must win over its tenant's smaller ones says so with a higher SLA class.
 
 Allocation counts carry over from one SLA class to the next, so a tenant
 that got a lot of P0 capacity waits its turn in P1.
@@ -75,7 +81,7 @@ class FairShare:
             classes.setdefault(sla_rank(intent), {}).setdefault(intent.tenant, []).append(intent)
         late = len(wave_of) + 1
         for rank in sorted(classes):
-            queues = {t: deque(sorted(q, key=lambda i: (wave_of.get(i.name, late), i.name)))
+            queues = {t: deque(sorted(q, key=lambda i: (wave_of.get(i.name, late), i.gpu_count, i.name)))
                       for t, q in sorted(classes[rank].items())}
             while queues:
                 tenant = min(queues, key=lambda t: (self._share(t), t))
