@@ -199,14 +199,30 @@ class Cluster:
         return found
 
     def take(self, node: NodeState, gpus: tuple[int, ...]) -> None:
-        mask = 0
-        for g in gpus:
-            mask |= 1 << g
+        mask = _mask(gpus)
         if node.free & mask != mask:
             raise ValueError(f"GPUs {gpus} of {node.spec.name} are not all free")
         node.free &= ~mask
+        self._count(node, -len(gpus))
+
+    def release(self, node: NodeState, gpus: tuple[int, ...]) -> None:
+        """Undo `take` (used when the planner moves a job to make room for another)."""
+        mask = _mask(gpus)
+        if node.free & mask:
+            raise ValueError(f"GPUs {gpus} of {node.spec.name} are not all taken")
+        node.free |= mask
+        self._count(node, len(gpus))
+
+    def _count(self, node: NodeState, delta: int) -> None:
         chain = node.leaf.ancestors()
         for view in self._views.values():
             if view.filter.admits(node):
                 for d in chain:
-                    view.free[d.id] -= len(gpus)
+                    view.free[d.id] += delta
+
+
+def _mask(gpus: tuple[int, ...]) -> int:
+    mask = 0
+    for g in gpus:
+        mask |= 1 << g
+    return mask

@@ -25,6 +25,7 @@ from intentc.plan.admission import FairShare, TenantTerms, tenant_weight
 from intentc.plan.cluster import Cluster
 from intentc.plan.model import Placement, Plan, TenantShare, Unplaced
 from intentc.plan.placer import Placed, Placer, Refused, Request
+from intentc.plan.repack import Seated, make_room
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuMatrix
 from intentc.topology.nvsmi import default_matrix
@@ -85,7 +86,7 @@ class _Pass:
 
     cluster: Cluster
     fair: FairShare
-    placements: list[Placement] = field(default_factory=list)
+    seated: dict[str, Seated] = field(default_factory=dict)   # placed intents, in admission order
     unplaced: list[Unplaced] = field(default_factory=list)
     refusals: dict[str, str] = field(default_factory=dict)     # intent -> reason
     diags: list[Diagnostic] = field(default_factory=list)
@@ -121,14 +122,20 @@ def _run(topology: LoadedTopology, seed: int, intents: list[ir.Intent], terms: d
         else:
             view, limit = checked
             outcome = placer.place(req, view, limit) or placer.refuse_now(req, view, limit)
+            if isinstance(outcome, Refused) and outcome.reason == "fragmentation":
+                room = make_room(placer, req, view, limit, run.seated)
+                if room is not None:
+                    outcome = room.placed
+                    for name, moved in room.moved.items():
+                        run.seated[name] = Seated(run.seated[name].request, moved)
         if isinstance(outcome, Refused):
             run.unplaced.append(Unplaced(intent.name, intent.tenant, outcome.reason, outcome.message))
             run.refusals[intent.name] = outcome.reason
             run.diags.append(error("E0601", outcome.message, _gpus_span(intent), hint=outcome.hint))
             continue
         fair.charge(req.tenant, req.count)
-        run.placements.append(Placement(intent.name, intent.tenant, outcome.allocations,
-                                        outcome.domains, outcome.interconnect))
+        run.seated[intent.name] = Seated(req, Placement(intent.name, intent.tenant, outcome.allocations,
+                                                        outcome.domains, outcome.interconnect))
         unmet = _unmet_preference(req, placer, outcome, intent)
         if unmet is not None:
             run.diags.append(unmet)
@@ -170,7 +177,7 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0) -> t
 
     run = _place_all(topology, seed, intents, terms, wave_of)
     diags += run.diags
-    placements = list(run.placements)
+    placements = [seat.placement for seat in run.seated.values()]
     for intent in intents:
         if intent.gpu_count <= 0:
             placements.append(Placement(intent.name, intent.tenant, (),

@@ -1,0 +1,90 @@
+"""The benchmark cluster and the synthetic Alibaba-shaped workload (see bench_plan.py).
+
+Shared by the baselines, the MILP and the scoring, so every policy sees the
+very same nodes and jobs.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from intentc import ir
+from intentc.topology.load import LoadedTopology
+from intentc.topology.matrix import GpuMatrix
+from intentc.topology.nvsmi import default_matrix, parse
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 20230
+SIZES = (1, 2, 4, 8, 16, 32)
+SIZE_WEIGHTS = (0.80, 0.09, 0.05, 0.04, 0.012, 0.008)
+SLA = (("P0", 0.05), ("P1", 0.20), ("P2", 0.50), ("P3", 0.25))
+SLA_CLASSES = tuple(s for s, _ in SLA)
+TENANTS = (("ads", "gold", None), ("llm", "gold", 1200), ("search", "silver", None),
+           ("vision", "silver", None), ("research", "bronze", 400), ("interns", "bronze", None))
+HGX_TOPO = ROOT / "tests" / "fixtures" / "nvidia-smi" / "hgx-h100.txt"
+
+
+def _hgx_matrix() -> GpuMatrix:
+    matrix, diags = parse(HGX_TOPO.read_text(encoding="utf-8"), str(HGX_TOPO))
+    if matrix is None:
+        raise SystemExit(f"cannot parse {HGX_TOPO}: {diags}")
+    return matrix
+
+
+def build_cluster(hgx_nodes: int, hgx_per_rack: int, racks_per_zone: int,
+                  gb_domains: int, gb_per_domain: int) -> LoadedTopology:
+    hgx = _hgx_matrix()
+    gb = default_matrix(4, "GB200")
+    nodes, mats = [], []
+    for i in range(hgx_nodes):
+        rack = i // hgx_per_rack
+        zone = rack // racks_per_zone
+        name = f"hgx-{i:03d}"
+        nodes.append(ir.TopologyNode(name, 8, "H100-80GB", "81559Mi",
+                                     domains=(("zone", f"z{zone + 1}"), ("rack", f"r{rack + 1:02d}"))))
+        mats.append((name, hgx))
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for d in range(gb_domains):
+        for t in range(gb_per_domain):
+            name = f"gb-{letters[d]}{t:02d}"
+            clique = f"nvl72-{letters[d]}"
+            nodes.append(ir.TopologyNode(name, 4, "GB200", "189471Mi",
+                                         domains=(("zone", "zgb"), ("rack", clique), ("nvlink", clique))))
+            mats.append((name, gb))
+    return LoadedTopology(ir.Topology("bench", ("zone", "rack", "nvlink", "node"), tuple(nodes)), tuple(mats))
+
+
+def _intent(name: str, tenant: str, size: int, rng: random.Random) -> ir.Intent:
+    product = within = prefer = None
+    if size <= 8:
+        within = "node" if size > 1 else None
+        if rng.random() < 0.15:
+            product = "H100-80GB"
+    elif rng.random() < 0.5:
+        within = "nvlink"
+    else:
+        within, prefer = "rack", "nvlink"
+    sla = rng.choices([s for s, _ in SLA], [w for _, w in SLA])[0]
+    kind = "training" if size >= 8 else rng.choice(["batch", "inference", "serve"])
+    return ir.Intent(name, ir.Trigger("push"), ir.Action(kind, "img"), ir.Context(ir.Ref(tenant)),
+                     ir.Constraints(gpus=ir.GpuRequest(size, product, None, within, prefer), sla=sla))
+
+
+def build_workload(rng: random.Random, jobs: int | None = None, demand: int | None = None,
+                   sizes: tuple[int, ...] = SIZES, weights: tuple[float, ...] = SIZE_WEIGHTS) -> ir.Program:
+    """`jobs` jobs, or jobs until their GPUs reach `demand`."""
+    tenants = tuple(ir.Tenant(n, tier=tier, quota_gpus=q) for n, tier, q in TENANTS)
+    share = [4, 3, 2, 2, 1, 1]                      # tenants do not submit equally
+    intents: list[ir.Intent] = []
+    total = 0
+    while (jobs is not None and len(intents) < jobs) or (demand is not None and total < demand):
+        size = rng.choices(sizes, weights)[0]
+        tenant = rng.choices([t[0] for t in TENANTS], share)[0]
+        intents.append(_intent(f"job-{len(intents):04d}", tenant, size, rng))
+        total += size
+    return ir.Program(tenants=tenants, intents=tuple(intents))
+
+
+def sla_of(intent: ir.Intent) -> str:
+    return intent.constraints.sla or "P2"
