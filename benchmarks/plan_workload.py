@@ -22,7 +22,7 @@ SLA = (("P0", 0.05), ("P1", 0.20), ("P2", 0.50), ("P3", 0.25))
 SLA_CLASSES = tuple(s for s, _ in SLA)
 TENANTS = (("ads", "gold", None), ("llm", "gold", 1200), ("search", "silver", None),
            ("vision", "silver", None), ("research", "bronze", 400), ("interns", "bronze", None))
-HGX_TOPO = ROOT / "tests" / "fixtures" / "nvidia-smi" / "hgx-h100.txt"
+HGX_TOPO = ROOT / "tests" / "fixtures" / "nvidia-smi" / "real-hgx-h100-xd670.txt"
 
 
 def _hgx_matrix() -> GpuMatrix:

@@ -25,7 +25,8 @@ FIXTURES = HERE / "fixtures" / "nvidia-smi"
 NODES_JSON = HERE / "fixtures" / "nodes.json"
 GOLDEN = HERE / "golden" / "topology"
 EXAMPLE = HERE.parent / "examples" / "topologies" / "cluster.yaml"
-MATRICES = ["hgx-h100", "dgx-a100", "pcie-4gpu"]
+REAL = ["real-hgx-h100-xd670", "real-hgx-h100-numa-off", "real-dgx-a100", "real-dgx-a100-nic-legend"]
+MATRICES = [*REAL, "hgx-h100", "dgx-a100", "pcie-4gpu"]
 
 
 def read(name: str) -> str:
@@ -78,6 +79,47 @@ def test_hgx_h100_matrix() -> None:
     assert nvsmi.nearest_nics(m, 4) == (("mlx5_5",), LinkInfo(Link.PIX))
     assert str({(n, g): i for n, g, i in m.nic_links}[("mlx5_4", 0)]) == "NODE"
     assert str({(n, g): i for n, g, i in m.nic_links}[("mlx5_4", 7)]) == "SYS"
+
+
+def test_real_hgx_h100() -> None:
+    m = parse_ok("real-hgx-h100-xd670")
+    assert len(m.gpus) == 8 and {str(info) for _, _, info in m.links} == {"NV18"}
+    assert [g.numa_node for g in m.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert m.gpus[4].cpu_affinity == "56-111,168-223"
+    assert m.nics == tuple(f"mlx5_{k}" for k in range(12))        # from the NIC Legend
+    # one PIX NIC per GPU; mlx5_4/5 and mlx5_10/11 are storage NICs no GPU sits next to
+    nearest = [nvsmi.nearest_nics(m, g)[0] for g in range(8)]
+    assert nearest == [("mlx5_0",), ("mlx5_1",), ("mlx5_2",), ("mlx5_3",),
+                       ("mlx5_6",), ("mlx5_7",), ("mlx5_8",), ("mlx5_9",)]
+    assert str({(n, g): i for n, g, i in m.nic_links}[("mlx5_1", 0)]) == "PXB"
+
+
+def test_real_hgx_h100_with_numa_off() -> None:
+    m = parse_ok("real-hgx-h100-numa-off")
+    assert {g.numa_node for g in m.gpus} == {0} and m.gpus[7].cpu_affinity == "0-191"
+    assert nvsmi.nearest_nics(m, 3) == (("mlx5_5",), LinkInfo(Link.PIX))
+    assert nvsmi.nearest_nics(m, 7) == (("mlx5_11",), LinkInfo(Link.PIX))
+
+
+@pytest.mark.parametrize("escape", ["\x1b", ""])
+def test_underlined_header_of_newer_drivers(escape: str) -> None:
+    lines = read("real-hgx-h100-xd670").split("\n")
+    lines[0] = f"\t{escape}[4m{lines[0][1:]}{escape}[0m"
+    m, diags = nvsmi.parse("\n".join(lines), "x")
+    assert diags == [] and m == parse_ok("real-hgx-h100-xd670")
+
+
+def test_real_dgx_a100_old_and_new_driver_layouts() -> None:
+    old, new = parse_ok("real-dgx-a100"), parse_ok("real-dgx-a100-nic-legend")
+    for m in (old, new):
+        assert {str(info) for _, _, info in m.links} == {"NV12"}
+        assert [g.numa_node for g in m.gpus] == [3, 3, 1, 1, 7, 7, 5, 5]
+        assert m.gpus[4].cpu_affinity == "112-127,240-255"
+        assert nvsmi.nearest_nics(m, 0) == (("mlx5_0", "mlx5_1"), LinkInfo(Link.PXB))
+    assert old.nics == tuple(f"mlx5_{k}" for k in range(12))       # named in the header itself
+    assert new.nics == tuple(f"mlx5_{k}" for k in range(10))       # NIC0.. mapped by the NIC Legend
+    assert nvsmi.nearest_nics(old, 6) == (("mlx5_8", "mlx5_9"), LinkInfo(Link.PXB))
+    assert nvsmi.nearest_nics(new, 6) == (("mlx5_6", "mlx5_7"), LinkInfo(Link.PXB))
 
 
 def test_dgx_a100_matrix() -> None:
@@ -403,7 +445,7 @@ def test_load_example_cluster() -> None:
     assert len(topo.nodes) == 38 and [n for n, _ in loaded.matrices] == [n.name for n in topo.nodes]
     # one parse per distinct file: nodes of one type share the same matrix object
     assert loaded.matrix("hgx-001") is loaded.matrix("hgx-016")
-    assert loaded.matrix("hgx-001") == parse_ok("hgx-h100")
+    assert loaded.matrix("hgx-001") == parse_ok("real-hgx-h100-xd670")
     assert [g.numa_node for g in loaded.matrix("dgx-a100-04").gpus] == [3, 3, 1, 1, 7, 7, 5, 5]
     # GB200 trays ship no matrix: the default for the product
     assert loaded.matrix("nvl72-a-t07") == nvsmi.default_matrix(4, "GB200")

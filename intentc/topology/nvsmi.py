@@ -6,7 +6,10 @@ columns (``CPU Affinity``, ``NUMA Affinity``, ``GPU NUMA ID``), a
 ``Legend:`` block and, on newer drivers, a ``NIC Legend:`` that maps
 ``NIC0`` to its real name (``mlx5_0``).  nvidia-smi separates cells with
 tabs, but copies pasted from terminals and issue trackers have spaces;
-every cell is a single token, so both read the same.
+every cell is a single token, so both read the same.  Drivers from about
+r550 underline the header row with terminal escapes (``ESC[4m`` ... ``ESC[0m``),
+which survive in saved captures, sometimes without the ESC byte; they are
+blanked out, keeping every column where it was for diagnostics.
 
 The planner trusts what this returns, so the parser never guesses: a line
 it cannot read, an unknown link type or an asymmetric matrix is a
@@ -29,6 +32,7 @@ _NV = re.compile(r"NV(\d+)")
 _CPUSET = re.compile(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
 _LEGEND_ENTRY = re.compile(r"\s*(?:X|NV#|[A-Z]+)\s*=\s*\S.*")
 _NIC_LEGEND_ENTRY = re.compile(r"\s*(NIC\d+)\s*:\s*(\S+)\s*")
+_TERMINAL_STYLE = re.compile(r"\x1b?\[\d+(?:;\d+)*m")
 # "SOC" is what drivers before 2017 printed for today's "SYS".
 _LINKS = {"PIX": Link.PIX, "PXB": Link.PXB, "PHB": Link.PHB, "NODE": Link.NODE,
           "SYS": Link.SYS, "SOC": Link.SYS}
@@ -48,6 +52,7 @@ class _Reader:
     """One parse: the text, its path, and the diagnostics found so far."""
 
     def __init__(self, text: str, path: str) -> None:
+        text = _TERMINAL_STYLE.sub(lambda m: " " * len(m.group()), text)
         self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         self.path = path
         self.diags: list[Diagnostic] = []
