@@ -125,6 +125,31 @@ def test_no_protection_for_a_gang_that_comes_too_late() -> None:
     assert plan.metrics.gpus_allocated == 20
 
 
+def test_a_single_node_job_moves_to_make_room_for_a_refused_one() -> None:
+    # While the 12-GPU gang waits, the one-GPU job is kept off the NVLink trays and
+    # lands on the HGX node; the 8-GPU job then finds 7 free GPUs there and 4 on a
+    # tray.  Moving the one-GPU job to the tray makes room, and nothing is refused.
+    nodes = [node("hgx-1", zone="z", rack="r1")] + \
+            [node(f"t{i}", 4, "GB200", "186Gi", zone="z", rack="r2", nvlink="clique-1") for i in range(4)]
+    intents = (job("a-one", gpus=1, sla="P0"), job("g-gang", gpus=12, within="nvlink", sla="P1"),
+               job("c-eight", gpus=8, within="node", sla="P2"))
+    plan, diags = make_plan(program(*intents), loaded(*nodes))
+    assert not plan.unplaced and not diags
+    assert list(gpus_of(plan, "c-eight")) == ["hgx-1"]
+    [tray] = gpus_of(plan, "a-one")
+    assert tray.startswith("t") and tray not in gpus_of(plan, "g-gang")
+
+
+def test_no_move_when_the_movers_have_nowhere_to_go() -> None:
+    # 11 GPUs are free, but the one-GPU job on the HGX node is pinned to H100 and no
+    # other node has one: it cannot move, so the refusal stands and nothing changes.
+    nodes = [node("hgx-1", zone="z", rack="r1"), node("a100-1", 4, "A100-40GB", "40Gi", zone="z", rack="r1")]
+    intents = (job("a-one", gpus=1, product="H100-80GB", sla="P0"), job("c-eight", gpus=8, within="node"))
+    plan, _ = make_plan(program(*intents), loaded(*nodes))
+    assert [(u.intent, u.reason) for u in plan.unplaced] == [("c-eight", "fragmentation")]
+    assert gpus_of(plan, "a-one") == {"hgx-1": (0,)} and plan.metrics.gpus_allocated == 1
+
+
 def test_single_gpu_jobs_pack_onto_the_fullest_node() -> None:
     nodes = [node("n1", zone="z", rack="r"), node("n2", zone="z", rack="r")]
     plan, _ = make_plan(program(*(job(f"j{i}") for i in range(9))), loaded(*nodes))

@@ -10,17 +10,22 @@ across runs and whatever the order of intents, tenants and nodes.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
+
+import pytest
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from intentc import ir
-from intentc.plan import make_plan, plan_to_json
+from intentc.plan import make_plan, plan_to_json, planner
 from intentc.plan.model import Plan
 from intentc.quantity import parse_quantity
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuInfo, GpuMatrix, Link, LinkInfo
+from intentc.topology.nvsmi import default_matrix
 
 PRODUCTS = ("H100-80GB", "A100-40GB", "GB200", "L40S")
 MEMORY = {"H100-80GB": "81559Mi", "A100-40GB": "40Gi", "GB200": "186Gi", "L40S": None}
@@ -199,3 +204,62 @@ def test_required_scope_is_never_loosened_by_a_preference(topo: LoadedTopology, 
         gpus = intent.constraints.gpus
         if gpus is not None and gpus.within is None:
             assert u.reason != "fragmentation"
+
+
+# --------------------------------------------------------------------------
+# Crowded mixed clusters: where jobs get moved to make room (plan/repack.py)
+# --------------------------------------------------------------------------
+
+def _crowded(pick: Callable[[list[Any]], Any], between: Callable[[int, int], int]) -> tuple[LoadedTopology, ir.Program]:
+    """HGX nodes and NVL-style 4-GPU trays, more single-node jobs than fit."""
+    nodes = [ir.TopologyNode(f"hgx-{i}", 8, "H100-80GB", MEMORY["H100-80GB"], domains=(("rack", "r1"),))
+             for i in range(between(1, 3))]
+    nodes += [ir.TopologyNode(f"tray-{i}", 4, "GB200", MEMORY["GB200"], domains=(("rack", "r2"), ("nvlink", "c1")))
+              for i in range(between(1, 6))]
+    topo = LoadedTopology(ir.Topology("crowded", ("rack", "nvlink", "node"), tuple(nodes)),
+                          tuple((n.name, default_matrix(n.gpu_count, n.gpu_product)) for n in nodes))
+    intents = []
+    for i in range(between(4, 24)):
+        count = pick([1, 1, 1, 2, 4, 8, 12])
+        within = "nvlink" if count > 8 else pick([None, "node"]) if count > 1 else None
+        product = pick([None, None, None, "H100-80GB"]) if count <= 8 else None
+        intents.append(ir.Intent(
+            f"j{i:02d}", ir.Trigger("push"), ir.Action("batch", "img"), ir.Context(ir.Ref(pick(["t1", "t2"]))),
+            ir.Constraints(gpus=ir.GpuRequest(count, product, None, within, None),
+                           sla=pick(["P0", "P1", "P2", "P3"]))))
+    return topo, ir.Program(tenants=(ir.Tenant("t1"), ir.Tenant("t2")), intents=tuple(intents))
+
+
+@st.composite
+def crowded(draw: st.DrawFn) -> tuple[LoadedTopology, ir.Program]:
+    return _crowded(lambda xs: draw(st.sampled_from(xs)), lambda lo, hi: draw(st.integers(lo, hi)))
+
+
+@PROPS
+@given(crowded(), st.randoms(use_true_random=False))
+def test_invariants_hold_when_jobs_move(case: tuple[LoadedTopology, ir.Program], rng: random.Random) -> None:
+    topo, program = case
+    plan, _ = make_plan(program, topo)
+    _check_invariants(program, topo, plan)
+    shuffled_program, shuffled_topo = _shuffled(program, topo, rng)
+    assert plan_to_json(make_plan(shuffled_program, shuffled_topo)[0]) == plan_to_json(plan)
+
+
+def _by_class(plan: Plan, program: ir.Program) -> tuple[int, ...]:
+    placed = {p.intent for p in plan.placements if p.allocations}
+    return tuple(sum(1 for i in program.intents if i.constraints.sla == sla and i.name in placed)
+                 for sla in ("P0", "P1", "P2", "P3"))
+
+
+def test_moving_jobs_is_never_behind_in_sla_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over 300 seeded crowded instances, moving jobs to make room changes some
+    outcomes, and every change places more of the first SLA class that differs
+    (it may then refuse more small jobs of lower classes: those come later)."""
+    rng = random.Random(7)
+    cases = [_crowded(rng.choice, rng.randint) for _ in range(300)]
+    with_moves = [_by_class(make_plan(program, topo)[0], program) for topo, program in cases]
+    monkeypatch.setattr(planner, "make_room", lambda *args, **kwargs: None)
+    without = [_by_class(make_plan(program, topo)[0], program) for topo, program in cases]
+    changed = [(a, b) for a, b in zip(with_moves, without) if a != b]
+    assert changed
+    assert all(a > b for a, b in changed)           # tuples compare P0 first
