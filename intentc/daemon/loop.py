@@ -26,15 +26,16 @@ from typing import Any, Callable, Mapping
 
 from intentc.daemon.http import HealthServer
 from intentc.daemon.informer import Informer
+from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.reload import ReloadResult, follow
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile
 from intentc.diagnostics import format_text
 from intentc.drift import events, quarantine
 from intentc.drift.consistency import Verdict, check_rollout
-from intentc.drift.detect import DriftClass, Finding, History, detect
+from intentc.drift.detect import History, detect
 from intentc.drift.live import Managed, complete, heal, own_plumbing, read_managed
-from intentc.drift.policy import Decision, Policies, Verb, asking_for_rollback, decide
+from intentc.drift.policy import Decision, Policies, asking_for_rollback, decide
 from intentc.drift.rollback import RollbackError, RollbackOutcome, rollback
 from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
@@ -102,8 +103,6 @@ class _State:
     head: str | None = None
     inventory: Inventory | None = None
     managed: Managed | None = None      # every target's objects, and intentc's own plumbing
-    findings: dict[ObjectRef, tuple[Finding, ...]] = field(default_factory=dict)
-    heal_at: dict[ObjectRef, tuple[float, float]] = field(default_factory=dict)   # next allowed, delay
     busy: str = ""                      # "" | "rollout" | "rollback"
     attempted: set[str] = field(default_factory=set)
     pending: Desired | None = None      # local mode: a plan that arrived during a rollout
@@ -129,7 +128,7 @@ class Daemon:
         self.passes = 0                     # completed detection passes
         self.rollouts: list[tuple[str, str]] = []   # (kind, commit) of every rollout started
         self._threads: list[threading.Thread] = []
-        self._logged: dict[ObjectRef, tuple[Finding, ...]] = {}     # last findings logged, per object
+        self.ledger = DriftLedger(config.heal_backoff)
         self._kube_version = config.kube_version
         Path(config.workdir).mkdir(parents=True, exist_ok=True)
 
@@ -544,30 +543,11 @@ class Daemon:
         report = detect([m.body for m in wanted.values()], live.values(),
                         managed.refs if managed else (), self.state.history,
                         exclude=managed.plumbing if managed else own_plumbing(self.config.target))
-        if refs is None:
-            self.state.findings = {}
-        else:
-            for r in refs:
-                self.state.findings.pop(r, None)
-        grouped: dict[ObjectRef, list[Finding]] = {}
-        for f in report.findings:
-            grouped.setdefault(f.ref, []).append(f)
-        for ref, found in grouped.items():
-            before = self._logged.get(ref)
-            self.state.findings[ref] = tuple(found)
-            self._logged[ref] = tuple(found)
-            if all(f.drift is DriftClass.IN_SYNC for f in found):
-                self.state.heal_at.pop(ref, None)     # back in sync: the next heal is not backed off
-            for f in found:
-                if f.drift is not DriftClass.IN_SYNC and (before is None or f not in before):
-                    # during a rollout objects come and go by design: worth a line, not a warning
-                    level = logging.INFO if self.state.busy else logging.WARNING
-                    log.log(level, "drift: %s %s: %s", f.drift.value, f.ref, f.message)
-        counts = {cls: 0 for cls in DriftClass}
-        for found_list in self.state.findings.values():
-            for cls in {f.drift for f in found_list}:
-                counts[cls] += 1
-        self.metrics.set_counts(counts)
+        for f in self.ledger.record(report.findings, refs):
+            # during a rollout objects come and go by design: worth a line, not a warning
+            log.log(logging.INFO if self.state.busy else logging.WARNING, "drift: %s %s: %s",
+                    f.drift.value, f.ref, f.message)
+        self.metrics.set_counts(self.ledger.counts())
         self._act(report, desired)
         self.passes += 1
         self.metrics.reconcile_seconds.labels("resync" if refs is None else "event").observe(self.clock() - started)
@@ -575,23 +555,10 @@ class Daemon:
     def _act(self, report: Any, desired: Desired) -> None:
         if self.state.busy:
             return
-        policies = Policies.from_program(desired.program)
         inventory = self.state.inventory
         applied = {e.ref for e in inventory.entries if e.state == "applied"} if inventory is not None else set()
-        now = self.clock()
-        for d in decide(report, policies):
-            if d.verb is not Verb.HEAL:
-                continue
-            ref = d.finding.ref
-            manifest = desired.by_ref.get(ref)
-            if manifest is None:
-                continue
-            if d.finding.drift is DriftClass.MISSING and ref not in applied:
-                continue      # never applied (its wave was not reached): not drift to undo, a rollout to finish
-            next_at, delay = self.state.heal_at.get(ref, (0.0, self.config.heal_backoff[0]))
-            if now < next_at:
-                continue
-            self.state.heal_at[ref] = (now + delay, min(delay * 2, self.config.heal_backoff[1]))
+        decisions = decide(report, Policies.from_program(desired.program))
+        for d, manifest in self.ledger.heals_due(decisions, desired.by_ref, applied, self.clock()):
             self._safe("heal", partial(self._heal_one, d, manifest))
 
     def _heal_one(self, d: Decision, manifest: Manifest) -> None:
