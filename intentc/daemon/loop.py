@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from intentc.daemon.branch import Step, decide_head
 from intentc.daemon.http import HealthServer
 from intentc.daemon.informer import Informer
 from intentc.daemon.ledger import DriftLedger
@@ -273,30 +274,18 @@ class Daemon:
             return
         self.state.history = self.git.history(head)
         inventory = self._read_inventory()
-        held = quarantine.read(self.client, self.config.target)
-        if head in held:
-            entry = held.get(head)
-            if self.state.head != head:
-                log.warning("branch %s is at %s, which is quarantined (%s); waiting for a newer commit",
-                            self.config.branch, head[:12], entry.reason if entry else "")
-            self.state.head = head
-            if self.state.desired is None:
-                self._adopt(inventory.commit or inventory.last_known_good)
-            return
+        in_force = self.state.desired.commit if self.state.desired else None
+        decision = decide_head(head, previous_head=self.state.head, in_force=in_force, inventory=inventory,
+                               quarantine=quarantine.read(self.client, self.config.target),
+                               attempted=self.state.attempted)
         self.state.head = head
-        last = inventory.last
-        if inventory.commit == head:
-            if self.state.desired is None or self.state.desired.commit != head:
-                self._adopt(head)
-            return
-        if head in self.state.attempted:
-            return
-        if last is not None and last.commit == head and last.result == "failed":
-            # tried before (by an earlier daemon, or by hand) and failed: not again by itself
+        if decision.warning:
+            log.warning("branch %s: %s", self.config.branch, decision.warning)
+        if decision.step is Step.SKIP_FAILED:
             self.state.attempted.add(head)
-            log.warning("commit %s failed its last rollout (%s); not applying it again", head[:12], last.message)
-            if self.state.desired is None:
-                self._adopt(head)
+        if decision.adopt:
+            self._adopt(decision.adopt)
+        if decision.step is not Step.ROLL_OUT:
             return
         compiled = self.git.compile(head, self._version())
         desired = from_compile(compiled, "git")
