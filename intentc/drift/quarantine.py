@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from intentc.drift.detect import History
-from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import (
     INVENTORY_NAMESPACE,
     inventory_name,
     inventory_ref,
 )
+
+if TYPE_CHECKING:                  # the records are pure data; only read/write need a client
+    from intentc.kube.client import KubeClient
 
 QUARANTINE_KEY = "quarantine.json"
 QUARANTINE_FORMAT = "intentc.dev/quarantine/v1"
