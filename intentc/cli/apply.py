@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import enum
-from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics
-from intentc.cli.common import check_render_target, commit_or_exit, connect_or_exit
+from intentc.cli.common import (
+    Commit,
+    HealthTimeout,
+    InventoryTarget,
+    Kubeconfig,
+    KubeContext,
+    KubeVersionOverride,
+    Paths,
+    RenderTarget,
+    Seed,
+    TopologyFile,
+    check_render_target,
+    commit_or_exit,
+    connect_or_exit,
+)
 from intentc.compile import compile_paths
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
@@ -38,22 +50,21 @@ Exit 0 applied, 1 failed (conflict, invalid object, failed Job, timeout),
 2 cluster unreachable / bad kubeconfig / usage.
 """)
 def apply(
-    paths: List[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
-    topology: Path = typer.Option(..., "--topology", "-t", help="The Topology file to place onto."),
-    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="Kubeconfig file (default $KUBECONFIG, ~/.kube/config)."),
-    context: Optional[str] = typer.Option(None, "--context", help="Kubeconfig context (default: current)."),
+    paths: Paths,
+    topology: TopologyFile,
+    kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
     dry_run: bool = typer.Option(False, "--dry-run", help="Server-side dry run: print what would change, write nothing."),
     prune: bool = typer.Option(False, "--prune", help="Delete managed objects that are no longer desired."),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for each wave to be healthy before the next."),
-    timeout: float = typer.Option(300.0, "--timeout", min=0.0, help="Seconds to wait for health, in all."),
+    timeout: HealthTimeout = 300.0,
     force_conflicts: bool = typer.Option(False, "--force-conflicts", help="Take ownership of fields other managers own."),
-    target: str = typer.Option(DEFAULT_TARGET_NAME, "--target", help="Inventory name (one per cluster target)."),
-    commit: Optional[str] = typer.Option(None, "--commit", help="Commit SHA to stamp (default: git HEAD)."),
-    kube_version: Optional[str] = typer.Option(None, "--kube-version",
-                                               help="Render for this MAJOR.MINOR instead of asking the server."),
-    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", help="How GPUs are bound."),
+    target: InventoryTarget = DEFAULT_TARGET_NAME,
+    commit: Commit = None,
+    kube_version: KubeVersionOverride = None,
+    render_target: RenderTarget = DEFAULT_TARGET,
     workers: int = typer.Option(8, "--workers", min=1, help="Concurrent requests within a step."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    seed: Seed = 0,
     format: ApplyFormat = typer.Option(ApplyFormat.TEXT, "--format", "-f", help="Output format."),
 ) -> None:
     """Compile, then server-side apply the result to a cluster, wave by wave."""

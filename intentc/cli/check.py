@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import List
-
 import typer
 
 from intentc.cli.app import app, emit_diagnostics, exit_for
+from intentc.cli.common import Jobs, Paths
 from intentc.diagnostics import OutputFormat
 from intentc.pipeline import check as run_check
 
@@ -20,10 +19,10 @@ from intentc.pipeline import check as run_check
   intentc check a.intent b.yaml --strict      # warnings fail too
 """)
 def check(
-    paths: List[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
+    paths: Paths,
     format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Output format."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel parsers (0: one per core)."),
+    jobs: Jobs = 0,
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
     result = run_check(paths, jobs=jobs or None)

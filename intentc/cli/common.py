@@ -1,4 +1,10 @@
-"""Argument handling shared by the commands that compile and talk to a cluster.
+"""Arguments shared by the commands: their declarations and their handling.
+
+An option that several commands take is declared once here, as an
+`Annotated` alias (`seed: Seed = 0`), so that its flags, help text and
+bounds stay the same in every command.  The default stays at the use site,
+where typer wants it.  A command whose wording of an option differs
+declares that option itself.
 
 Each helper turns a bad argument or an unreachable cluster into a usage
 error (exit 2) so that every command reports them the same way.  The
@@ -9,15 +15,50 @@ about half a second, which commands that never connect should not pay.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Iterator, List, Optional, Sequence
+
+import typer
 
 from intentc.cli.app import usage_error
 from intentc.compile import CommitError, resolve_commit
+from intentc.diagnostics import OutputFormat
 from intentc.render.capabilities import KubeVersion
 from intentc.render.targets import TARGETS
 
 if TYPE_CHECKING:
     from intentc.kube.client import KubeClient
+
+
+# Inputs
+Paths = Annotated[List[str], typer.Argument(help="Files or directories (searched for *.intent, *.yaml, *.yml).")]
+TopologyFile = Annotated[Path, typer.Option("--topology", "-t", help="The Topology file to place onto.")]
+RepoTopologyFile = Annotated[str, typer.Option("--topology", "-t", help="Topology file (path in the repository).")]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Parallel parsers (0: one per core).")]
+
+# Git revisions
+BaseRevision = Annotated[str, typer.Option("--base", help="Base revision (branch, tag, SHA, HEAD~3, ...).")]
+HeadRevision = Annotated[Optional[str], typer.Option("--head", help="Head revision (default: the working tree).")]
+MergeBase = Annotated[bool, typer.Option("--merge-base", help="Compare against the merge base of --base "
+                                                              "and the head, as a pull request does.")]
+Commit = Annotated[Optional[str], typer.Option("--commit", help="Commit SHA to stamp (default: git HEAD).")]
+
+# Compiling
+RenderTarget = Annotated[str, typer.Option("--render-target", help="How GPUs are bound.")]
+Seed = Annotated[int, typer.Option("--seed", min=0, help="Planner tie-break seed.")]
+
+# The cluster
+Kubeconfig = Annotated[Optional[str], typer.Option("--kubeconfig",
+                                                   help="Kubeconfig file (default $KUBECONFIG, ~/.kube/config).")]
+KubeContext = Annotated[Optional[str], typer.Option("--context", help="Kubeconfig context (default: current).")]
+KubeVersionOverride = Annotated[Optional[str], typer.Option(
+    "--kube-version", help="Render for this MAJOR.MINOR instead of asking the server.")]
+InventoryTarget = Annotated[str, typer.Option("--target", help="Inventory name (one per cluster target).")]
+HealthTimeout = Annotated[float, typer.Option("--timeout", min=0.0, help="Seconds to wait for health, in all.")]
+
+# Output
+DiagnosticsFormat = Annotated[OutputFormat, typer.Option("--diagnostics-format",
+                                                         help="Format of the diagnostics (on stderr).")]
 
 
 def parse_kube_version(text: str | None, default: KubeVersion | None = None) -> KubeVersion | None:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
 from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics, usage_error
-from intentc.cli.common import check_render_target, commit_or_exit, parse_kube_version
+from intentc.cli.common import (
+    Jobs,
+    Paths,
+    Seed,
+    TopologyFile,
+    check_render_target,
+    commit_or_exit,
+    parse_kube_version,
+)
 from intentc.compile import compile_paths, write_outputs
 from intentc.diagnostics import OutputFormat
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION
@@ -29,8 +37,8 @@ build/plan.json and build/graph.json.  Without --kube-version, manifests
 target Kubernetes {DEFAULT_KUBE_VERSION} (the oldest supported) and apply anywhere.
 """)
 def compile(
-    paths: List[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
-    topology: Path = typer.Option(..., "--topology", "-t", help="The Topology file to place onto."),
+    paths: Paths,
+    topology: TopologyFile,
     out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
     commit: Optional[str] = typer.Option(None, "--commit",
                                          help="Commit SHA to stamp (default: git HEAD of the first path)."),
@@ -38,9 +46,9 @@ def compile(
                                                help=f"Target Kubernetes MAJOR.MINOR (default {DEFAULT_KUBE_VERSION})."),
     render_target: str = typer.Option(DEFAULT_TARGET, "--render-target",
                                       help=f"How GPUs are bound: {', '.join(sorted(TARGETS))}."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    seed: Seed = 0,
     format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Diagnostics format."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel parsers (0: one per core)."),
+    jobs: Jobs = 0,
 ) -> None:
     """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors
     (nothing is written then)."""

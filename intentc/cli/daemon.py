@@ -15,7 +15,17 @@ from typing import Callable, List, Optional
 import typer
 
 from intentc.cli.app import EXIT_OK, app, emit_diagnostics, usage_error
-from intentc.cli.common import check_render_target, commit_or_exit, parse_kube_version
+from intentc.cli.common import (
+    Commit,
+    Paths,
+    RenderTarget,
+    RepoTopologyFile,
+    Seed,
+    TopologyFile,
+    check_render_target,
+    commit_or_exit,
+    parse_kube_version,
+)
 from intentc.compile import CommitError, resolve_commit
 from intentc.daemon.http import parse_listen
 from intentc.daemon.loop import Daemon, DaemonConfig
@@ -57,9 +67,10 @@ failing intents ask for `drift: rollback`.  Serves /healthz, /readyz and
 /metrics on --listen.  SIGTERM stops it cleanly (exit 0).
 """)
 def daemon(
+    *,  # keyword-only, so the required --topology below (no `=` default) can stay after --branch, its place in --help
     repo: str = typer.Option(..., "--repo", help="Git repository: a local path or a URL to mirror."),
     branch: str = typer.Option("main", "--branch", help="Branch to follow."),
-    topology: str = typer.Option(..., "--topology", "-t", help="Topology file (path in the repository)."),
+    topology: RepoTopologyFile,
     path: List[str] = typer.Option(["intents"], "--path", help="Intent paths in the repository (repeatable)."),
     kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="Kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)."),
     context: Optional[str] = typer.Option(None, "--context", help="Kubeconfig context."),
@@ -73,8 +84,8 @@ def daemon(
     prune: bool = typer.Option(False, "--prune", help="Delete managed objects a new commit no longer wants."),
     local: bool = typer.Option(False, "--local", help="Follow the working tree of --repo (hot reload) instead of the branch."),
     kube_version: Optional[str] = typer.Option(None, "--kube-version", help="Render for this MAJOR.MINOR."),
-    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", help="How GPUs are bound."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    render_target: RenderTarget = DEFAULT_TARGET,
+    seed: Seed = 0,
     log_level: str = typer.Option("info", "--log-level", help="debug | info | warning | error."),
 ) -> None:
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
@@ -151,13 +162,13 @@ compile prints its diagnostics and keeps the last good plan (and the files
 in --out) as they were.  Files are replaced atomically.  Ctrl-C stops.
 """)
 def watch(
-    paths: List[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
-    topology: Path = typer.Option(..., "--topology", "-t", help="The Topology file to place onto."),
+    paths: Paths,
+    topology: TopologyFile,
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep this output directory up to date."),
-    commit: Optional[str] = typer.Option(None, "--commit", help="Commit SHA to stamp (default: git HEAD)."),
+    commit: Commit = None,
     kube_version: Optional[str] = typer.Option(None, "--kube-version", help="Target Kubernetes MAJOR.MINOR."),
-    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", help="How GPUs are bound."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    render_target: RenderTarget = DEFAULT_TARGET,
+    seed: Seed = 0,
     format: WatchFormat = typer.Option(WatchFormat.TEXT, "--format", "-f", help="Output format."),
 ) -> None:
     """Recompile incrementally whenever an intent file changes."""

@@ -23,6 +23,7 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
+from intentc.cli.common import BaseRevision, HeadRevision, Jobs, MergeBase
 from intentc.diagnostics import OutputFormat, has_errors
 from intentc.sources import SOURCE_SUFFIXES, decode
 
@@ -78,8 +79,8 @@ def _revisions(root: Path, base: str, head: str | None, merge_base: bool) -> tup
   intentc schema-diff --base origin/main --ack-file .intentc-acks   # acknowledged findings do not fail
 """)
 def schema_diff(
-    base: str = typer.Option(..., "--base", help="Base revision (branch, tag, SHA, HEAD~3, ...)."),
-    head: Optional[str] = typer.Option(None, "--head", help="Head revision (default: the working tree)."),
+    base: BaseRevision,
+    head: HeadRevision = None,
     paths: List[str] = typer.Argument(None, help="Where the YAML documents checked for breakage live "
                                                  "(default: intents)."),
     schemas: str = typer.Option("schemas", "--schemas", help="Directory of the JSON Schemas."),
@@ -89,8 +90,7 @@ def schema_diff(
     ack: List[str] = typer.Option([], "--ack", help="Acknowledge a finding by fingerprint (repeatable)."),
     ack_file: Optional[Path] = typer.Option(None, "--ack-file", help="File of acknowledged fingerprints, "
                                                                      "one per line, # comments."),
-    merge_base: bool = typer.Option(False, "--merge-base", help="Compare against the merge base of --base "
-                                                                "and the head, as a pull request does."),
+    merge_base: MergeBase = False,
 ) -> None:
     """Classify every change to the JSON Schemas between two revisions (ERR breaking,
     WARN maybe-breaking, INFO compatible) and count the base documents each one breaks."""
@@ -137,18 +137,17 @@ def schema_diff(
   intentc diff --base origin/main --topology examples/topologies/cluster.yaml   # plus the plan diff
 """)
 def diff(
-    base: str = typer.Option(..., "--base", help="Base revision (branch, tag, SHA, HEAD~3, ...)."),
-    head: Optional[str] = typer.Option(None, "--head", help="Head revision (default: the working tree)."),
+    base: BaseRevision,
+    head: HeadRevision = None,
     paths: List[str] = typer.Argument(None, help="Files or directories to compare (default: intents)."),
     topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology file: also diff the plans "
                                                                           "(both sides on this topology)."),
     format: DiffFormat = typer.Option(DiffFormat.TEXT, "--format", "-f", help="Output format."),
-    merge_base: bool = typer.Option(False, "--merge-base", help="Compare against the merge base of --base "
-                                                                "and the head, as a pull request does."),
+    merge_base: MergeBase = False,
     cache_dir: Optional[str] = typer.Option(
         None, "--cache-dir", help="Parse cache directory (default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Parse every file, use and write no cache."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel parsers (0: one per core)."),
+    jobs: Jobs = 0,
 ) -> None:
     """Show what changes semantically between two revisions: intents, tenants and datasets
     (field by field, with positions), the dependency graph and, with --topology, the plan.

@@ -21,7 +21,22 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
-from intentc.cli.common import check_render_target, cluster_errors, commit_or_exit, connect_or_exit
+from intentc.cli.common import (
+    HealthTimeout,
+    InventoryTarget,
+    Kubeconfig,
+    KubeContext,
+    KubeVersionOverride,
+    Paths,
+    RenderTarget,
+    RepoTopologyFile,
+    Seed,
+    TopologyFile,
+    check_render_target,
+    cluster_errors,
+    commit_or_exit,
+    connect_or_exit,
+)
 from intentc.compile import compile_paths
 from intentc.diagnostics import OutputFormat
 from intentc.drift.detect import DRIFT_CLASSES, DriftClass, History, Report
@@ -96,16 +111,15 @@ Fields only other managers set (defaults, HPA, status) are never drift.
 Exit 0 in sync, 1 drift found, 2 errors (compile, kubeconfig, cluster).
 """)
 def drift(
-    paths: List[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
-    topology: Path = typer.Option(..., "--topology", "-t", help="The Topology file to place onto."),
-    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="Kubeconfig file (default $KUBECONFIG, ~/.kube/config)."),
-    context: Optional[str] = typer.Option(None, "--context", help="Kubeconfig context (default: current)."),
-    target: str = typer.Option(DEFAULT_TARGET_NAME, "--target", help="Inventory name (one per cluster target)."),
+    paths: Paths,
+    topology: TopologyFile,
+    kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
+    target: InventoryTarget = DEFAULT_TARGET_NAME,
     commit: Optional[str] = typer.Option(None, "--commit", help="Commit SHA the intents are at (default: git HEAD)."),
-    kube_version: Optional[str] = typer.Option(None, "--kube-version",
-                                               help="Render for this MAJOR.MINOR instead of asking the server."),
-    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", help="How GPUs are bound."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    kube_version: KubeVersionOverride = None,
+    render_target: RenderTarget = DEFAULT_TARGET,
+    seed: Seed = 0,
     format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
 ) -> None:
     """Compare the cluster with the compiled intents (read-only); exit 1 on drift."""
@@ -146,8 +160,9 @@ that commit again; a newer commit on the branch clears the quarantine.
 Exit 0 rolled back, 1 the apply failed, 2 nothing to roll back to / errors.
 """)
 def rollback(
+    *,  # keyword-only, so the required --topology below (no `=` default) can stay after --to, its place in --help
     to: str = typer.Option(..., "--to", help=f"`{LAST_GOOD}` (from the inventory) or a git revision."),
-    topology: str = typer.Option(..., "--topology", "-t", help="Topology file (path in the repository)."),
+    topology: RepoTopologyFile,
     repo: Path = typer.Option(Path("."), "--repo", help="The git repository of the intents."),
     path: List[str] = typer.Option(["intents"], "--path", help="Intent paths inside the repository (repeatable)."),
     kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="Kubeconfig file."),
@@ -156,11 +171,11 @@ def rollback(
     dry_run: bool = typer.Option(False, "--dry-run", help="Server-side dry run: show what would change; quarantine nothing."),
     prune: bool = typer.Option(True, "--prune/--no-prune", help="Delete objects only the rolled-back commit had."),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for each wave to be healthy."),
-    timeout: float = typer.Option(300.0, "--timeout", min=0.0, help="Seconds to wait for health, in all."),
+    timeout: HealthTimeout = 300.0,
     reason: str = typer.Option("rolled back by hand", "--reason", help="Recorded with the quarantine and the Event."),
     kube_version: Optional[str] = typer.Option(None, "--kube-version", help="Render for this MAJOR.MINOR."),
-    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", help="How GPUs are bound."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Planner tie-break seed."),
+    render_target: RenderTarget = DEFAULT_TARGET,
+    seed: Seed = 0,
     format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
 ) -> None:
     """Apply an earlier commit (default: the last known-good one) and quarantine the current one."""

@@ -8,6 +8,7 @@ import typer
 
 from intentc import graph as depgraph
 from intentc.cli.app import app, emit_diagnostics, exit_for
+from intentc.cli.common import DiagnosticsFormat, Jobs, Paths
 from intentc.diagnostics import OutputFormat
 from intentc.pipeline import check as run_check
 
@@ -27,11 +28,10 @@ class GraphFormat(str, enum.Enum):
   intentc graph intents/ --format json | jq '.critical_path'
 """)
 def graph(
-    paths: list[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
+    paths: Paths,
     format: GraphFormat = typer.Option(GraphFormat.DOT, "--format", "-f", help="Graph output format."),
-    diagnostics_format: OutputFormat = typer.Option(OutputFormat.TEXT, "--diagnostics-format",
-                                                    help="Format of the diagnostics (on stderr)."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel parsers (0: one per core)."),
+    diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
+    jobs: Jobs = 0,
 ) -> None:
     """Print the dependency graph (edges from `after` and from datasets) with waves and the
     critical path; cycles and missing datasets are reported on stderr and exit 1."""

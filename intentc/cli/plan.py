@@ -9,6 +9,7 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
+from intentc.cli.common import DiagnosticsFormat, Jobs, Paths, TopologyFile
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
 from intentc.pipeline import check as run_check
 from intentc.plan import make_plan, plan_to_json
@@ -37,16 +38,15 @@ DEFAULT_HTML = "plan.html"
   intentc plan intents/ --topology clusters/prod.yaml --format json --seed 7 --out plan.json
 """)
 def plan(
-    paths: list[str] = typer.Argument(..., help="Files or directories (searched for *.intent, *.yaml, *.yml)."),
-    topology: Path = typer.Option(..., "--topology", "-t", help="The Topology file to place onto."),
+    paths: Paths,
+    topology: TopologyFile,
     format: PlanFormat = typer.Option(PlanFormat.TEXT, "--format", "-f",
                                       help="text: tables; json: plan.json; html: a picture of the cluster."),
     out: Path | None = typer.Option(None, "--out", "-o",
                                        help=f"Write the result here (html default: {DEFAULT_HTML})."),
     seed: int = typer.Option(0, "--seed", min=0, help="Breaks exact ties between equally good nodes."),
-    diagnostics_format: OutputFormat = typer.Option(OutputFormat.TEXT, "--diagnostics-format",
-                                                    help="Format of the diagnostics (on stderr)."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel parsers (0: one per core)."),
+    diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
+    jobs: Jobs = 0,
 ) -> None:
     """Place every intent onto the topology: gangs all-or-nothing, `within`/`prefer` scopes,
     SLA order and weighted fair share.  Unplaceable intents are reported (E0601) and exit 1;
