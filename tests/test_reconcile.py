@@ -384,3 +384,30 @@ def test_server_version_decides_the_render(ws: Workspace) -> None:
     assert code == 1, "a 1.20 server refuses the Indexed Job rendered for 1.29"
     bad = [o for o in doc["objects"] if not o["ok"]]
     assert [o["name"] for o in bad] == ["train"]
+
+
+def _big_inventory(target: str, objects: int) -> Inventory:
+    entries = [Entry(ObjectRef("batch/v1", "Job", f"{target}-ns{i % 40}", f"job-{i:05d}"), 100 + i % 3,
+                     spec_hash({"i": i}), "c" * 40, f"intent-{i}", "team") for i in range(objects)]
+    return Inventory(target, "c" * 40).with_entries(entries)
+
+
+def test_a_large_inventory_is_gzipped_and_the_quarantine_survives_the_switch(kube_env: KubeEnv) -> None:
+    """Server-side apply drops the key the inventory no longer sends (plain <-> gzipped)
+    and leaves the quarantine, owned by another field manager, alone."""
+    from intentc.drift import quarantine
+    c = KubeClient.connect(str(kube_env.kubeconfig))
+    target = f"big{next(_ids)}"
+    c.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "intentc-system"}})
+    small, big = _big_inventory(target, 10), _big_inventory(target, 6000)
+    c.apply(small.configmap(), force=True)
+    quarantine.write(c, target, quarantine.Quarantine((quarantine.Entry("d" * 40, "rolled back", "t0"),)))
+    for inv, key, gone in ((big, "binaryData", "data"), (small, "data", "binaryData"), (big, "binaryData", "data")):
+        c.apply(inv.configmap(), force=True)
+        body = c.get(inventory_ref(target))
+        assert body is not None
+        assert Inventory.from_configmap(body, target).entries == inv.entries
+        assert ("inventory.json.gz" in (body.get("binaryData") or {})) == (key == "binaryData")
+        assert ("inventory.json" in (body.get("data") or {})) == (key == "data")
+        assert "d" * 40 in quarantine.Quarantine.from_configmap(body)
+    assert len(json.dumps(big.configmap())) < 1024 * 1024 < len(big.to_json())

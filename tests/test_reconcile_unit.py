@@ -18,6 +18,7 @@ from intentc.reconcile.health import HealthStatus, health_of, worst, Health
 from intentc.reconcile.inventory import HISTORY_LIMIT, Entry, Inventory, Record
 from intentc.render import render
 from intentc.render.model import ObjectRef
+from intentc.render.stamp import spec_hash
 from tests.render_cases import SHA_A, SHA_B, sample_plan, sample_program
 
 FIXTURE = Path(__file__).parent / "fixtures" / "repo"
@@ -110,6 +111,21 @@ def test_inventory_round_trip_history_and_last_known_good() -> None:
     assert Inventory.from_configmap(None, "x") == Inventory("x")
     with pytest.raises(ValueError):
         Inventory.from_json(json.dumps({"format": "something-else"}), "x")
+
+
+def test_large_inventories_are_gzipped_deterministically() -> None:
+    entries = [Entry(ObjectRef("batch/v1", "Job", "team", f"job-{i:05d}"), 100, spec_hash({"i": i}), SHA_A)
+               for i in range(3000)]
+    inv = Inventory("prod", SHA_A).with_entries(entries)
+    body = inv.configmap()
+    assert list(body) == ["apiVersion", "kind", "metadata", "binaryData"]
+    assert inv.configmap() == body                          # same bytes every time: no-op applies stay no-ops
+    assert Inventory.from_configmap(body, "prod") == inv
+    small = Inventory("prod", SHA_A).with_entries(entries[:10])
+    assert list(small.configmap()["data"]) == ["inventory.json"]
+    broken = {**body, "binaryData": {"inventory.json.gz": "bm90IGd6aXA="}}
+    with pytest.raises(ValueError, match="not gzipped JSON"):
+        Inventory.from_configmap(broken, "prod")
 
 
 def test_status_errors_become_typed() -> None:

@@ -1,8 +1,13 @@
 """The inventory: what intentc manages on a cluster, and what it did there.
 
 One ConfigMap per target, `intentc-system/intentc-inventory-<target>`,
-with one JSON document (key `inventory.json`).  It is the memory that makes
-prune and rollback need no guessing:
+with one JSON document (key `inventory.json`).  A ConfigMap holds at most
+1 MiB, about 3,000 objects of plain JSON; past `PLAIN_LIMIT` bytes the
+document is stored gzipped under `binaryData` (`inventory.json.gz`, about a
+fifth of the size: the spec hashes do not compress), so one target can
+manage about 15,000 objects while small inventories stay readable with
+`kubectl get -o yaml`.  It is the memory that makes prune and rollback need
+no guessing:
 
 * `objects` — every object intentc applied or was about to apply, with the
   spec hash and commit it was applied from.  `state: pending` marks objects
@@ -21,6 +26,8 @@ Pure data here; `intentc.reconcile.sync` reads and writes it.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
@@ -30,6 +37,9 @@ from intentc.render.model import ObjectRef
 
 INVENTORY_NAMESPACE = "intentc-system"
 INVENTORY_KEY = "inventory.json"
+INVENTORY_GZ_KEY = "inventory.json.gz"
+PLAIN_LIMIT = 512 * 1024            # bytes of JSON kept readable (about 1,500 objects); larger ones are gzipped
+CONFIGMAP_LIMIT = 1024 * 1024       # what the API server accepts in one ConfigMap's data
 INVENTORY_LABEL = "intentc.dev/inventory"       # value: the target name
 INVENTORY_FORMAT = "intentc.dev/inventory/v1"
 HISTORY_LIMIT = 10
@@ -165,17 +175,32 @@ class Inventory:
     def configmap(self) -> dict[str, Any]:
         meta = {"name": inventory_name(self.target), "namespace": INVENTORY_NAMESPACE,
                 "labels": {**labels(), INVENTORY_LABEL: self.target}}
-        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
-                "data": {INVENTORY_KEY: self.to_json()}}
+        text = self.to_json()
+        doc: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+        if len(text.encode("utf-8")) <= PLAIN_LIMIT:
+            doc["data"] = {INVENTORY_KEY: text}
+        else:
+            # mtime=0: the same inventory always encodes to the same bytes (no-op applies stay no-ops).
+            # Server-side apply drops the plain key this manager no longer sends, and the other way round.
+            packed = gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+            doc["binaryData"] = {INVENTORY_GZ_KEY: base64.b64encode(packed).decode("ascii")}
+        return doc
 
     @classmethod
     def from_configmap(cls, body: Mapping[str, Any] | None, target: str) -> "Inventory":
         if body is None:
             return cls(target)
-        text = (body.get("data") or {}).get(INVENTORY_KEY)
-        if not text:
+        packed = (body.get("binaryData") or {}).get(INVENTORY_GZ_KEY)
+        if packed:
+            try:
+                text = gzip.decompress(base64.b64decode(packed, validate=True)).decode("utf-8")
+            except (ValueError, OSError, EOFError) as e:
+                raise ValueError(f"{INVENTORY_GZ_KEY} is not gzipped JSON: {e}") from None
+            return cls.from_json(text, target)
+        plain = (body.get("data") or {}).get(INVENTORY_KEY)
+        if not plain:
             raise ValueError(f"ConfigMap {INVENTORY_NAMESPACE}/{inventory_name(target)} has no {INVENTORY_KEY}")
-        return cls.from_json(text, target)
+        return cls.from_json(plain, target)
 
 
 def _sorted(entries: Iterable[Entry]) -> tuple[Entry, ...]:

@@ -27,7 +27,7 @@ from intentc.kube.client import KubeClient
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
 from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
-from intentc.reconcile.inventory import (DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
+from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
                                          Record, inventory_ref)
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
 from intentc.render.meta import labels
@@ -349,8 +349,14 @@ class Reconciler:
                 self._call(self.client.apply, {"apiVersion": "v1", "kind": "Namespace",
                                                "metadata": {"name": INVENTORY_NAMESPACE, "labels": labels()}})
             self._namespace_ready = True
+        body = inventory.configmap()
+        size = sum(len(v) for key in ("data", "binaryData") for v in (body.get(key) or {}).values())
+        if size > CONFIGMAP_LIMIT:
+            raise _Abort(f"the inventory of {len(inventory.entries)} objects takes {size:,} bytes even "
+                         f"gzipped, over the {CONFIGMAP_LIMIT:,}-byte ConfigMap limit: split the intents "
+                         f"over several targets (--target), each with its own inventory")
         try:
-            self._call(self.client.apply, inventory.configmap(), force=True)
+            self._call(self.client.apply, body, force=True)
         except KubeError as e:
             raise _Abort(f"cannot write the inventory {inventory_ref(self.opts.target)}: {e.message}") from None
 
