@@ -73,7 +73,7 @@ from benchmarks.plan_baselines import POLICIES, Alloc, terms_of, run_baseline  #
 from benchmarks.plan_milp import policy_optimum, unconstrained_optimum  # noqa: E402
 from benchmarks.plan_workload import SEED, SLA_CLASSES, build_cluster, build_workload, sla_of  # noqa: E402
 from intentc import ir  # noqa: E402
-from intentc.plan import make_plan  # noqa: E402
+from intentc.plan.planner import make_plan  # noqa: E402
 from intentc.plan.admission import FairShare  # noqa: E402
 from intentc.topology.load import LoadedTopology  # noqa: E402
 

@@ -26,8 +26,9 @@ from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.gitrepo import head_commit
 from intentc.ir import Program
 from intentc.pipeline import check
-from intentc.plan import make_plan, plan_to_json
+from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
+from intentc.plan.planner import make_plan
 from intentc.render import render
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import Rendered

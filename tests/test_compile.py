@@ -12,9 +12,9 @@ import yaml
 from typer.testing import CliRunner
 
 from intentc.cli import app
-from intentc.compile import compile_paths, resolve_commit, CommitError
+from intentc.compile import CommitError, compile_paths, resolve_commit
 from intentc.kube.schema import validate_manifest
-from intentc.plan import plan_to_json
+from intentc.plan.jsonio import plan_to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).parent / "fixtures" / "repo"

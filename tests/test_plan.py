@@ -9,10 +9,11 @@ import pytest
 from intentc import ir
 from intentc.diagnostics import Span
 from intentc.pipeline import check
-from intentc.plan import make_plan, plan_to_json
 from intentc.plan.gpuset import GpuChooser
+from intentc.plan.jsonio import plan_to_json
 from intentc.plan.metrics import jain_index
 from intentc.plan.model import Plan, TenantShare
+from intentc.plan.planner import make_plan
 from intentc.topology.load import LoadedTopology, load_topology
 from intentc.topology.matrix import GpuInfo, GpuMatrix, Link, LinkInfo
 from intentc.topology.nvsmi import default_matrix

@@ -12,9 +12,10 @@ from typer.testing import CliRunner
 
 from intentc.cli import app
 from intentc.pipeline import check
-from intentc.plan import make_plan, plan_from_json, plan_to_json
 from intentc.plan.html import render_html
+from intentc.plan.jsonio import plan_from_json, plan_to_json
 from intentc.plan.model import Plan
+from intentc.plan.planner import make_plan
 from intentc.plan.text import render_text
 from intentc.topology.load import load_topology
 

@@ -15,13 +15,14 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from intentc import ir
-from intentc.plan import make_plan, plan_to_json, planner
+from intentc.plan import planner
+from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
+from intentc.plan.planner import make_plan
 from intentc.quantity import parse_quantity
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuInfo, GpuMatrix, Link, LinkInfo

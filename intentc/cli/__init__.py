@@ -3,6 +3,8 @@
 One module per command group; each turns arguments into one library call
 and prints the result.  No logic lives here: anything worth testing is in
 the library.  Importing a module registers its commands on `app`.
+Command modules import their heavy dependencies inside the command, so
+`intentc check` does not pay for the daemon's (or `intentc --help` for anything).
 """
 
 from __future__ import annotations

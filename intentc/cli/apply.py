@@ -22,7 +22,6 @@ from intentc.cli.common import (
     commit_or_exit,
     connect_or_exit,
 )
-from intentc.compile import compile_paths
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
 from intentc.render.targets import DEFAULT_TARGET
@@ -68,8 +67,7 @@ def apply(
     format: ApplyFormat = typer.Option(ApplyFormat.TEXT, "--format", "-f", help="Output format."),
 ) -> None:
     """Compile, then server-side apply the result to a cluster, wave by wave."""
-    # The Kubernetes client is imported here, not at module load: every other
-    # command would otherwise pay for it at start-up.
+    from intentc.compile import compile_paths
     from intentc.reconcile.sync import ApplyOptions, Reconciler
 
     check_render_target(render_target)

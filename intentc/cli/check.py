@@ -7,7 +7,6 @@ import typer
 from intentc.cli.app import app, emit_diagnostics, exit_for
 from intentc.cli.common import Jobs, Paths
 from intentc.diagnostics import OutputFormat
-from intentc.pipeline import check as run_check
 
 
 @app.command(epilog="""Examples:
@@ -25,6 +24,8 @@ def check(
     jobs: Jobs = 0,
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
+    from intentc.pipeline import check as run_check
+
     result = run_check(paths, jobs=jobs or None)
     diags = list(result.diagnostics)
     emit_diagnostics(diags, format, result.sources)

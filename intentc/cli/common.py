@@ -7,9 +7,9 @@ where typer wants it.  A command whose wording of an option differs
 declares that option itself.
 
 Each helper turns a bad argument or an unreachable cluster into a usage
-error (exit 2) so that every command reports them the same way.  The
-Kubernetes client is imported inside `connect_or_exit`: importing it costs
-about half a second, which commands that never connect should not pay.
+error (exit 2) so that every command reports them the same way.  What the
+helpers call (the compiler, the Kubernetes client) is imported inside them:
+importing it costs up to half a second, which `intentc check` should not pay.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Annotated, Iterator, List, Optional, Sequence
 import typer
 
 from intentc.cli.app import usage_error
-from intentc.compile import CommitError, resolve_commit
 from intentc.diagnostics import OutputFormat
 from intentc.render.capabilities import KubeVersion
 from intentc.render.targets import TARGETS
 
 if TYPE_CHECKING:
     from intentc.kube.client import KubeClient
+
 
 
 # Inputs
@@ -78,6 +78,8 @@ def check_render_target(name: str) -> str:
 
 def commit_or_exit(paths: Sequence[str], explicit: str | None) -> str:
     """The commit SHA to stamp: --commit, else git HEAD of the inputs."""
+    from intentc.compile import CommitError, resolve_commit
+
     try:
         return resolve_commit(list(paths), explicit)
     except CommitError as e:

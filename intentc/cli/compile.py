@@ -7,7 +7,13 @@ from typing import Optional
 
 import typer
 
-from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics, usage_error
+from intentc.cli.app import (
+    EXIT_FINDINGS,
+    EXIT_USAGE,
+    app,
+    emit_diagnostics,
+    usage_error,
+)
 from intentc.cli.common import (
     Jobs,
     Paths,
@@ -17,7 +23,6 @@ from intentc.cli.common import (
     commit_or_exit,
     parse_kube_version,
 )
-from intentc.compile import compile_paths, write_outputs
 from intentc.diagnostics import OutputFormat
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 from intentc.render.targets import DEFAULT_TARGET, TARGETS
@@ -42,8 +47,8 @@ def compile(
     out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
     commit: Optional[str] = typer.Option(None, "--commit",
                                          help="Commit SHA to stamp (default: git HEAD of the first path)."),
-    kube_version: Optional[str] = typer.Option(None, "--kube-version",
-                                               help=f"Target Kubernetes MAJOR.MINOR (default {DEFAULT_KUBE_VERSION})."),
+    kube_version: Optional[str] = typer.Option(
+        None, "--kube-version", help=f"Target Kubernetes MAJOR.MINOR (default {DEFAULT_KUBE_VERSION})."),
     render_target: str = typer.Option(DEFAULT_TARGET, "--render-target",
                                       help=f"How GPUs are bound: {', '.join(sorted(TARGETS))}."),
     seed: Seed = 0,
@@ -52,6 +57,9 @@ def compile(
 ) -> None:
     """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors
     (nothing is written then)."""
+    from intentc.compile import compile_paths, write_outputs
+    from intentc.render.capabilities import DEFAULT_KUBE_VERSION
+
     version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION)
     assert version is not None
     check_render_target(render_target)

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 
@@ -26,17 +26,12 @@ from intentc.cli.common import (
     commit_or_exit,
     parse_kube_version,
 )
-from intentc.compile import CommitError, resolve_commit
-from intentc.daemon.http import parse_listen
-from intentc.daemon.loop import Daemon, DaemonConfig
-from intentc.daemon.reload import Reloader, ReloadResult, follow, write_changed
 from intentc.diagnostics import OutputFormat
-from intentc.gitrepo import GitError
-from intentc.kube.client import KubeClient
-from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
-from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 from intentc.render.targets import DEFAULT_TARGET
+
+if TYPE_CHECKING:
+    from intentc.daemon.reload import ReloadResult
 
 
 def _on_signals(stop: Callable[[], None]) -> None:
@@ -89,6 +84,13 @@ def daemon(
     log_level: str = typer.Option("info", "--log-level", help="debug | info | warning | error."),
 ) -> None:
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
+    from intentc.compile import CommitError, resolve_commit
+    from intentc.daemon.http import parse_listen
+    from intentc.daemon.loop import Daemon, DaemonConfig
+    from intentc.gitrepo import GitError
+    from intentc.kube.client import KubeClient
+    from intentc.kube.errors import KubeError
+
     check_render_target(render_target)
     level = getattr(logging, log_level.upper(), None)
     if not isinstance(level, int):
@@ -172,6 +174,9 @@ def watch(
     format: WatchFormat = typer.Option(WatchFormat.TEXT, "--format", "-f", help="Output format."),
 ) -> None:
     """Recompile incrementally whenever an intent file changes."""
+    from intentc.daemon.reload import Reloader, follow, write_changed
+    from intentc.render.capabilities import DEFAULT_KUBE_VERSION
+
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION) or DEFAULT_KUBE_VERSION

@@ -14,7 +14,6 @@ from typing import List, Optional
 
 import typer
 
-from intentc import gitrepo
 from intentc.cli.app import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -27,8 +26,8 @@ from intentc.cli.common import BaseRevision, HeadRevision, Jobs, MergeBase
 from intentc.diagnostics import OutputFormat, has_errors
 from intentc.sources import SOURCE_SUFFIXES, decode
 
-# The diff machinery (deepdiff, jsonschema, the renderer, the planner) is
-# imported inside the commands: every `intentc` invocation imports this
+# The diff machinery (GitPython, deepdiff, jsonschema, the renderer, the planner)
+# is imported inside the commands: every `intentc` invocation imports this
 # module, and start-up time is part of each command's latency.
 
 
@@ -59,6 +58,8 @@ def _label(rev: str | None, sha: str | None) -> str:
 
 def _revisions(root: Path, base: str, head: str | None, merge_base: bool) -> tuple[str, str | None, str, str]:
     """(base sha, head sha or None for the working tree, base label, head label)."""
+    from intentc import gitrepo
+
     head_sha = gitrepo.resolve(root, head) if head is not None else None
     base_sha = gitrepo.resolve(root, base)
     base_label = _label(base, base_sha)
@@ -94,6 +95,7 @@ def schema_diff(
 ) -> None:
     """Classify every change to the JSON Schemas between two revisions (ERR breaking,
     WARN maybe-breaking, INFO compatible) and count the base documents each one breaks."""
+    from intentc import gitrepo
     from intentc.diff.schema_format import render as render_schema_report
     from intentc.diff.schema_report import parse_acknowledgements
     from intentc.diff.schema_report import schema_diff as run_schema_diff
@@ -152,6 +154,7 @@ def diff(
     """Show what changes semantically between two revisions: intents, tenants and datasets
     (field by field, with positions), the dependency graph and, with --topology, the plan.
     Exit 0 when nothing changes, 1 when something does, 2 on errors."""
+    from intentc import gitrepo
     from intentc.diff.format import render_report
     from intentc.diff.report import diff_trees
     from intentc.diff.sides import Tree

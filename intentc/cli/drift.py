@@ -8,11 +8,10 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
-from intentc import gitrepo
 from intentc.cli.app import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -37,15 +36,12 @@ from intentc.cli.common import (
     commit_or_exit,
     connect_or_exit,
 )
-from intentc.compile import compile_paths
 from intentc.diagnostics import OutputFormat
-from intentc.drift.detect import DRIFT_CLASSES, DriftClass, History, Report
-from intentc.drift.live import observe
-from intentc.drift.rollback import LAST_GOOD, RepoSource, RollbackError
-from intentc.drift.rollback import rollback as run_rollback
-from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
-from intentc.reconcile.sync import ApplyOptions
+from intentc.reconcile.inventory import DEFAULT_TARGET_NAME, LAST_GOOD
 from intentc.render.targets import DEFAULT_TARGET
+
+if TYPE_CHECKING:
+    from intentc.drift.detect import History, Report
 
 
 class ReportFormat(str, enum.Enum):
@@ -55,6 +51,9 @@ class ReportFormat(str, enum.Enum):
 
 def _history(paths: list[str], sha: str) -> History | None:
     """The branch history behind `sha`, when the inputs live in a git repository."""
+    from intentc import gitrepo
+    from intentc.drift.detect import History
+
     first = Path(paths[0]) if paths else Path(".")
     try:
         return History(gitrepo.rev_list(first if first.is_dir() else first.parent, sha))
@@ -84,6 +83,8 @@ def _show(value: Any) -> str:
 
 
 def report_text(report: Report, target: str, commit: str) -> str:
+    from intentc.drift.detect import DRIFT_CLASSES, DriftClass
+
     objects = len({f.ref for f in report.findings})
     lines = [f"intentc drift: target {target}, commit {commit[:12]}, {objects} objects"]
     for f in report.drifted:
@@ -123,6 +124,9 @@ def drift(
     format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
 ) -> None:
     """Compare the cluster with the compiled intents (read-only); exit 1 on drift."""
+    from intentc.compile import compile_paths
+    from intentc.drift.live import observe
+
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     client, version = connect_or_exit(kubeconfig, context, kube_version)
@@ -179,6 +183,11 @@ def rollback(
     format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
 ) -> None:
     """Apply an earlier commit (default: the last known-good one) and quarantine the current one."""
+    from intentc import gitrepo
+    from intentc.drift.rollback import RepoSource, RollbackError
+    from intentc.drift.rollback import rollback as run_rollback
+    from intentc.reconcile.sync import ApplyOptions
+
     check_render_target(render_target)
     try:
         root = gitrepo.repo_root(repo)

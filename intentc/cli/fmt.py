@@ -10,7 +10,6 @@ import typer
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics
 from intentc.diagnostics import OutputFormat, Span, error
-from intentc.frontend.dsl_print import format_source
 from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_path
 
 
@@ -30,6 +29,8 @@ def fmt(
                                         help="Format of diagnostics."),
 ) -> None:
     """Format *.intent files (idempotent; files with errors are never touched)."""
+    from intentc.frontend.dsl_print import format_source
+
     files, diags = discover(paths)
     unreadable = bool(diags)
     sources: dict[str, str] = {}

@@ -6,11 +6,9 @@ import enum
 
 import typer
 
-from intentc import graph as depgraph
 from intentc.cli.app import app, emit_diagnostics, exit_for
 from intentc.cli.common import DiagnosticsFormat, Jobs, Paths
 from intentc.diagnostics import OutputFormat
-from intentc.pipeline import check as run_check
 
 
 class GraphFormat(str, enum.Enum):
@@ -35,6 +33,9 @@ def graph(
 ) -> None:
     """Print the dependency graph (edges from `after` and from datasets) with waves and the
     critical path; cycles and missing datasets are reported on stderr and exit 1."""
+    from intentc import graph as depgraph
+    from intentc.pipeline import check as run_check
+
     result = run_check(paths, jobs=jobs or None)
     g = result.graph
     diags = list(result.diagnostics)

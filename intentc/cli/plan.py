@@ -11,11 +11,6 @@ from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
 from intentc.cli.common import DiagnosticsFormat, Jobs, Paths, TopologyFile
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
-from intentc.pipeline import check as run_check
-from intentc.plan import make_plan, plan_to_json
-from intentc.plan.html import render_html
-from intentc.plan.text import render_text
-from intentc.topology.load import load_topology
 
 
 class PlanFormat(str, enum.Enum):
@@ -51,6 +46,13 @@ def plan(
     """Place every intent onto the topology: gangs all-or-nothing, `within`/`prefer` scopes,
     SLA order and weighted fair share.  Unplaceable intents are reported (E0601) and exit 1;
     an unreadable topology file exits 2."""
+    from intentc.pipeline import check as run_check
+    from intentc.plan.jsonio import plan_to_json
+    from intentc.plan.planner import make_plan
+    from intentc.plan.html import render_html
+    from intentc.plan.text import render_text
+    from intentc.topology.load import load_topology
+
     loaded, topo_diags = load_topology(str(topology))
     sources: dict[str, str] = {}
     try:

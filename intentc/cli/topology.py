@@ -7,6 +7,7 @@ import enum
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -19,8 +20,10 @@ from intentc.diagnostics import (
     sorted_diagnostics,
 )
 from intentc.sources import read_source
-from intentc.topology import nodes_import, nvsmi
-from intentc.topology.matrix import GpuMatrix
+from intentc.topology.nodes_import import RACK_LABEL, ZONE_LABEL
+
+if TYPE_CHECKING:
+    from intentc.topology.matrix import GpuMatrix
 
 topology_app = typer.Typer(
     name="topology",
@@ -69,14 +72,16 @@ def _read_json(path: str) -> tuple[object | None, dict[str, str], list[Diagnosti
 def import_(
     nodes: str = typer.Option(..., "--nodes", help="Output of `kubectl get nodes -o json`."),
     name: str = typer.Option(..., "--name", help="Topology name (a DNS-1123 label)."),
-    rack_label: str = typer.Option(nodes_import.RACK_LABEL, "--rack-label", help="Node label naming the rack."),
-    zone_label: str = typer.Option(nodes_import.ZONE_LABEL, "--zone-label", help="Node label naming the zone."),
+    rack_label: str = typer.Option(RACK_LABEL, "--rack-label", help="Node label naming the rack."),
+    zone_label: str = typer.Option(ZONE_LABEL, "--zone-label", help="Node label naming the zone."),
     keep_label: list[str] | None = typer.Option(
         None, "--keep-label", help="Label prefix to copy into the file (repeatable; replaces the default list)."),
     out: str | None = typer.Option(None, "--out", "-o", help="Write the YAML here instead of stdout."),
     format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Diagnostics format."),
 ) -> None:
     """Turn node labels (GPU Feature Discovery, zone, rack) into a Topology YAML file."""
+    from intentc.topology import nodes_import
+
     if not _DNS_LABEL.fullmatch(name):
         usage_error(f"--name {name!r} is not a DNS-1123 label (lowercase letters, digits and '-')")
     data, sources, diags = _read_json(nodes)
@@ -104,6 +109,8 @@ def import_(
 
 
 def _text_report(path: str, m: GpuMatrix) -> str:
+    from intentc.topology import nvsmi
+
     numa = sorted({g.numa_node for g in m.gpus if g.numa_node is not None})
     lines = [(f"{path}: {len(m.gpus)} GPUs, {len(m.nics)} NICs, NUMA nodes "
              f"{', '.join(map(str, numa)) or 'unknown'}"), ""]
@@ -140,6 +147,8 @@ def inspect(
 ) -> None:
     """Show what intentc reads from an `nvidia-smi topo -m` file: each GPU's NUMA node and
     CPU affinity, its nearest NICs, and the link between every GPU pair."""
+    from intentc.topology import nvsmi
+
     source, diags = read_source(Path(nvidia_smi))
     if source is None:
         emit_diagnostics(diags, OutputFormat.TEXT, {}, to_stderr=True)

@@ -48,8 +48,9 @@ from intentc.frontend import FileResult, parse_source
 from intentc.ir import Intent, Program, Tenant
 from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
 from intentc.pipeline import prefer_specific
-from intentc.plan import make_plan, plan_to_json
+from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Placement, Plan
+from intentc.plan.planner import make_plan
 from intentc.render import intent_manifests, priority_class_manifests, tenant_manifests
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (
@@ -63,7 +64,6 @@ from intentc.render.output import manifest_filename, step_width, to_yaml
 from intentc.render.targets import DEFAULT_TARGET, get_target
 from intentc.sources import SOURCE_SUFFIXES, discover, read_source
 from intentc.topology.load import LoadedTopology, load_topology
-
 
 
 @dataclass(frozen=True)

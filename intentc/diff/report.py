@@ -22,8 +22,8 @@ from intentc.diff.impact import Impact, SideState, classify
 from intentc.diff.intents import DeclChange, diff_programs
 from intentc.diff.plan_diff import PlanDiff, diff_plans
 from intentc.diff.sides import CompileStats, Side, Tree, compile_sides
-from intentc.plan import make_plan
 from intentc.plan.model import Plan
+from intentc.plan.planner import make_plan
 from intentc.topology.load import LoadedTopology
 
 

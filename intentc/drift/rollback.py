@@ -24,7 +24,7 @@ from intentc.compile import CompileResult, compile_paths
 from intentc.diagnostics import Diagnostic, Related, Span
 from intentc.drift import events, quarantine
 from intentc.kube.client import KubeClient
-from intentc.reconcile.inventory import Inventory, inventory_ref
+from intentc.reconcile.inventory import LAST_GOOD, Inventory, inventory_ref
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
@@ -32,7 +32,6 @@ from intentc.render.model import ObjectRef
 from intentc.render.targets import DEFAULT_TARGET
 
 log = logging.getLogger("intentc.drift")
-LAST_GOOD = "last-good"
 
 
 class RollbackError(Exception):

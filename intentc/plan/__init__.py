@@ -1,10 +1,8 @@
 """Placement of intents onto a topology: fair share, SLA order, topology-aware GPU choice.
 
-`make_plan` is the entry point; `plan_to_json` / `plan_from_json` are the
-`plan.json` document (schemas/plan.schema.json).
+`planner.make_plan` is the entry point; `jsonio.plan_to_json` /
+`jsonio.plan_from_json` are the `plan.json` document
+(schemas/plan.schema.json); `model` is the contract the renderer and the
+reconciler read.  The package itself imports nothing, so that importing the
+model does not load the planner (and networkx) with it.
 """
-
-from intentc.plan.jsonio import plan_from_json, plan_to_json
-from intentc.plan.planner import make_plan
-
-__all__ = ["make_plan", "plan_from_json", "plan_to_json"]

@@ -44,6 +44,7 @@ INVENTORY_LABEL = "intentc.dev/inventory"       # value: the target name
 INVENTORY_FORMAT = "intentc.dev/inventory/v1"
 HISTORY_LIMIT = 10
 DEFAULT_TARGET_NAME = "default"
+LAST_GOOD = "last-good"             # the revision word for `lastKnownGood` (rollback --to)
 
 
 def inventory_name(target: str) -> str:
