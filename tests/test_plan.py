@@ -190,7 +190,19 @@ def test_prefer_falls_back_with_a_warning() -> None:
     assert plan.placement("a") is not None and plan.placement("a").gpu_count == 12  # type: ignore[union-attr]
     [d] = diags
     assert d.code == "W0601" and not d.is_error
-    assert "prefers one node domain" in d.message and "placed across one rack" in d.message
+    assert d.message == ("12 GPUs prefers one node domain, but the largest node domain has 8 GPUs; "
+                         "placed across one rack")
+    assert d.hint is not None and "drop `prefer node`" in d.hint
+
+
+def test_prefer_unmet_for_lack_of_room_suggests_within() -> None:
+    nodes = [node("n1", zone="z", rack="r"), node("n2", zone="z", rack="r")]
+    intents = (job("a1", gpus=6), job("a2", gpus=6), job("b", gpus=4, prefer="node", sla="P3"))
+    plan, diags = make_plan(program(*intents), loaded(*nodes))
+    assert plan.placement("b") is not None
+    [d] = diags
+    assert "no node domain had 4 free GPUs; placed across one rack instead" in d.message
+    assert d.hint is not None and "within node" in d.hint
 
 
 def test_prefer_met_gives_no_warning_and_default_is_tightest() -> None:

@@ -74,6 +74,14 @@ def _unmet_preference(req: Request, placer: Placer, placed: Placed, intent: ir.I
     gpus = intent.constraints.gpus
     span = gpus.spans.get("prefer", _gpus_span(intent)) if gpus is not None else _gpus_span(intent)
     level = placer.level_name(placed.scope_depth)
+    view = placer.c.view(req.filter)
+    largest = max((view.cap[d.id] for d in placer.c.by_depth[want]), default=0)
+    if largest < req.count:
+        # never possible on this topology: say so, rather than suggest waiting for room
+        return warning("W0601", f"{req.describe()} prefers one {req.prefer} domain, but the largest "
+                                f"{req.prefer} domain has {largest} {req.noun()}; placed across one {level}",
+                       span, hint=f"drop `prefer {req.prefer}`: no {req.prefer} domain of this topology can "
+                                  f"hold {req.count} GPUs")
     return warning("W0601", f"{req.describe()} prefers one {req.prefer} domain, but no {req.prefer} "
                             f"domain had {req.count} free GPUs; placed across one {level} instead",
                    span, hint=f"use `within {req.prefer}` to make it a requirement (the intent then "
