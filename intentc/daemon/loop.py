@@ -30,6 +30,7 @@ from intentc.daemon.informer import Informer
 from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.reload import ReloadResult, follow
+from intentc.daemon.rollouts import Changed, Done, Reloaded, Stopped, run_rollback, run_rollout
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile
 from intentc.diagnostics import format_text
 from intentc.drift import events, quarantine
@@ -37,13 +38,13 @@ from intentc.drift.consistency import Verdict, check_rollout
 from intentc.drift.detect import History, detect
 from intentc.drift.live import Managed, complete, heal, own_plumbing, read_managed
 from intentc.drift.policy import Decision, Policies, asking_for_rollback, decide
-from intentc.drift.rollback import RollbackError, RollbackOutcome, rollback
+from intentc.drift.rollback import RollbackError, RollbackOutcome
 from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import Inventory
 from intentc.reconcile.result import ApplyResult
-from intentc.reconcile.sync import ApplyOptions, Reconciler
+from intentc.reconcile.sync import ApplyOptions
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Manifest, ObjectRef
 
@@ -71,28 +72,6 @@ class DaemonConfig:
     commit: str | None = None           # local mode: the SHA to stamp (the CLI passes git HEAD)
     watch_timeout: int = 300            # server-side watch timeout (s)
     heal_backoff: tuple[float, float] = (2.0, 300.0)
-
-
-class Stopped(Exception):
-    """Raised inside a rollout's waits when the daemon shuts down."""
-
-
-@dataclass(frozen=True)
-class _Changed:
-    refs: frozenset[ObjectRef]
-
-
-@dataclass(frozen=True)
-class _Done:
-    kind: str                            # "rollout" | "rollback"
-    desired: Desired | None
-    result: ApplyResult | RollbackOutcome | None
-    error: str = ""
-
-
-@dataclass(frozen=True)
-class _Reloaded:
-    result: ReloadResult
 
 
 @dataclass
@@ -187,9 +166,9 @@ class Daemon:
             self.local = LocalSource(tuple(str(Path(cfg.repo) / p) for p in cfg.paths),
                                      str(Path(cfg.repo) / cfg.topology), commit, version,
                                      cfg.render_target, cfg.seed)
-            self.queue.put(_Reloaded(self.local.load()))
+            self.queue.put(Reloaded(self.local.load()))
             t = threading.Thread(target=follow, name="intentc-files", daemon=True,
-                                 args=(self.local.reloader, lambda r, _s: self.queue.put(_Reloaded(r)),
+                                 args=(self.local.reloader, lambda r, _s: self.queue.put(Reloaded(r)),
                                        self.stop_event))
             t.start()
             self._threads.append(t)
@@ -218,7 +197,7 @@ class Daemon:
                 continue
             changed: set[ObjectRef] = set()
             while item is not None:
-                if isinstance(item, _Changed):
+                if isinstance(item, Changed):
                     changed |= item.refs
                 else:
                     self._handle(item)
@@ -230,9 +209,9 @@ class Daemon:
                 self._detect(changed)
 
     def _handle(self, item: object) -> None:
-        if isinstance(item, _Done):
+        if isinstance(item, Done):
             self._done(item)
-        elif isinstance(item, _Reloaded):
+        elif isinstance(item, Reloaded):
             self._reloaded(item.result)
 
     def _safe(self, step: str, fn: Callable[[], Any]) -> Any:
@@ -336,16 +315,9 @@ class Daemon:
         started = self.clock()
 
         def work() -> None:
-            from intentc.render.model import Rendered
-            rendered = Rendered(desired.manifests, str(self._version()), self.config.render_target, desired.commit)
             try:
-                result = Reconciler(self.client, self._options(), sleep=self._sleep).apply(rendered)
-                self.queue.put(_Done("rollout", desired, result))
-            except Stopped:
-                self.queue.put(_Done("rollout", desired, None, "stopped"))
-            except Exception as e:
-                log.exception("rollout of %s crashed", desired.commit[:12])
-                self.queue.put(_Done("rollout", desired, None, repr(e)))
+                self.queue.put(run_rollout(self.client, desired, self._options(), self._version(),
+                                           self.config.render_target, self._sleep))
             finally:
                 self.metrics.reconcile_seconds.labels("rollout").observe(self.clock() - started)
         self._submit(work)
@@ -358,14 +330,14 @@ class Daemon:
             return
         fut.add_done_callback(_report_crash)
 
-    def _done(self, done: _Done) -> None:
+    def _done(self, done: Done) -> None:
         self.state.busy = ""
         self._finished(done)
         if self.state.pending is not None and not self.state.busy:
             pending, self.state.pending = self.state.pending, None
             self._rollout(pending)
 
-    def _finished(self, done: _Done) -> None:
+    def _finished(self, done: Done) -> None:
         if done.kind == "rollback":
             self._rolled_back(done)
             return
@@ -412,24 +384,14 @@ class Daemon:
 
         def work() -> None:
             try:
-                outcome = rollback(self.client, source, self.config.workdir, reason=reason, bad=bad.commit,
-                                   options=self._options(), failing=failing)
-                self.queue.put(_Done("rollback", bad, outcome))
-            except RollbackError as e:
-                self.queue.put(_Done("rollback", bad, None, e.message))
-            except Stopped:
-                self.queue.put(_Done("rollback", bad, None, "stopped"))
-            except KubeError as e:
-                self.queue.put(_Done("rollback", bad, None, e.message))
-            except Exception as e:
-                log.exception("rollback from %s crashed", bad.commit[:12])
-                self.queue.put(_Done("rollback", bad, None, repr(e)))
+                self.queue.put(run_rollback(self.client, source, self.config.workdir, reason=reason, bad=bad,
+                                            options=self._options(), failing=failing))
             finally:
                 self.metrics.reconcile_seconds.labels("rollback").observe(self.clock() - started)
         self.metrics.rollbacks.inc()
         self._submit(work)
 
-    def _rolled_back(self, done: _Done) -> None:
+    def _rolled_back(self, done: Done) -> None:
         outcome = done.result
         if not isinstance(outcome, RollbackOutcome):
             log.error("rollback of %s failed: %s", done.desired.commit[:12] if done.desired else "?", done.error)
@@ -482,7 +444,7 @@ class Daemon:
             inf.start()
 
     def _on_change(self, _event: str, refs: frozenset[ObjectRef]) -> None:
-        self.queue.put(_Changed(refs))
+        self.queue.put(Changed(refs))
 
     def _read_inventory(self) -> Inventory:
         managed = read_managed(self.client, self.config.target)
