@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from intentc.cli.app import app, main
 
-# Each import registers commands on `app`.
+# Each import registers commands on `app`, in the order `intentc --help` lists them
+# (the pipeline's order): keep it, do not sort.
+# ruff: noqa: I001
 from intentc.cli import check as _check  # noqa: F401,E402
 from intentc.cli import convert as _convert  # noqa: F401,E402
 from intentc.cli import graph as _graph  # noqa: F401,E402

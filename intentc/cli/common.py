@@ -49,7 +49,7 @@ Seed = Annotated[int, typer.Option("--seed", min=0, help="Planner tie-break seed
 
 # The cluster
 Kubeconfig = Annotated[Optional[str], typer.Option("--kubeconfig",
-                                                   help="Kubeconfig file (default $KUBECONFIG, ~/.kube/config).")]
+                                                   help="Kubeconfig file (default $KUBECONFIG, ~/.kube/config, in-cluster).")]
 KubeContext = Annotated[Optional[str], typer.Option("--context", help="Kubeconfig context (default: current).")]
 KubeVersionOverride = Annotated[Optional[str], typer.Option(
     "--kube-version", help="Render for this MAJOR.MINOR instead of asking the server.")]

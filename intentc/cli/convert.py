@@ -34,7 +34,9 @@ def convert(
     if source is None:
         emit_diagnostics(diags, format, {}, to_stderr=True)
         raise typer.Exit(EXIT_FINDINGS)
-    from intentc.convert import convert as run_convert   # printers load only when converting
+    from intentc.convert import (
+        convert as run_convert,  # printers load only when converting
+    )
     text, diags = run_convert(source, to)
     emit_diagnostics(diags, format, {source.path: source.text}, to_stderr=True)
     if text is None:

@@ -47,9 +47,9 @@ def plan(
     SLA order and weighted fair share.  Unplaceable intents are reported (E0601) and exit 1;
     an unreadable topology file exits 2."""
     from intentc.pipeline import check as run_check
+    from intentc.plan.html import render_html
     from intentc.plan.jsonio import plan_to_json
     from intentc.plan.planner import make_plan
-    from intentc.plan.html import render_html
     from intentc.plan.text import render_text
     from intentc.topology.load import load_topology
 
