@@ -23,7 +23,6 @@ import networkx as nx
 from intentc import graph
 from intentc.atomic import write_atomic
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
-from intentc.gitrepo import head_commit
 from intentc.ir import Program
 from intentc.pipeline import check
 from intentc.plan.jsonio import plan_to_json
@@ -52,6 +51,8 @@ def resolve_commit(paths: Sequence[str], explicit: str | None = None) -> str:
         if not _SHA.match(sha):
             raise CommitError(f"--commit must be a full 40-hex commit SHA, got {explicit!r}")
         return sha
+    from intentc.gitrepo import head_commit    # GitPython costs ~60 ms to import; CI passes --commit
+
     where = Path(paths[0]) if paths else Path(".")
     sha_found = head_commit(where if where.is_dir() else where.parent)
     if sha_found is None:
