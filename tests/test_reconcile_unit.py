@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from intentc.cli import app
@@ -167,3 +169,27 @@ def test_unreachable_cluster_exits_2_without_traceback(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "kubeconfig not found" in res.output
     res = CliRunner().invoke(app, base + ["--kubeconfig", str(kubeconfig), "--context", "missing"])
     assert res.exit_code == 2 and "missing" in res.output
+
+
+_NAMES = st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)
+_ENTRIES = st.lists(st.builds(
+    Entry,
+    st.builds(ObjectRef, st.sampled_from(["v1", "batch/v1", "apps/v1"]), st.sampled_from(["Job", "Service"]),
+              _NAMES, _NAMES),
+    st.integers(0, 200), st.text(min_size=0, max_size=64), st.sampled_from([SHA_A, SHA_B]),
+    st.one_of(st.none(), _NAMES), st.one_of(st.none(), st.text(max_size=10)),
+    st.sampled_from(["applied", "pending"]), st.booleans()), max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ENTRIES, st.sampled_from([0, 512 * 1024]))
+def test_inventory_round_trips_plain_or_gzipped(entries: list[Entry], limit: int) -> None:
+    import intentc.reconcile.inventory as inventory_module
+    inv = Inventory("prod", SHA_A).with_entries(entries)
+    saved, inventory_module.PLAIN_LIMIT = inventory_module.PLAIN_LIMIT, limit     # 0: always gzipped
+    try:
+        body = inv.configmap()
+    finally:
+        inventory_module.PLAIN_LIMIT = saved
+    assert ("binaryData" in body) == (limit == 0)
+    assert Inventory.from_configmap(body, "prod") == inv
