@@ -19,7 +19,6 @@ writes; first apply no slower than kubectl; no-op re-apply >= 3x faster.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
@@ -32,6 +31,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results import write_results  # noqa: E402
 from intentc.compile import compile_paths, write_outputs  # noqa: E402
 from intentc.kube.client import KubeClient  # noqa: E402
 from intentc.reconcile.sync import ApplyOptions, Reconciler  # noqa: E402
@@ -162,11 +162,7 @@ def main() -> int:
             env.stop()
 
     k = results["kubectl"]
-    out_dir = ROOT / "benchmarks" / "results"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "bench_apply.json").write_text(json.dumps(
-        {"objects": n, "baseline": "kubectl apply --server-side -f DIR", "runs": results}, indent=2,
-        sort_keys=True, default=str) + "\n")
+    write_results("bench_apply", {"objects": n, "baseline": "kubectl apply --server-side -f DIR", "runs": results})
     print()
     for label, key in (("reconciler, same manifests", "reconciler"), ("command, incl. start-up + compile", "cli")):
         r = results[key]

@@ -32,7 +32,6 @@ half-way through.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pickle
 import random
@@ -47,6 +46,9 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.results import write_results  # noqa: E402  (this tree's, whatever SRC is)
+
 SRC = Path(os.environ.get("BENCH_DIFF_SRC", str(ROOT)))
 sys.path.insert(0, str(SRC))
 
@@ -302,9 +304,7 @@ def main() -> None:
               f" git diff {results['git_diff_bytes']} B")
         print(f"  declarations reported: {len(decls)} for {len(done)} edits; target < 2 s (CPU): "
               f"{'met' if results['target_met_cpu'] else 'NOT met'}")
-        out = ROOT / "benchmarks" / "results"
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "bench_diff.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        write_results("bench_diff", results)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -56,6 +56,7 @@ os.environ.setdefault("INTENTC_CACHE_DIR", "")   # no parse cache written to ~/.
 
 from deepdiff import DeepDiff
 
+from benchmarks.results import write_results
 from intentc.compile import compile_paths, write_outputs
 from intentc.drift.detect import DriftClass, History, detect
 from intentc.render.capabilities import KubeVersion
@@ -428,9 +429,7 @@ def main() -> int:
     results: dict[str, Any] = {"cpus": os.cpu_count(),
                                "detect": bench_detect(args.objects, args.repeat, args.baseline_sample, args.seed)}
     results["kube"] = {"skipped": "--skip-kube"} if args.skip_kube else bench_kube(args.kube_repeat)
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_drift.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    write_results("bench_drift", results)
     return 0
 
 

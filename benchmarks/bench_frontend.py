@@ -18,7 +18,6 @@ benchmarks/results/bench_frontend.json.  Seeded: the same files every run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -29,6 +28,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.results import write_results  # noqa: E402
+
 TENANTS = ["team-a", "team-b", "team-c", "team-d"]
 PRODUCTS = ["H100-80GB", "A100-80GB", "L40S"]
 
@@ -149,9 +153,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     results = [bench(n, args.repeat) for n in args.sizes]
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_frontend.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    write_results("bench_frontend", results)
     print(f"{'intents':>8} {'cold s':>8} {'warm s':>8} {'int/s cold':>11} {'baseline s':>11} "
           f"{'ms/file ours':>13} {'ms/file base':>13} {'ratio':>6}")
     for r in results:

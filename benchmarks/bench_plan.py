@@ -58,7 +58,6 @@ over repeated runs in this process, reported as ratios.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import time
@@ -71,13 +70,13 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.plan_baselines import POLICIES, Alloc, terms_of, run_baseline  # noqa: E402
 from benchmarks.plan_milp import policy_optimum, unconstrained_optimum  # noqa: E402
+from benchmarks.results import write_results  # noqa: E402
 from benchmarks.plan_workload import SEED, SLA_CLASSES, build_cluster, build_workload, sla_of  # noqa: E402
 from intentc import ir  # noqa: E402
 from intentc.plan.planner import make_plan  # noqa: E402
 from intentc.plan.admission import FairShare  # noqa: E402
 from intentc.topology.load import LoadedTopology  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results" / "bench_plan.json"
 LOADS = (1600, 1800, 2000)
 PLAN_SECONDS_TARGET = 2.0
 MILP_PCT_TARGET = 95.0
@@ -408,10 +407,8 @@ def main() -> None:
     small = small_runs([1, 2] if args.quick else [1, 2, 3, 4, 5], 20.0 if args.quick else 60.0)
     goals = targets(bigs, small)
     print(_table(bigs, small, goals))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"seed": SEED, "large": bigs, "small": small, "targets": goals}
-    RESULTS.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"\nwrote {RESULTS.relative_to(ROOT)}")
+    path = write_results("bench_plan", {"seed": SEED, "large": bigs, "small": small, "targets": goals})
+    print(f"\nwrote {path.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

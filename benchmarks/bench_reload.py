@@ -31,7 +31,6 @@ Writes benchmarks/results/bench_reload.json.  Seeded: the same files and edits e
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -48,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_frontend import PRODUCTS, generate
+from benchmarks.results import write_results
 from intentc.compile import compile_paths
 from intentc.daemon.reload import Reloader
 
@@ -186,9 +186,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=11)
     args = ap.parse_args()
     result = bench(args.intents, args.edits, args.replan_edits, args.repeat, args.seed)
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bench_reload.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    write_results("bench_reload", result)
     return 0
 
 

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from intentc.kube.client import KubeClient
 
 
-
 # Inputs
 Paths = Annotated[List[str], typer.Argument(help="Files or directories (searched for *.intent, *.yaml, *.yml).")]
 TopologyFile = Annotated[Path, typer.Option("--topology", "-t", help="The Topology file to place onto.")]
