@@ -55,6 +55,9 @@ class Row:
     code: str
     line: int = 0      # explicit position for byte inputs that cannot carry a marker
     column: int = 0
+    # The contract is "on this line, at or after the marker": where the parser gives up
+    # differs between libyaml releases (PyYAML 6.0.4's scanner stops runaway nesting itself).
+    at_or_after: bool = False
 
 
 def row(id: str, name: str, text: str, code: str) -> Row:
@@ -97,7 +100,8 @@ ROWS: list[Row] = [
         "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
         "e: &e [*d, *d, *d, *d, *d, *d, *d, ‸*d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
         "E0202"),
-    row("yaml-deep-nesting", "a.yaml", "spec: " + "[" * 63 + "‸" + "[" * 2937 + "]" * 3000 + "\n", "E0203"),
+    Row("yaml-deep-nesting", {"a.yaml": "spec: " + "[" * 63 + "‸" + "[" * 2937 + "]" * 3000 + "\n"}, "E0203",
+        at_or_after=True),
     row("yaml-duplicate-key", "a.yaml",
         yaml_intent(YSPEC + "  ‸trigger: manual\n"), "E0205"),
     row("yaml-unknown-kind", "a.yaml",
@@ -204,7 +208,19 @@ def test_malformed_input(tmp_path: Path, r: Row) -> None:
     root, line, column = materialise(tmp_path, r)
     result = check([str(root)], use_cache=False)
     found = {(d.code, d.span.line, d.span.column) for d in result.diagnostics}
-    assert (r.code, line, column) in found, sorted(found)
+    if r.at_or_after:
+        assert any(c == r.code and ln == line and col >= column for c, ln, col in found), sorted(found)
+    else:
+        assert (r.code, line, column) in found, sorted(found)
+
+
+@pytest.mark.parametrize("r", [r for r in ROWS if r.at_or_after], ids=lambda r: r.id)
+def test_parser_limits_exit_1_without_traceback(tmp_path: Path, r: Row) -> None:
+    """Rows whose exact column depends on the parser release still keep the user-visible contract."""
+    root, _, _ = materialise(tmp_path, r)
+    res = CliRunner().invoke(app, ["check", str(root)])
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output and r.code in res.output
 
 
 @pytest.mark.parametrize("r", ROWS[::7], ids=[r.id for r in ROWS[::7]])

@@ -48,6 +48,7 @@ from intentc.frontend.schema import (
 )
 
 MAX_DEPTH = 64                  # nested mappings/lists, aliases included
+_DEEP_HINT = "intentc documents need a handful of levels; check for runaway brackets"
 MAX_ALIAS_EXPANSION = 100_000   # values reachable through aliases, per document
 
 # libyaml's parser alone (no constructor or resolver to set up per file), or the pure-Python one
@@ -166,6 +167,12 @@ class Reader:
             line = (mark.line if mark else 0) + offset
             col = mark.column if mark else 0
             problem = exc.problem or "invalid YAML"
+            if "nesting depth" in problem:
+                # libyaml from PyYAML 6.0.4 stops runaway flow nesting in its scanner,
+                # before our own depth count sees the events: the same finding.
+                self.err("E0203", f"YAML nested more than {MAX_DEPTH} levels deep",
+                         (line, col, line, col + 1), hint=_DEEP_HINT)
+                return line
             hint = f"{exc.context} (line {exc.context_mark.line + offset + 1})" \
                 if exc.context and exc.context_mark else exc.context
             self.syntax_error(f"YAML syntax error: {problem}", line, col, hint)
@@ -294,7 +301,7 @@ class Reader:
                 if depth > MAX_DEPTH:
                     self.err("E0203", f"YAML nested more than {MAX_DEPTH} levels deep",
                              (s.line + off, s.column, s.line + off, s.column + 1),
-                             hint="intentc documents need a handful of levels; check for runaway brackets")
+                             hint=_DEEP_HINT)
                     raise _TooDeep(s.line + off)
                 if skipping:
                     continue
