@@ -1,16 +1,22 @@
 """Shared fixtures.  Kept small: every helper's tests import this file.
 
-`kube_env` is one real etcd + kube-apiserver per test module (about 8 s to
-start): modules apply the same example repository under different commits,
-and a Kubernetes 1.20 server without a controller-manager cannot delete a
-namespace, so sharing one server across modules would make results depend
-on test order.  Tests within a module isolate by names.  Tests marked
-`@pytest.mark.kube` skip with a message saying how to get the binaries.
+`kube_env` is one real etcd + kube-apiserver per test module; `kube_cluster`
+adds the controller-manager, the scheduler and kwok, `kueue_cluster` Kueue
+(tests/kube_env.py).  One control plane per module: modules apply the same
+example repository under different commits, so sharing one server across
+modules would make results depend on test order; tests within a module
+isolate by names.  Tests marked `@pytest.mark.kube` need a control plane: when
+`KUBEBUILDER_ASSETS` is unset, collection runs `hack/testenv/setup` (instant
+once cached) and uses what it prints; with `INTENTC_TESTENV_BUILD=0` it does
+not, and those tests skip with a message saying how to get the binaries.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -21,7 +27,26 @@ from tests.kube_env import SKIP_MESSAGE, KubeEnv, assets_dir
 REQUIRE_KUBE = os.environ.get("INTENTC_REQUIRE_KUBE") == "1"
 
 
+def _build_testenv() -> str | None:
+    """Build (first time, ~30-60 min on 2 cores) or find (cached, instant) the project's
+    test bed with hack/testenv/setup; None with the reason printed when it cannot."""
+    setup = Path(__file__).resolve().parent.parent / "hack" / "testenv" / "setup"
+    print(f"\nKUBEBUILDER_ASSETS is not set: running {setup} (cached after the first build)",
+          file=sys.stderr, flush=True)
+    res = subprocess.run([str(setup)], stdout=subprocess.PIPE, text=True)
+    path = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    if res.returncode != 0 or not path:
+        print(f"hack/testenv/setup failed (exit {res.returncode})", file=sys.stderr)
+        return None
+    return path
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wants_kube = any("kube" in item.keywords for item in items)
+    if wants_kube and assets_dir() is None and os.environ.get("INTENTC_TESTENV_BUILD", "1") != "0":
+        built = _build_testenv()
+        if built:
+            os.environ["KUBEBUILDER_ASSETS"] = built
     if assets_dir() is not None:
         return
     if REQUIRE_KUBE:
@@ -44,14 +69,32 @@ def _private_parse_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ["INTENTC_CACHE_DIR"] = old
 
 
-@pytest.fixture(scope="module")
-def kube_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
+def _control_plane(factory: pytest.TempPathFactory, components: tuple[str, ...]) -> Iterator[KubeEnv]:
     assets = assets_dir()
     if assets is None:
         pytest.skip(SKIP_MESSAGE)
-    env = KubeEnv(assets, tmp_path_factory.mktemp("kube-env"))
+    env = KubeEnv(assets, factory.mktemp("kube-env"), components)
     try:
         env.start()
         yield env
     finally:
         env.stop()
+
+
+@pytest.fixture(scope="module")
+def kube_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
+    """etcd + kube-apiserver: enough for apply, drift, rollback, watch and the daemon."""
+    yield from _control_plane(tmp_path_factory, ())
+
+
+@pytest.fixture(scope="module")
+def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
+    """A whole control plane — API server, controller-manager, scheduler — and kwok
+    playing the kubelet; add fake GPU nodes with `tests.kube_nodes.add_topology`."""
+    yield from _control_plane(tmp_path_factory, ("controller-manager", "scheduler", "kwok"))
+
+
+@pytest.fixture(scope="module")
+def kueue_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
+    """`kube_cluster` plus the Kueue controller and its CRDs."""
+    yield from _control_plane(tmp_path_factory, ("controller-manager", "scheduler", "kwok", "kueue"))

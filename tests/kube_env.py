@@ -1,14 +1,25 @@
-"""A real etcd + kube-apiserver on loopback, the way controller-runtime's envtest runs them.
+"""A real Kubernetes control plane on loopback, the way controller-runtime's envtest runs one.
 
-Binaries come from $KUBEBUILDER_ASSETS (`../shared/kube-testenv/setup`
-prints that directory).  Flags are the ones that work for the 1.20 server
-built there (see ../shared/kube-testenv/README.md).  `stop_apiserver` /
-`start_apiserver` keep etcd and its data, so a test can take the API server
-away mid-operation and bring the same cluster back.
+Binaries come from $KUBEBUILDER_ASSETS, which `hack/testenv/setup` builds
+from pinned Go modules and prints (Kubernetes 1.37, etcd 3.6, kwok, Kueue).
+`KubeEnv` always runs etcd and kube-apiserver; the other components are
+started on request, because each costs start-up time and CPU:
+
+* ``controller-manager`` — garbage collection, namespace deletion, the Job and
+  Deployment controllers (pods get created);
+* ``scheduler`` — kube-scheduler binds those pods to nodes (and allocates DRA
+  claims against ResourceSlices);
+* ``kwok`` — plays the kubelet for fake nodes (annotation
+  ``kwok.x-k8s.io/node=fake``): pods go Running, Job pods go Succeeded;
+* ``kueue`` — the Kueue controller out of cluster, with its CRDs.
+
+`stop_apiserver` / `start_apiserver` keep etcd and its data, so a test can
+take the API server away mid-operation and bring the same cluster back.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -20,10 +31,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import IO, Any, Iterable
 
-SKIP_MESSAGE = ("needs a real kube-apiserver: set KUBEBUILDER_ASSETS; "
-                "run ../shared/kube-testenv/setup")
+SKIP_MESSAGE = ("needs a real Kubernetes control plane: run "
+                'export KUBEBUILDER_ASSETS="$(hack/testenv/setup)"')
 BINARIES = ("etcd", "kube-apiserver", "kubectl")
+COMPONENTS = ("controller-manager", "scheduler", "kwok", "kueue")
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 
 
 def assets_dir() -> Path | None:
@@ -55,16 +69,22 @@ def _stop(proc: subprocess.Popen[bytes] | None, timeout: float = 15.0) -> None:
 
 
 class KubeEnv:
-    def __init__(self, assets: Path, workdir: Path) -> None:
+    def __init__(self, assets: Path, workdir: Path, components: Iterable[str] = ()) -> None:
         self.assets = assets
         self.dir = workdir
+        self.components = tuple(c for c in COMPONENTS if c in set(components))
+        unknown = set(components) - set(COMPONENTS)
+        if unknown:
+            raise ValueError(f"unknown components {sorted(unknown)}; known: {COMPONENTS}")
         self.token = secrets.token_hex(16)
         self.etcd_port = free_port()
         self.peer_port = free_port()
         self.api_port = free_port()
         self.etcd: subprocess.Popen[bytes] | None = None
         self.apiserver: subprocess.Popen[bytes] | None = None
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.kubeconfig = self.dir / "kubeconfig"
+        self._logs: list[IO[bytes]] = []
 
     # -- lifecycle --------------------------------------------------------
     @property
@@ -80,43 +100,136 @@ class KubeEnv:
         self._write_credentials()
         self.start_etcd()
         self.start_apiserver(timeout)
+        for component in self.components:
+            getattr(self, "start_" + component.replace("-", "_"))()
         return self
 
     def stop(self) -> None:
+        for name in reversed(list(self.procs)):
+            _stop(self.procs.pop(name))
         self.stop_apiserver()
         _stop(self.etcd)
         self.etcd = None
+        for f in self._logs:
+            f.close()
+        self._logs.clear()
+
+    def _log(self, name: str) -> IO[bytes]:
+        f = open(self.dir / f"{name}.log", "ab")
+        self._logs.append(f)
+        return f
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(argv, stdout=self._log(name), stderr=subprocess.STDOUT, cwd=self.dir)
+        self.procs[name] = proc
+        return proc
 
     def start_etcd(self) -> None:
-        log = open(self.dir / "etcd.log", "ab")
         self.etcd = subprocess.Popen(
             [str(self.assets / "etcd"), "--data-dir", str(self.dir / "etcd"),
              "--listen-client-urls", f"http://127.0.0.1:{self.etcd_port}",
              "--advertise-client-urls", f"http://127.0.0.1:{self.etcd_port}",
-             "--listen-peer-urls", f"http://127.0.0.1:{self.peer_port}"],
-            stdout=log, stderr=subprocess.STDOUT)
+             "--listen-peer-urls", f"http://127.0.0.1:{self.peer_port}",
+             "--unsafe-no-fsync", "--log-level", "warn"],
+            stdout=self._log("etcd"), stderr=subprocess.STDOUT)
 
     def start_apiserver(self, timeout: float = 90.0) -> None:
         d = self.dir
-        log = open(d / "kube-apiserver.log", "ab")
         self.apiserver = subprocess.Popen(
             [str(self.assets / "kube-apiserver"),
              f"--etcd-servers=http://127.0.0.1:{self.etcd_port}", f"--cert-dir={d}",
              f"--secure-port={self.api_port}", "--bind-address=127.0.0.1",
-             "--advertise-address=127.0.0.1", "--insecure-port=0",
+             "--advertise-address=127.0.0.1",
              "--service-cluster-ip-range=10.0.0.0/24",
              "--service-account-issuer=https://kubernetes.default.svc",
              f"--service-account-key-file={d / 'sa.pub'}",
              f"--service-account-signing-key-file={d / 'sa.key'}",
              f"--token-auth-file={d / 'tokens.csv'}", "--authorization-mode=RBAC",
-             "--allow-privileged=true", "--disable-admission-plugins=ServiceAccount"],
-            stdout=log, stderr=subprocess.STDOUT)
+             "--allow-privileged=true", "--disable-admission-plugins=ServiceAccount",
+             # etcd's HTTP/2 watch channel and the API server's caches stay small in tests
+             "--watch-cache=true", "--v=1"],
+            stdout=self._log("kube-apiserver"), stderr=subprocess.STDOUT)
         self.wait_ready(timeout)
 
     def stop_apiserver(self) -> None:
         _stop(self.apiserver)
         self.apiserver = None
 
+    # -- optional components ------------------------------------------------
+    def _common(self) -> list[str]:
+        k = str(self.kubeconfig)
+        return [f"--kubeconfig={k}", f"--authentication-kubeconfig={k}", f"--authorization-kubeconfig={k}",
+                "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+                f"--cert-dir={self.dir / 'serving'}"]
+
+    def start_controller_manager(self) -> None:
+        self._spawn("kube-controller-manager", [
+            str(self.assets / "kube-controller-manager"), *self._common(),
+            f"--service-account-private-key-file={self.dir / 'sa.key'}",
+            "--use-service-account-credentials=false",
+            # node lifecycle must not evict kwok's pods while a node's lease renews slowly
+            "--controllers=*,-nodeipam,-csrsigning,-nodelifecycle",
+            "--concurrent-job-syncs=10", "--v=1"])
+
+    def start_scheduler(self) -> None:
+        self._spawn("kube-scheduler", [str(self.assets / "kube-scheduler"), *self._common(), "--v=1"])
+
+    def start_kwok(self) -> None:
+        """kwok with its default stages: nodes it manages go Ready, their pods Running,
+        pods owned by a Job Succeeded (after a short delay)."""
+        self._spawn("kwok", [
+            str(self.assets / "kwok"), f"--kubeconfig={self.kubeconfig}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+            "--node-lease-duration-seconds=40", "--cidr=10.244.0.1/16", "--node-ip=10.1.0.1",
+            f"--server-address=127.0.0.1:{free_port()}"])
+
+    def start_kueue(self, timeout: float = 120.0) -> None:
+        """Kueue's CRDs, then its controller out of cluster (no webhooks are registered
+        with the API server, so callers create Jobs suspended with their queue label)."""
+        crds = self.assets / "kueue-crds"
+        self.kubectl_run("apply", "--server-side", "-f", str(crds))
+        self.kubectl_run("wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds))
+        self.kubectl_run("create", "namespace", "kueue-system", check=False)
+        certs = self.dir / "kueue-certs"
+        certs.mkdir(exist_ok=True)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=kueue-webhook", "-keyout", str(certs / "tls.key"),
+                        "-out", str(certs / "tls.crt")], check=True, capture_output=True)
+        health = free_port()
+        config = self.dir / "kueue-config.yaml"
+        config.write_text(json.dumps({
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+            "namespace": "kueue-system",
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
+            "metrics": {"bindAddress": f"127.0.0.1:{free_port()}"},
+            "webhook": {"port": free_port(), "host": "127.0.0.1", "certDir": str(certs)},
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "manageJobsWithoutQueueName": False,
+            "integrations": {"frameworks": ["batch/job"]},
+        }))
+        self._spawn("kueue", [str(self.assets / "kueue"), f"--config={config}",
+                              f"--kubeconfig={self.kubeconfig}", "--zap-log-level=2"])
+        self._wait_http(f"http://127.0.0.1:{health}/readyz", "kueue", timeout)
+
+    def _wait_http(self, url: str, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"{name} exited; see {self.dir / (name + '.log')}")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (OSError, urllib.error.URLError) as e:
+                last = str(e)
+            time.sleep(0.5)
+        raise RuntimeError(f"{name} not ready after {timeout}s: {last}; see {self.dir / (name + '.log')}")
+
+    # -- credentials ----------------------------------------------------------
     def _write_credentials(self) -> None:
         d = self.dir
         if not (d / "sa.key").exists():
@@ -137,7 +250,18 @@ class KubeEnv:
             f"contexts:\n- name: {context}\n  context:\n    cluster: envtest\n    user: admin\n"
             f"current-context: {context}\n")
 
-    # -- HTTP helpers for tests and benchmarks ------------------------------
+    # -- kubectl and HTTP helpers for tests and benchmarks ------------------
+    def kubectl_run(self, *args: str, input: str | None = None, check: bool = True,
+                    timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        res = subprocess.run([str(self.kubectl), f"--kubeconfig={self.kubeconfig}", *args], input=input,
+                             capture_output=True, text=True, timeout=timeout)
+        if check and res.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} failed: {res.stderr.strip()}")
+        return res
+
+    def kubectl_json(self, *args: str) -> Any:
+        return json.loads(self.kubectl_run(*args, "-o", "json").stdout)
+
     def _get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
@@ -170,6 +294,10 @@ class KubeEnv:
         if status != 200:
             raise RuntimeError(f"/metrics answered {status}")
         return body
+
+    def version(self) -> str:
+        status, body = self._get("/version")
+        return str(json.loads(body)["gitVersion"]) if status == 200 else ""
 
 
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"})

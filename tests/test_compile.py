@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from intentc.cli import app
 from intentc.compile import CommitError, compile_paths, resolve_commit
-from intentc.kube.schema import validate_manifest
+from tests.kube_schema import validate_manifest
 from intentc.plan.jsonio import plan_to_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,13 +77,17 @@ def test_compile_writes_plan_graph_and_one_file_per_object(tmp_path: Path) -> No
     names = sorted(p.name for p in (out / "manifests").iterdir())
     assert len(names) == len(result.rendered.manifests)
     assert "05-job-tn-alpha-train.yaml" in names and "00-namespace-tn-alpha.yaml" in names
-    assert "spread" in output, "the 1.20 gang-mode choice is reported"
+    assert "indexed" in output, "the gang-mode choice is reported"
 
 
-def test_compile_for_a_newer_kubernetes_renders_indexed_jobs(tmp_path: Path) -> None:
+def test_compile_refuses_an_unsupported_kubernetes(tmp_path: Path) -> None:
     out = tmp_path / "build"
     code, output = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
-                       "-o", str(out), "--commit", SHA, "--kube-version", "1.29")
+                       "-o", str(out), "--commit", SHA, "--kube-version", "1.20")
+    assert code == 2 and "supports 1.33 and later" in output, output
+    assert not out.exists()
+    code, output = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
+                       "-o", str(out), "--commit", SHA, "--kube-version", "1.37")
     assert code == 0, output
     train = yaml.safe_load((out / "manifests" / "05-job-tn-alpha-train.yaml").read_text())
     assert train["spec"]["completionMode"] == "Indexed"

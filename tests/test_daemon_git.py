@@ -45,7 +45,7 @@ def test_url_is_mirrored_and_fetched(upstream: git.Repo, tmp_path: Path) -> None
     second = commit_change(upstream, "server:1.0", "server:1.1")
     assert src.poll() == second                      # fetched
     assert src.history(second).commits == (second, first)
-    compiled = src.compile(first, KubeVersion(1, 20))  # from the mirror's object database
+    compiled = src.compile(first, KubeVersion(1, 37))  # from the mirror's object database
     assert compiled.ok and compiled.rendered is not None and compiled.rendered.commit == first
     # a second GitSource on the same work directory reuses the mirror
     again = GitSource(url, "main", ("intents",), "clusters/small.yaml", tmp_path / "work", "device-plugin", 0)
@@ -58,7 +58,7 @@ def test_local_repository_is_read_in_place_without_touching_it(upstream: git.Rep
     assert src.local and src.path == str(root)
     head = src.poll()
     (root / "intents" / "pipeline.intent").write_text("not even close to an intent {")   # dirty tree
-    compiled = src.compile(head, KubeVersion(1, 20))
+    compiled = src.compile(head, KubeVersion(1, 37))
     assert compiled.ok
     assert upstream.is_dirty() and upstream.head.commit.hexsha == head
     assert not (root / ".git" / "FETCH_HEAD").exists()

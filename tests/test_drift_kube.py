@@ -105,7 +105,7 @@ class DriftRepo:
 
     def compiled(self, sha: str | None = None) -> CompileResult:
         result = compile_paths([str(self.dir / "intents")], str(self.dir / "clusters" / "small.yaml"),
-                               sha or self.head, KubeVersion(1, 20))
+                               sha or self.head, KubeVersion(1, 37))
         assert result.ok and result.rendered is not None, [str(d.message) for d in result.diagnostics]
         return result
 

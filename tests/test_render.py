@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from intentc import ir
-from intentc.kube.schema import validate_manifest
+from tests.kube_schema import validate_manifest
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
@@ -23,10 +23,10 @@ from tests.golden_support import assert_golden
 from tests.render_cases import SHA_A, SHA_B, sample_plan, sample_program
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
-V120, V129 = KubeVersion(1, 20), KubeVersion(1, 29)
+V133, V137 = KubeVersion(1, 33), KubeVersion(1, 37)
 
 
-def rendered(version: KubeVersion = V120, commit: str = SHA_A) -> Rendered:
+def rendered(version: KubeVersion = V133, commit: str = SHA_A) -> Rendered:
     return render(sample_program(), sample_plan(), commit, version)
 
 
@@ -50,9 +50,8 @@ def env_of(job: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in pod_spec(job)["containers"][0].get("env", [])}
 
 
-@pytest.mark.parametrize("version", [V120, V129], ids=["k8s-1.20", "k8s-1.29"])
-def test_golden(version: KubeVersion) -> None:
-    assert_golden(GOLDEN / f"sample-{version}.yaml", bundle(rendered(version)))
+def test_golden() -> None:
+    assert_golden(GOLDEN / "sample.yaml", bundle(rendered()))
 
 
 def test_render_is_deterministic() -> None:
@@ -63,7 +62,7 @@ def test_render_is_deterministic() -> None:
     assert steps == sorted(steps), "file names sort by apply step"
 
 
-@pytest.mark.parametrize("version", [V120, V129], ids=["k8s-1.20", "k8s-1.29"])
+@pytest.mark.parametrize("version", [V133, V137], ids=["k8s-1.33", "k8s-1.37"])
 def test_every_manifest_matches_the_openapi_schema(version: KubeVersion) -> None:
     for m in rendered(version).manifests:
         assert validate_manifest(m.body) == [], str(m.ref)
@@ -158,38 +157,26 @@ def test_cpu_only_intent_has_no_gpu_binding() -> None:
     assert spec["containers"][0]["command"] == ["tok", "--in", "/data"]
 
 
-def test_multi_node_gang_on_1_20_is_a_spread_job() -> None:
-    r = rendered(V120)
-    job = find(r, "Job", "train")
-    assert "completionMode" not in job["spec"]
-    assert job["spec"]["parallelism"] == job["spec"]["completions"] == 2
-    spec = pod_spec(job)
-    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms[0]["matchExpressions"][0]["values"] == ["gpu-a2", "gpu-a3"]
-    anti = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
-    assert anti["topologyKey"] == "kubernetes.io/hostname"
-    assert anti["labelSelector"]["matchLabels"][INTENT_LABEL] == "train"
-    assert job["metadata"]["annotations"]["intentc.dev/gang-mode"] == "spread"
-    env = env_of(job)
-    assert env["NCCL_IB_HCA"] == "mlx5_0,mlx5_1" and env["INTENTC_WORLD_SIZE"] == "2"
-    assert "INTENTC_RANK" not in env
-    assert [c.decision for c in r.choices if c.intent == "train"] == ["spread"]
-
-
-def test_multi_node_gang_on_1_21_is_an_indexed_job() -> None:
-    r = rendered(KubeVersion(1, 21))
+def test_multi_node_gang_is_an_indexed_job() -> None:
+    r = rendered()
     job = find(r, "Job", "train")
     assert job["spec"]["completionMode"] == "Indexed"
     assert job["spec"]["completions"] == 2
     assert env_of(job)["INTENTC_RANK"] == {"fieldRef": {"fieldPath":
                                                        "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
     assert [c.decision for c in r.choices if c.intent == "train"] == ["indexed"]
-    # the single-node Job is the same on both sides of the version line
-    assert find(r, "Job", "embed") == find(rendered(V120), "Job", "embed")
+    spec = pod_spec(find(r, "Job", "train"))
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["values"] == ["gpu-a2", "gpu-a3"]
+    anti = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert anti["topologyKey"] == "kubernetes.io/hostname"
+    assert anti["labelSelector"]["matchLabels"][INTENT_LABEL] == "train"
+    env = env_of(find(r, "Job", "train"))
+    assert env["NCCL_IB_HCA"] == "mlx5_0,mlx5_1" and env["INTENTC_WORLD_SIZE"] == "2"
 
 
 def test_uneven_gang_gets_one_job_per_node() -> None:
-    for version in (V120, V129):
+    for version in (V133, V137):
         r = rendered(version)
         jobs = [m for m in r.manifests if m.intent == "train-uneven"]
         assert [m.ref.name for m in jobs] == ["train-uneven-0", "train-uneven-1"]
@@ -248,9 +235,9 @@ def test_unscheduled_intents_are_not_rendered_and_targets_are_checked() -> None:
 
 
 def test_kube_version_parsing() -> None:
-    assert KubeVersion.parse("v1.20.2") == V120
-    assert KubeVersion.parse("1.27.3-gke.100") == KubeVersion(1, 27)
-    assert not V120.indexed_jobs and KubeVersion(1, 21).indexed_jobs
+    assert KubeVersion.parse("v1.33.2") == V133
+    assert KubeVersion.parse("1.37.3-gke.100") == V137
+    assert not KubeVersion(1, 32).supported and V133.supported and V137.dra_v1 and not V133.dra_v1
     for bad in ("", "1", "one.two", "1.x"):
         with pytest.raises(ValueError):
             KubeVersion.parse(bad)
@@ -273,8 +260,9 @@ def _with_trigger(trigger: ir.Trigger) -> tuple[ir.Program, str]:
     return replace(program, intents=intents), first.name
 
 
-@pytest.mark.parametrize("version, api", [(V120, "batch/v1beta1"), (V129, "batch/v1")], ids=["1.20", "1.29"])
-def test_scheduled_intent_renders_a_cronjob(version: KubeVersion, api: str) -> None:
+@pytest.mark.parametrize("version", [V133, V137], ids=["1.33", "1.37"])
+def test_scheduled_intent_renders_a_cronjob(version: KubeVersion) -> None:
+    api = "batch/v1"
     program, name = _with_trigger(ir.Trigger("schedule", schedule="30 3 * * *"))
     r = render(program, sample_plan(), SHA_A, version)
     assert not [m for m in r.manifests if m.ref.kind == "Job" and m.ref.name.startswith(name)]
@@ -291,7 +279,7 @@ def test_scheduled_intent_renders_a_cronjob(version: KubeVersion, api: str) -> N
 
 def test_manual_intent_renders_a_suspended_cronjob() -> None:
     program, name = _with_trigger(ir.Trigger("manual"))
-    r = render(program, sample_plan(), SHA_A, V129)
+    r = render(program, sample_plan(), SHA_A, V137)
     cron = next(dict(m.body) for m in r.manifests if m.ref.kind == "CronJob" and m.ref.name.startswith(name))
     assert cron["spec"]["suspend"] is True
     assert validate_manifest(cron) == []

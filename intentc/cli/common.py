@@ -22,7 +22,7 @@ import typer
 
 from intentc.cli.app import usage_error
 from intentc.diagnostics import OutputFormat
-from intentc.render.capabilities import KubeVersion
+from intentc.render.capabilities import KubeVersion, unsupported_message
 from intentc.render.targets import TARGETS
 
 if TYPE_CHECKING:
@@ -64,9 +64,12 @@ def parse_kube_version(text: str | None, default: KubeVersion | None = None) -> 
     if text is None:
         return default
     try:
-        return KubeVersion.parse(text)
+        version = KubeVersion.parse(text)
     except ValueError as e:
         usage_error(str(e))
+    if not version.supported:
+        usage_error(unsupported_message(version, "--kube-version"))
+    return version
 
 
 def check_render_target(name: str) -> str:
@@ -99,6 +102,8 @@ def connect_or_exit(kubeconfig: str | None, context: str | None, kube_version: s
         usage_error(e.message)
     except ValueError as e:
         usage_error(f"cannot tell the server's version: {e}")
+    if not version.supported:
+        usage_error(unsupported_message(version))
     return client, version
 
 

@@ -2,7 +2,11 @@
 
 Rendering is pure, so the version is an input: `intentc apply` asks the
 server, `intentc compile` takes `--kube-version` (default: the oldest
-version intentc supports, so compiled manifests apply everywhere).
+version intentc supports, 1.33, so compiled manifests apply everywhere it
+is supported).  Servers older than that are refused with a clear message:
+1.33 is the oldest release still in upstream support when this was decided,
+and every field intentc renders today (Indexed Jobs, CronJob `batch/v1`,
+`podFailurePolicy`) is served from it on.
 A field a server does not know is rejected by server-side apply, which is
 why version-dependent fields are decided here and nowhere else.
 """
@@ -35,15 +39,19 @@ class KubeVersion:
         return (self.major, self.minor) >= (major, minor)
 
     @property
-    def cronjob_api_version(self) -> str:
-        """CronJob is `batch/v1` from 1.21; 1.20 serves `batch/v1beta1`."""
-        return "batch/v1" if self.at_least(1, 21) else "batch/v1beta1"
+    def supported(self) -> bool:
+        return self >= MINIMUM_KUBE_VERSION
 
     @property
-    def indexed_jobs(self) -> bool:
-        """`completionMode: Indexed` is served from 1.21 (beta, on by default)."""
-        return self.at_least(1, 21)
+    def dra_v1(self) -> bool:
+        """`resource.k8s.io/v1` (DRA GA) is served from 1.34."""
+        return self.at_least(1, 34)
 
 
-MINIMUM_KUBE_VERSION = KubeVersion(1, 20)
+MINIMUM_KUBE_VERSION = KubeVersion(1, 33)
 DEFAULT_KUBE_VERSION = MINIMUM_KUBE_VERSION
+
+
+def unsupported_message(version: KubeVersion, where: str = "the cluster") -> str:
+    return (f"{where} is Kubernetes {version}; intentc supports {MINIMUM_KUBE_VERSION} and later "
+            f"(older releases are out of upstream support)")

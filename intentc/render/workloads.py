@@ -1,11 +1,9 @@
 """Per-intent workloads: Jobs for run-to-completion actions, Deployment + Service for serving.
 
-A gang that spans several nodes needs one pod per planned node.  Kubernetes
-1.21+ has Indexed Jobs (stable ranks from the completion index); 1.20 does
-not, so there the same gang is a plain Job with parallelism = completions =
-nodes, each pod pinned to a distinct planned node by node affinity plus
-pod anti-affinity (ranks by rendezvous).  When the nodes carry different
-GPU counts no single pod template fits, so each node gets its own Job.
+A gang that spans several nodes needs one pod per planned node: an Indexed
+Job (stable ranks from the completion index), each pod pinned to a distinct
+planned node by node affinity plus pod anti-affinity.  When the nodes carry
+different GPU counts no single pod template fits, so each node gets its own Job.
 The decision is returned as a `Choice` and stamped as `intentc.dev/gang-mode`.
 """
 
@@ -30,12 +28,12 @@ COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-ind
 
 @dataclass(frozen=True)
 class GangLayout:
-    mode: str                                        # single | indexed | spread | per-node
+    mode: str                                        # single | indexed | per-node
     groups: tuple[tuple[NodeAllocation, ...], ...]   # one Job per group
     reason: str = ""
 
 
-def gang_layout(placement: Placement | None, version: KubeVersion) -> GangLayout:
+def gang_layout(placement: Placement | None) -> GangLayout:
     allocs = tuple(sorted(placement.allocations, key=lambda a: a.node)) if placement else ()
     if len(allocs) <= 1:
         return GangLayout("single", (allocs,))
@@ -44,13 +42,7 @@ def gang_layout(placement: Placement | None, version: KubeVersion) -> GangLayout
         return GangLayout("per-node", tuple((a,) for a in allocs),
                           f"GPU counts differ per node ({', '.join(str(len(a.gpus)) for a in allocs)}): "
                           f"one Job per node")
-    if version.indexed_jobs:
-        return GangLayout("indexed", (allocs,),
-                          f"Kubernetes {version} serves Indexed Jobs: {len(allocs)} indexed pods, "
-                          f"one per planned node")
-    return GangLayout("spread", (allocs,),
-                      f"Kubernetes {version} has no Indexed Jobs (1.21+): parallelism = completions = "
-                      f"{len(allocs)}, one pod pinned per planned node by affinity, ranks by rendezvous")
+    return GangLayout("indexed", (allocs,), f"{len(allocs)} indexed pods, one per planned node")
 
 
 def _env_list(plain: Mapping[str, str], refs: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -153,7 +145,7 @@ def _gpus_per_pod(intent: Intent, allocations: Sequence[NodeAllocation]) -> int:
 
 def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
          target: RenderTarget, dataset_uris: Mapping[str, str | None]) -> tuple[list[dict[str, Any]], Choice | None]:
-    layout = gang_layout(placement, version)
+    layout = gang_layout(placement)
     world = sum(len(g) for g in layout.groups) or 1
     out = []
     for rank, group in enumerate(layout.groups):
@@ -231,7 +223,7 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
 NEVER = "0 0 31 2 *"
 
 
-def as_cronjob(job: dict[str, Any], intent: Intent, version: KubeVersion) -> dict[str, Any]:
+def as_cronjob(job: dict[str, Any], intent: Intent) -> dict[str, Any]:
     """Wrap a rendered Job so it runs on the intent's schedule instead of at
     apply time (a scheduled or manual intent must not start on every merge)."""
     manual = intent.trigger.kind == TriggerKind.MANUAL.value
@@ -240,7 +232,7 @@ def as_cronjob(job: dict[str, Any], intent: Intent, version: KubeVersion) -> dic
     # carry the intent and tenant labels but not managed-by, so drift
     # detection does not take them for orphans.
     template_meta = {"labels": {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}}
-    return {"apiVersion": version.cronjob_api_version, "kind": "CronJob", "metadata": meta,
+    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta,
             "spec": {"schedule": NEVER if manual else str(intent.trigger.schedule),
                      "suspend": manual,
                      "concurrencyPolicy": "Forbid",
@@ -253,5 +245,5 @@ def workload_objects(intent: Intent, placement: Placement | None, wave: int, ver
         return deployment_and_service(intent, placement, wave, target, dataset_uris)
     bodies, choice = jobs(intent, placement, wave, version, target, dataset_uris)
     if intent.trigger.kind in (TriggerKind.SCHEDULE.value, TriggerKind.MANUAL.value):
-        bodies = [as_cronjob(b, intent, version) for b in bodies]
+        bodies = [as_cronjob(b, intent) for b in bodies]
     return bodies, choice
