@@ -111,6 +111,20 @@ def test_edit_by_another_manager_is_modified_and_names_it() -> None:
     assert "kubectl-edit" in finding.message
 
 
+def test_changed_value_is_drift_even_when_intentc_still_owns_the_field() -> None:
+    """A write through a subresource (`kubectl scale`) may leave intentc as the recorded
+    owner of spec.replicas: the value decides, managedFields only name who."""
+    desired, live = applied(deployment(replicas=3))
+    live["spec"]["replicas"] = 0
+    live["metadata"]["managedFields"].append(
+        {"manager": "kubectl", "operation": "Update", "apiVersion": "apps/v1", "subresource": "scale",
+         "time": "2024-01-02T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {}})
+    [finding] = detect([desired], [live], history=HISTORY).drifted
+    assert finding.drift is DriftClass.MODIFIED
+    [change] = finding.changes
+    assert (change.path, change.desired, change.live, change.manager) == ("spec.replicas", 3, 0, "kubectl")
+
+
 def test_removed_label_is_attributed_to_the_last_updater() -> None:
     desired, live = applied(deployment())
     del live["metadata"]["labels"]["intentc.dev/tenant"]

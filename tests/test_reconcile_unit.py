@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from intentc.cli import app
 from intentc.kube.errors import AlreadyExists, ApplyConflict, Invalid, KubeError, NotFound
-from intentc.reconcile.diff import Action, Pair, decide, field_diff, pair, project_fields
+from intentc.reconcile.diff import Action, Pair, decide, field_diff, pair, project_fields, repair_diff
 from intentc.reconcile.health import HealthStatus, health_of, worst, Health
 from intentc.reconcile.inventory import HISTORY_LIMIT, Entry, Inventory, Record
 from intentc.render import render
@@ -71,6 +71,21 @@ def test_pairing_and_decisions_follow_the_spec_hash() -> None:
     assert decide(Pair(b[0].ref, b[0], None, False)) is Action.CREATE
     edited = dict(a[0].body, metadata={**a[0].body["metadata"], "annotations": {"intentc.dev/spec-hash": "x"}})
     assert decide(Pair(b[0].ref, b[0], edited, True)) is Action.UPDATE
+
+
+def test_same_spec_hash_with_a_changed_value_is_repaired() -> None:
+    """Skip only what is in sync: equal spec-hashes are not enough when a value moved."""
+    [quota] = [m for m in render(sample_program(), sample_plan(), SHA_A).manifests if m.ref.kind == "ResourceQuota"][:1]
+    live = json.loads(json.dumps(dict(quota.body)))
+    assert decide(Pair(quota.ref, quota, live, True)) is Action.UNCHANGED
+    hard = live["spec"]["hard"]
+    key = sorted(hard)[0]
+    hard[key] = "500"
+    live["metadata"]["managedFields"] = [{"manager": "kubectl-edit", "operation": "Update",
+                                          "fieldsV1": {"f:spec": {"f:hard": {f"f:{key}": {}}}}}]
+    assert decide(Pair(quota.ref, quota, live, True)) is Action.REPAIR
+    [line] = repair_diff(quota.body, live)
+    assert line.startswith(f'~ spec.hard') and '"500" ->' in line and "kubectl-edit" in line
 
 
 def test_field_diff_uses_what_intentc_owns() -> None:

@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from intentc.drift.fields import FieldDiff, diff_fields
+from intentc.drift.fields import PROVENANCE_PATHS, FieldDiff, diff_fields
 from intentc.render.model import (
     COMMIT_ANNOTATION,
     INTENT_LABEL,
@@ -40,13 +40,6 @@ from intentc.render.stamp import spec_hash
 
 FIELD_MANAGER = "intentc"
 UNKNOWN_MANAGER = "<unknown>"
-
-# Never compared: the server's view of the object, and the stamps (judged as provenance).
-SKIPPED_PATHS = frozenset({
-    "status",
-    f'metadata.annotations["{COMMIT_ANNOTATION}"]',
-    f'metadata.annotations["{SPEC_HASH_ANNOTATION}"]',
-})
 
 
 class DriftClass(enum.Enum):
@@ -179,22 +172,25 @@ def last_updater(live: Mapping[str, Any], manager: str = FIELD_MANAGER) -> str:
 
 def modifications(desired: Mapping[str, Any], live: Mapping[str, Any],
                   manager: str = FIELD_MANAGER) -> tuple[Change, ...]:
-    """Fields intentc sets whose live value another manager changed.
+    """Fields intentc sets whose live value somebody changed: values, not managers.
 
     When the live object carries the desired spec-hash, intentc applied
-    exactly this content, so *every* difference is somebody's edit.  When
+    exactly this content, so *every* difference is somebody's edit — even
+    when `managedFields` still names intentc as the field's owner (a write
+    through a subresource such as `scale` need not move ownership).  When
     it does not (a newer commit changed the object), a difference only
     counts if another manager owns that field now; fields still owned by
-    intentc simply hold the previous commit's value (that is `stale`)."""
+    intentc simply hold the previous commit's value (that is `stale`).
+    `managedFields` only names who changed a field, never whether it did."""
     applied_this = _annotation(live, SPEC_HASH_ANNOTATION) == _desired_hash(desired)
     has_trie = bool(_meta(live).get("managedFields"))
     changes = []
-    for d in diff_fields(desired, live, SKIPPED_PATHS):
+    for d in diff_fields(desired, live, PROVENANCE_PATHS):
         others = tuple(o for o in d.owners if o != manager)
+        if not applied_this and not others:
+            continue
         if others:
             who = ", ".join(others)
-        elif not applied_this or manager in d.owners:
-            continue
         else:
             who = last_updater(live, manager) if has_trie else UNKNOWN_MANAGER
         changes.append(Change(d.path, d.desired, d.live, who))

@@ -24,8 +24,17 @@ from functools import lru_cache
 from typing import Any, Iterator, Mapping
 
 from intentc.quantity import parse_quantity
+from intentc.render.model import COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION
 
 ABSENT: Any = None   # how a missing live field is shown (JSON null)
+
+# Never compared as fields: status is the cluster's, the stamp annotations are
+# provenance (judged by `drift.detect` on their own).
+PROVENANCE_PATHS = frozenset({
+    "status",
+    f'metadata.annotations["{COMMIT_ANNOTATION}"]',
+    f'metadata.annotations["{SPEC_HASH_ANNOTATION}"]',
+})
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _MISSING = object()

@@ -1,11 +1,17 @@
 """Pairing desired with live objects and deciding what to do with each (pure).
 
-The decision needs no field comparison: the spec-hash annotation on the
-live object says which desired spec it was last applied from, so equal
-hashes mean "unchanged" and cost no request at all.  The field diff is for
-people (`--dry-run`, update reports): live is first cut down to the fields
-intentc owns (its `managedFields` entry), so server defaults and other
-managers' fields do not show up, and fields intentc stopped setting do.
+The spec-hash annotation on the live object says which desired spec it was
+last applied from.  A different hash means "update" (git moved).  An equal
+hash is "unchanged" only when every field intentc sets still holds the
+desired value — compared by value, whoever the `managedFields` say owns it
+(a `kubectl scale` or `kubectl edit` is a difference even where ownership
+did not move); otherwise the object is "repaired": applied again, taking
+the changed fields back (git is the source of truth).  The comparison runs
+on the objects one LIST per kind returned, so an apply with nothing to do
+still sends no write.  The field diff is for people (`--dry-run`, update
+reports): live is first cut down to the fields intentc owns (its
+`managedFields` entry), so server defaults and other managers' fields do
+not show up, and fields intentc stopped setting do.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from intentc.drift.fields import PROVENANCE_PATHS, FieldDiff, diff_fields
 from intentc.render.model import (MANAGED_BY, MANAGED_BY_LABEL, SPEC_HASH_ANNOTATION, Manifest,
                                   ObjectRef)
 from intentc.render.stamp import unstamped
@@ -23,6 +30,7 @@ from intentc.render.stamp import unstamped
 class Action(enum.Enum):
     CREATE = "create"
     UPDATE = "update"
+    REPAIR = "repair"        # git did not move, the cluster did: take the changed fields back
     REPLACE = "replace"      # an immutable field changed: delete, then create
     UNCHANGED = "unchanged"
     PRUNE = "prune"
@@ -57,14 +65,28 @@ def pair(desired: Sequence[Manifest], live: Mapping[ObjectRef, Mapping[str, Any]
     return pairs
 
 
+def drifted(desired: Mapping[str, Any], live: Mapping[str, Any]) -> list[FieldDiff]:
+    """Fields intentc sets whose live value differs (by value; owners only name who)."""
+    return diff_fields(desired, live, PROVENANCE_PATHS)
+
+
 def decide(p: Pair) -> Action:
     if p.desired is None:
         return Action.PRUNE
     if p.live is None:
         return Action.CREATE
     if live_hash(p.live) == p.desired.spec_hash:
-        return Action.UNCHANGED
+        return Action.REPAIR if drifted(p.desired.body, p.live) else Action.UNCHANGED
     return Action.UPDATE
+
+
+def repair_diff(desired: Mapping[str, Any], live: Mapping[str, Any], manager: str = "intentc") -> tuple[str, ...]:
+    """What a repair takes back, one line per field: `~ path: live -> desired (changed by M)`."""
+    lines = []
+    for d in drifted(desired, live):
+        who = ", ".join(o for o in d.owners if o != manager) or "an unrecorded write"
+        lines.append(f"~ {d.path}: {_short(d.live)} -> {_short(d.desired)} (changed by {who})")
+    return tuple(lines)
 
 
 # --------------------------------------------------------------------------

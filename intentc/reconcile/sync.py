@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
-from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair
+from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair, repair_diff
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
 from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
                                          Record, inventory_ref)
@@ -131,14 +131,14 @@ class Reconciler:
             action = decide(p)
             assert p.desired is not None
             step = p.desired.step
-            diff = field_diff(p.desired.body, p.live) if action is Action.UPDATE else ()
+            diff = _diff_for(action, p)
             if action is Action.UNCHANGED:
                 return ObjectOutcome(p.ref, step, action, health=health_of(p.live).status.value)
             if p.ref.namespace in new_namespaces:
                 return ObjectOutcome(p.ref, step, action, diff=diff,
                                      message="namespace is created by this apply; checked client-side only")
             try:
-                self._call(self.client.apply, p.desired.body, force=self.opts.force_conflicts, dry_run=True)
+                self._call(self.client.apply, p.desired.body, force=self._force(action), dry_run=True)
                 return ObjectOutcome(p.ref, step, action, diff=diff)
             except ApplyConflict as e:
                 return _conflict(p.ref, step, action, e)
@@ -218,9 +218,9 @@ class Reconciler:
     def _apply_one(self, p: Pair) -> tuple[ObjectOutcome, Mapping[str, Any] | None]:
         assert p.desired is not None
         m, action = p.desired, decide(p)
-        diff = field_diff(m.body, p.live) if action is Action.UPDATE else ()
+        diff = _diff_for(action, p)
         try:
-            body = self._call(self.client.apply, m.body, force=self.opts.force_conflicts)
+            body = self._call(self.client.apply, m.body, force=self._force(action))
             return ObjectOutcome(m.ref, m.step, action, written=True, diff=diff), body
         except ApplyConflict as e:
             return _conflict(m.ref, m.step, action, e), p.live
@@ -230,6 +230,12 @@ class Reconciler:
             return ObjectOutcome(m.ref, m.step, action, ok=False, diff=diff, message=e.message), p.live
         except KubeError as e:
             return ObjectOutcome(m.ref, m.step, action, ok=False, diff=diff, message=e.message), p.live
+
+    def _force(self, action: Action) -> bool:
+        """A repair takes fields back from whoever changed them (git did not move, so
+        the change is drift); an update from a new commit stops at a conflict unless
+        --force-conflicts says otherwise."""
+        return self.opts.force_conflicts or action is Action.REPAIR
 
     def _replace(self, m: Manifest, diff: tuple[str, ...]) -> tuple[ObjectOutcome, Mapping[str, Any] | None]:
         """Delete (background propagation) and create again: the only way to change a Job's template."""
@@ -375,6 +381,15 @@ class Reconciler:
             return [fn(x) for x in items]
         with ThreadPoolExecutor(max_workers=min(self.opts.workers, len(items))) as pool:
             return list(pool.map(fn, items))
+
+
+def _diff_for(action: Action, p: Pair) -> tuple[str, ...]:
+    assert p.desired is not None
+    if action is Action.UPDATE:
+        return field_diff(p.desired.body, p.live)
+    if action is Action.REPAIR and p.live is not None:
+        return repair_diff(p.desired.body, p.live)
+    return ()
 
 
 def _entry(p: Pair, state: str, commit: str | None = None) -> Entry:
