@@ -1,6 +1,6 @@
 """Apply 500 objects to a real kube-apiserver: intentc vs `kubectl apply --server-side`.
 
-    KUBEBUILDER_ASSETS="$(../shared/kube-testenv/setup)" python benchmarks/bench_apply.py
+    KUBEBUILDER_ASSETS="$(hack/testenv/setup)" python benchmarks/bench_apply.py
 
 A synthetic repository (10 tenants, 466 batch intents in 3 waves) compiles to
 500 objects (10 Namespaces, 10 RoleBindings, 10 ResourceQuotas, 4
@@ -117,13 +117,13 @@ def fresh_env(assets: Path, tmp: Path, label: str) -> KubeEnv:
 def main() -> int:
     assets = assets_dir()
     if assets is None:
-        print("needs KUBEBUILDER_ASSETS (run ../shared/kube-testenv/setup)", file=sys.stderr)
+        print("needs KUBEBUILDER_ASSETS (run hack/testenv/setup)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="bench-apply-") as tmpdir:
         tmp = Path(tmpdir)
         intents, topology = write_repo(tmp / "repo")
         t0 = time.perf_counter()
-        result = compile_paths([str(intents)], str(topology), SHA, KubeVersion(1, 20))
+        result = compile_paths([str(intents)], str(topology), SHA, KubeVersion(1, 37))
         compile_s = time.perf_counter() - t0
         assert result.rendered is not None, [str(d) for d in result.diagnostics if d.is_error]
         out = tmp / "build"

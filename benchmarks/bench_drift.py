@@ -1,7 +1,7 @@
 """Drift detection: 10,000 objects as data, and 1,000 against a real API server.
 
     python benchmarks/bench_drift.py [--objects 10000] [--repeat 5] [--baseline-sample 1000]
-    KUBEBUILDER_ASSETS=/var/cache/intentc-testenv/bin python benchmarks/bench_drift.py
+    KUBEBUILDER_ASSETS="$(hack/testenv/setup)" python benchmarks/bench_drift.py
 
 Part (a), pure detection.  A synthetic repository (10 tenants; batch Jobs
 and serve Deployments + Services, CPU only) is compiled with
@@ -122,7 +122,7 @@ def desired_state(work: Path, objects: int) -> tuple[list[dict[str, Any]], float
     """The first `objects` rendered manifests (apply order), and the compile time."""
     src, topology = write_repo(work / "repo", intents_for(objects))
     t0 = time.perf_counter()
-    result = compile_paths([str(src)], str(topology), SHA, KubeVersion(1, 20))
+    result = compile_paths([str(src)], str(topology), SHA, KubeVersion(1, 37))
     compile_s = time.perf_counter() - t0
     if result.rendered is None:
         raise SystemExit("the synthetic repository does not compile:\n" +
@@ -356,7 +356,7 @@ def bench_kube(repeat: int) -> dict[str, Any]:
 
     assets = assets_dir()
     if assets is None:
-        msg = "skipped: KUBEBUILDER_ASSETS is not set (e.g. KUBEBUILDER_ASSETS=/var/cache/intentc-testenv/bin)"
+        msg = "skipped: KUBEBUILDER_ASSETS is not set (run hack/testenv/setup)"
         print(f"(b) {msg}", flush=True)
         return {"skipped": msg}
     # bench_apply's repository is 34 setup objects + INTENTS Jobs: grow it to 1,000 objects
@@ -364,7 +364,7 @@ def bench_kube(repeat: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-drift-kube-") as tmpdir:
         tmp = Path(tmpdir)
         intents, topology = bench_apply.write_repo(tmp / "repo")
-        result = compile_paths([str(intents)], str(topology), bench_apply.SHA, KubeVersion(1, 20))
+        result = compile_paths([str(intents)], str(topology), bench_apply.SHA, KubeVersion(1, 37))
         rendered = result.rendered
         if rendered is None:
             raise SystemExit("\n".join(str(d) for d in result.diagnostics if d.is_error))
