@@ -308,6 +308,15 @@ def branch_head(repo_path: str | Path, branch: str) -> str:
     raise RevisionError(branch, is_shallow(repo_path))
 
 
+def newer_than(repo_path: str | Path, rev: str, max_count: int = 10_000) -> tuple[str, ...]:
+    """SHAs of the commits on any branch or tag that `rev` does not reach (`git rev-list --all ^rev`):
+    commits the repository has that are not behind the checked-out one — e.g. the branch
+    head after `git checkout` of an older commit."""
+    repo = _open(repo_path)
+    out = repo.git.rev_list("--all", "--max-count", str(max_count), "^" + resolve(repo_path, rev))
+    return tuple(line for line in out.splitlines() if line)
+
+
 def rev_list(repo_path: str | Path, rev: str, max_count: int | None = None) -> tuple[str, ...]:
     """SHAs of the commits reachable from `rev`, newest first (`git rev-list`)."""
     repo = _open(repo_path)

@@ -203,6 +203,17 @@ def test_foreign_commit_and_missing_stamp() -> None:
     assert finding.drift is DriftClass.FOREIGN and "no intentc.dev/commit-sha" in finding.message
 
 
+def test_a_commit_newer_than_the_checked_out_one_is_said_as_such() -> None:
+    """After checking out an older commit, objects applied from the branch head are not foreign."""
+    desired, _ = applied(deployment(image="old:1"), OLD)
+    _, live = applied(deployment(image="new:2"), NEW)
+    report = detect([desired], [live], history=History((OLD,), newer=(NEW,)))
+    [finding] = [f for f in report.drifted if f.drift is not DriftClass.MODIFIED]
+    assert finding.drift is DriftClass.STALE
+    assert "newer than the checked-out commit" in finding.message
+    assert classes(detect([desired], [live], history=History((OLD,))))["foreign"] == ["serve"]
+
+
 def test_stale_and_modified_at_once() -> None:
     _, live = applied(deployment(image="img:1", replicas=2), commit=OLD)
     live["spec"]["replicas"] = 9

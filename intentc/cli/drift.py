@@ -55,8 +55,9 @@ def _history(paths: list[str], sha: str) -> History | None:
     from intentc.drift.detect import History
 
     first = Path(paths[0]) if paths else Path(".")
+    where = first if first.is_dir() else first.parent
     try:
-        return History(gitrepo.rev_list(first if first.is_dir() else first.parent, sha))
+        return History(gitrepo.rev_list(where, sha), gitrepo.newer_than(where, sha))
     except gitrepo.GitError:
         return None
 

@@ -56,17 +56,25 @@ DRIFT_CLASSES = tuple(DriftClass)
 
 @dataclass(frozen=True)
 class History:
-    """The commits of the followed branch, newest first (what `git log` lists).
+    """The commits of the followed branch, newest first (what `git log` lists),
+    and the repository's commits that are not behind the checked-out one (`newer`:
+    after checking out an older commit, the branch head is one of them).
 
     Only the order matters here; the git module produces it."""
 
     commits: tuple[str, ...]
+    newer: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_pos", {sha: i for i, sha in enumerate(self.commits)})
+        object.__setattr__(self, "_newer", frozenset(self.newer))
 
     def knows(self, sha: str) -> bool:
         return sha in self._pos  # type: ignore[attr-defined]
+
+    def is_newer(self, sha: str) -> bool:
+        """In the repository, but not behind the checked-out commit."""
+        return sha in self._newer  # type: ignore[attr-defined]
 
     def older(self, a: str, b: str) -> bool:
         """True when `a` was committed before `b` (both known)."""
@@ -207,6 +215,12 @@ def _provenance(ref: ObjectRef, desired: Mapping[str, Any], live: Mapping[str, A
     def finding(cls: DriftClass, why: str) -> Finding:
         return Finding(ref, cls, why, intent, tenant, live_commit=live_commit, desired_commit=want_commit)
 
+    if history is not None and live_commit is not None and history.is_newer(live_commit):
+        if same_spec:
+            return None
+        head = history.commits[0][:12] if history.commits else "?"
+        return finding(DriftClass.STALE, f"applied from {live_commit[:12]}, newer than the checked-out commit "
+                                         f"{head} (check out the branch head to compare with it)")
     if history is not None and (live_commit is None or not history.knows(live_commit)):
         why = (f"applied from commit {live_commit[:12]}, which is not in the repository's history"
                if live_commit else f"carries no {COMMIT_ANNOTATION} annotation")
