@@ -139,7 +139,7 @@ class KubeEnv:
             [str(self.assets / "kube-apiserver"),
              f"--etcd-servers=http://127.0.0.1:{self.etcd_port}", f"--cert-dir={d}",
              f"--secure-port={self.api_port}", "--bind-address=127.0.0.1",
-             "--advertise-address=127.0.0.1",
+             "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
              "--service-cluster-ip-range=10.0.0.0/24",
              "--service-account-issuer=https://kubernetes.default.svc",
              f"--service-account-key-file={d / 'sa.pub'}",
@@ -157,9 +157,8 @@ class KubeEnv:
 
     # -- optional components ------------------------------------------------
     def _common(self) -> list[str]:
-        k = str(self.kubeconfig)
-        return [f"--kubeconfig={k}", f"--authentication-kubeconfig={k}", f"--authorization-kubeconfig={k}",
-                "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+        # No delegated authentication: their own endpoints serve only health checks here.
+        return [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
                 f"--cert-dir={self.dir / 'serving'}"]
 
     def start_controller_manager(self) -> None:
