@@ -73,3 +73,26 @@ def test_parse_listen(text: str, expected: tuple[str, int]) -> None:
 def test_parse_listen_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parse_listen(text)
+
+
+def test_a_busy_listen_port_is_a_clear_exit_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """No traceback: the daemon says which address is taken and what to do."""
+    import socket
+
+    from typer.testing import CliRunner
+
+    from intentc.cli import app
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+                          "users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+                          "current-context: x\n")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        res = CliRunner().invoke(app, ["daemon", "--repo", str(tmp_path), "--topology", "cluster.yaml",
+                                       "--kubeconfig", str(kubeconfig), "--listen", f"127.0.0.1:{port}",
+                                       "--workdir", str(tmp_path / "work")])
+    assert res.exit_code == 2, res.output
+    assert f"127.0.0.1:{port}" in res.output and "Traceback" not in res.output

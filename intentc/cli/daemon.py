@@ -90,7 +90,7 @@ def daemon(
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
     from intentc.compile import CommitError, resolve_commit
     from intentc.daemon.http import parse_listen
-    from intentc.daemon.loop import Daemon, DaemonConfig
+    from intentc.daemon.loop import Daemon, DaemonConfig, ListenError
     from intentc.gitrepo import GitError
     from intentc.kube.client import KubeClient
     from intentc.kube.errors import KubeError
@@ -126,7 +126,7 @@ def daemon(
     _on_signals(d.stop)
     try:
         code = d.run()
-    except GitError as e:
+    except (GitError, ListenError) as e:
         usage_error(str(e))
     finally:
         client.close()

@@ -88,6 +88,10 @@ class _State:
     pending: Desired | None = None      # local mode: a plan that arrived during a rollout
 
 
+class ListenError(Exception):
+    """The health/metrics address cannot be bound (busy, or not ours): a usage error."""
+
+
 class Daemon:
     def __init__(self, config: DaemonConfig, client: KubeClient, metrics: DaemonMetrics | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -137,7 +141,11 @@ class Daemon:
         """Block until `stop()`; the exit code is 0 after a clean shutdown."""
         cfg = self.config
         if cfg.listen:
-            self.http = HealthServer(cfg.listen, self.metrics, self.live, self.ready).start()
+            try:
+                self.http = HealthServer(cfg.listen, self.metrics, self.live, self.ready).start()
+            except OSError as e:
+                raise ListenError(f"cannot serve /healthz, /readyz and /metrics on {cfg.listen}: "
+                                  f"{e.strerror or e} (choose another --listen address)") from None
             log.info("serving /healthz /readyz /metrics on port %d", self.http.port)
         try:
             self._start_source()
