@@ -37,7 +37,7 @@ from intentc.drift import events, quarantine
 from intentc.drift.consistency import Verdict, check_rollout
 from intentc.drift.detect import History, detect
 from intentc.drift.live import Managed, complete, heal, own_plumbing, read_managed
-from intentc.drift.policy import Decision, Policies, asking_for_rollback, decide
+from intentc.drift.policy import Decision, Policies, asking_for_rollback, decide, wave_blocker
 from intentc.drift.rollback import RollbackError, RollbackOutcome
 from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
@@ -517,7 +517,12 @@ class Daemon:
         inventory = self.state.inventory
         applied = {e.ref for e in inventory.entries if e.state == "applied"} if inventory is not None else set()
         decisions = decide(report, Policies.from_program(desired.program))
+        live = self._cache()
         for d, manifest in self.ledger.heals_due(decisions, desired.by_ref, applied, self.clock()):
+            blocked = wave_blocker(manifest, desired.by_ref.values(), live)
+            if blocked is not None:
+                log.info("heal of %s waits: %s", manifest.ref, blocked)
+                continue
             self._safe("heal", partial(self._heal_one, d, manifest))
 
     def _heal_one(self, d: Decision, manifest: Manifest) -> None:
