@@ -321,3 +321,23 @@ def write_requests(metrics_text: str, resources: frozenset[str] = WORKLOAD_RESOU
             if lb.get("verb") in WRITE_VERBS and lb.get("resource") in resources and not lb.get("dry_run"):
                 out[lb["verb"]] = out.get(lb["verb"], 0) + int(s.value)
     return out
+
+
+def finished_job_status(job: Any, failed: bool = False, reason: str = "BackoffLimitExceeded",
+                        message: str = "Job has reached the specified backoff limit") -> dict[str, Any]:
+    """A Job status as the Job controller writes it when the Job ends — the shape a
+    1.31+ API server insists on (start/completion times, SuccessCriteriaMet or
+    FailureTarget before Complete or Failed, counts that match the spec)."""
+    stamp = "2026-01-01T00:00:00Z"
+    spec = (job or {}).get("spec") or {}
+    completions = int(spec.get("completions") or 1)
+    if failed:
+        conditions = [{"type": "FailureTarget", "status": "True", "reason": reason, "message": message},
+                      {"type": "Failed", "status": "True", "reason": reason, "message": message}]
+        return {"startTime": stamp, "failed": int(spec.get("backoffLimit") or 0) + 1, "conditions": conditions}
+    status: dict[str, Any] = {
+        "startTime": stamp, "completionTime": stamp, "succeeded": completions,
+        "conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]}
+    if spec.get("completionMode") == "Indexed":
+        status["completedIndexes"] = "0" if completions == 1 else f"0-{completions - 1}"
+    return status

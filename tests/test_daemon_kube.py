@@ -27,7 +27,7 @@ from intentc.drift.quarantine import QUARANTINE_KEY, Quarantine
 from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.render.model import COMMIT_ANNOTATION, ObjectRef
-from tests.kube_env import KubeEnv, free_port
+from tests.kube_env import KubeEnv, finished_job_status, free_port
 from tests.test_drift_kube import DriftRepo, edit_as
 
 pytestmark = pytest.mark.kube
@@ -53,9 +53,7 @@ def commit_of(body: dict[str, Any] | None) -> str | None:
 
 
 def job_done(c: KubeClient, ref: ObjectRef, failed: bool = False) -> None:
-    cond = ({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "all pods failed"}
-            if failed else {"type": "Complete", "status": "True"})
-    c.patch_status(ref, {"conditions": [cond], **({"failed": 1} if failed else {"succeeded": 1})})
+    c.patch_status(ref, finished_job_status(c.get(ref), failed=failed, message="all pods failed"))
 
 
 def deployment_available(c: KubeClient, ref: ObjectRef) -> None:

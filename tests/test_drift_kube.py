@@ -28,7 +28,7 @@ from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import COMMIT_ANNOTATION, Manifest, ObjectRef
-from tests.kube_env import KubeEnv
+from tests.kube_env import KubeEnv, finished_job_status
 
 pytestmark = pytest.mark.kube
 runner = CliRunner()
@@ -155,8 +155,7 @@ def test_applied_state_is_in_sync_and_status_updates_are_not_drift(repo: DriftRe
     assert not mine(repo.observe(), repo.tenant)
     c = repo.client()
     # controllers write status through the status subresource: never drift
-    c.patch_status(repo.ref("Job", "prep"), {"succeeded": 1, "conditions": [
-        {"type": "Complete", "status": "True", "lastProbeTime": None, "lastTransitionTime": None}]})
+    c.patch_status(repo.ref("Job", "prep"), finished_job_status(c.get(repo.ref("Job", "prep"))))
     c.patch_status(repo.ref("Deployment", "web"), {"replicas": 2, "updatedReplicas": 2, "availableReplicas": 2,
                                                    "readyReplicas": 2, "observedGeneration": 1})
     report = repo.observe()

@@ -28,7 +28,7 @@ from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import COMMIT_ANNOTATION, MANAGED_BY_LABEL, SPEC_HASH_ANNOTATION, ObjectRef
 from intentc.render.stamp import spec_hash
-from tests.kube_env import KubeEnv, write_requests
+from tests.kube_env import KubeEnv, finished_job_status, write_requests
 
 pytestmark = pytest.mark.kube
 
@@ -292,7 +292,7 @@ def test_dry_run_writes_nothing(ws: Workspace, kube_env: KubeEnv) -> None:
 
 def _complete_jobs(c: KubeClient, refs: list[ObjectRef]) -> None:
     for ref in refs:
-        c.patch_status(ref, {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]})
+        c.patch_status(ref, finished_job_status(c.get(ref)))
 
 
 def test_wait_gates_waves_on_health(ws: Workspace) -> None:
@@ -305,8 +305,7 @@ def test_wait_gates_waves_on_health(ws: Workspace) -> None:
     code, doc, out = ws.apply("--wait", "--timeout", "1")
     assert code == 1 and "wave-1" in doc["message"]
     train = ObjectRef("batch/v1", "Job", ws.alpha, "train")
-    c.patch_status(train, {"failed": 3, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                                                          "message": "Job has reached the specified backoff limit"}]})
+    c.patch_status(train, finished_job_status(c.get(train), failed=True))
     code, doc, out = ws.apply("--wait", "--timeout", "5")
     assert code == 1
     assert "failed" in doc["message"] and "BackoffLimitExceeded" in doc["message"]
