@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from intentc.diagnostics import Span
 from intentc.diff.schema_refs import canonical_json
 from intentc.diff.schema_report import Entry, SchemaReport
 from intentc.diff.schema_rules import Level
@@ -121,25 +122,22 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
     return "\n".join(out) + "\n"
 
 
-def _gh(s: str, prop: bool = False) -> str:
-    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return s.replace(":", "%3A").replace(",", "%2C") if prop else s
-
-
 def format_github(report: SchemaReport, threshold: Level) -> str:
     """Workflow commands: one annotation per finding on the schema line; only
     head-side positions can be annotated on the pull request's files."""
-    kinds = {Level.ERR: "error", Level.WARN: "warning", Level.INFO: "notice"}
+    from intentc import annotations as gh
+
+    kinds = {Level.ERR: gh.Level.ERROR, Level.WARN: gh.Level.WARNING, Level.INFO: gh.Level.NOTICE}
     out = []
     for e in report.entries:
         f = e.finding
-        kind = "notice" if e.acknowledged else kinds[f.rule.level]
+        kind = gh.Level.NOTICE if e.acknowledged else kinds[f.rule.level]
         msg = f"{f.message}; {_affects(e)} (fingerprint {f.fingerprint})"
         for a in e.affected[:SHOWN_DOCUMENTS]:
             msg += f"\n{a.file}:{a.line}:{a.column} {a.kind} {a.name} ({a.at})"
-        loc = f"file={_gh(f.schema, True)},line={e.line},col={e.column}," if f.side == "head" else ""
-        out.append(f"::{kind} {loc}title={_gh(f.rule.id + ' ' + f.rule.name, True)}::{_gh(msg)}")
-    return "\n".join(out) + ("\n" if out else "")
+        at = Span.point(f.schema, e.line, e.column) if f.side == "head" else None
+        out.append(gh.command(kind, msg, at, f"{f.rule.id} {f.rule.name}", end=False))
+    return gh.lines(out)
 
 
 FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github}
