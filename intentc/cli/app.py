@@ -106,7 +106,7 @@ def emit_diagnostics(diags: list[Diagnostic], fmt: OutputFormat, sources: dict[s
     color = fmt is OutputFormat.TEXT and use_color(to_stderr)
     out = render(diags, fmt, sources, __version__, color=color)
     if out:
-        typer.echo(out, nl=False, err=to_stderr)
+        typer.echo(out, nl=False, err=to_stderr, color=color or None)   # click strips escapes off a terminal
 
 
 # A path that cannot be read is an environment problem, not a finding in the intents.
