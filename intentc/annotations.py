@@ -3,9 +3,8 @@ writer for every `--format github` (check, schema-diff, diff, drift).
 
 A workflow command is one line; the runner turns it into an annotation on
 the pull request's files (when `file` names one of them) or on the run.
-Data and property values have their own escaping rules (GitHub's
-`toolkit/packages/core/src/command.ts`): `%`, CR and LF everywhere, and
-`:` and `,` in properties too.
+Data and property values have their own escaping rules, as the runner
+reads them: `%`, CR and LF everywhere, and `:` and `,` in properties too.
 """
 
 from __future__ import annotations

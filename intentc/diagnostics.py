@@ -137,10 +137,9 @@ def _caret_block(d: Diagnostic, sources: Mapping[str, str], paint: Callable[...,
 def format_text(diags: Sequence[Diagnostic], sources: Mapping[str, str], color: bool = False) -> str:
     """The compiler-style report; with `color`, ANSI colours for a terminal
     (the characters are the same, only escape sequences are added)."""
+    paint: Callable[..., str] = _plain
     if color:
         from typer import style as paint   # ANSI escapes, as click writes them
-    else:
-        paint = _plain
     out: list[str] = []
     for d in diags:
         label = paint(f"{d.severity.value}[{d.code}]", fg=SEVERITY_COLORS[d.severity], bold=True)

@@ -95,7 +95,7 @@ def _root(
 
 def use_color(to_stderr: bool) -> bool:
     """Whether text written to stdout (or stderr) gets colour: --color, else
-    NO_COLOR / FORCE_COLOR (https://no-color.org), else whether it is a terminal."""
+    NO_COLOR / FORCE_COLOR (the common conventions), else whether it is a terminal."""
     return wants_color(_settings.get(COLOR_KEY, ColorMode.AUTO), os.environ, (sys.stderr if to_stderr else sys.stdout).isatty())
 
 
