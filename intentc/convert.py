@@ -41,7 +41,7 @@ def convert(source: SourceFile, to: Surface) -> tuple[str | None, list[Diagnosti
         from intentc.frontend.comments import attach_to_documents
         from intentc.frontend.yaml_emit import documents, dump_documents
         docs = documents(result.program)
-        header = attach_to_documents(result.program, comments, docs)
-        return dump_documents(docs, header=header), list(result.diagnostics)
+        header, footer = attach_to_documents(result.program, comments, docs)
+        return dump_documents(docs, header=header, footer=footer), list(result.diagnostics)
     from intentc.frontend.dsl_print import format_program
     return format_program(result.program, comments), list(result.diagnostics)

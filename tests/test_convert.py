@@ -115,6 +115,8 @@ intent embed-corpus {
   context: tenant team-nlp  # who pays
   constraints: gpus 8 x "H100-80GB"
 }
+
+# end of the pipeline
 """
 
 
@@ -128,6 +130,7 @@ def test_comments_survive_dsl_to_yaml_to_dsl() -> None:
     assert "---\n# The nightly embedding job.\napiVersion:" in yaml_text
     assert "spec:\n  # runs on every push\n  trigger: push\n" in yaml_text
     assert "    tenant: team-nlp  # who pays\n" in yaml_text        # on the first line of the clause's value
+    assert yaml_text.endswith("      product: H100-80GB\n# end of the pipeline\n")
     assert _parse("a.yaml", yaml_text) == _parse("a.intent", COMMENTED)
     back, diags = convert(SourceFile("a.yaml", yaml_text), Surface.DSL)
     assert back is not None, diags

@@ -83,13 +83,15 @@ def _spec_key(decl: Declaration, comment: Comment, spec: CommentedMap) -> str | 
 
 
 def attach_to_documents(program: Program, comments: Sequence[Comment],
-                        documents: Sequence[tuple[str, CommentedMap]]) -> list[str]:
+                        documents: Sequence[tuple[str, CommentedMap]]) -> tuple[list[str], list[str]]:
     """Put the DSL file's comments into the YAML documents of its declarations
-    (in place); return the header comments, which go on top of the file."""
+    (in place); return the header and footer comments, which go on top and
+    at the end of the file."""
     decls = _declarations(program)
     by_name = {(kind, doc["metadata"]["name"]): doc for kind, doc in documents}
     kinds = {Tenant: "Tenant", Dataset: "Dataset", Intent: "Intent"}
     header: list[str] = []
+    footer: list[str] = []
     above: dict[int, list[str]] = {}
     starts = [d.span.line for d in decls]
     for c in sorted(comments, key=lambda c: (c.line, c.column)):
@@ -100,7 +102,7 @@ def attach_to_documents(program: Program, comments: Sequence[Comment],
         inside = at >= 0 and c.line <= decls[at].span.end_line
         if not inside:                                      # between blocks: above the next one
             if at + 1 >= len(decls):
-                above.setdefault(len(decls) - 1, []).append(c.text)
+                footer.append(c.text)
             else:
                 above.setdefault(at + 1, []).append(c.text)
             continue
@@ -116,7 +118,7 @@ def attach_to_documents(program: Program, comments: Sequence[Comment],
     for index, texts in above.items():
         d = decls[index]
         by_name[(kinds[type(d)], d.name)].yaml_set_start_comment("\n".join(_body(t) for t in texts))
-    return header
+    return header, footer
 
 
 def _end_of_first_line(node: Any, key: Any, text: str) -> None:

@@ -198,9 +198,9 @@ def dump_program(program: Program, schema_base: str | None = None) -> str:
 
 
 def dump_documents(docs: list[tuple[str, CommentedMap]], schema_base: str | None = None,
-                   header: Sequence[str] = ()) -> str:
+                   header: Sequence[str] = (), footer: Sequence[str] = ()) -> str:
     """`dump_program` for documents built (and perhaps commented) already;
-    `header` holds comment lines for the top of the file."""
+    `header` and `footer` hold comment lines for the top and the end of the file."""
     top = "".join(f"{line}\n" for line in header) + ("\n" if header else "")
     if not docs:
         return ""
@@ -210,7 +210,7 @@ def dump_documents(docs: list[tuple[str, CommentedMap]], schema_base: str | None
         buf = io.StringIO()
         y.dump(doc, buf)
         parts.append(buf.getvalue())
-    body = top + "---\n".join(parts)
+    body = top + "---\n".join(parts) + "".join(f"{line}\n" for line in footer)
     if schema_base is None:
         return body
     base = schema_base.rstrip("/")
