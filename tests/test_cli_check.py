@@ -181,3 +181,18 @@ def test_check_reports_parsing_progress(monkeypatch: Any) -> None:
     res = CliRunner().invoke(app, ["check", str(ROOT / "intents"), "-o", "json"])
     assert res.exit_code == 0 and json.loads(res.stdout) == []            # stdout: the JSON alone
     assert f"intentc: parsing: {files}/{files}" in res.stderr
+
+
+def test_progress_on_a_terminal_is_a_transient_live_line() -> None:
+    import io
+
+    from intentc.cli.progress import LIVE_DELAY, StderrProgress
+
+    now = [0.0]
+    stream = io.StringIO()
+    with StderrProgress(stream, is_terminal=True, clock=lambda: now[0]) as progress:
+        progress("parsing", 1, 4)
+        assert stream.getvalue() == ""                   # no flicker from a quick run
+        now[0] = LIVE_DELAY
+        progress("parsing", 2, 4)
+    assert "parsing" in stream.getvalue() and "2/4" in stream.getvalue()

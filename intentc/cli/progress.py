@@ -1,6 +1,7 @@
 """Progress of long commands (`check`, `apply`) on stderr.
 
-On a terminal: a live line (rich), erased when the command ends.  Elsewhere
+On a terminal: a live line (rich) once the run takes LIVE_DELAY, erased
+when the command ends.  Elsewhere
 (CI logs, pipes): nothing for the first INTERVAL seconds, so a quick run
 stays quiet, then one plain line every INTERVAL seconds, so a run that
 takes minutes is never silent.  Never on stdout, where results stay
@@ -15,6 +16,7 @@ from types import TracebackType
 from typing import Any, Callable, TextIO
 
 INTERVAL = 10.0       # seconds of silence before, and between, plain progress lines
+LIVE_DELAY = 0.5      # a terminal sees no flicker from runs shorter than this
 
 
 class StderrProgress:
@@ -43,11 +45,14 @@ class StderrProgress:
 
     def _show_live(self, what: str, done: int, total: int) -> None:
         if self._live is None:
+            if self.clock() - self.started < LIVE_DELAY:
+                return
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._live = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeElapsedColumn(), console=Console(file=self.stream), transient=True)
+                                  TimeElapsedColumn(), console=Console(file=self.stream, force_terminal=True),
+                                  transient=True)
             self._live.start()
             self._task = self._live.add_task(what, total=total)
         self._live.update(self._task, description=what, completed=done, total=total)
