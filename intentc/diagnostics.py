@@ -224,13 +224,19 @@ def format_sarif(diags: Sequence[Diagnostic], tool_version: str,
                 for i, r in enumerate(d.related)
             ]
         results.append(result)
+    return sarif_log(rules, results, tool_version)
+
+
+def sarif_log(rules: Sequence[Mapping[str, object]], results: Sequence[Mapping[str, object]],
+              tool_version: str) -> str:
+    """A SARIF 2.1.0 log of one intentc run (diagnostics, or schema-diff findings)."""
     doc = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "intentc", "version": tool_version,
-                                "informationUri": "https://intentc.dev", "rules": rules}},
-            "results": results,
+                                "informationUri": "https://intentc.dev", "rules": list(rules)}},
+            "results": list(results),
         }],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"

@@ -126,7 +126,7 @@ TABLE = [
     ("convert", "--to", None, "<yaml|dsl>"),
     ("diff", "--format", "-o", "<text|json|markdown|github>"),
     ("diff", "--base", None, "REV"),
-    ("schema-diff", "--format", "-o", "<text|json|markdown|github>"),
+    ("schema-diff", "--format", "-o", "<text|json|markdown|github|sarif>"),
     ("drift", "--format", "-o", "<text|json|github>"),
     ("drift", "--kubeconfig", None, "FILE"),
     ("apply", "--timeout", None, "SECONDS"),

@@ -36,6 +36,7 @@ class SchemaDiffFormat(str, enum.Enum):
     JSON = "json"
     MARKDOWN = "markdown"
     GITHUB = "github"
+    SARIF = "sarif"
 
 
 class DiffFormat(str, enum.Enum):
@@ -77,6 +78,8 @@ def _revisions(root: Path, base: str, head: str | None, merge_base: bool) -> tup
   intentc schema-diff --base v0.3.0 --head HEAD --format markdown
 
   intentc schema-diff --base origin/main --format github --fail-on WARN
+
+  intentc schema-diff --base origin/main -o sarif > schema-diff.sarif   # code scanning
 
   intentc schema-diff --base origin/main --ack-file .intentc-acks   # acknowledged findings do not fail
 """)

@@ -140,7 +140,40 @@ def format_github(report: SchemaReport, threshold: Level) -> str:
     return gh.lines(out)
 
 
-FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github}
+def format_sarif(report: SchemaReport, threshold: Level) -> str:
+    """SARIF 2.1.0 for code-scanning views: one rule per rule id that fired, one
+    result per finding, on the schema line (head side; a removal points at the
+    base file); the fingerprint is the result's partial fingerprint, and an
+    acknowledged finding carries an external suppression."""
+    from intentc import __version__
+    from intentc.diagnostics import sarif_log
+
+    levels = {Level.ERR: "error", Level.WARN: "warning", Level.INFO: "note"}
+    fired = sorted({e.finding.rule.id: e.finding.rule for e in report.entries}.items())
+    index = {rule_id: n for n, (rule_id, _) in enumerate(fired)}
+    rules = [{"id": rule_id, "name": rule.name, "shortDescription": {"text": rule.summary},
+              "defaultConfiguration": {"level": levels[rule.level]}} for rule_id, rule in fired]
+    results = []
+    for e in report.entries:
+        f = e.finding
+        result: dict[str, object] = {
+            "ruleId": f.rule.id, "ruleIndex": index[f.rule.id], "level": levels[f.rule.level],
+            "message": {"text": f"{f.message}; {_affects(e)}"},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.schema},
+                                                "region": {"startLine": e.line, "startColumn": e.column}},
+                           "logicalLocations": [{"fullyQualifiedName": f.pointer or "/"}]}],
+            "partialFingerprints": {"intentcSchemaFinding/v1": f.fingerprint},
+            "properties": {"side": f.side, "documents": e.documents,
+                           "failing": not e.acknowledged and f.rule.level.rank >= threshold.rank},
+        }
+        if e.acknowledged:
+            result["suppressions"] = [{"kind": "external", "justification": "acknowledged (--ack / --ack-file)"}]
+        results.append(result)
+    return sarif_log(rules, results, __version__)
+
+
+FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github,
+           "sarif": format_sarif}
 
 
 def render(report: SchemaReport, fmt: str, threshold: Level) -> str:
