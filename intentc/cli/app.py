@@ -41,6 +41,7 @@ def wants_color(mode: ColorMode, environ: Mapping[str, str], is_terminal: bool) 
         return True
     return is_terminal
 
+
 def _argument_placeholders() -> None:
     """Recent typer releases print an argument's Python type after its name in
     --help ("PATH... <list[str]>"), and ignore the metavar doing so, which
@@ -96,7 +97,8 @@ def _root(
 def use_color(to_stderr: bool) -> bool:
     """Whether text written to stdout (or stderr) gets colour: --color, else
     NO_COLOR / FORCE_COLOR (the common conventions), else whether it is a terminal."""
-    return wants_color(_settings.get(COLOR_KEY, ColorMode.AUTO), os.environ, (sys.stderr if to_stderr else sys.stdout).isatty())
+    stream = sys.stderr if to_stderr else sys.stdout
+    return wants_color(_settings.get(COLOR_KEY, ColorMode.AUTO), os.environ, stream.isatty())
 
 
 def emit_diagnostics(diags: list[Diagnostic], fmt: OutputFormat, sources: dict[str, str],
