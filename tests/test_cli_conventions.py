@@ -168,8 +168,9 @@ def _intentc() -> list[str]:
     return [found]
 
 
-def test_show_completion_prints_a_script() -> None:
-    res = subprocess.run(_intentc() + ["--show-completion", "bash"], capture_output=True, text=True)
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish", "powershell"])
+def test_show_completion_prints_a_script(shell: str) -> None:
+    res = subprocess.run(_intentc() + ["--show-completion", shell], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "_INTENTC_COMPLETE" in res.stdout and "complete" in res.stdout
 
