@@ -187,3 +187,12 @@ def test_completion_completes_commands_and_options() -> None:
     assert "schema-diff" in complete("intentc sch")
     assert "--format" in complete("intentc check --fo")
     assert {"text", "json", "github", "sarif", "junit"} <= set(complete("intentc check --format "))
+
+
+def test_install_completion_writes_the_script_and_sources_it(tmp_path: Path) -> None:
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    res = subprocess.run(_intentc() + ["--install-completion", "bash"], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    script = tmp_path / ".bash_completions" / "intentc.sh"
+    assert "_INTENTC_COMPLETE" in script.read_text()
+    assert f"source '{script}'" in (tmp_path / ".bashrc").read_text()
