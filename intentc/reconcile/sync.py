@@ -183,6 +183,7 @@ class Reconciler:
                     self._save(inventory)
                     written = True
                     done = list(self._map(self._apply_one, todo))
+                    self.progress(f"{_step_name(step)}: applying", len(done), len(todo))
                     inventory = self._confirm(inventory, loaded, todo, done)
                     for p, (outcome, body) in zip(todo, done):
                         health[p.ref] = health_of(body) if body is not None else Health(HealthStatus.MISSING)
