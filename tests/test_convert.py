@@ -102,7 +102,8 @@ COMMENTED = """\
 
 tenant team-nlp {
   tier: gold  # fair share 4
-  quota: gpus 96, cpu 1536, memory 12Ti
+  # the monthly budget
+  quota: gpus 96, cpu 1536, memory 12Ti  # reviewed by finance
 }
 
 # The nightly embedding job.
@@ -110,7 +111,8 @@ intent embed-corpus {
   # runs on every push
   trigger: on push
   action: inference model "llama3-8b" image "ghcr.io/acme/vllm:0.6#sha" {
-    seq_len: 4096
+    # long prompts
+    seq_len: 4096  # tokens
   }
   context: tenant team-nlp  # who pays
   constraints: gpus 8 x "H100-80GB"
@@ -130,6 +132,8 @@ def test_comments_survive_dsl_to_yaml_to_dsl() -> None:
     assert "---\n# The nightly embedding job.\napiVersion:" in yaml_text
     assert "spec:\n  # runs on every push\n  trigger: push\n" in yaml_text
     assert "    tenant: team-nlp  # who pays\n" in yaml_text        # on the first line of the clause's value
+    assert "  quota:\n    # the monthly budget\n    gpus: 96  # reviewed by finance\n" in yaml_text
+    assert "    settings:\n      # long prompts\n      seq_len: 4096  # tokens\n" in yaml_text
     assert yaml_text.endswith("      product: H100-80GB\n# end of the pipeline\n")
     assert _parse("a.yaml", yaml_text) == _parse("a.intent", COMMENTED)
     back, diags = convert(SourceFile("a.yaml", yaml_text), Surface.DSL)

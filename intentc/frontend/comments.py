@@ -12,8 +12,9 @@ DSL → YAML: each comment of the DSL file goes into the ruamel document of
 the declaration it sits in or before — a header (before the first
 declaration) on top of the file, a comment between blocks above the next
 block's document, a comment inside a block above (or at the end of the
-line of) the YAML key of the clause it precedes (or trails).  A comment
-that fits no key stays above its document: none is dropped.
+line of) the YAML key of the clause it precedes (or trails), down to the
+keys of an action and of its settings block.  A comment that fits no key
+stays above its document: none is dropped.
 """
 
 from __future__ import annotations
@@ -72,14 +73,51 @@ def _declarations(program: Program) -> list[Declaration]:
     return sorted(decls, key=lambda d: (d.span.line, d.span.column))
 
 
-def _spec_key(decl: Declaration, comment: Comment, spec: CommentedMap) -> str | None:
-    """The top-level spec key a comment inside `decl` belongs to: the clause on
-    its line (trailing), else the next clause below it."""
-    lines = sorted((span.line, key) for key, span in decl.spans.items if key in spec)
+# A place a comment can go in a YAML document: (source line of the clause,
+# depth, the mapping, its key).  Depth 0 is a spec key; deeper ones are keys
+# of a clause's block (an action's image, a settings block's seq_len).
+_Place = tuple[int, int, CommentedMap, str]
+
+
+def _places(decl: Declaration, spec: CommentedMap) -> list[_Place]:
+    out: list[_Place] = []
+
+    def add(spans: Any, node: Any, depth: int, prefix: str = "") -> None:
+        if not isinstance(node, CommentedMap):
+            return
+        for key, span in spans.items:
+            if prefix and key.startswith(prefix):
+                # tenant quota_gpus -> quota: {gpus: ...}; the DSL clause has no span of its own,
+                # its line is its first value's line, so comments go next to the values
+                inner = node.get(prefix.rstrip("_"))
+                if isinstance(inner, CommentedMap) and key[len(prefix):] in inner:
+                    out.append((span.line, depth + 1, inner, key[len(prefix):]))
+            elif key in node:
+                out.append((span.line, depth, node, key))
+
+    add(decl.spans, spec, 0, "quota_" if isinstance(decl, Tenant) else "")
+    if isinstance(decl, Intent):
+        action = spec.get("action")
+        add(decl.action.spans, action, 1)
+        if decl.action.settings is not None and isinstance(action, CommentedMap):
+            add(decl.action.settings.spans, action.get("settings"), 2)
+    # on one line, outer keys first, then the YAML order of the keys
+    return sorted(out, key=lambda p: (p[0], p[1], list(p[2]).index(p[3])))
+
+
+def _place_for(decl: Declaration, comment: Comment, spec: CommentedMap) -> _Place | None:
+    """Where a comment inside `decl` goes: a trailing one with the outermost
+    key written on its line (at the end of that key's first YAML line); one on
+    its own line above the next key below it (the outermost one, when a line
+    opens a clause and its block)."""
+    places = _places(decl, spec)
     if comment.trailing:
-        return next((key for line, key in lines if line == comment.line), None)
-    at = bisect.bisect_right([line for line, _ in lines], comment.line)
-    return lines[at][1] if at < len(lines) else None
+        same = [p for p in places if p[0] == comment.line]
+        return same[0] if same else None
+    below = [p for p in places if p[0] > comment.line]
+    if not below:
+        return None
+    return below[0]
 
 
 def attach_to_documents(program: Program, comments: Sequence[Comment],
@@ -108,13 +146,13 @@ def attach_to_documents(program: Program, comments: Sequence[Comment],
             continue
         doc = by_name[(kinds[type(decls[at])], decls[at].name)]
         spec = doc.get("spec")
-        key = _spec_key(decls[at], c, spec) if isinstance(spec, CommentedMap) else None
-        if key is None:
+        place = _place_for(decls[at], c, spec) if isinstance(spec, CommentedMap) else None
+        if place is None:
             above.setdefault(at, []).append(c.text)
         elif c.trailing:
-            _end_of_first_line(spec, key, c.text)
+            _end_of_first_line(place[2], place[3], c.text)
         else:
-            _before_key(spec, key, c.text)
+            _before_key(place[2], place[3], c.text, indent=2 * (place[1] + 1))
     for index, texts in above.items():
         d = decls[index]
         by_name[(kinds[type(d)], d.name)].yaml_set_start_comment("\n".join(_body(t) for t in texts))
@@ -132,14 +170,15 @@ def _end_of_first_line(node: Any, key: Any, text: str) -> None:
     node.yaml_add_eol_comment(text, key)
 
 
-def _before_key(spec: CommentedMap, key: str, text: str) -> None:
-    """Add a comment line above `key` in `spec` (below any already there)."""
-    previous = spec.ca.items.get(key)
+def _before_key(node: CommentedMap, key: str, text: str, indent: int) -> None:
+    """Add a comment line above `key` in `node` (below any already there);
+    `indent` is the key's column in the YAML text."""
+    previous = node.ca.items.get(key)
     lines = [text]
     if previous and previous[1]:
         lines = [t.value.strip() for t in previous[1] if t is not None] + lines
         previous[1] = None
-    spec.yaml_set_comment_before_after_key(key, before="\n".join(_body(t) for t in lines), indent=2)
+    node.yaml_set_comment_before_after_key(key, before="\n".join(_body(t) for t in lines), indent=indent)
 
 
 def _body(text: str) -> str:
