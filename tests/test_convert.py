@@ -163,3 +163,15 @@ def test_a_yaml_file_s_comments_become_dsl_comments() -> None:
     dsl, _ = convert(SourceFile(path.name, text), Surface.DSL)
     assert dsl is not None
     assert [line.strip() for line in dsl.splitlines() if line.lstrip().startswith("#")][:len(own)] == own
+
+
+@pytest.mark.parametrize("path", [p for p in EXAMPLES if p.suffix == ".intent"],
+                         ids=[p.name for p in EXAMPLES if p.suffix == ".intent"])
+def test_example_files_keep_every_comment_through_yaml(path: Path) -> None:
+    from intentc.frontend.dsl_print import format_source
+
+    text = path.read_text()
+    yaml_text, _ = convert(SourceFile(path.name, text), Surface.YAML)
+    assert yaml_text is not None
+    back, _ = convert(SourceFile("converted.yaml", yaml_text), Surface.DSL)
+    assert back == format_source(SourceFile(path.name, text))[0]
