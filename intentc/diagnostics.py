@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 
 @dataclass(frozen=True, order=True)
@@ -104,9 +104,18 @@ class OutputFormat(str, enum.Enum):
     JSON = "json"
     GITHUB = "github"
     SARIF = "sarif"
+    JUNIT = "junit"
 
 
-def _caret_block(d: Diagnostic, sources: Mapping[str, str]) -> list[str]:
+def _plain(text: str, **_style: object) -> str:
+    return text
+
+
+# What colour says: the severity (as compilers print it), the caret under the text, the hint.
+SEVERITY_COLORS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.NOTE: "cyan"}
+
+
+def _caret_block(d: Diagnostic, sources: Mapping[str, str], paint: Callable[..., str] = _plain) -> list[str]:
     text = sources.get(d.span.file)
     if text is None:
         return []
@@ -121,18 +130,25 @@ def _caret_block(d: Diagnostic, sources: Mapping[str, str]) -> list[str]:
         width = max(len(src) - col + 1, 1)
     width = min(width, max(len(src) - col + 1, 1))
     gutter = f"{d.span.line:>4} | "
-    return [gutter + src, " " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width]
+    caret = paint("^" * width, fg=SEVERITY_COLORS[d.severity], bold=True)
+    return [gutter + src, " " * (len(gutter) - 2) + "| " + " " * (col - 1) + caret]
 
 
-def format_text(diags: Sequence[Diagnostic], sources: Mapping[str, str]) -> str:
+def format_text(diags: Sequence[Diagnostic], sources: Mapping[str, str], color: bool = False) -> str:
+    """The compiler-style report; with `color`, ANSI colours for a terminal
+    (the characters are the same, only escape sequences are added)."""
+    paint: Callable[..., str] = _plain
+    if color:
+        from typer import style as paint   # ANSI escapes, as click writes them
     out: list[str] = []
     for d in diags:
-        out.append(f"{d.span}: {d.severity.value}[{d.code}]: {d.message}")
-        out.extend(_caret_block(d, sources))
+        label = paint(f"{d.severity.value}[{d.code}]", fg=SEVERITY_COLORS[d.severity], bold=True)
+        out.append(f"{paint(str(d.span), bold=True)}: {label}: {d.message}")
+        out.extend(_caret_block(d, sources, paint))
         for rel in d.related:
-            out.append(f"  {rel.span}: note: {rel.message}")
+            out.append(f"  {rel.span}: {paint('note', fg='cyan')}: {rel.message}")
         if d.hint:
-            out.append(f"  = hint: {d.hint}")
+            out.append(f"  = {paint('hint', fg='green')}: {d.hint}")
     errors = sum(d.is_error for d in diags)
     warnings = sum(d.severity is Severity.WARNING for d in diags)
     if diags:
@@ -163,26 +179,13 @@ def format_json(diags: Sequence[Diagnostic]) -> str:
     return json.dumps([to_json_obj(d) for d in diags], indent=2, sort_keys=True) + "\n"
 
 
-def _gh_escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _gh_escape_prop(s: str) -> str:
-    return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
-
-
 def format_github(diags: Sequence[Diagnostic]) -> str:
     """GitHub Actions workflow commands (`::error file=...::message`)."""
-    kinds = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
-    out = []
-    for d in diags:
-        s = d.span
-        props = (f"file={_gh_escape_prop(s.file)},line={s.line},col={s.column},"
-                 f"endLine={s.end_line},endColumn={s.end_column},"
-                 f"title={_gh_escape_prop(d.code)}")
-        msg = d.message + (f"\nhint: {d.hint}" if d.hint else "")
-        out.append(f"::{kinds[d.severity]} {props}::{_gh_escape_data(msg)}")
-    return "\n".join(out) + ("\n" if out else "")
+    from intentc.annotations import Level, command, lines
+
+    kinds = {Severity.ERROR: Level.ERROR, Severity.WARNING: Level.WARNING, Severity.NOTE: Level.NOTICE}
+    return lines([command(kinds[d.severity], d.message + (f"\nhint: {d.hint}" if d.hint else ""), d.span, d.code)
+                  for d in diags])
 
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -221,24 +224,35 @@ def format_sarif(diags: Sequence[Diagnostic], tool_version: str,
                 for i, r in enumerate(d.related)
             ]
         results.append(result)
+    return sarif_log(rules, results, tool_version)
+
+
+def sarif_log(rules: Sequence[Mapping[str, object]], results: Sequence[Mapping[str, object]],
+              tool_version: str) -> str:
+    """A SARIF 2.1.0 log of one intentc run (diagnostics, or schema-diff findings)."""
     doc = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "intentc", "version": tool_version,
-                                "informationUri": "https://intentc.dev", "rules": rules}},
-            "results": results,
+                                "informationUri": "https://intentc.dev", "rules": list(rules)}},
+            "results": list(results),
         }],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 def render(diags: Sequence[Diagnostic], fmt: OutputFormat, sources: Mapping[str, str],
-           tool_version: str = "0") -> str:
+           tool_version: str = "0", color: bool = False) -> str:
+    """`diags` in `fmt`; `color` applies to text only.  JUnit lists every file
+    of `sources` (the inputs read), those without findings as passing."""
     if fmt is OutputFormat.JSON:
         return format_json(diags)
     if fmt is OutputFormat.GITHUB:
         return format_github(diags)
     if fmt is OutputFormat.SARIF:
         return format_sarif(diags, tool_version)
-    return format_text(diags, sources)
+    if fmt is OutputFormat.JUNIT:
+        from intentc.junit import format_junit
+        return format_junit(diags, list(sources))
+    return format_text(diags, sources, color)

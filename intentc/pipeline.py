@@ -16,6 +16,7 @@ from intentc.diagnostics import Diagnostic, Span, sorted_diagnostics
 from intentc.frontend.batch import load
 from intentc.ir import Program
 from intentc.passes import GLOBAL_PASSES, run_passes
+from intentc.progress import Progress, silent
 
 
 @dataclass(frozen=True)
@@ -42,9 +43,10 @@ def _within(inner: Span, outer: Span) -> bool:
 
 
 def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
-          use_cache: bool = True) -> Checked:
-    """Everything `intentc check` reports: parse, semantic passes, dependency graph."""
-    loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache)
+          use_cache: bool = True, progress: Progress = silent) -> Checked:
+    """Everything `intentc check` reports: parse, semantic passes, dependency graph.
+    `progress` hears how parsing, the long part, advances."""
+    loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress)
     program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
     graph, graph_diags = depgraph.build(program)
     diags = prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)

@@ -9,6 +9,7 @@ asserts on how long anything took.
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import subprocess
@@ -253,7 +254,7 @@ def test_daemon_endpoints_and_clean_sigterm(kube_env: KubeEnv, tmp_path: Path) -
         [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo.dir), "--branch", "main",
          "-t", "clusters/small.yaml", "--kubeconfig", str(kube_env.kubeconfig), "--target", repo.target,
          "--listen", f"127.0.0.1:{port}", "--interval", "1", "--workdir", str(tmp_path / "work"),
-         "--rollout-timeout", "2"],
+         "--rollout-timeout", "2", "--log-format", "json"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
 
@@ -282,7 +283,10 @@ def test_daemon_endpoints_and_clean_sigterm(kube_env: KubeEnv, tmp_path: Path) -
             raise
     out = proc.stdout.read().decode() if proc.stdout else ""
     assert code == 0, out
-    assert "shutting down" in out and "stopped" in out
+    records = [json.loads(line) for line in out.splitlines() if line.strip()]   # --log-format json: every line
+    messages = [r["msg"] for r in records if r["logger"] == "intentc.daemon"]
+    assert any("shutting down" in m for m in messages) and "stopped" in messages
+    assert {r["level"] for r in records} <= {"debug", "info", "warning", "error", "critical"}
 
 
 DEPLOY = ROOT / "examples" / "deploy"

@@ -274,3 +274,28 @@ def test_cli_drift_exit_codes_and_json(repo: DriftRepo) -> None:
     assert "spec.replicas: 2 -> 3  (by kubectl-edit)" in text.stdout
     bad = runner.invoke(app, args[:-4] + ["--kubeconfig", str(repo.dir / "nope"), "--target", repo.target])
     assert bad.exit_code == 2 and "kubeconfig not found" in bad.output
+
+
+def test_cli_drift_github_annotations_and_merged_kubeconfig(repo: DriftRepo, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`drift -o github` on a real cluster, connected through a KUBECONFIG of two
+    files: the cluster and user in one, the context in the other."""
+    import yaml
+
+    config = yaml.safe_load(Path(repo.env.kubeconfig).read_text())
+    contexts = {"apiVersion": "v1", "kind": "Config", "contexts": config.pop("contexts"),
+                "current-context": config.pop("current-context")}
+    (tmp_path / "clusters").write_text(yaml.safe_dump(config))
+    (tmp_path / "contexts").write_text(yaml.safe_dump(contexts))
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'clusters'}:{tmp_path / 'contexts'}")
+    repo.apply()
+    edit_as(repo.client(), repo.ref("Deployment", "web"), {"spec": {"replicas": 3}}, "kubectl-edit")
+    res = runner.invoke(app, ["drift", str(repo.dir / "intents"), "-t", str(repo.dir / "clusters" / "small.yaml"),
+                              "--target", repo.target, "-o", "github"])
+    assert res.exit_code == 1, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("::notice title=intentc drift%3A target") and "1 modified" in lines[0]
+    [web] = [line for line in lines if "modified Deployment" in line]
+    # on the declaration of intent web (line 13 of the repository's one intent file)
+    assert web.startswith(f"::error file={repo.dir / 'intents' / 'team.intent'},line=13,col=1,title=")
+    assert web.endswith("%0Aspec.replicas: 2 -> 3 (by kubectl-edit)")

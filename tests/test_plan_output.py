@@ -70,7 +70,7 @@ def test_cli_json_is_exactly_the_document(in_case: Path) -> None:
 
 def test_cli_out_writes_the_file(in_case: Path, tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
-    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-f", "json", "--out", str(out)])
+    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-o", "json", "--out", str(out)])
     assert result.exit_code == 1 and result.stdout == ""
     assert out.read_text(encoding="utf-8") == plan_to_json(_plan())
 
@@ -89,7 +89,7 @@ def test_cli_text_table(in_case: Path) -> None:
 
 def test_cli_html_picture(in_case: Path, tmp_path: Path) -> None:
     out = tmp_path / "cluster.html"
-    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-f", "html", "-o", str(out)])
+    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-o", "html", "--out", str(out)])
     assert result.exit_code == 1
     page = out.read_text(encoding="utf-8")
     assert page == render_html(_plan(), load_topology("cluster.yaml")[0].topology)  # type: ignore[union-attr]
@@ -111,7 +111,7 @@ def test_cli_html_default_out(in_case: Path, monkeypatch: pytest.MonkeyPatch, tm
     for f in (CASE / "topo").iterdir():
         (tmp_path / "topo" / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-f", "html"])
+    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-o", "html"])
     assert result.exit_code == 1
     assert (tmp_path / "plan.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
@@ -132,7 +132,7 @@ def test_cli_clean_plan_exits_0(tmp_path: Path) -> None:
         "  trigger: push\n  action: {kind: batch, image: img}\n  context: {tenant: t}\n"
         "  constraints: {gpus: {count: 2}}\n", encoding="utf-8")
     result = runner.invoke(app, ["plan", str(tmp_path / "jobs.yaml"), "-t", str(tmp_path / "cluster.yaml"),
-                                 "-f", "json"])
+                                 "-o", "json"])
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["placements"][0]["allocations"][0]["node"] == "n1"

@@ -407,3 +407,17 @@ def test_a_large_inventory_is_gzipped_and_the_quarantine_survives_the_switch(kub
         assert ("inventory.json" in (body.get("data") or {})) == (key == "data")
         assert "d" * 40 in quarantine.Quarantine.from_configmap(body)
     assert len(json.dumps(big.configmap())) < 1024 * 1024 < len(big.to_json())
+
+
+def test_apply_progress_goes_to_stderr_only(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    from intentc.cli import progress as cli_progress
+
+    monkeypatch.setattr(cli_progress, "INTERVAL", 0.0)      # every report becomes a line
+    res = runner.invoke(app, ["apply", str(ws.dir / "intents"), "-t", str(ws.dir / "clusters" / "small.yaml"),
+                              "--kubeconfig", str(ws.env.kubeconfig), "--target", ws.target, "-o", "json",
+                              "--no-wait"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["result"] == "succeeded"           # stdout: the JSON document alone
+    lines = res.stderr.splitlines()
+    assert "intentc: namespaces: applying: 2/2" in "\n".join(lines), lines
+    assert any(re.fullmatch(r"intentc: wave-\d+: applying: (\d+)/\1 \(\d+s\)", line) for line in lines), lines

@@ -337,3 +337,31 @@ def test_golden_outputs(tmp_path: Path) -> None:
     golden = Path(__file__).parent / "golden" / "diff"
     for fmt, suffix in (("text", "txt"), ("markdown", "md"), ("json", "json"), ("github", "github")):
         assert_golden(golden / f"schema_diff.{suffix}", render(report, fmt, Level.ERR))
+
+
+def test_sarif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path, {"properties": {"a": {"enum": ["x", "y"]}, "b": {"default": 1}}},
+                     {"properties": {"a": {"enum": ["x"]}, "b": {"default": 2}}}, {"a": "y"})
+    plain = report_between(repo)
+    acked = next(e.finding.fingerprint for e in plain.entries if e.finding.rule.id == "SD302")
+    report = report_between(repo, acks=frozenset({acked}))
+    doc = json.loads(render(report, "sarif", Level.ERR))
+    assert doc["version"] == "2.1.0"
+    run_ = doc["runs"][0]
+    rules = run_["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == sorted({e.finding.rule.id for e in report.entries})
+    by_rule = {r["ruleId"]: r for r in run_["results"]}
+    enum = by_rule["SD211"]
+    assert enum["level"] == "error" and rules[enum["ruleIndex"]]["name"] == "enum-value-removed"
+    assert "breaks 1 document of the base revision" in enum["message"]["text"]
+    location = enum["locations"][0]
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == "schemas/thing.schema.json"
+    assert location["physicalLocation"]["region"]["startLine"] > 1
+    assert location["logicalLocations"][0]["fullyQualifiedName"].endswith("/properties/a/enum")
+    assert enum["partialFingerprints"]["intentcSchemaFinding/v1"] != acked
+    assert "suppressions" not in enum and enum["properties"]["failing"]
+    default = by_rule["SD302"]
+    assert default["suppressions"][0]["kind"] == "external" and not default["properties"]["failing"]
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD", "-o", "sarif"])
+    assert res.exit_code == 1 and json.loads(res.stdout)["runs"][0]["results"]

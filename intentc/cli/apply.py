@@ -21,7 +21,9 @@ from intentc.cli.common import (
     check_render_target,
     commit_or_exit,
     connect_or_exit,
+    format_option,
 )
+from intentc.cli.progress import StderrProgress
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
 from intentc.render.targets import DEFAULT_TARGET
@@ -62,9 +64,9 @@ def apply(
     commit: Commit = None,
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
-    workers: int = typer.Option(8, "--workers", min=1, help="Concurrent requests within a step."),
+    workers: int = typer.Option(8, "--workers", min=1, metavar="N", help="Concurrent requests within a step."),
     seed: Seed = 0,
-    format: ApplyFormat = typer.Option(ApplyFormat.TEXT, "--format", "-f", help="Output format."),
+    format: ApplyFormat = format_option(ApplyFormat.TEXT),
 ) -> None:
     """Compile, then server-side apply the result to a cluster, wave by wave."""
     from intentc.compile import compile_paths
@@ -82,7 +84,8 @@ def apply(
     options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout,
                            force_conflicts=force_conflicts, workers=workers)
     try:
-        outcome = Reconciler(client, options).apply(result.rendered)
+        with StderrProgress() as progress:
+            outcome = Reconciler(client, options, progress=progress).apply(result.rendered)
     finally:
         client.close()
     typer.echo(outcome.to_json() if format is ApplyFormat.JSON else outcome.to_text(), nl=False)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 
 from intentc.cli.app import app, emit_diagnostics, exit_for
-from intentc.cli.common import Jobs, Paths
+from intentc.cli.common import Jobs, Paths, format_option
+from intentc.cli.progress import StderrProgress
 from intentc.diagnostics import OutputFormat
 
 
@@ -15,18 +16,21 @@ from intentc.diagnostics import OutputFormat
 
   intentc check intents/ --format github      # annotations on the PR
 
+  intentc check intents/ -o junit > report.xml   # a test report for CI
+
   intentc check a.intent b.yaml --strict      # warnings fail too
 """)
 def check(
     paths: Paths,
-    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Output format."),
+    format: OutputFormat = format_option(OutputFormat.TEXT, "Output format (junit: one test case per file)."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
     jobs: Jobs = 0,
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
     from intentc.pipeline import check as run_check
 
-    result = run_check(paths, jobs=jobs or None)
+    with StderrProgress() as progress:
+        result = run_check(paths, jobs=jobs or None, progress=progress)
     diags = list(result.diagnostics)
     emit_diagnostics(diags, format, result.sources)
     if format is OutputFormat.TEXT and not diags:

@@ -19,6 +19,7 @@ from intentc.cli.common import (
     Paths,
     Seed,
     TopologyFile,
+    format_option,
     check_render_target,
     commit_or_exit,
     parse_kube_version,
@@ -34,7 +35,7 @@ from intentc.render.targets import DEFAULT_TARGET, TARGETS
 
   intentc compile intents/ --topology clusters/prod.yaml --out build/ --kube-version 1.29
 
-  intentc compile intents/ -t clusters/prod.yaml -o build/ --commit $GITHUB_SHA --format github
+  intentc compile intents/ -t clusters/prod.yaml -d build/ --commit $GITHUB_SHA --format github
 
 Writes build/manifests/NN-kind-namespace-name.yaml (NN = apply step: 00
 namespaces, 01 RBAC, 02 quotas, 03 priority classes, 04+ waves),
@@ -44,15 +45,15 @@ target Kubernetes {DEFAULT_KUBE_VERSION} (the oldest supported) and apply anywhe
 def compile(
     paths: Paths,
     topology: TopologyFile,
-    out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
-    commit: Optional[str] = typer.Option(None, "--commit",
+    out: Path = typer.Option(..., "--out", "-d", metavar="DIR", help="Output directory."),
+    commit: Optional[str] = typer.Option(None, "--commit", metavar="SHA",
                                          help="Commit SHA to stamp (default: git HEAD of the first path)."),
     kube_version: Optional[str] = typer.Option(
-        None, "--kube-version", help=f"Target Kubernetes MAJOR.MINOR (default {DEFAULT_KUBE_VERSION})."),
-    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target",
+        None, "--kube-version", metavar="MAJOR.MINOR", help=f"Target Kubernetes MAJOR.MINOR (default {DEFAULT_KUBE_VERSION})."),
+    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", metavar="NAME",
                                       help=f"How GPUs are bound: {', '.join(sorted(TARGETS))}."),
     seed: Seed = 0,
-    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Diagnostics format."),
+    format: OutputFormat = format_option(OutputFormat.TEXT, "Diagnostics format."),
     jobs: Jobs = 0,
 ) -> None:
     """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors

@@ -22,7 +22,7 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
-from intentc.cli.common import BaseRevision, HeadRevision, Jobs, MergeBase
+from intentc.cli.common import BaseRevision, HeadRevision, Jobs, MergeBase, format_option
 from intentc.diagnostics import OutputFormat, has_errors
 from intentc.sources import SOURCE_SUFFIXES, decode
 
@@ -36,12 +36,14 @@ class SchemaDiffFormat(str, enum.Enum):
     JSON = "json"
     MARKDOWN = "markdown"
     GITHUB = "github"
+    SARIF = "sarif"
 
 
 class DiffFormat(str, enum.Enum):
     TEXT = "text"
     JSON = "json"
     MARKDOWN = "markdown"
+    GITHUB = "github"
 
 
 class FailOn(str, enum.Enum):
@@ -77,19 +79,21 @@ def _revisions(root: Path, base: str, head: str | None, merge_base: bool) -> tup
 
   intentc schema-diff --base origin/main --format github --fail-on WARN
 
+  intentc schema-diff --base origin/main -o sarif > schema-diff.sarif   # code scanning
+
   intentc schema-diff --base origin/main --ack-file .intentc-acks   # acknowledged findings do not fail
 """)
 def schema_diff(
     base: BaseRevision,
     head: HeadRevision = None,
-    paths: List[str] = typer.Argument(None, help="Where the YAML documents checked for breakage live "
+    paths: List[str] = typer.Argument(None, metavar="PATH", help="Where the YAML documents checked for breakage live "
                                                  "(default: intents)."),
-    schemas: str = typer.Option("schemas", "--schemas", help="Directory of the JSON Schemas."),
-    format: SchemaDiffFormat = typer.Option(SchemaDiffFormat.TEXT, "--format", "-f", help="Output format."),
+    schemas: str = typer.Option("schemas", "--schemas", metavar="DIR", help="Directory of the JSON Schemas."),
+    format: SchemaDiffFormat = format_option(SchemaDiffFormat.TEXT),
     fail_on: FailOn = typer.Option(FailOn.ERR, "--fail-on", help="Exit 1 when a finding of this severity "
                                                                  "or higher is not acknowledged."),
-    ack: List[str] = typer.Option([], "--ack", help="Acknowledge a finding by fingerprint (repeatable)."),
-    ack_file: Optional[Path] = typer.Option(None, "--ack-file", help="File of acknowledged fingerprints, "
+    ack: List[str] = typer.Option([], "--ack", metavar="FINGERPRINT", help="Acknowledge a finding by fingerprint (repeatable)."),
+    ack_file: Optional[Path] = typer.Option(None, "--ack-file", metavar="FILE", help="File of acknowledged fingerprints, "
                                                                      "one per line, # comments."),
     merge_base: MergeBase = False,
 ) -> None:
@@ -136,18 +140,20 @@ def schema_diff(
 
   intentc diff --base HEAD~3 --head HEAD intents/nlp --format json
 
+  intentc diff --base origin/main --merge-base --format github   # annotations on the PR
+
   intentc diff --base origin/main --topology examples/topologies/cluster.yaml   # plus the plan diff
 """)
 def diff(
     base: BaseRevision,
     head: HeadRevision = None,
-    paths: List[str] = typer.Argument(None, help="Files or directories to compare (default: intents)."),
-    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology file: also diff the plans "
+    paths: List[str] = typer.Argument(None, metavar="PATH", help="Files or directories to compare (default: intents)."),
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", metavar="FILE", help="Topology file: also diff the plans "
                                                                           "(both sides on this topology)."),
-    format: DiffFormat = typer.Option(DiffFormat.TEXT, "--format", "-f", help="Output format."),
+    format: DiffFormat = format_option(DiffFormat.TEXT),
     merge_base: MergeBase = False,
     cache_dir: Optional[str] = typer.Option(
-        None, "--cache-dir", help="Parse cache directory (default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
+        None, "--cache-dir", metavar="DIR", help="Parse cache directory (default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Parse every file, use and write no cache."),
     jobs: Jobs = 0,
 ) -> None:

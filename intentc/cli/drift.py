@@ -35,6 +35,7 @@ from intentc.cli.common import (
     cluster_errors,
     commit_or_exit,
     connect_or_exit,
+    format_option,
 )
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME, LAST_GOOD
@@ -42,11 +43,18 @@ from intentc.render.targets import DEFAULT_TARGET
 
 if TYPE_CHECKING:
     from intentc.drift.detect import History, Report
+    from intentc.ir import Program
 
 
 class ReportFormat(str, enum.Enum):
     TEXT = "text"
     JSON = "json"
+
+
+class DriftFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+    GITHUB = "github"
 
 
 def _history(paths: list[str], sha: str) -> History | None:
@@ -99,9 +107,34 @@ def report_text(report: Report, target: str, commit: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_github(report: Report, target: str, commit: str, program: Program | None) -> str:
+    """Workflow commands: one annotation per drifted object, on the declaration
+    of the intent (or tenant) it was rendered from; objects that belong to
+    neither (orphans) go on the run.  An object changed, missing or from an
+    unknown commit is an error; an orphan or a stale one a warning."""
+    from intentc import annotations as gh
+    from intentc.drift.detect import DriftClass
+
+    warn = {DriftClass.ORPHAN, DriftClass.STALE}
+    out = [gh.command(gh.Level.NOTICE, report_text(report, target, commit).splitlines()[-1],
+                      title=f"intentc drift: target {target}, commit {commit[:12]}")]
+    for f in report.drifted:
+        decl = None
+        if program is not None:
+            decl = (program.intent(f.intent) if f.intent else None) or (program.tenant(f.tenant) if f.tenant else None)
+        body = [f"{f.ref}: {f.message}"] + [f"{c.path}: {_show(c.desired)} -> {_show(c.live)} (by {c.manager})"
+                                            for c in f.changes]
+        level = gh.Level.WARNING if f.drift in warn else gh.Level.ERROR
+        out.append(gh.command(level, "\n".join(body), decl.span if decl is not None else None,
+                              f"intentc drift: {f.drift.value} {f.ref}", end=False))
+    return gh.lines(out)
+
+
 @app.command(epilog="""Examples:
 
   intentc drift intents/ --topology clusters/prod.yaml
+
+  intentc drift intents/ -t clusters/prod.yaml --format github   # annotations in a scheduled workflow
 
   intentc drift intents/ -t clusters/prod.yaml --context prod-eu --format json
 
@@ -118,11 +151,11 @@ def drift(
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
     target: InventoryTarget = DEFAULT_TARGET_NAME,
-    commit: Optional[str] = typer.Option(None, "--commit", help="Commit SHA the intents are at (default: git HEAD)."),
+    commit: Optional[str] = typer.Option(None, "--commit", metavar="SHA", help="Commit SHA the intents are at (default: git HEAD)."),
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
     seed: Seed = 0,
-    format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
+    format: DriftFormat = format_option(DriftFormat.TEXT),
 ) -> None:
     """Compare the cluster with the compiled intents (read-only); exit 1 on drift."""
     from intentc.compile import compile_paths
@@ -133,7 +166,8 @@ def drift(
     client, version = connect_or_exit(kubeconfig, context, kube_version)
     try:
         result = compile_paths(paths, str(topology), sha, version, render_target, seed)
-        diag_format = OutputFormat.JSON if format is ReportFormat.JSON else OutputFormat.TEXT
+        diag_format = {DriftFormat.JSON: OutputFormat.JSON, DriftFormat.GITHUB: OutputFormat.GITHUB}.get(
+            format, OutputFormat.TEXT)
         if not result.ok or result.rendered is None:
             emit_diagnostics(list(result.diagnostics), diag_format, result.sources, to_stderr=True)
             typer.echo("intentc: error: the intents do not compile; nothing to compare", err=True)
@@ -142,9 +176,11 @@ def drift(
             report, _ = observe(client, result.rendered.manifests, target, _history(paths, sha))
     finally:
         client.close()
-    if format is ReportFormat.JSON:
+    if format is DriftFormat.JSON:
         doc = {"target": target, "commit": sha, **report.to_json()}
         typer.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
+    elif format is DriftFormat.GITHUB:
+        typer.echo(report_github(report, target, sha, result.program), nl=False)
     else:
         typer.echo(report_text(report, target, sha), nl=False)
     raise typer.Exit(EXIT_FINDINGS if report.has_drift else EXIT_OK)
@@ -166,10 +202,10 @@ Exit 0 rolled back, 1 the apply failed, 2 nothing to roll back to / errors.
 """)
 def rollback(
     *,  # keyword-only, so the required --topology below (no `=` default) can stay after --to, its place in --help
-    to: str = typer.Option(..., "--to", help=f"`{LAST_GOOD}` (from the inventory) or a git revision."),
+    to: str = typer.Option(..., "--to", metavar="REV", help=f"`{LAST_GOOD}` (from the inventory) or a git revision."),
     topology: RepoTopologyFile,
-    repo: Path = typer.Option(Path("."), "--repo", help="The git repository of the intents."),
-    path: List[str] = typer.Option(["intents"], "--path", help="Intent paths inside the repository (repeatable)."),
+    repo: Path = typer.Option(Path("."), "--repo", metavar="DIR", help="The git repository of the intents."),
+    path: List[str] = typer.Option(["intents"], "--path", metavar="PATH", help="Intent paths inside the repository (repeatable)."),
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
     target: InventoryTarget = DEFAULT_TARGET_NAME,
@@ -177,11 +213,11 @@ def rollback(
     prune: bool = typer.Option(True, "--prune/--no-prune", help="Delete objects only the rolled-back commit had."),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for each wave to be healthy."),
     timeout: HealthTimeout = 300.0,
-    reason: str = typer.Option("rolled back by hand", "--reason", help="Recorded with the quarantine and the Event."),
+    reason: str = typer.Option("rolled back by hand", "--reason", metavar="MESSAGE", help="Recorded with the quarantine and the Event."),
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
     seed: Seed = 0,
-    format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
+    format: ReportFormat = format_option(ReportFormat.TEXT),
 ) -> None:
     """Apply an earlier commit (default: the last known-good one) and quarantine the current one."""
     from intentc import gitrepo

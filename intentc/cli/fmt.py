@@ -9,6 +9,7 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics
+from intentc.cli.common import format_option
 from intentc.diagnostics import OutputFormat, Span, error
 from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_path
 
@@ -22,11 +23,10 @@ from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_
   intentc fmt --diff intents/a.intent  # show what would change, write nothing
 """)
 def fmt(
-    paths: List[str] = typer.Argument(..., help="Files or directories (searched for *.intent)."),
+    paths: List[str] = typer.Argument(..., metavar="PATH", help="Files or directories (searched for *.intent)."),
     check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 if a file would change."),
     diff: bool = typer.Option(False, "--diff", help="Print a unified diff instead of writing."),
-    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f",
-                                        help="Format of diagnostics."),
+    format: OutputFormat = format_option(OutputFormat.TEXT, "Format of diagnostics."),
 ) -> None:
     """Format *.intent files (idempotent; files with errors are never touched)."""
     from intentc.frontend.dsl_print import format_source

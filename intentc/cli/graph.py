@@ -7,7 +7,7 @@ import enum
 import typer
 
 from intentc.cli.app import app, emit_diagnostics, exit_for
-from intentc.cli.common import DiagnosticsFormat, Jobs, Paths
+from intentc.cli.common import DiagnosticsFormat, Jobs, Paths, format_option
 from intentc.diagnostics import OutputFormat
 
 
@@ -27,7 +27,7 @@ class GraphFormat(str, enum.Enum):
 """)
 def graph(
     paths: Paths,
-    format: GraphFormat = typer.Option(GraphFormat.DOT, "--format", "-f", help="Graph output format."),
+    format: GraphFormat = format_option(GraphFormat.DOT, "Graph output format."),
     diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
     jobs: Jobs = 0,
 ) -> None:

@@ -9,7 +9,7 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
-from intentc.cli.common import DiagnosticsFormat, Jobs, Paths, TopologyFile
+from intentc.cli.common import DiagnosticsFormat, Jobs, Paths, TopologyFile, format_option
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
 
 
@@ -35,11 +35,10 @@ DEFAULT_HTML = "plan.html"
 def plan(
     paths: Paths,
     topology: TopologyFile,
-    format: PlanFormat = typer.Option(PlanFormat.TEXT, "--format", "-f",
-                                      help="text: tables; json: plan.json; html: a picture of the cluster."),
-    out: Path | None = typer.Option(None, "--out", "-o",
+    format: PlanFormat = format_option(PlanFormat.TEXT, "text: tables; json: plan.json; html: a picture of the cluster."),
+    out: Path | None = typer.Option(None, "--out", metavar="FILE",
                                        help=f"Write the result here (html default: {DEFAULT_HTML})."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Breaks exact ties between equally good nodes."),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Breaks exact ties between equally good nodes."),
     diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
     jobs: Jobs = 0,
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from intentc.diagnostics import Span
 from intentc.diff.schema_refs import canonical_json
 from intentc.diff.schema_report import Entry, SchemaReport
 from intentc.diff.schema_rules import Level
@@ -121,28 +122,58 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
     return "\n".join(out) + "\n"
 
 
-def _gh(s: str, prop: bool = False) -> str:
-    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return s.replace(":", "%3A").replace(",", "%2C") if prop else s
-
-
 def format_github(report: SchemaReport, threshold: Level) -> str:
     """Workflow commands: one annotation per finding on the schema line; only
     head-side positions can be annotated on the pull request's files."""
-    kinds = {Level.ERR: "error", Level.WARN: "warning", Level.INFO: "notice"}
+    from intentc import annotations as gh
+
+    kinds = {Level.ERR: gh.Level.ERROR, Level.WARN: gh.Level.WARNING, Level.INFO: gh.Level.NOTICE}
     out = []
     for e in report.entries:
         f = e.finding
-        kind = "notice" if e.acknowledged else kinds[f.rule.level]
+        kind = gh.Level.NOTICE if e.acknowledged else kinds[f.rule.level]
         msg = f"{f.message}; {_affects(e)} (fingerprint {f.fingerprint})"
         for a in e.affected[:SHOWN_DOCUMENTS]:
             msg += f"\n{a.file}:{a.line}:{a.column} {a.kind} {a.name} ({a.at})"
-        loc = f"file={_gh(f.schema, True)},line={e.line},col={e.column}," if f.side == "head" else ""
-        out.append(f"::{kind} {loc}title={_gh(f.rule.id + ' ' + f.rule.name, True)}::{_gh(msg)}")
-    return "\n".join(out) + ("\n" if out else "")
+        at = Span.point(f.schema, e.line, e.column) if f.side == "head" else None
+        out.append(gh.command(kind, msg, at, f"{f.rule.id} {f.rule.name}", end=False))
+    return gh.lines(out)
 
 
-FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github}
+def format_sarif(report: SchemaReport, threshold: Level) -> str:
+    """SARIF 2.1.0 for code-scanning views: one rule per rule id that fired, one
+    result per finding, on the schema line (head side; a removal points at the
+    base file); the fingerprint is the result's partial fingerprint, and an
+    acknowledged finding carries an external suppression."""
+    from intentc import __version__
+    from intentc.diagnostics import sarif_log
+
+    levels = {Level.ERR: "error", Level.WARN: "warning", Level.INFO: "note"}
+    fired = sorted({e.finding.rule.id: e.finding.rule for e in report.entries}.items())
+    index = {rule_id: n for n, (rule_id, _) in enumerate(fired)}
+    rules = [{"id": rule_id, "name": rule.name, "shortDescription": {"text": rule.summary},
+              "defaultConfiguration": {"level": levels[rule.level]}} for rule_id, rule in fired]
+    results = []
+    for e in report.entries:
+        f = e.finding
+        result: dict[str, object] = {
+            "ruleId": f.rule.id, "ruleIndex": index[f.rule.id], "level": levels[f.rule.level],
+            "message": {"text": f"{f.message}; {_affects(e)}"},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.schema},
+                                                "region": {"startLine": e.line, "startColumn": e.column}},
+                           "logicalLocations": [{"fullyQualifiedName": f.pointer or "/"}]}],
+            "partialFingerprints": {"intentcSchemaFinding/v1": f.fingerprint},
+            "properties": {"side": f.side, "documents": e.documents,
+                           "failing": not e.acknowledged and f.rule.level.rank >= threshold.rank},
+        }
+        if e.acknowledged:
+            result["suppressions"] = [{"kind": "external", "justification": "acknowledged (--ack / --ack-file)"}]
+        results.append(result)
+    return sarif_log(rules, results, __version__)
+
+
+FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github,
+           "sarif": format_sarif}
 
 
 def render(report: SchemaReport, fmt: str, threshold: Level) -> str:

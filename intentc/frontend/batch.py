@@ -29,17 +29,19 @@ import pickle
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from intentc import __version__
 from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.ir import Program
+from intentc.progress import Progress, silent
 from intentc.sources import SourceFile, discover, read_source
 
 # Below this many files to parse, starting workers costs more than it saves.
 PARALLEL_THRESHOLD = 400
 CACHE_ENV = "INTENTC_CACHE_DIR"
+PARSING = "parsing"      # what `progress` is told
 _PICKLE = pickle.HIGHEST_PROTOCOL
 
 
@@ -139,21 +141,34 @@ def _workers(n_sources: int, jobs: int | None) -> int:
     return 1 if n_sources < PARALLEL_THRESHOLD else max(workers, 1)
 
 
-def parse_all(sources: list[SourceFile], jobs: int | None) -> list[bytes]:
-    """Each source's FileResult, pickled; in parallel when it pays off."""
+def parse_all(sources: list[SourceFile], jobs: int | None, progress: Progress = silent,
+              done: int = 0, total: int = 0) -> list[bytes]:
+    """Each source's FileResult, pickled; in parallel when it pays off.
+    `progress` hears (PARSING, done + parsed so far, total) after each chunk."""
     workers = _workers(len(sources), jobs)
-    if workers == 1:
-        return _parse_to_pickles(sources)
     size = max(len(sources) // (workers * 4), 50)
     chunks = [sources[i:i + size] for i in range(0, len(sources), size)]
+    out: list[bytes] = []
+    if workers == 1:
+        parts: Iterable[list[bytes]] = map(_parse_to_pickles, chunks)
+        return _gather(parts, out, progress, done, total)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return [r for part in pool.map(_parse_to_pickles, chunks) for r in part]
+        return _gather(pool.map(_parse_to_pickles, chunks), out, progress, done, total)
+
+
+def _gather(parts: Iterable[list[bytes]], out: list[bytes], progress: Progress, done: int,
+            total: int) -> list[bytes]:
+    for part in parts:
+        out.extend(part)
+        progress(PARSING, done + len(out), total)
+    return out
 
 
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
-         use_cache: bool = True) -> Loaded:
+         use_cache: bool = True, progress: Progress = silent) -> Loaded:
     """Every file under `paths`, parsed, with the diagnostics of reading,
-    parsing and the local passes; the global passes are the caller's."""
+    parsing and the local passes; the global passes are the caller's.
+    `progress` hears how many of the files are parsed (cached ones count at once)."""
     files, diags = discover(paths)
     sources: list[SourceFile] = []
     for f in files:
@@ -165,13 +180,18 @@ def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = 
     directory = (cache_dir or default_cache_dir()) if use_cache else None
     if directory is None and _workers(len(sources), jobs) == 1:
         with collector_paused():       # nothing to store or ship: skip the pickles
-            results = [_parse_guarded(s) for s in sources]
+            results = []
+            for n, s in enumerate(sources, 1):
+                results.append(_parse_guarded(s))
+                progress(PARSING, n, len(sources))
         return _loaded(results, diags, sources)
     cache = ParseCache(directory, sorted(os.path.abspath(p) for p in paths)) if directory else None
     keys = [_key(s) for s in sources]
     known = cache.entries if cache else {}
     todo = [(k, s) for k, s in zip(keys, sources) if k not in known]
-    fresh = dict(zip((k for k, _ in todo), parse_all([s for _, s in todo], jobs)))
+    progress(PARSING, len(keys) - len(todo), len(keys))
+    fresh = dict(zip((k for k, _ in todo), parse_all([s for _, s in todo], jobs, progress,
+                                                     len(keys) - len(todo), len(keys))))
     blobs = [known.get(k) or fresh[k] for k in keys]
     with collector_paused():
         results = [pickle.loads(b) for b in blobs]

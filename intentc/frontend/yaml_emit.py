@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -194,7 +194,14 @@ def dump_program(program: Program, schema_base: str | None = None) -> str:
     the yaml-language-server modeline so editors validate it.  Without it no
     modeline is written: a guessed location would be a broken link.
     """
-    docs = documents(program)
+    return dump_documents(documents(program), schema_base)
+
+
+def dump_documents(docs: list[tuple[str, CommentedMap]], schema_base: str | None = None,
+                   header: Sequence[str] = (), footer: Sequence[str] = ()) -> str:
+    """`dump_program` for documents built (and perhaps commented) already;
+    `header` and `footer` hold comment lines for the top and the end of the file."""
+    top = "".join(f"{line}\n" for line in header) + ("\n" if header else "")
     if not docs:
         return ""
     y = _dumper()
@@ -203,7 +210,7 @@ def dump_program(program: Program, schema_base: str | None = None) -> str:
         buf = io.StringIO()
         y.dump(doc, buf)
         parts.append(buf.getvalue())
-    body = "---\n".join(parts)
+    body = top + "---\n".join(parts) + "".join(f"{line}\n" for line in footer)
     if schema_base is None:
         return body
     base = schema_base.rstrip("/")

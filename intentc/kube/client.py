@@ -16,14 +16,15 @@ import json
 import logging
 import os
 import threading
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from typing import TYPE_CHECKING
 
 import urllib3
+import yaml
 
 from intentc.kube.errors import ConfigError, KubeError, NotFound, Unreachable
+from intentc.kube.kubeconfig import kubeconfig_files, load_merged
 from intentc.kube.resources import KNOWN, Resource
 from intentc.render.model import ObjectRef
 
@@ -56,27 +57,28 @@ class KubeClient:
     @classmethod
     def connect(cls, kubeconfig: str | None = None, context: str | None = None,
                 pool_size: int = 16) -> "KubeClient":
-        """From a kubeconfig (flag, $KUBECONFIG, ~/.kube/config) or, with none
-        of those present inside a pod, the in-cluster service account."""
+        """From a kubeconfig (flag, else the files $KUBECONFIG lists, merged as
+        kubectl merges them, else ~/.kube/config) or, with none of those present
+        inside a pod, the in-cluster service account."""
         from kubernetes import client as k8s
         from kubernetes import config as k8s_config
         from kubernetes.config.config_exception import ConfigException
 
         cfg = k8s.Configuration()
-        path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-        first = os.path.expanduser(path.split(os.pathsep)[0])
+        chosen = kubeconfig_files(kubeconfig)
+        shown = os.pathsep.join(chosen.files or chosen.wanted)
         try:
-            if kubeconfig is None and not Path(first).exists() and os.environ.get("KUBERNETES_SERVICE_HOST"):
-                k8s_config.load_incluster_config(client_configuration=cfg)
+            if not chosen.files:
+                if not chosen.explicit and os.environ.get("KUBERNETES_SERVICE_HOST"):
+                    k8s_config.load_incluster_config(client_configuration=cfg)
+                else:
+                    raise ConfigError(f"kubeconfig not found: {shown} (pass --kubeconfig or set KUBECONFIG)")
             else:
-                if not Path(first).exists():
-                    raise ConfigError(f"kubeconfig not found: {first} (pass --kubeconfig or set KUBECONFIG)")
-                k8s_config.load_kube_config(config_file=first, context=context,
-                                            client_configuration=cfg, persist_config=False)
+                load_merged(chosen.files, context, cfg)
         except ConfigException as e:
-            raise ConfigError(f"cannot load kubeconfig {first}: {e}") from None
-        except (OSError, ValueError) as e:
-            raise ConfigError(f"cannot load kubeconfig {first}: {e}") from None
+            raise ConfigError(f"cannot load kubeconfig {shown}: {e}") from None
+        except (OSError, ValueError, yaml.YAMLError) as e:
+            raise ConfigError(f"cannot load kubeconfig {shown}: {e}") from None
         cfg.connection_pool_maxsize = pool_size
         # One retry on a broken connection, without urllib3 logging each attempt to stderr.
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)

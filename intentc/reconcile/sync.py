@@ -24,6 +24,7 @@ from itertools import groupby
 from typing import Any, Mapping
 
 from intentc.kube.client import KubeClient
+from intentc.progress import Progress, silent
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
 from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair, repair_diff
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
@@ -69,8 +70,9 @@ class _Abort(Exception):
 class Reconciler:
     def __init__(self, client: KubeClient, options: ApplyOptions = ApplyOptions(),
                  clock: Callable[[], str] = utc_now, sleep: Callable[[float], None] = time.sleep,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, progress: Progress = silent) -> None:
         self.client = client
+        self.progress = progress
         self.opts = options
         self.clock = clock
         self.sleep = sleep
@@ -176,10 +178,12 @@ class Reconciler:
                 # unchanged objects are on record too, with the commit that last wrote them
                 inventory = inventory.with_entries(_entry(p, "applied", _live_commit(p)) for p in same)
                 if todo:
+                    self.progress(f"{_step_name(step)}: applying", 0, len(todo))
                     inventory = inventory.with_entries(_entry(p, "pending") for p in todo).with_record(running)
                     self._save(inventory)
                     written = True
                     done = list(self._map(self._apply_one, todo))
+                    self.progress(f"{_step_name(step)}: applying", len(done), len(todo))
                     inventory = self._confirm(inventory, loaded, todo, done)
                     for p, (outcome, body) in zip(todo, done):
                         health[p.ref] = health_of(body) if body is not None else Health(HealthStatus.MISSING)
@@ -269,6 +273,8 @@ class Reconciler:
     # -- waiting ----------------------------------------------------------
     def _wait(self, refs: list[ObjectRef], health: dict[ObjectRef, Health], deadline: float, step: int) -> str:
         while True:
+            healthy = sum(health[r].status is HealthStatus.HEALTHY for r in refs)
+            self.progress(f"{_step_name(step)}: waiting until healthy", healthy, len(refs))
             degraded = [r for r in refs if health[r].status is HealthStatus.DEGRADED]
             if degraded:
                 r = degraded[0]
