@@ -69,7 +69,7 @@ def test_compile_example_repository_is_byte_stable_and_schema_valid(tmp_path: Pa
 def test_compile_writes_plan_graph_and_one_file_per_object(tmp_path: Path) -> None:
     out = tmp_path / "build"
     code, output = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
-                       "-d", str(out), "--commit", SHA)
+                       "-o", str(out), "--commit", SHA)
     assert code == 0, output
     result = compile_paths([str(FIXTURE / "intents")], str(FIXTURE / "clusters/small.yaml"), SHA)
     assert result.plan is not None and result.rendered is not None
@@ -83,11 +83,11 @@ def test_compile_writes_plan_graph_and_one_file_per_object(tmp_path: Path) -> No
 def test_compile_refuses_an_unsupported_kubernetes(tmp_path: Path) -> None:
     out = tmp_path / "build"
     code, output = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
-                       "-d", str(out), "--commit", SHA, "--kube-version", "1.20")
+                       "-o", str(out), "--commit", SHA, "--kube-version", "1.20")
     assert code == 2 and "supports 1.33 and later" in output, output
     assert not out.exists()
     code, output = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
-                       "-d", str(out), "--commit", SHA, "--kube-version", "1.37")
+                       "-o", str(out), "--commit", SHA, "--kube-version", "1.37")
     assert code == 0, output
     train = yaml.safe_load((out / "manifests" / "05-job-tn-alpha-train.yaml").read_text())
     assert train["spec"]["completionMode"] == "Indexed"
@@ -96,7 +96,7 @@ def test_compile_refuses_an_unsupported_kubernetes(tmp_path: Path) -> None:
 def test_commit_comes_from_git_head(tmp_path: Path) -> None:
     repo, work = make_repo(tmp_path)
     out = tmp_path / "build"
-    code, output = run("compile", str(work / "intents"), "-t", str(work / "clusters/small.yaml"), "-d", str(out))
+    code, output = run("compile", str(work / "intents"), "-t", str(work / "clusters/small.yaml"), "-o", str(out))
     assert code == 0, output
     ns = yaml.safe_load((out / "manifests" / "00-namespace-tn-alpha.yaml").read_text())
     assert ns["metadata"]["annotations"]["intentc.dev/commit-sha"] == repo.head.commit.hexsha
@@ -107,21 +107,21 @@ def test_no_repository_and_no_commit_is_a_usage_error(tmp_path: Path) -> None:
     work = tmp_path / "plain"
     shutil.copytree(FIXTURE, work)
     code, output = run("compile", str(work / "intents"), "-t", str(work / "clusters/small.yaml"),
-                       "-d", str(tmp_path / "out"))
+                       "-o", str(tmp_path / "out"))
     assert code == 2
     assert "not inside a git repository" in output and "--commit" in output
     assert not (tmp_path / "out").exists()
     with pytest.raises(CommitError):
         resolve_commit([str(work)], "abc123")
     code, output = run("compile", str(work / "intents"), "-t", str(work / "clusters/small.yaml"),
-                       "-d", str(tmp_path / "out"), "--commit", "HEAD")
+                       "-o", str(tmp_path / "out"), "--commit", "HEAD")
     assert code == 2 and "40-hex" in output
 
 
 def test_compile_errors_write_nothing(tmp_path: Path) -> None:
     out = tmp_path / "build"
     code, _ = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
-                  "-d", str(out), "--commit", SHA)
+                  "-o", str(out), "--commit", SHA)
     assert code == 0
     before = tree(out)
     bad = tmp_path / "bad"
@@ -129,7 +129,7 @@ def test_compile_errors_write_nothing(tmp_path: Path) -> None:
     text = (bad / "pipeline.intent").read_text().replace("tenant tn-beta\n  constraints: cpu 1",
                                                          "tenant tn-gamma\n  constraints: cpu 1")
     (bad / "pipeline.intent").write_text(text)
-    code, output = run("compile", str(bad), "-t", str(FIXTURE / "clusters/small.yaml"), "-d", str(out),
+    code, output = run("compile", str(bad), "-t", str(FIXTURE / "clusters/small.yaml"), "-o", str(out),
                        "--commit", SHA)
     assert code == 1
     assert "E0301" in output and "pipeline.intent" in output
@@ -139,13 +139,13 @@ def test_compile_errors_write_nothing(tmp_path: Path) -> None:
 
 def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
     base = ["compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
-            "-d", str(tmp_path / "o"), "--commit", SHA]
+            "-o", str(tmp_path / "o"), "--commit", SHA]
     code, output = run(*base, "--kube-version", "latest")
     assert code == 2 and "not a Kubernetes version" in output
     code, output = run(*base, "--render-target", "dra")
     assert code == 2 and "device-plugin" in output
     code, output = run("compile", str(FIXTURE / "intents"), "-t", str(tmp_path / "missing.yaml"),
-                       "-d", str(tmp_path / "o"), "--commit", SHA)
+                       "-o", str(tmp_path / "o"), "--commit", SHA)
     assert code == 2
     assert not (tmp_path / "o").exists()
 
@@ -156,7 +156,7 @@ def test_recompile_replaces_stale_manifests(tmp_path: Path) -> None:
     (out / "manifests" / "99-job-gone-old.yaml").write_text("stale\n")
     (out / "README").write_text("mine\n")
     code, _ = run("compile", str(FIXTURE / "intents"), "-t", str(FIXTURE / "clusters/small.yaml"),
-                  "-d", str(out), "--commit", SHA)
+                  "-o", str(out), "--commit", SHA)
     assert code == 0
     assert not (out / "manifests" / "99-job-gone-old.yaml").exists()
     assert (out / "README").read_text() == "mine\n", "files intentc does not own are left alone"

@@ -45,7 +45,9 @@ target Kubernetes {DEFAULT_KUBE_VERSION} (the oldest supported) and apply anywhe
 def compile(
     paths: Paths,
     topology: TopologyFile,
-    out: Path = typer.Option(..., "--out", "-d", metavar="DIR", help="Output directory."),
+    # compile writes a tree: -o names where, as `kubectl kustomize -o PATH` does (the one
+    # command whose -o is not a format; its diagnostics format is --format).
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Output directory."),
     commit: Optional[str] = typer.Option(None, "--commit", metavar="SHA",
                                          help="Commit SHA to stamp (default: git HEAD of the first path)."),
     kube_version: Optional[str] = typer.Option(
@@ -53,7 +55,7 @@ def compile(
     render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", metavar="NAME",
                                       help=f"How GPUs are bound: {', '.join(sorted(TARGETS))}."),
     seed: Seed = 0,
-    format: OutputFormat = format_option(OutputFormat.TEXT, "Diagnostics format."),
+    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", help="Diagnostics format."),
     jobs: Jobs = 0,
 ) -> None:
     """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors
