@@ -310,6 +310,10 @@ def test_wait_gates_waves_on_health(ws: Workspace) -> None:
     assert code == 1
     assert "failed" in doc["message"] and "BackoffLimitExceeded" in doc["message"]
     assert f"Deployment {ws.beta}/serve" not in ws.live()
+    # Failed is terminal (1.31+ refuses to take it back): the operator deletes the Job to run it again
+    c.delete(train)
+    code, doc, out = ws.apply("--wait", "--timeout", "1")
+    assert code == 1 and "wave-1" in doc["message"], "the re-created Job is waited for"
     _complete_jobs(c, [train])
     code, doc, out = ws.apply("--wait", "--timeout", "1")
     assert code == 1 and "wave-2" in doc["message"], "the last wave is applied, then waited for"
