@@ -37,6 +37,10 @@ def sla_rank(intent: ir.Intent) -> int:
         return DEFAULT_SLA.rank
 
 
+def sla_name(intent: ir.Intent) -> str:
+    return f"P{sla_rank(intent)}"
+
+
 def tenant_weight(tenant: ir.Tenant | None) -> int:
     """An explicit positive weight, else the tier's default (gold 4, silver 2, bronze 1)."""
     if tenant is not None and tenant.weight is not None and tenant.weight > 0:
@@ -57,9 +61,9 @@ class TenantTerms:
 class FairShare:
     """Tracks GPUs allocated per tenant and hands out intents in admission order."""
 
-    def __init__(self, terms: Mapping[str, TenantTerms]) -> None:
+    def __init__(self, terms: Mapping[str, TenantTerms], allocated: Mapping[str, int] | None = None) -> None:
         self.terms = dict(terms)
-        self.allocated: dict[str, int] = {t: 0 for t in self.terms}
+        self.allocated: dict[str, int] = {t: (allocated or {}).get(t, 0) for t in self.terms}
         # allocated/weight compared exactly as integers: allocated * (L / weight), L = lcm of weights
         lcm = math.lcm(*(t.weight for t in self.terms.values())) if self.terms else 1
         self._scale = {t: lcm // terms.weight for t, terms in self.terms.items()}

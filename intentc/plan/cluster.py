@@ -152,6 +152,7 @@ class Cluster:
         self.leaf_depth = len(self.levels)
         self.nvlink_depth = self.depth_of("nvlink")
         self._views: dict[Filter, View] = {}
+        self.version = 0            # bumped on every take / release (lets callers cache failed searches)
 
     def _domain(self, level: str, name: str, depth: int, parent: Domain | None, seed: int) -> Domain:
         d = Domain(len(self.domains), level, name, depth, parent, tiebreak(name, seed))
@@ -214,6 +215,7 @@ class Cluster:
         self._count(node, len(gpus))
 
     def _count(self, node: NodeState, delta: int) -> None:
+        self.version += 1
         chain = node.leaf.ancestors()
         for view in self._views.values():
             if view.filter.admits(node):
