@@ -88,3 +88,43 @@ def build_workload(rng: random.Random, jobs: int | None = None, demand: int | No
 
 def sla_of(intent: ir.Intent) -> str:
     return intent.constraints.sla or "P2"
+
+
+# --------------------------------------------------------------------------
+# Over time: a DAG workload with Alibaba-2023-shaped durations (bench_plan_time.py)
+# --------------------------------------------------------------------------
+
+# cluster-trace-gpu-v2023 job durations are heavy-tailed: most jobs run minutes,
+# a tail runs for hours to days.  A log-normal with a 20-minute median and
+# sigma 1.6 (clipped to 1 min .. 2 days) reproduces that shape; bigger gangs
+# run longer (training), as in the trace.
+DURATION_MEDIAN_S = 1200
+DURATION_SIGMA = 1.6
+DEPENDS = 0.35          # share of jobs that wait for 1-2 earlier jobs of their tenant (pipelines)
+
+
+def _duration(rng: random.Random, size: int) -> int:
+    seconds = rng.lognormvariate(0, DURATION_SIGMA) * DURATION_MEDIAN_S * (1 + size.bit_length() / 2)
+    return int(min(max(seconds, 60), 2 * 86400)) // 60 * 60
+
+
+def build_dag_workload(rng: random.Random, jobs: int) -> ir.Program:
+    """`jobs` finite GPU jobs (no serve: the benchmark measures a makespan), a third of
+    them in pipelines (`after` 1-2 earlier jobs of the same tenant), each with a duration."""
+    base = build_workload(rng, jobs=jobs)
+    by_tenant: dict[str, list[str]] = {}
+    intents = []
+    for intent in base.intents:
+        earlier = by_tenant.setdefault(intent.tenant, [])
+        after: tuple[ir.Ref, ...] = ()
+        if earlier and rng.random() < DEPENDS:
+            picks = sorted(set(rng.sample(earlier[-20:], min(len(earlier[-20:]), rng.choice((1, 1, 2))))))
+            after = tuple(ir.Ref(n) for n in picks)
+        kind = intent.action.kind if intent.action.kind != "serve" else "inference"
+        c = intent.constraints
+        intents.append(ir.Intent(
+            intent.name, ir.Trigger("after" if after else "push", after=after), ir.Action(kind, "img"),
+            intent.context, ir.Constraints(gpus=c.gpus, sla=c.sla,
+                                           duration=f"{_duration(rng, intent.gpu_count)}s")))
+        earlier.append(intent.name)
+    return ir.Program(tenants=base.tenants, intents=tuple(intents))

@@ -101,6 +101,11 @@ class Simulation:
         self.events: list[tuple[int, int, str]] = []
         self._seq = 0
         self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
+        self.by_name = {n.spec.name: n for n in cluster.nodes}
+        self.held: dict[str, int] = {}          # tenant -> GPUs it holds now
+        self.started_now: dict[str, Seated] = {}
+        self._now = -1
+        self._subset: dict[tuple[Filter, Filter], bool] = {}
         self.succs: dict[str, list[str]] = {n: [] for n in jobs}
         self.pending: dict[str, int] = {}
         for name, job in sorted(jobs.items()):
@@ -140,12 +145,16 @@ class Simulation:
             for node, gpus in hold.allocs:
                 self.c.take(node, gpus)
         self.holds[key] = hold
+        if hold.tenant is not None and hold.allocs:
+            self.held[hold.tenant] = self.held.get(hold.tenant, 0) + hold.gpus
         if hold.end is not None:
             self._seq += 1
             heapq.heappush(self.events, (hold.end, self._seq, key))
 
     def _release(self, key: str) -> None:
         hold = self.holds.pop(key)
+        if hold.tenant is not None and hold.allocs:
+            self.held[hold.tenant] -= hold.gpus
         for node, gpus in hold.allocs:
             self.c.release(node, gpus)
 
@@ -211,7 +220,7 @@ class Simulation:
             self._done(name, t, ready)
 
     def _nodes_by_name(self) -> dict[str, NodeState]:
-        return {n.spec.name: n for n in self.c.nodes}
+        return self.by_name
 
     # ------------------------------------------------------------------
     # Offering the ready intents at one instant
@@ -228,11 +237,7 @@ class Simulation:
                 changed = True
 
     def _running_per_tenant(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for hold in self.holds.values():
-            if hold.tenant is not None and hold.allocs:
-                out[hold.tenant] = out.get(hold.tenant, 0) + hold.gpus
-        return out
+        return {t: n for t, n in self.held.items() if n}
 
     def _offer_gpus(self, t: int, ready: dict[str, int]) -> bool:
         """Offer the ready GPU intents once, in admission order; True if a serve started
@@ -245,8 +250,9 @@ class Simulation:
         gates: dict[Filter, int] = {}           # waiting intents of higher classes: filter -> fewest GPUs
         blocked: dict[Filter, int] = {}         # waiting intents of the class being offered
         rank = None
-        started_now: dict[str, Seated] = {n: s for n, s in self.out.seated.items()
-                                          if self.out.times[n][0] == t and s.placement.allocations}
+        if self._now != t:
+            self._now, self.started_now = t, {}
+        started_now = self.started_now       # jobs started at this very instant: they may still move
         earliest: dict[tuple[Filter, int], int] = {}
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
         serve_started = False
@@ -268,6 +274,9 @@ class Simulation:
             end = None if duration is None else t + duration
             # only gangs of this class or a higher one may keep domains whole against it
             self.placer.protect_nvlink = any(k <= r for g, k in self.waiting_gangs.items() if g != name)
+            if self._surely_gated(req.filter, end, gates, t, earliest):
+                blocked[req.filter] = min(req.count, blocked.get(req.filter, req.count))
+                continue
             placed = self._try_place(req, view, limit, started_now, failed)
             if placed is not None and not self._clears_gates(placed, end, gates, t, earliest):
                 self._undo(placed)
@@ -339,6 +348,24 @@ class Simulation:
                 if any(view.eligible[self.node_index[n]] for n in nodes):
                     return False
         return True
+
+    def _surely_gated(self, flt: Filter, end: int | None, gates: dict[Filter, int], t: int,
+                      earliest: dict[tuple[Filter, int], int]) -> bool:
+        """True when every node this request could use is one a gate covers past `end`:
+        then any placement would be undone, so do not search."""
+        for gate, k in gates.items():
+            sub = self._subset.get((flt, gate))
+            if sub is None:
+                mine, theirs = self.c.view(flt).eligible, self.c.view(gate).eligible
+                sub = self._subset[(flt, gate)] = all(b for a, b in zip(mine, theirs) if a)
+            if not sub:
+                continue
+            bound = earliest.get((gate, k))
+            if bound is None:
+                bound = earliest[(gate, k)] = self._earliest(self.c.view(gate), k, t)
+            if end is None or end > bound:
+                return True
+        return False
 
     def _earliest(self, view: View, k: int, t: int) -> int:
         """A lower bound on when k GPUs of `view` can be free: now, or when enough of the

@@ -36,7 +36,7 @@ def _links(p: Placement) -> str:
     return f"{p.interconnect} ({'/'.join(links)})" if links else p.interconnect
 
 
-def render_text(plan: Plan, width: int = 120) -> str:
+def render_text(plan: Plan, width: int = 160) -> str:
     out = io.StringIO()
     console = Console(file=out, width=width, color_system=None, force_terminal=False,
                       highlight=False, emoji=False, soft_wrap=False)
