@@ -12,7 +12,9 @@ from intentc.pipeline import check
 from intentc.plan.gpuset import GpuChooser
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.metrics import jain_index
-from intentc.plan.model import Plan, TenantShare
+from intentc.plan.model import NodeAllocation, Placement, Plan, TenantShare
+from intentc.plan.placer import Request
+from intentc.plan.repack import Seated, _movers
 from intentc.plan.planner import make_plan
 from intentc.topology.load import LoadedTopology, load_topology
 from intentc.topology.matrix import GpuInfo, GpuMatrix, Link, LinkInfo
@@ -450,3 +452,48 @@ def test_golden_small_example(monkeypatch: pytest.MonkeyPatch) -> None:
     assert_golden(case / "plan.json", plan_to_json(plan))
     lines = [f"{d.span}: {d.severity.value}[{d.code}]: {d.message}" for d in diags]
     assert_golden(case / "diagnostics.txt", "\n".join(lines) + "\n")
+
+
+# --------------------------------------------------------------------------
+# Issue 12 placement fixes
+# --------------------------------------------------------------------------
+
+def test_unpinned_job_leaves_the_scarce_product_to_the_job_pinned_to_it() -> None:
+    # Equal fits (same links, only the product differs).  By name the unpinned job
+    # would take the only H100 node at time 0; the pinned job, ready 10 minutes later
+    # (too late to move the other one), would then wait an hour while the A100 node idles.
+    nodes = [node("a-h100", zone="z", rack="r"), node("b-a100", product="A100-80GB", zone="z", rack="r")]
+    same = default_matrix(8, "H100-80GB")
+    pinned = job("p-h100", gpus=8, product="H100-80GB", within="node")
+    pinned = ir.Intent(pinned.name, ir.Trigger("after", after=(ir.Ref("prep"),)), pinned.action, pinned.context,
+                       pinned.constraints)
+    intents = (job("u-any", gpus=8, within="node"), job("prep", gpus=0, duration="10m"), pinned)
+    plan, _ = make_plan(program(*intents), loaded(*nodes, matrices={"a-h100": same, "b-a100": same}))
+    assert gpus_of(plan, "u-any").keys() == {"b-a100"}
+    assert gpus_of(plan, "p-h100").keys() == {"a-h100"}
+    assert plan.placement("p-h100").start_s == 600 and not queued(plan)  # type: ignore[union-attr]
+
+
+def test_repack_offers_every_minimal_set_of_moves_cheapest_first() -> None:
+    # Occupants of 4, 2 and 1 GPUs, 3 more GPUs needed: the old rule offered only the
+    # 4-GPU job (largest first); when it has nowhere to go, the 2 + 1 pair may.
+    def seat(name: str, n: int) -> Seated:
+        alloc = NodeAllocation("hgx-1", tuple(range(n)))
+        return Seated(Request(name, "t", n, None, None, None, None), Placement(name, "t", (alloc,), ()))
+    sets = _movers([seat("x-four", 4), seat("y-two", 2), seat("z-one", 1)], 3)
+    assert [[s.placement.intent for s in chosen] for chosen in sets] == [["y-two", "z-one"], ["x-four"]]
+    assert _movers([seat("x-four", 4)], 5) == [] and _movers([seat("x-four", 4)], 0) == []
+
+
+def test_within_nvlink_on_a_node_without_nvlink_warns_at_the_clause() -> None:
+    within_span = Span("jobs.intent", 7, 30, 7, 44)
+    nodes = [node("pcie-1", 4, "L40S", "48Gi", zone="z", rack="r")]
+    req = ir.GpuRequest(2, None, None, "nvlink", None, spans=ir.FieldSpans.of({"within": within_span}))
+    intent = ir.Intent("x", ir.Trigger("push"), ir.Action("batch", "img"), ir.Context(ir.Ref("t")),
+                       ir.Constraints(gpus=req, duration="1h", spans=ir.FieldSpans.of({"gpus": GPUS_SPAN})))
+    all_sys = matrix(4, {}, SYS)
+    plan, diags = make_plan(program(intent), loaded(*nodes, matrices={"pcie-1": all_sys}))
+    [d] = diags
+    assert d.code == "W0603" and not d.is_error and d.span == within_span
+    assert "node pcie-1 has no NVLink between GPUs 0, 1 (weakest link SYS)" in d.message
+    assert plan.placement("x").interconnect == "pcie"  # type: ignore[union-attr]

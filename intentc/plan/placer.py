@@ -99,6 +99,10 @@ class Placer:
         self._big = sum(n.capacity for n in cluster.nodes) + 1
         self._largest: dict[tuple[Filter, int], int] = {}   # capacity never changes
         self.protect_nvlink = False
+        self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
+        # intents still to be placed that can use only some nodes (a product or memory filter) -> how many;
+        # kept up to date by the schedule, read to break ties between equally good nodes
+        self.demand: dict[Filter, int] = {}
         self._sizes: dict[Filter, tuple[int, int]] = {}     # largest node, largest shared NVLink domain
 
     # ------------------------------------------------------------------
@@ -198,6 +202,12 @@ class Placer:
                 best_p, ties = p, [d]
             elif p == best_p:
                 ties.append(d)
+        if len(ties) > 1 and ties[0].node is not None and self.demand:
+            # among equal fits, the node whose GPUs fewer pending pinned intents can use: an unpinned
+            # job must not take the only node of a scarce product while another node is as good
+            wanted = {d.id: self._wanted(d.node) for d in ties if d.node is not None}
+            least_wanted = min(wanted.values())
+            ties = [d for d in ties if wanted[d.id] == least_wanted]
         if len(ties) > 1:
             up = self._up
             outer = {d.id: [free[a] for a in up[d.id]] for d in ties}
@@ -209,6 +219,9 @@ class Placer:
             most = max(scores.values())
             ties = [d for d in ties if scores[d.id] == most]
         return min(ties, key=lambda d: d.tie) if ties else None
+
+    def _wanted(self, node: NodeState) -> int:
+        return sum(n for flt, n in self.demand.items() if n and flt.admits(node))
 
     def search(self, view: View, k: int, limit: int) -> Domain | None:
         for depth in range(self.c.leaf_depth, limit - 1, -1):

@@ -119,6 +119,10 @@ class Simulation:
         self.waiting_gangs = {n: sla_rank(jobs[n].intent) for n in kept if n not in self.out.refusals}
         self.spans = spans
         self._take_occupancy(occupancy)
+        for n in gpu_names:
+            flt = self.reqs[n].filter
+            if flt.product is not None or flt.memory is not None:
+                self.placer.demand[flt] = self.placer.demand.get(flt, 0) + 1
 
     # ------------------------------------------------------------------
     # Holds and events
@@ -215,6 +219,7 @@ class Simulation:
         self.out.seated[name] = Seated(self.reqs[name], placement)
         self.out.times[name] = (t, end, ready_at)
         self.waiting_gangs.pop(name, None)
+        self._settled(name)
         del ready[name]
         if end is None:
             self._done(name, t, ready)
@@ -392,6 +397,13 @@ class Simulation:
         self.out.refusals[name] = refused.reason
         self.out.diags.append(error("E0601", refused.message, span, hint=refused.hint))
         self.waiting_gangs.pop(name, None)
+        self._settled(name)
+
+    def _settled(self, name: str) -> None:
+        """`name` no longer competes for nodes (started or refused)."""
+        flt = self.reqs[name].filter
+        if flt in self.placer.demand:
+            self.placer.demand[flt] -= 1
 
     def _refuse_impossible(self) -> None:
         for name in sorted(self.jobs):
