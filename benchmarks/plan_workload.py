@@ -36,6 +36,7 @@ def build_cluster(hgx_nodes: int, hgx_per_rack: int, racks_per_zone: int,
                   gb_domains: int, gb_per_domain: int) -> LoadedTopology:
     hgx = _hgx_matrix()
     gb = default_matrix(4, "GB200")
+    # (the HGX matrix object is shared by every HGX node, so GpuChooser builds its table once)
     nodes, mats = [], []
     for i in range(hgx_nodes):
         rack = i // hgx_per_rack
@@ -44,15 +45,24 @@ def build_cluster(hgx_nodes: int, hgx_per_rack: int, racks_per_zone: int,
         nodes.append(ir.TopologyNode(name, 8, "H100-80GB", "81559Mi",
                                      domains=(("zone", f"z{zone + 1}"), ("rack", f"r{rack + 1:02d}"))))
         mats.append((name, hgx))
-    letters = "abcdefghijklmnopqrstuvwxyz"
     for d in range(gb_domains):
         for t in range(gb_per_domain):
-            name = f"gb-{letters[d]}{t:02d}"
-            clique = f"nvl72-{letters[d]}"
+            name = f"gb-{_letters(d)}{t:02d}"
+            clique = f"nvl72-{_letters(d)}"
             nodes.append(ir.TopologyNode(name, 4, "GB200", "189471Mi",
                                          domains=(("zone", "zgb"), ("rack", clique), ("nvlink", clique))))
             mats.append((name, gb))
     return LoadedTopology(ir.Topology("bench", ("zone", "rack", "nvlink", "node"), tuple(nodes)), tuple(mats))
+
+
+def _letters(d: int) -> str:
+    """a .. z, then ba, bb, ... (base 26), so clusters of any size get distinct domain names."""
+    out = ""
+    while True:
+        d, r = divmod(d, 26)
+        out = "abcdefghijklmnopqrstuvwxyz"[r] + out
+        if d == 0:
+            return out
 
 
 def _intent(name: str, tenant: str, size: int, rng: random.Random) -> ir.Intent:

@@ -122,7 +122,7 @@ class Simulation:
         for n in gpu_names:
             flt = self.reqs[n].filter
             if flt.product is not None or flt.memory is not None:
-                self.placer.demand[flt] = self.placer.demand.get(flt, 0) + 1
+                self.placer.add_demand(flt, 1)
 
     # ------------------------------------------------------------------
     # Holds and events
@@ -403,7 +403,7 @@ class Simulation:
         """`name` no longer competes for nodes (started or refused)."""
         flt = self.reqs[name].filter
         if flt in self.placer.demand:
-            self.placer.demand[flt] -= 1
+            self.placer.add_demand(flt, -1)
 
     def _refuse_impossible(self) -> None:
         for name in sorted(self.jobs):
