@@ -104,37 +104,42 @@ def sla_of(intent: ir.Intent) -> str:
 # Over time: a DAG workload with Alibaba-2023-shaped durations (bench_plan_time.py)
 # --------------------------------------------------------------------------
 
-# cluster-trace-gpu-v2023 job durations are heavy-tailed: most jobs run minutes,
-# a tail runs for hours to days.  A log-normal with a 20-minute median and
-# sigma 1.6 (clipped to 1 min .. 2 days) reproduces that shape; bigger gangs
-# run longer (training), as in the trace.
-DURATION_MEDIAN_S = 1200
-DURATION_SIGMA = 1.6
-DEPENDS = 0.35          # share of jobs that wait for 1-2 earlier jobs of their tenant (pipelines)
+# cluster-trace-gpu-v2023 job durations are heavy-tailed: most jobs run minutes to
+# an hour, a tail runs many hours.  A log-normal with a 45-minute median and sigma
+# 1.0 (clipped to 5 min .. 8 h) gives that shape; bigger gangs run longer
+# (training), as in the trace.  Pipelines are short (at most 3 jobs deep), so the
+# critical path stays within a working day and the GPUs, not one long chain,
+# decide the makespan as far as possible with 2,000 jobs on 3,520 GPUs.
+DURATION_MEDIAN_S = 2700
+DURATION_SIGMA = 1.0
+DEPENDS = 0.35          # share of jobs that wait for 1-2 earlier jobs of their tenant
+MAX_DEPTH = 3           # jobs per pipeline at most
 
 
 def _duration(rng: random.Random, size: int) -> int:
-    seconds = rng.lognormvariate(0, DURATION_SIGMA) * DURATION_MEDIAN_S * (1 + size.bit_length() / 2)
-    return int(min(max(seconds, 60), 2 * 86400)) // 60 * 60
+    seconds = rng.lognormvariate(0, DURATION_SIGMA) * DURATION_MEDIAN_S * (1 + size.bit_length() / 4)
+    return int(min(max(seconds, 300), 8 * 3600)) // 60 * 60
 
 
 def build_dag_workload(rng: random.Random, jobs: int) -> ir.Program:
-    """`jobs` finite GPU jobs (no serve: the benchmark measures a makespan), a third of
-    them in pipelines (`after` 1-2 earlier jobs of the same tenant), each with a duration."""
+    """`jobs` finite GPU jobs (no serve: the benchmark measures a makespan), about a third
+    of them in pipelines (`after` 1-2 recent jobs of the same tenant), each with a duration."""
     base = build_workload(rng, jobs=jobs)
-    by_tenant: dict[str, list[str]] = {}
+    recent: dict[str, list[str]] = {}
+    depth: dict[str, int] = {}
     intents = []
     for intent in base.intents:
-        earlier = by_tenant.setdefault(intent.tenant, [])
+        earlier = [n for n in recent.setdefault(intent.tenant, [])[-20:] if depth[n] < MAX_DEPTH]
         after: tuple[ir.Ref, ...] = ()
         if earlier and rng.random() < DEPENDS:
-            picks = sorted(set(rng.sample(earlier[-20:], min(len(earlier[-20:]), rng.choice((1, 1, 2))))))
+            picks = sorted(set(rng.sample(earlier, min(len(earlier), rng.choice((1, 1, 2))))))
             after = tuple(ir.Ref(n) for n in picks)
+        depth[intent.name] = 1 + max((depth[r.name] for r in after), default=0)
         kind = intent.action.kind if intent.action.kind != "serve" else "inference"
         c = intent.constraints
         intents.append(ir.Intent(
             intent.name, ir.Trigger("after" if after else "push", after=after), ir.Action(kind, "img"),
             intent.context, ir.Constraints(gpus=c.gpus, sla=c.sla,
                                            duration=f"{_duration(rng, intent.gpu_count)}s")))
-        earlier.append(intent.name)
+        recent[intent.tenant].append(intent.name)
     return ir.Program(tenants=base.tenants, intents=tuple(intents))

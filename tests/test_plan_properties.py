@@ -276,12 +276,19 @@ def _inversions(program: ir.Program, topo: LoadedTopology, plan: Plan) -> list[s
     nodes = {n.name: n for n in topo.topology.nodes}
     quota = {t.name: t.quota_gpus for t in program.tenants}
     rank = {p.intent: int(p.sla[1]) for p in plan.placements}
+    by = {p.intent: p for p in plan.placements}
     out = []
     for x in plan.placements:
         if x.start_s == x.ready_s or not x.allocations:
             continue
+        # a dependency that is a server makes x ready the moment it starts: what started at
+        # that same instant before the server may have been decided before x was ready
+        served = {by[r.name].start_s for r in intents[x.intent].trigger.after
+                  if r.name in by and by[r.name].end_s is None}
         for y in plan.placements:
             if rank[y.intent] <= rank[x.intent] or not y.allocations or not x.ready_s <= y.start_s < x.start_s:
+                continue
+            if y.start_s == x.ready_s and y.start_s in served:
                 continue
             q = quota.get(x.tenant)
             if q is not None and _held_at(plan, y.start_s, x.tenant) + x.gpu_count > q:

@@ -14,7 +14,10 @@ every GPU in fair share, so no tenant gains by splitting work.  An intent
 that must win over its tenant's smaller ones says so with a higher SLA class.
 
 Allocation counts carry over from one SLA class to the next, so a tenant
-that got a lot of P0 capacity waits its turn in P1.
+that got a lot of P0 capacity waits its turn in P1.  In a plan over time
+(`schedule.py`) the counts start, at each instant, from the GPUs each tenant
+holds at that instant, so fair share holds at every instant, not only
+across the plan.
 """
 
 from __future__ import annotations
@@ -78,11 +81,14 @@ class FairShare:
     def _share(self, tenant: str) -> int:
         return self.allocated.get(tenant, 0) * self._scale[tenant]
 
-    def order(self, intents: Sequence[ir.Intent], wave_of: Mapping[str, int]) -> Iterator[ir.Intent]:
-        """Yield intents in admission order; call `charge` between yields to steer it."""
+    def order(self, intents: Sequence[ir.Intent], wave_of: Mapping[str, int],
+              rank_of: Mapping[str, int] | None = None) -> Iterator[ir.Intent]:
+        """Yield intents in admission order; call `charge` between yields to steer it.
+        (`rank_of`: SLA ranks by intent name, when the caller has them already.)"""
         classes: dict[int, dict[str, list[ir.Intent]]] = {}
         for intent in intents:
-            classes.setdefault(sla_rank(intent), {}).setdefault(intent.tenant, []).append(intent)
+            rank = rank_of[intent.name] if rank_of is not None else sla_rank(intent)
+            classes.setdefault(rank, {}).setdefault(intent.tenant, []).append(intent)
         late = len(wave_of) + 1
         for rank in sorted(classes):
             queues = {t: deque(sorted(q, key=lambda i: (wave_of.get(i.name, late), i.gpu_count, i.name)))

@@ -23,6 +23,7 @@ that holds it.  On each node the GPU set comes from `GpuChooser`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from decimal import Decimal
 
 from intentc import ir
@@ -56,7 +57,7 @@ class Request:
         prefer = g.prefer if g.prefer in SCOPES else None
         return cls(intent.name, intent.tenant, max(g.count, 0), g.product, g.memory, within, prefer)
 
-    @property
+    @cached_property
     def filter(self) -> Filter:
         memory: Decimal | None = parse_quantity(self.memory) if self.memory else None
         return Filter(self.product.lower() if self.product else None, memory)

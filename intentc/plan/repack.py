@@ -1,4 +1,4 @@
-"""Making room for a job refused for fragmentation by moving smaller ones.
+"""Making room for a job that does not fit by moving smaller ones.
 
 Admission is greedy: intents are placed one at a time, in SLA and fair-share
 order.  An early one-GPU job can take the last free GPU of the only kind of
@@ -7,7 +7,7 @@ idle on nodes the 8-GPU job cannot use (4-GPU trays, another product).  A
 plan is computed before anything runs, so moving a placed job costs nothing;
 a scheduler working on live pods would have to preempt instead.
 
-When a job that fits on one node is refused for fragmentation, `make_room`
+When a job that fits on one node does not fit at an instant, `make_room`
 looks for a node that would hold it if a few of its single-node occupants
 moved elsewhere, and moves them, but only if every one of them lands on a
 single node again.  Otherwise nothing changes.  Moved jobs therefore keep
@@ -35,7 +35,7 @@ from intentc.plan.model import Placement
 from intentc.plan.placer import Placed, Placer, Request
 
 CANDIDATES = 8
-MAX_SUBSET_OCCUPANTS = 10      # above this many occupants on a node, only the greedy set is tried
+MAX_SUBSET_OCCUPANTS = 6       # above this many occupants on a node, only the greedy set is tried
 
 
 @dataclass(frozen=True)

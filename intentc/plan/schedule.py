@@ -97,6 +97,7 @@ class Simulation:
         self.wave_of = wave_of
         self.out = Outcome(cluster)
         self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
+        self.rank = {n: sla_rank(j.intent) for n, j in jobs.items()}
         self.holds: dict[str, _Hold] = {}
         self.events: list[tuple[int, int, str]] = []
         self._seq = 0
@@ -245,8 +246,8 @@ class Simulation:
         return {t: n for t, n in self.held.items() if n}
 
     def _offer_gpus(self, t: int, ready: dict[str, int]) -> bool:
-        """Offer the ready GPU intents once, in admission order; True if a serve started
-        (its dependants may now be ready at this same instant)."""
+        """Offer the ready GPU intents once, in admission order; True (and stop) when a
+        serve with dependants started: they are ready at this same instant."""
         cands = [self.jobs[n].intent for n in ready if self.jobs[n].intent.gpu_count > 0]
         if not cands:
             return False
@@ -260,10 +261,9 @@ class Simulation:
         started_now = self.started_now       # jobs started at this very instant: they may still move
         earliest: dict[tuple[Filter, int], int] = {}
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
-        serve_started = False
-        for intent in fair.order(cands, self.wave_of):
+        for intent in fair.order(cands, self.wave_of, self.rank):
             name = intent.name
-            r = sla_rank(intent)
+            r = self.rank[name]
             if r != rank:
                 for flt, k in blocked.items():
                     gates[flt] = min(k, gates.get(flt, k))
@@ -299,8 +299,11 @@ class Simulation:
             started_now[name] = self.out.seated[name]
             running[req.tenant] = running.get(req.tenant, 0) + req.count
             fair.charge(req.tenant, req.count)
-            serve_started = serve_started or end is None
-        return serve_started
+            if end is None and self.succs[name]:
+                # its dependants are ready now: offer them with everything not yet started,
+                # in admission order, rather than after the rest of this round
+                return True
+        return False
 
     def _try_place(self, req: Request, view: View, limit: int, started_now: dict[str, Seated],
                    failed: dict[tuple[Filter, int], tuple[int, int]]) -> tuple[Placed, Room | None] | None:
@@ -311,13 +314,26 @@ class Simulation:
         placed = self.placer.place(req, view, limit) if view.free[self.c.root.id] >= req.count else None
         if placed is not None:
             return placed, None
-        if started_now:
+        if started_now and self._movable(view, req.count, started_now) + view.free[self.c.root.id] >= req.count:
             room = make_room(self.placer, req, view, limit, started_now)
             if room is not None:
                 return room.placed, room
         failed[key] = (self.c.version, min(req.count, seen[1]) if seen and seen[0] == self.c.version
                        else req.count)
         return None
+
+    def _movable(self, view: View, k: int, started_now: dict[str, Seated]) -> int:
+        """GPUs held on nodes of `view` big enough for k by single-node intents that started
+        at this instant (the only ones that may move)."""
+        nodes = self.c.nodes
+        out = 0
+        for s in started_now.values():
+            allocs = s.placement.allocations
+            if len(allocs) == 1:
+                i = self.node_index[allocs[0].node]
+                if view.eligible[i] and nodes[i].capacity >= k:
+                    out += s.placement.gpu_count
+        return out
 
     def _undo(self, placed: tuple[Placed, Room | None]) -> None:
         seat_placed, room = placed
