@@ -20,9 +20,9 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks.plan_baselines import _first_free, domain_best_fit, terms_of
+from benchmarks.plan_baselines import domain_best_fit, place_with, terms_of
 from intentc import graph, ir
-from intentc.plan.cluster import Cluster
+from intentc.plan.cluster import Cluster, NodeState
 from intentc.plan.placer import Request
 from intentc.topology.load import LoadedTopology
 
@@ -73,14 +73,14 @@ def simulate(program: ir.Program, topo: LoadedTopology, key: Callable[[ir.Intent
     ready = {n: 0 for n, k in pending.items() if k == 0}
     held: dict[str, int] = {}
     events: list[tuple[int, str]] = []
-    running: dict[str, list[tuple[object, tuple[int, ...]]]] = {}
+    running: dict[str, list[tuple[NodeState, tuple[int, ...]]]] = {}
     out: list[Run] = []
     t = 0
     while ready or events:
         while events and events[0][0] <= t:
             _, name = heapq.heappop(events)
             for node, gpus in running.pop(name):
-                cluster.release(node, gpus)  # type: ignore[arg-type]
+                cluster.release(node, gpus)
             held[intents[name].tenant] -= intents[name].gpu_count
             for s in succs[name]:
                 pending[s] -= 1
@@ -92,17 +92,11 @@ def simulate(program: ir.Program, topo: LoadedTopology, key: Callable[[ir.Intent
             q = quota.get(req.tenant)
             if q is not None and held.get(req.tenant, 0) + req.count > q:
                 continue
-            view = cluster.view(req.filter)
-            shares = domain_best_fit(cluster, view, req, cluster.depth_of(req.within) if req.within else 0)
-            if not shares:
+            taken = place_with(domain_best_fit, cluster, req)
+            if taken is None:
                 continue
-            taken = []
-            for node, k in shares:
-                gpus = _first_free(node, k)
-                cluster.take(node, gpus)
-                taken.append((node, gpus))
             end = t + graph.duration_seconds(intent)
-            running[name] = taken  # type: ignore[assignment]
+            running[name] = taken
             held[req.tenant] = held.get(req.tenant, 0) + req.count
             heapq.heappush(events, (end, name))
             out.append(Run(name, req.tenant, intent.constraints.sla or "P2", req.count, ready.pop(name), t, end,
