@@ -3,8 +3,10 @@
 First by SLA class (P0 before P1 ...; an intent without one is P2, the
 middle of the range).  Within a class, weighted fair share between tenants:
 the next intent comes from the tenant with the lowest allocated/weight
-ratio so far, ties to the tenant name; within a tenant, earlier waves first,
-then smaller gangs first, then by intent name.  Ratios are compared exactly
+ratio so far, ties to the tenant name; within a tenant, the caller's `first`
+key (the schedule passes the longest chain of work the intent holds up,
+longest first: list scheduling for makespan), then earlier waves, then
+smaller gangs first, then by intent name.  Ratios are compared exactly
 (as integers), and nothing depends on the order declarations appear in the
 files.
 
@@ -82,7 +84,8 @@ class FairShare:
         return self.allocated.get(tenant, 0) * self._scale[tenant]
 
     def order(self, intents: Sequence[ir.Intent], wave_of: Mapping[str, int],
-              rank_of: Mapping[str, int] | None = None) -> Iterator[ir.Intent]:
+              rank_of: Mapping[str, int] | None = None,
+              first: Mapping[str, int] | None = None) -> Iterator[ir.Intent]:
         """Yield intents in admission order; call `charge` between yields to steer it.
         (`rank_of`: SLA ranks by intent name, when the caller has them already.)"""
         classes: dict[int, dict[str, list[ir.Intent]]] = {}
@@ -91,7 +94,9 @@ class FairShare:
             classes.setdefault(rank, {}).setdefault(intent.tenant, []).append(intent)
         late = len(wave_of) + 1
         for rank in sorted(classes):
-            queues = {t: deque(sorted(q, key=lambda i: (wave_of.get(i.name, late), i.gpu_count, i.name)))
+            lead = first or {}
+            queues = {t: deque(sorted(q, key=lambda i: (lead.get(i.name, 0), wave_of.get(i.name, late),
+                                                        i.gpu_count, i.name)))
                       for t, q in sorted(classes[rank].items())}
             while queues:
                 tenant = min(queues, key=lambda t: (self._share(t), t))

@@ -98,6 +98,7 @@ class Simulation:
         self.out = Outcome(cluster)
         self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
         self.rank = {n: sla_rank(j.intent) for n, j in jobs.items()}
+        self.chain = self._remaining_chains(jobs)
         self.holds: dict[str, _Hold] = {}
         self.events: list[tuple[int, int, str]] = []
         self._seq = 0
@@ -124,6 +125,28 @@ class Simulation:
             flt = self.reqs[n].filter
             if flt.product is not None or flt.memory is not None:
                 self.placer.add_demand(flt, 1)
+
+    @staticmethod
+    def _remaining_chains(jobs: Mapping[str, Job]) -> dict[str, int]:
+        """Per intent, minus the longest chain of durations from its start to the end of the
+        last intent that waits for it (open-ended ones count as longer than any plan): the
+        list-scheduling priority."""
+        succs: dict[str, list[str]] = {n: [] for n in jobs}
+        indegree = {n: len(j.after) for n, j in jobs.items()}
+        for n, j in sorted(jobs.items()):
+            for b in sorted(j.after):
+                succs[b].append(n)
+        order = [n for n in sorted(jobs) if indegree[n] == 0]
+        for n in order:                          # Kahn's order; dependencies are acyclic here
+            for s in succs[n]:
+                indegree[s] -= 1
+                if indegree[s] == 0:
+                    order.append(s)
+        longest: dict[str, int] = {}
+        for n in reversed(order):
+            own = jobs[n].duration
+            longest[n] = (NEVER if own is None else own) + max((longest[s] for s in succs[n]), default=0)
+        return {n: -v for n, v in longest.items()}
 
     # ------------------------------------------------------------------
     # Holds and events
@@ -261,7 +284,7 @@ class Simulation:
         started_now = self.started_now       # jobs started at this very instant: they may still move
         earliest: dict[tuple[Filter, int], int] = {}
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
-        for intent in fair.order(cands, self.wave_of, self.rank):
+        for intent in fair.order(cands, self.wave_of, self.rank, self.chain):
             name = intent.name
             r = self.rank[name]
             if r != rank:
