@@ -77,6 +77,8 @@ CODES: dict[str, str] = {
     # placement
     "E0601": "intent cannot be placed",
     "W0601": "preferred placement scope not met",
+    "W0602": "GPU intent without a duration: planned with the default for its kind",
+    "W0603": "`within nvlink` placed on GPUs that no NVLink joins",
     # topology files, node import and nvidia-smi matrices
     "E0701": "nvidia-smi matrix line cannot be read",
     "E0702": "unknown link type in an nvidia-smi matrix cell",

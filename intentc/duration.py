@@ -20,3 +20,13 @@ def parse_duration(text: str) -> int | None:
     if not _DURATION.match(text):
         return None
     return sum(int(n) * _UNIT_SECONDS[u] for n, u in _PART.findall(text))
+
+
+def format_duration(seconds: int) -> str:
+    """Seconds as `1d2h30m`, the notation `parse_duration` reads (`0s` for zero)."""
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        n, seconds = divmod(seconds, size)
+        if n:
+            parts.append(f"{n}{unit}")
+    return "".join(parts) or "0s"

@@ -267,7 +267,8 @@ def test_plan_diff_reschedule_and_capacity(repo: git.Repo) -> None:
     assert report.plan is not None
     impacts = {i.intent: i.impact for i in report.impacts}
     assert impacts["train"] is ImpactClass.CAPACITY
-    assert [c.intent for c in report.plan.capacity if not c.placeable] == ["train"]
+    # serve runs after train, which can never be placed: it can never start either (reason "dependency")
+    assert [c.intent for c in report.plan.capacity if not c.placeable] == ["serve", "train"]
     shares = {s.tenant: (s.old_requested, s.new_requested) for s in report.plan.shares}
     assert shares["team-a"] == (10, 22)
 

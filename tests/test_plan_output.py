@@ -96,12 +96,14 @@ def test_cli_html_picture(in_case: Path, tmp_path: Path) -> None:
     # self-contained: no scripts, stylesheets, images or fonts fetched from anywhere
     assert not re.search(r"<script|<link|<img|@import|url\(|src=", page)
     assert re.findall(r"https?://[^\"' ]+", page) == ["http://www.w3.org/2000/svg"] * page.count("<svg")
-    # one cell per GPU (40), coloured by job; a legend entry per GPU job plus "free"
-    assert page.count("<rect") == 40
-    assert page.count('<title>gb-1 GPU 0: pretrain</title>') == 1
-    assert page.count('class="swatch"') == 5
-    for domain in ("zone <b>z1</b>", "rack <b>r1</b>", "nvlink <b>nvl-a</b>"):
-        assert domain in page
+    # one bar per contiguous run of GPUs of each placed intent, coloured by tenant (a class per tenant)
+    plan = _plan()
+    bars = sum(len([g for i, g in enumerate(a.gpus) if i == 0 or a.gpus[i - 1] != g - 1])
+               for p in plan.placements for a in p.allocations)
+    assert page.count("<rect") == bars > 0
+    assert page.count('class="swatch"') == len(plan.tenants) + 4          # tenants, then P0-P3
+    assert "<title>pretrain · " in page
+    assert 'id="by-sla"' in page
 
 
 def test_cli_html_default_out(in_case: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

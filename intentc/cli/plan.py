@@ -35,15 +35,16 @@ DEFAULT_HTML = "plan.html"
 def plan(
     paths: Paths,
     topology: TopologyFile,
-    format: PlanFormat = format_option(PlanFormat.TEXT, "text: tables; json: plan.json; html: a picture of the cluster."),
+    format: PlanFormat = format_option(PlanFormat.TEXT, "text: tables; json: plan.json; html: a GPU timeline per node."),
     out: Path | None = typer.Option(None, "--out", metavar="FILE",
                                        help=f"Write the result here (html default: {DEFAULT_HTML})."),
     seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Breaks exact ties between equally good nodes."),
     diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
     jobs: Jobs = 0,
 ) -> None:
-    """Place every intent onto the topology: gangs all-or-nothing, `within`/`prefer` scopes,
-    SLA order and weighted fair share.  Unplaceable intents are reported (E0601) and exit 1;
+    """Schedule every intent onto the topology over time (start and end in plan time; what does
+    not fit yet is queued): gangs all-or-nothing, `within`/`prefer` scopes, SLA order, weighted
+    fair share and quotas at every instant.  Intents that can never run are reported (E0601) and exit 1;
     an unreadable topology file exits 2."""
     from intentc.pipeline import check as run_check
     from intentc.plan.html import render_html
