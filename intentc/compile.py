@@ -10,13 +10,15 @@ so a failed or interrupted compile never leaves a half-written mix.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import networkx as nx
 
@@ -27,6 +29,8 @@ from intentc.ir import Program
 from intentc.pipeline import check
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
+from intentc.plan.model import Occupancy
+from intentc.ir import Topology
 from intentc.plan.planner import make_plan
 from intentc.render import render
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
@@ -60,6 +64,10 @@ def resolve_commit(paths: Sequence[str], explicit: str | None = None) -> str:
                           f"pass --commit SHA to say which commit these files are")
     return sha_found
 
+
+
+# (program, topology) -> (what is taken, why): reads a cluster; injected so this module stays pure.
+LiveReader = Callable[[Program, Topology], tuple[Occupancy, tuple[str, ...]]]
 
 @dataclass(frozen=True)
 class CompileResult:
@@ -96,7 +104,9 @@ class CompileResult:
 
 def compile_paths(paths: Sequence[str], topology: str, commit: str,
                   kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
-                  seed: int = 0, jobs: int | None = None) -> CompileResult:
+                  seed: int = 0, jobs: int | None = None, live: LiveReader | None = None) -> CompileResult:
+    """Check, plan and render.  `live`, when given, reads what a cluster has free for the
+    checked program and topology; the plan is then made on that ("basis": live)."""
     sources: dict[str, str] = {}
     loaded, topo_diags = load_topology(topology)
     try:
@@ -111,7 +121,10 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
         return CompileResult(tuple(sorted_diagnostics(diags)), sources, checked.program,
                              topology_unreadable=unreadable)
     g, graph_diags = graph.build(checked.program)
-    plan, plan_diags = make_plan(checked.program, loaded, seed)
+    occupied, notes = live(checked.program, loaded.topology) if live is not None else (None, ())
+    plan, plan_diags = make_plan(checked.program, loaded, seed, occupied)
+    if occupied is not None:
+        plan = dataclasses.replace(plan, basis="live", basis_notes=notes)
     diags = sorted_diagnostics(diags + graph_diags + plan_diags)
     if has_errors(diags):
         return CompileResult(tuple(diags), sources, checked.program, plan)

@@ -77,6 +77,33 @@ def format_option(default: Any, help: str = "Output format.") -> Any:
     return typer.Option(default, "--format", "-o", help=help)
 
 
+LiveKubeconfig = Annotated[Optional[str], typer.Option(
+    "--kubeconfig", metavar="FILE",
+    help="Plan on what this cluster has free now (nodes, cordons, taints, GPUs other pods hold); "
+         "without --kubeconfig or --context the plan is an empty-cluster preview.")]
+LiveContext = Annotated[Optional[str], typer.Option(
+    "--context", metavar="NAME", help="Kubeconfig context of the cluster to plan on (implies a live plan).")]
+
+
+def live_occupancy_or_exit(kubeconfig: str | None, context: str | None, program: Any,
+                           topology: Any) -> tuple[Any, tuple[str, ...]]:
+    """(Occupancy, notes) read from the cluster; exit 2 when it cannot be read."""
+    from intentc.kube.client import KubeClient
+    from intentc.kube.cluster_state import read_cluster_state
+    from intentc.kube.errors import KubeError
+    from intentc.plan.live import occupancy
+
+    try:
+        client = KubeClient.connect(kubeconfig, context)
+        try:
+            state = read_cluster_state(client)
+        finally:
+            client.close()
+    except KubeError as e:
+        usage_error(f"cannot read the cluster to plan on: {e.message}")
+    return occupancy(topology, state.nodes, state.pods, [t.name for t in program.tenants])
+
+
 def parse_kube_version(text: str | None, default: KubeVersion | None = None) -> KubeVersion | None:
     if text is None:
         return default

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Optional
 
@@ -16,12 +17,14 @@ from intentc.cli.app import (
 )
 from intentc.cli.common import (
     Jobs,
+    LiveContext,
+    LiveKubeconfig,
     Paths,
     Seed,
     TopologyFile,
-    format_option,
     check_render_target,
     commit_or_exit,
+    live_occupancy_or_exit,
     parse_kube_version,
 )
 from intentc.diagnostics import OutputFormat
@@ -57,6 +60,8 @@ def compile(
     seed: Seed = 0,
     format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", help="Diagnostics format."),
     jobs: Jobs = 0,
+    kubeconfig: LiveKubeconfig = None,
+    context: LiveContext = None,
 ) -> None:
     """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors
     (nothing is written then)."""
@@ -67,7 +72,10 @@ def compile(
     assert version is not None
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
-    result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None)
+    live = None
+    if kubeconfig is not None or context is not None:
+        live = functools.partial(live_occupancy_or_exit, kubeconfig, context)
+    result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None, live)
     emit_diagnostics(list(result.diagnostics), format, result.sources)
     if result.topology_unreadable:
         raise typer.Exit(EXIT_USAGE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from pathlib import Path
 
@@ -9,7 +10,8 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
-from intentc.cli.common import DiagnosticsFormat, Jobs, Paths, TopologyFile, format_option
+from intentc.cli.common import (DiagnosticsFormat, Jobs, LiveContext, LiveKubeconfig, Paths, TopologyFile,
+                                format_option, live_occupancy_or_exit)
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
 
 
@@ -31,6 +33,14 @@ DEFAULT_HTML = "plan.html"
   intentc plan intents/ --topology clusters/prod.yaml --format html --out plan.html
 
   intentc plan intents/ --topology clusters/prod.yaml --format json --seed 7 --out plan.json
+
+  intentc plan intents/ --topology clusters/prod.yaml --context prod-eu    # on what the cluster has free now
+
+Without --kubeconfig/--context the plan is a preview on the empty topology
+(plan.json: "basis": {"kind": "preview"}); with them it leaves out what the
+cluster cannot give now — missing, cordoned, NotReady or tainted nodes, GPUs
+held by pods this target does not own (other intentc targets included) —
+and says why ("basis": {"kind": "live", "notes": [...]}).
 """)
 def plan(
     paths: Paths,
@@ -41,6 +51,8 @@ def plan(
     seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Breaks exact ties between equally good nodes."),
     diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
     jobs: Jobs = 0,
+    kubeconfig: LiveKubeconfig = None,
+    context: LiveContext = None,
 ) -> None:
     """Schedule every intent onto the topology over time (start and end in plan time; what does
     not fit yet is queued): gangs all-or-nothing, `within`/`prefer` scopes, SLA order, weighted
@@ -49,6 +61,7 @@ def plan(
     from intentc.pipeline import check as run_check
     from intentc.plan.html import render_html
     from intentc.plan.jsonio import plan_to_json
+    from intentc.plan.model import Occupancy
     from intentc.plan.planner import make_plan
     from intentc.plan.text import render_text
     from intentc.topology.load import load_topology
@@ -65,7 +78,13 @@ def plan(
         raise typer.Exit(EXIT_USAGE if unreadable else 1)
     result = run_check(paths, jobs=jobs or None)
     sources.update(result.sources)
-    the_plan, plan_diags = make_plan(result.program, loaded, seed)
+    occupied: Occupancy | None = None
+    notes: tuple[str, ...] = ()
+    if kubeconfig is not None or context is not None:
+        occupied, notes = live_occupancy_or_exit(kubeconfig, context, result.program, loaded.topology)
+    the_plan, plan_diags = make_plan(result.program, loaded, seed, occupied)
+    if occupied is not None:
+        the_plan = dataclasses.replace(the_plan, basis="live", basis_notes=notes)
     diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + plan_diags)
     emit_diagnostics(diags, diagnostics_format, sources, to_stderr=True)
 

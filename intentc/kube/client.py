@@ -147,9 +147,11 @@ class KubeClient:
             return None
 
     def list(self, api_version: str, kind: str, namespace: str = "",
-             label_selector: str = "") -> list[dict[str, Any]]:
+             label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]:
         res = self.resource(api_version, kind)
         query = [("labelSelector", label_selector)] if label_selector else []
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
         data = self.request("GET", res.path(namespace), query)
         items = data.get("items") or []
         for item in items:      # list items omit their own apiVersion/kind

@@ -31,6 +31,7 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
         "apiVersion": API_VERSION,
         "kind": KIND,
         "topology": plan.topology,
+        "basis": {"kind": plan.basis, "notes": list(plan.basis_notes)},
         "seed": plan.seed,
         "waves": [list(w) for w in plan.waves],
         "placements": [{
@@ -95,6 +96,8 @@ def plan_from_obj(doc: dict[str, Any]) -> Plan:
                         m["jobs_spanning_nvlink_domains"], m["jain_fairness"], m["makespan_s"],
                         tuple(m["critical_path"]), m["critical_path_s"], m["queued"], m["gpu_seconds"]),
         seed=doc.get("seed", 0),
+        basis=(doc.get("basis") or {}).get("kind", "preview"),
+        basis_notes=tuple((doc.get("basis") or {}).get("notes", ())),
     )
 
 

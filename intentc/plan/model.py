@@ -116,6 +116,10 @@ class Plan:
     tenants: tuple[TenantShare, ...]
     metrics: Metrics
     seed: int = 0
+    # "preview": planned on the empty topology (no cluster given); "live": on what a
+    # cluster had free when it was read, `basis_notes` saying what was left alone and why.
+    basis: str = "preview"
+    basis_notes: tuple[str, ...] = ()
 
     def placement(self, intent: str) -> Placement | None:
         return next((p for p in self.placements if p.intent == intent), None)

@@ -41,7 +41,11 @@ def render_text(plan: Plan, width: int = 160) -> str:
     console = Console(file=out, width=width, color_system=None, force_terminal=False,
                       highlight=False, emoji=False, soft_wrap=False)
     m = plan.metrics
-    console.print(f"Plan for topology {plan.topology} (seed {plan.seed})")
+    basis = ("on the live cluster" if plan.basis == "live"
+             else "an empty-cluster preview (give --kubeconfig/--context to plan on what is free now)")
+    console.print(f"Plan for topology {plan.topology} (seed {plan.seed}): {basis}")
+    for note in plan.basis_notes:
+        console.print(f"  live: {note}")
 
     waves = Table(title="Waves", box=box.SIMPLE, title_justify="left")
     waves.add_column("wave", justify="right")
