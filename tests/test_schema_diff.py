@@ -78,8 +78,18 @@ RULE_CASES: list[tuple[str, Any, Any, Any, int]] = [
     ("composition-changed", {"properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
      {"properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer", "maximum": 3}, {"type": "null"}]}}},
      {"a": 7}, 1),
-    ("keyword-changed", {"properties": {"a": {"type": "integer", "multipleOf": 2}}},
-     {"properties": {"a": {"type": "integer", "multipleOf": 4}}}, {"a": 6}, 1),
+    ("keyword-changed", {"properties": {"a": {"type": "array", "contains": {"type": "integer"}}}},
+     {"properties": {"a": {"type": "array", "contains": {"type": "integer", "minimum": 5}}}}, {"a": [1]}, 1),
+    ("dependency-added", {"properties": {"a": {}, "b": {}}},
+     {"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}}, {"a": 1}, 1),
+    ("dependency-removed", {"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}},
+     {"properties": {"a": {}, "b": {}}}, {"a": 1, "b": 2}, 0),
+    ("property-names-changed", {"type": "object"}, {"type": "object", "propertyNames": {"maxLength": 3}},
+     {"abcd": 1}, 1),
+    ("not-changed", {"properties": {"a": {"type": "integer"}}},
+     {"properties": {"a": {"type": "integer", "not": {"const": 3}}}}, {"a": 3}, 1),
+    ("conditional-changed", {"properties": {"a": {}, "b": {}}},
+     {"properties": {"a": {}, "b": {}}, "if": {"required": ["a"]}, "then": {"required": ["b"]}}, {"a": 1}, 1),
 ]
 
 # (rule, keyword, base value, head value, document value, affected)
@@ -100,6 +110,14 @@ BOUND_CASES: list[tuple[str, str, Any, Any, Any, int]] = [
     ("min-items-loosened", "minItems", 2, 1, ["x", "y"], 0),
     ("max-items-tightened", "maxItems", 3, 1, ["x", "y"], 1),
     ("max-items-loosened", "maxItems", 1, 3, ["x"], 0),
+    ("multiple-of-tightened", "multipleOf", 2, 4, 6, 1),
+    ("multiple-of-loosened", "multipleOf", 4, 2, 8, 0),
+    ("unique-items-added", "uniqueItems", None, True, ["x", "x"], 1),
+    ("unique-items-removed", "uniqueItems", True, None, ["x"], 0),
+    ("min-properties-tightened", "minProperties", None, 2, {"x": 1}, 1),
+    ("min-properties-loosened", "minProperties", 2, 1, {"x": 1, "y": 2}, 0),
+    ("max-properties-tightened", "maxProperties", 3, 1, {"x": 1, "y": 2}, 1),
+    ("max-properties-loosened", "maxProperties", 1, 3, {"x": 1}, 0),
 ]
 
 # A changed $ref is flagged, and the difference between the two targets is classified as well.
