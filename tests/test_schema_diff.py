@@ -295,8 +295,9 @@ runner = CliRunner()
 
 
 def test_cli_exit_codes_and_fail_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo = make_repo(tmp_path, {"properties": {"a": {"pattern": "^a"}}}, {"properties": {"a": {"pattern": "^b"}}},
-                     {"a": "abc"})
+    # the same language, spelt differently: no counter-example, so "maybe" (WARN)
+    repo = make_repo(tmp_path, {"properties": {"a": {"pattern": "^a"}}},
+                     {"properties": {"a": {"pattern": "^(a|a)"}}}, {"a": "abc"})
     monkeypatch.chdir(repo.working_tree_dir or ".")
     res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD"])
     assert res.exit_code == 0, res.output          # a WARN does not fail by default
@@ -317,9 +318,11 @@ def test_cli_default_change_always_fails(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_cli_working_tree_is_the_default_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo = make_repo(tmp_path, {"properties": {"a": {}}}, {"properties": {"a": {}}}, {"a": 1})
+    closed = {"properties": {"a": {}}, "additionalProperties": False}
+    repo = make_repo(tmp_path, closed, closed, {"a": 1})
     root = Path(repo.working_tree_dir or ".")
-    (root / "schemas/thing.schema.json").write_text(schema_text({"properties": {}}) or "")
+    (root / "schemas/thing.schema.json").write_text(
+        schema_text({"properties": {}, "additionalProperties": False}) or "")
     monkeypatch.chdir(root)
     res = runner.invoke(app, ["schema-diff", "--base", "HEAD"])
     assert res.exit_code == 1 and "SD101 property-removed" in res.output and "working tree" in res.output

@@ -279,7 +279,8 @@ class _Walk:
             if not tightened and ok(vh, vb):
                 continue                                  # the same bound, spelt differently
             kw = _defining(kh or kb, exclusive)
-            rname = BOUNDS[kw][0 if tightened else 1]
+            tight, loose, _ = BOUNDS[kw]
+            rname = tight if tightened else loose
             if set(kb) == set(kh) == {kw}:
                 old, new, text = kb[kw], kh[kw], f"{kw} {_show(kb[kw])} -> {_show(kh[kw])}"
             elif len(kb) <= 1 and len(kh) <= 1 and set(kb) | set(kh) == {kw}:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
+from intentc.diff.schema_diff import CheckKind
 from intentc.diff.schema_refs import canonical_json
+from intentc.diff.schema_impact import Affected
 from intentc.diff.schema_report import Entry, SchemaReport
 from intentc.diff.schema_rules import Level
 
@@ -22,11 +24,42 @@ def _where(e: Entry) -> str:
 
 
 def _affects(e: Entry) -> str:
-    verb = "breaks" if e.finding.rule.level is not Level.INFO else "affects"
+    verb = "breaks" if e.level is Level.ERR else "affects"
     if e.finding.rule.name.startswith("default-"):
         verb = "changes the meaning of"
     n = e.documents
     return f"{verb} {n} document{'s' if n != 1 else ''} of the base revision"
+
+
+def _example(e: Entry) -> str | None:
+    """The counter-example, at the instance location it was found for."""
+    f = e.finding
+    if not f.example:
+        return None
+    path = f.uses[0].data_path if f.uses else ()
+    if f.check.kind is CheckKind.ABSENT:
+        path = path[:-1]                 # a missing property: the example is the object that lacks it
+    at = ".".join(path) or "(document)"
+    return f"{at} = {canonical_json(f.example[0])} is valid in the base schema and invalid in the head"
+
+
+def _verdict(e: Entry) -> str | None:
+    """Why the severity differs from the rule's default, when it does."""
+    f = e.finding
+    if e.level is f.rule.level:
+        return None
+    if e.breaking_documents and f.severity is not Level.ERR:
+        return f"{e.level.value}, not the rule's default {f.rule.level.value}: it makes documents of the base invalid"
+    return f"{e.level.value}, not the rule's default {f.rule.level.value}: {f.reason}"
+
+
+def _now_invalid(e: Entry, a: Affected) -> bool:
+    """Marked on the findings that break the document, not on every finding that touches it."""
+    return a.breaks and e.level is Level.ERR
+
+
+def _doc_line(e: Entry, a: Affected) -> str:
+    return f"{a.file}:{a.line}:{a.column}: {a.kind} {a.name} ({a.at})" + (" - now invalid" if _now_invalid(e, a) else "")
 
 
 def format_text(report: SchemaReport, threshold: Level) -> str:
@@ -34,16 +67,21 @@ def format_text(report: SchemaReport, threshold: Level) -> str:
     for e in report.entries:
         f = e.finding
         ack = " (acknowledged)" if e.acknowledged else ""
-        out.append(f"{_where(e)}: {f.rule.level.value} {f.rule.id} {f.rule.name}: {f.message}{ack}")
+        out.append(f"{_where(e)}: {e.level.value} {f.rule.id} {f.rule.name}: {f.message}{ack}")
         out.append(f"  fingerprint {f.fingerprint}; {_affects(e)}")
+        verdict, example = _verdict(e), _example(e)
+        if verdict:
+            out.append(f"  verdict: {verdict}")
+        if example:
+            out.append(f"  counter-example: {example}")
         for a in e.affected[:SHOWN_DOCUMENTS]:
-            out.append(f"    {a.file}:{a.line}:{a.column}: {a.kind} {a.name} ({a.at})")
+            out.append(f"    {_doc_line(e, a)}")
         if len(e.affected) > SHOWN_DOCUMENTS:
             out.append(f"    ... and {len(e.affected) - SHOWN_DOCUMENTS} more")
     counts = report.counts()
     failing = len(report.failing(threshold))
     out.append(f"{counts['ERR']} ERR, {counts['WARN']} WARN, {counts['INFO']} INFO; "
-               f"{report.documents_checked} YAML documents checked; "
+               f"{report.documents_checked} documents checked; "
                f"{failing} finding(s) at or above {threshold.value}")
     return "\n".join(out) + "\n"
 
@@ -59,7 +97,10 @@ def to_json_obj(report: SchemaReport, threshold: Level) -> dict[str, object]:
         "findings": [{
             "rule": e.finding.rule.id,
             "name": e.finding.rule.name,
-            "severity": e.finding.rule.level.value,
+            "severity": e.level.value,
+            "rule_severity": e.finding.rule.level.value,
+            "verdict": e.finding.reason,
+            **({"counter_example": e.finding.example[0]} if e.finding.example else {}),
             "schema": e.finding.schema,
             "side": e.finding.side,
             "pointer": e.finding.pointer,
@@ -72,7 +113,7 @@ def to_json_obj(report: SchemaReport, threshold: Level) -> dict[str, object]:
             "acknowledged": e.acknowledged,
             "documents": e.documents,
             "affected": [{"file": a.file, "line": a.line, "column": a.column, "kind": a.kind,
-                          "name": a.name, "at": a.at} for a in e.affected],
+                          "name": a.name, "at": a.at, "breaks": a.breaks} for a in e.affected],
         } for e in report.entries],
     }
 
@@ -91,7 +132,7 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
     icon = "\u274c" if failing else "\u2705"
     headline = (f"`{report.base}` \u2192 `{report.head}`: **{counts['ERR']} ERR**, {counts['WARN']} WARN, "
                 f"{counts['INFO']} INFO ({len(failing)} at or above {threshold.value}, "
-                f"{report.documents_checked} YAML documents of the base checked)")
+                f"{report.documents_checked} documents of the base checked)")
     out = ["<!-- intentc:schema-diff -->", f"### {icon} intentc schema-diff", headline, ""]
     if not report.entries:
         out.append("No schema changes.")
@@ -99,19 +140,24 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
     out += ["| severity | rule | where | change | documents | fingerprint |", "|---|---|---|---|---|---|"]
     for e in report.entries:
         f = e.finding
-        sev = f.rule.level.value + (" (ack)" if e.acknowledged else "")
+        sev = e.level.value + (" (ack)" if e.acknowledged else "")
         out.append(f"| {sev} | `{f.rule.id}` {f.rule.name} | `{_md(_where(e))}` | {_md(f.message)} | "
                    f"{e.documents} | `{f.fingerprint}` |")
-    details = [e for e in report.entries if e.affected]
+    details = [e for e in report.entries if e.affected or e.finding.example]
     if details:
-        out += ["", "<details><summary>Affected documents</summary>", ""]
+        out += ["", "<details><summary>Affected documents and counter-examples</summary>", ""]
         for e in details:
             f = e.finding
             out.append(f"**{f.rule.id} {f.rule.name}** `{_md(f.pointer or '/')}` "
                        f"({_value(f.old)} \u2192 {_value(f.new)}): {_affects(e)}")
             out.append("")
+            example = _example(e)
+            if example:
+                out.append(f"- counter-example: `{_md(example.split(' is valid', 1)[0])}` is valid in the base "
+                           "schema and invalid in the head")
             for a in e.affected[:SHOWN_DOCUMENTS]:
-                out.append(f"- `{a.file}:{a.line}:{a.column}` {a.kind} `{a.name}` at `{a.at}`")
+                out.append(f"- `{a.file}:{a.line}:{a.column}` {a.kind} `{a.name}` at `{a.at}`"
+                           + (" (now invalid)" if _now_invalid(e, a) else ""))
             if len(e.affected) > SHOWN_DOCUMENTS:
                 out.append(f"- \u2026 and {len(e.affected) - SHOWN_DOCUMENTS} more")
             out.append("")
@@ -133,16 +179,41 @@ def format_github(report: SchemaReport, threshold: Level) -> str:
     out = []
     for e in report.entries:
         f = e.finding
-        kind = "notice" if e.acknowledged else kinds[f.rule.level]
+        kind = "notice" if e.acknowledged else kinds[e.level]
         msg = f"{f.message}; {_affects(e)} (fingerprint {f.fingerprint})"
+        example = _example(e)
+        if example:
+            msg += f"\ncounter-example: {example}"
         for a in e.affected[:SHOWN_DOCUMENTS]:
-            msg += f"\n{a.file}:{a.line}:{a.column} {a.kind} {a.name} ({a.at})"
+            msg += f"\n{a.file}:{a.line}:{a.column} {a.kind} {a.name} ({a.at})" + (" now invalid" if _now_invalid(e, a) else "")
         loc = f"file={_gh(f.schema, True)},line={e.line},col={e.column}," if f.side == "head" else ""
         out.append(f"::{kind} {loc}title={_gh(f.rule.id + ' ' + f.rule.name, True)}::{_gh(msg)}")
     return "\n".join(out) + ("\n" if out else "")
 
 
-FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github}
+def format_sarif(report: SchemaReport, threshold: Level) -> str:
+    """SARIF 2.1.0 through the writer `check --format sarif` uses: one result per finding
+    on its schema line, the documents it affects as related locations."""
+    from intentc import __version__
+    from intentc.diagnostics import Diagnostic, Related, Severity, Span, format_sarif as sarif
+    from intentc.diff.schema_rules import RULES
+
+    severities = {Level.ERR: Severity.ERROR, Level.WARN: Severity.WARNING, Level.INFO: Severity.NOTE}
+    diags = []
+    for e in report.entries:
+        f = e.finding
+        example = _example(e)
+        message = f"{f.rule.name}: {f.message}; {_affects(e)} (fingerprint {f.fingerprint})" \
+            + (f"; counter-example: {example}" if example else "") + (" (acknowledged)" if e.acknowledged else "")
+        related = tuple(Related(f"{a.kind} {a.name} ({a.at})" + (" now invalid" if _now_invalid(e, a) else ""),
+                                Span.point(a.file, a.line, a.column)) for a in e.affected)
+        diags.append(Diagnostic(f.rule.id, Severity.NOTE if e.acknowledged else severities[e.level], message,
+                                Span.point(f.schema, e.line, e.column), None, related))
+    return sarif(diags, __version__, {r.id: r.summary for r in RULES.values()})
+
+
+FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github,
+           "sarif": format_sarif}
 
 
 def render(report: SchemaReport, fmt: str, threshold: Level) -> str:

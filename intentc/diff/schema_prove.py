@@ -20,7 +20,7 @@ import math
 import re
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeGuard
 
 from jsonschema import Draft202012Validator
 
@@ -55,6 +55,16 @@ def valid(schema: Json, value: Json) -> bool:
         return bool(_validator(canonical_json(schema)).is_valid(value))
     except Exception:          # an unresolvable marker or a broken regex: not decidable here
         return True
+
+
+def lst(d: dict[str, Any], key: str) -> list[Any]:
+    v = d.get(key)
+    return v if isinstance(v, list) else []
+
+
+def mp(d: dict[str, Any], key: str) -> dict[str, Any]:
+    v = d.get(key)
+    return v if isinstance(v, dict) else {}
 
 
 def _dict(s: Json) -> dict[str, Any] | None:
@@ -257,7 +267,7 @@ def raw_types(s: dict[str, Any]) -> set[str]:
     return set(TYPES)
 
 
-def _num(v: Any) -> bool:
+def _num(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -376,8 +386,8 @@ def _arrays(a: dict[str, Any], b: dict[str, Any], depth: int) -> bool:
     for kw in ("contains", "minContains", "maxContains", "unevaluatedItems"):
         if kw in b and canonical_json(a.get(kw)) != canonical_json(b[kw]):
             return False
-    pa = a.get("prefixItems") if isinstance(a.get("prefixItems"), list) else []
-    pb = b.get("prefixItems") if isinstance(b.get("prefixItems"), list) else []
+    pa = lst(a, "prefixItems")
+    pb = lst(b, "prefixItems")
     ia, ib = a.get("items", True), b.get("items", True)
     for i in range(max(len(pa), len(pb))):
         if _num(a.get("maxItems")) and i >= a["maxItems"]:
@@ -398,8 +408,8 @@ def _search(pattern: str, name: str) -> bool:
 
 def _name_schemas(s: dict[str, Any], name: str) -> list[Json]:
     """The subschemas `s` applies to the property `name`."""
-    props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
-    pats = s.get("patternProperties") if isinstance(s.get("patternProperties"), dict) else {}
+    props = mp(s, "properties")
+    pats = mp(s, "patternProperties")
     out = [props[name]] if name in props else []
     matched = [v for p, v in sorted(pats.items()) if _search(p, name)]
     out += matched
@@ -422,13 +432,13 @@ def _objects(a: dict[str, Any], b: dict[str, Any], depth: int) -> bool:
     req_b = set(x for x in b.get("required", []) if isinstance(x, str)) if isinstance(b.get("required"), list) else set()
     if not req_b <= req_a:
         return False
-    props_a = a.get("properties") if isinstance(a.get("properties"), dict) else {}
+    props_a = mp(a, "properties")
     closed = a.get("additionalProperties") is False and not a.get("patternProperties")
     if not _counts_ok(a, b, "minProperties", "maxProperties", floor_a=len(req_a),
                       ceil_a=len(props_a) if closed else None):
         return False
-    dep_a = a.get("dependentRequired") if isinstance(a.get("dependentRequired"), dict) else {}
-    dep_b = b.get("dependentRequired") if isinstance(b.get("dependentRequired"), dict) else {}
+    dep_a = mp(a, "dependentRequired")
+    dep_b = mp(b, "dependentRequired")
     for k, need in sorted(dep_b.items()):
         if closed and k not in props_a:
             continue                      # the base never has the key: the dependency never applies
@@ -449,8 +459,8 @@ def _objects(a: dict[str, Any], b: dict[str, Any], depth: int) -> bool:
     for name in sorted(names):
         if not _implies(_all_of(_name_schemas(a, name)), _all_of(_name_schemas(b, name)), depth + 1):
             return False
-    pats_a = a.get("patternProperties") if isinstance(a.get("patternProperties"), dict) else {}
-    pats_b = b.get("patternProperties") if isinstance(b.get("patternProperties"), dict) else {}
+    pats_a = mp(a, "patternProperties")
+    pats_b = mp(b, "patternProperties")
     for p, sb in sorted(pats_b.items()):
         if p in pats_a:
             if not _implies(pats_a[p], sb, depth + 1):

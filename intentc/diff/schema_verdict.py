@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from intentc.diff.schema_diff import CheckKind, SchemaFinding, Subject
 from intentc.diff.schema_inline import DROPPED, inline
-from intentc.diff.schema_prove import implies, valid
+from intentc.diff.schema_prove import implies, mp, valid
 from intentc.diff.schema_refs import Json, Loc, Node, SchemaSet, escape
 from intentc.diff.schema_rules import Level
 from intentc.diff.schema_witness import SAMPLES, witness
@@ -35,6 +35,11 @@ from intentc.diff.schema_witness import SAMPLES, witness
 KEEP = frozenset({"default-added", "default-changed", "default-removed", "schema-added", "schema-removed",
                   "property-deprecated"})
 REMOVALS = frozenset({"property-removed", "deprecated-property-removed"})
+LOOSENS = "admits every value it admitted before"
+PROVED = "proved: every value valid before stays valid"
+STILL_ACCEPTED = "documents that set it stay valid, but the schema no longer describes it"
+COUNTER_EXAMPLE = "counter-example: valid before, invalid after"
+MAYBE = "maybe: no counter-example in boundary values"
 WALKED_LISTS = ("allOf", "anyOf", "oneOf")
 
 
@@ -53,7 +58,7 @@ def local(schemas: SchemaSet, node: Node, other: Node) -> Json:
         if kw == "properties" and isinstance(v, dict):
             out[kw] = {k: True for k in v}
         elif kw == "patternProperties" and isinstance(v, dict):
-            theirs = ko.get(kw) if isinstance(ko.get(kw), dict) else {}
+            theirs = mp(ko, kw)
             out[kw] = {p: True if p in theirs else
                        inline(schemas, s, (_kw_loc(node, kw)[0], f"{_kw_loc(node, kw)[1]}/{escape(p)}"))
                        for p, s in v.items()}
@@ -136,18 +141,16 @@ class Settler:
         if subject is None or f.rule.name in KEEP:
             return dataclasses.replace(f, level=static)
         if static is Level.INFO and f.rule.name != "property-added":
-            return dataclasses.replace(f, level=Level.INFO, reason="admits every value it admitted before")
+            return dataclasses.replace(f, level=Level.INFO, reason=LOOSENS)
         b, h, proved = self._fragments(subject)
         if proved:
             if f.rule.name in REMOVALS:
-                return dataclasses.replace(f, level=Level.WARN, reason="documents that set it stay valid, "
-                                           "but the schema no longer describes it")
-            return dataclasses.replace(f, level=Level.INFO, reason="proved: every value valid before stays valid")
+                return dataclasses.replace(f, level=Level.WARN, reason=STILL_ACCEPTED)
+            return dataclasses.replace(f, level=Level.INFO, reason=PROVED)
         extra = tuple(x for x in (f.check.head, f.check.base) if isinstance(x, dict) and "$ref" not in x)
         found, example = witness(b, h, _explains(f), extra, sample=self.sample)
         if found:
             return dataclasses.replace(f, level=Level.ERR, example=(example,),
-                                       reason="counter-example: valid before, invalid after")
+                                       reason=COUNTER_EXAMPLE)
         level = Level.INFO if static is Level.INFO else Level.WARN
-        return dataclasses.replace(f, level=level, reason=f"maybe: no counter-example in boundary values"
-                                   + (f" or {SAMPLES} samples" if self.sample else ""))
+        return dataclasses.replace(f, level=level, reason=MAYBE + (f" or {SAMPLES} samples" if self.sample else ""))
