@@ -433,6 +433,14 @@ class _Walk:
             self.compare(ab, ah, self._kw_loc(b, "additionalProperties"), self._kw_loc(h, "additionalProperties"),
                          dpath + ("*",), guards, stack)
         ppb, pph = b.keywords.get("patternProperties"), h.keywords.get("patternProperties")
+        only = sorted(set(_props(ppb)) ^ set(_props(pph)))
+        for pat in only:
+            added = pat in _props(pph)
+            loc = self._kw_loc(h, "patternProperties") if added else (h.loc[0], h.loc[1] + "/patternProperties")
+            self.emit("keyword-changed", "head", (loc[0], f"{loc[1]}/{escape(pat)}") if added else loc,
+                      None if added else {pat: _props(ppb)[pat]}, {pat: _props(pph)[pat]} if added else None,
+                      f"{where}: patternProperties {pat!r} " + ("added" if added else "removed"),
+                      self._node_check(b, h), dpath, guards)
         if isinstance(ppb, dict) and isinstance(pph, dict):
             for pat in sorted(set(ppb) & set(pph)):
                 self.compare(ppb[pat], pph[pat], (self._kw_loc(b, "patternProperties")[0],

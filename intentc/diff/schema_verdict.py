@@ -123,17 +123,22 @@ class Settler:
 
     def __init__(self, base: SchemaSet, head: SchemaSet, sample: bool = True) -> None:
         self.base, self.head, self.sample = base, head, sample
-        self.fragments: dict[tuple[Loc, Loc, str | None], tuple[Json, Json, bool]] = {}
+        self.fragments: dict[tuple[Loc, Loc, str | None], tuple[Json, Json, Json, bool]] = {}
 
-    def _fragments(self, s: Subject) -> tuple[Json, Json, bool]:
+    def _fragments(self, s: Subject) -> tuple[Json, Json, Json, bool]:
+        """(the whole base node, the base and head fragments the verdict compares, proved compatible).
+        Counter-examples are drawn from the whole base node, so each one is a value the
+        base really accepts there, children included."""
         key = (s.base.loc, s.head.loc, s.name)
         hit = self.fragments.get(key)
         if hit is None:
             if s.name is not None:
                 b, h = name_schema(self.base, s.base, s.name), name_schema(self.head, s.head, s.name)
+                whole = b
             else:
                 b, h = local(self.base, s.base, s.head), local(self.head, s.head, s.base)
-            hit = self.fragments[key] = (b, h, implies(b, h))
+                whole = inline(self.base, self.base.node(s.base.loc), s.base.loc)
+            hit = self.fragments[key] = (whole, b, h, implies(b, h))
         return hit
 
     def settle(self, f: SchemaFinding, subject: Subject | None) -> SchemaFinding:
@@ -142,13 +147,13 @@ class Settler:
             return dataclasses.replace(f, level=static)
         if static is Level.INFO and f.rule.name != "property-added":
             return dataclasses.replace(f, level=Level.INFO, reason=LOOSENS)
-        b, h, proved = self._fragments(subject)
+        whole, b, h, proved = self._fragments(subject)
         if proved:
             if f.rule.name in REMOVALS:
                 return dataclasses.replace(f, level=Level.WARN, reason=STILL_ACCEPTED)
             return dataclasses.replace(f, level=Level.INFO, reason=PROVED)
-        extra = tuple(x for x in (f.check.head, f.check.base) if isinstance(x, dict) and "$ref" not in x)
-        found, example = witness(b, h, _explains(f), extra, sample=self.sample)
+        extra = (b,) + tuple(x for x in (f.check.head, f.check.base) if isinstance(x, dict) and "$ref" not in x)
+        found, example = witness(whole, h, _explains(f), extra, sample=self.sample)
         if found:
             return dataclasses.replace(f, level=Level.ERR, example=(example,),
                                        reason=COUNTER_EXAMPLE)

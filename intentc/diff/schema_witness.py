@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import lru_cache
 from typing import Any, Callable, Iterator, TypeGuard
 
 from intentc.diff.schema_inline import contains_marker, to_draft7
@@ -88,10 +89,29 @@ def _value_for(schemas: list[Json], depth: int) -> list[Json]:
     return pool[:3] if pool else [None]
 
 
+@lru_cache(maxsize=512)
+def _name_for(pattern: str) -> str | None:
+    """The simplest string matching `pattern` (a property name `patternProperties` governs)."""
+    from hypothesis import find, settings
+    from hypothesis import strategies as st
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found: str = find(st.from_regex(pattern), lambda _: True,
+                              settings=settings(derandomize=True, database=None, max_examples=10))
+            return found
+    except Exception:          # a pattern Python's re cannot read
+        return None
+
+
 def _names(schemas: list[Json]) -> list[str]:
     names: list[str] = []
     for s in schemas:
         for d in _subschemas(s):
+            for pattern in mp(d, "patternProperties"):
+                name = _name_for(pattern)
+                if name is not None:
+                    names.append(name)
             for kw in ("properties", "dependentRequired", "dependentSchemas"):
                 if isinstance(d.get(kw), dict):
                     names.extend(d[kw])
