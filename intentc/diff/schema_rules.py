@@ -2,14 +2,17 @@
 
 Rule ids are part of the interface (CI annotations, acknowledgements and
 docs/schema-diff-rules.md refer to them), so an id is never reused for a
-different meaning; new rules get new ids.  The severity says what a change
-does to YAML documents that were valid under the base schema:
+different meaning; new rules get new ids.  The rule's severity is its
+*default*: what the change usually does to documents that were valid under
+the base schema.  Each finding then gets a verdict (`schema_verdict`):
+compatible when proved, breaking when a counter-example is found or a real
+document of the base becomes invalid, "maybe" otherwise.
 
 * ``ERR``  breaking: some valid documents become invalid, or their meaning
   changes silently (every ``default`` change: running workloads change
   without anyone editing an intent);
-* ``WARN`` maybe-breaking: cannot be decided from the schemas alone
-  (a changed regular expression, a changed ``$ref`` target);
+* ``WARN`` maybe-breaking: not decided (a changed regular expression for
+  which no counter-example was found), or a planned removal;
 * ``INFO`` compatible: every valid document stays valid and means the same.
 """
 
