@@ -139,6 +139,7 @@ class Subject:
     base: Node
     head: Node
     name: str | None = None
+    outer: tuple[Node, Node] | None = None   # inside a combinator branch: the node holding the combinator
 
 
 @dataclass
@@ -149,6 +150,8 @@ class _Walk:
     found: dict[str, SchemaFinding] = field(default_factory=dict)
     subjects: dict[str, Subject] = field(default_factory=dict)
     node: tuple[Node, Node] | None = None
+    branch_of: tuple[Node, Node] | None = None     # the node whose combinator holds `node`, if any
+    next_branch_of: tuple[Node, Node] | None = None
 
     def emit(self, name: str, side: str, loc: Loc, old: Json, new: Json, message: str,
              check: Check, dpath: DataPath, guards: tuple[tuple[DataPath, str], ...],
@@ -159,7 +162,8 @@ class _Walk:
         key = candidate.fingerprint
         prior = self.found.get(key)
         if key not in self.subjects and (subject is not None or self.node is not None):
-            self.subjects[key] = subject if subject is not None else Subject(*self.node)  # type: ignore[misc]
+            self.subjects[key] = subject if subject is not None else \
+                Subject(*self.node, outer=self.branch_of)  # type: ignore[misc]
         if prior is None:
             self.found[key] = candidate
         elif use not in prior.uses:
@@ -169,12 +173,14 @@ class _Walk:
     def compare(self, braw: Json, hraw: Json, bloc: Loc, hloc: Loc, dpath: DataPath,
                 guards: tuple[tuple[DataPath, str], ...], stack: frozenset[tuple[Loc, Loc]]) -> None:
         b, h = effective(self.base, braw, bloc), effective(self.head, hraw, hloc)
+        branch_of, self.next_branch_of = self.next_branch_of, None
         if (b.loc, h.loc) in stack:
             return                                  # a recursive schema: already being compared
         stack = stack | {(b.loc, h.loc)}
         where = ".".join(dpath) or "(document)"
         env = (dpath, guards)
         outer, self.node = self.node, (b, h)
+        outer_branch, self.branch_of = self.branch_of, branch_of
         self._refs(b, h, hloc, where, env)
         self._type(b, h, where, env)
         self._values(b, h, where, env)
@@ -186,7 +192,7 @@ class _Walk:
         self._arrays(b, h, dpath, guards, stack)
         self._composition(b, h, where, dpath, guards, stack)
         self._other(b, h, where, env)
-        self.node = outer
+        self.node, self.branch_of = outer, outer_branch
 
     # -- helpers ------------------------------------------------------------
     def _kw_loc(self, node: Node, kw: str) -> Loc:
@@ -479,6 +485,7 @@ class _Walk:
             for i, j in pairs:
                 bl, hl = (lb[0], f"{lb[1]}/{i}"), (lh[0], f"{lh[1]}/{j}")
                 branch_guard = guards if kw == "allOf" else guards + ((dpath, self.base.uri_of(bl)),)
+                self.next_branch_of = self.branch_of or self.node
                 self.compare(xb[i], xh[j], bl, hl, dpath, branch_guard, stack)
 
     def _other(self, b: Node, h: Node, where: str, env: tuple[DataPath, Any]) -> None:

@@ -153,7 +153,18 @@ class Settler:
                 return dataclasses.replace(f, level=Level.WARN, reason=STILL_ACCEPTED)
             return dataclasses.replace(f, level=Level.INFO, reason=PROVED)
         extra = (b,) + tuple(x for x in (f.check.head, f.check.base) if isinstance(x, dict) and "$ref" not in x)
-        found, example = witness(whole, h, _explains(f), extra, sample=self.sample)
+        explains = _explains(f)
+        if subject.outer is not None:
+            # inside a combinator branch: the value must break the node holding the combinator,
+            # not only the branch (another anyOf branch may still accept it)
+            ob = inline(self.base, self.base.node(subject.outer[0].loc), subject.outer[0].loc)
+            oh = inline(self.head, self.head.node(subject.outer[1].loc), subject.outer[1].loc)
+            own = explains
+            extra += (ob,)
+
+            def explains(v: Json) -> bool:
+                return own(v) and valid(ob, v) and not valid(oh, v)
+        found, example = witness(whole, h, explains, extra, sample=self.sample)
         if found:
             return dataclasses.replace(f, level=Level.ERR, example=(example,),
                                        reason=COUNTER_EXAMPLE)
