@@ -106,3 +106,26 @@ def test_sarif_output(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     rules = {r["id"] for r in run["tool"]["driver"]["rules"]}
     assert "SD403" in rules
     assert render(_report(repo), "sarif", Level.ERR).startswith("{")
+
+
+def test_output_is_byte_identical_across_processes(tmp_path: Path) -> None:
+    """Sampling is derandomized: two fresh processes with different hash seeds print the same bytes."""
+    import os
+    import subprocess
+    import sys
+
+    r = git.Repo.init(tmp_path / "repo")
+    common = _tree("schemas")["schemas/common.schema.json"]
+    commit(r, {**_tree("schemas"), **_tree("intents")}, "base")
+    schema = json.loads(common)
+    schema["$defs"]["ref"]["pattern"] = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    commit(r, {"schemas/common.schema.json": json.dumps(schema, indent=2)}, "head")
+    outputs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        res = subprocess.run([sys.executable, "-m", "intentc", "schema-diff", "--base", "HEAD~1", "--head", "HEAD"],
+                             cwd=r.working_tree_dir, env=env, capture_output=True, check=False)
+        assert res.returncode == 1, res.stderr
+        outputs.append(res.stdout)
+    assert outputs[0] == outputs[1]
+    assert b"counter-example:" in outputs[0]

@@ -467,6 +467,11 @@ class _Walk:
                 lb, lh = self._kw_loc(b, "prefixItems"), self._kw_loc(h, "prefixItems")
                 self.compare(xb[i] if i < len(xb) else True, xh[i] if i < len(xh) else True,
                              (lb[0], f"{lb[1]}/{i}"), (lh[0], f"{lh[1]}/{i}"), dpath + (str(i),), guards, stack)
+        elif isinstance(xb, list) or isinstance(xh, list):
+            loc = self._kw_loc(h, "prefixItems") if isinstance(xh, list) else (h.loc[0], h.loc[1] + "/prefixItems")
+            self.emit("keyword-changed", "head", loc, xb, xh,
+                      f"{'.'.join(dpath) or '(document)'}: prefixItems {_show(xb)} -> {_show(xh)}",
+                      self._node_check(b, h), dpath, guards)
 
     def _composition(self, b: Node, h: Node, where: str, dpath: DataPath,
                      guards: tuple[tuple[DataPath, str], ...], stack: frozenset[tuple[Loc, Loc]]) -> None:
