@@ -129,7 +129,14 @@ def _implies(a_raw: Json, b_raw: Json, depth: int) -> bool:
         a = rest
     if isinstance(b.get("anyOf"), list):
         rest = {k: v for k, v in b.items() if k != "anyOf"}
-        return _implies(a, rest, depth + 1) and any(_implies(a, s, depth + 1) for s in b["anyOf"])
+        if not _implies(a, rest, depth + 1):
+            return False
+        if any(_implies(a, s, depth + 1) for s in b["anyOf"]):
+            return True
+        kinds = sorted(raw_types(a) - ({"integer"} if "number" in raw_types(a) else set()))
+        # the base split by JSON type: each part may fit a different branch
+        return len(kinds) > 1 and all(any(_implies({**a, "type": t}, s, depth + 1) for s in b["anyOf"])
+                                      for t in kinds)
     if isinstance(b.get("oneOf"), list):
         rest = {k: v for k, v in b.items() if k != "oneOf"}
         if not _implies(a, rest, depth + 1):
@@ -201,8 +208,18 @@ def _disjoint(a: dict[str, Any], s: Json) -> bool:
     values = finite_values(a)
     if values is not None:
         return not any(valid(a, v) and valid(d, v) for v in values)
+    values = finite_values(d)
+    if values is not None:
+        return not any(valid(a, v) and valid(d, v) for v in values)
     ta, td = _types(a), _types(d)
-    return not (ta & td)
+    if not ta & td:
+        return True
+    if ta & td == {"object"}:
+        # a discriminator: a property both require, with values no one value satisfies
+        both = set(lst(a, "required")) & set(lst(d, "required"))
+        return any(_disjoint(_dict(mp(a, "properties").get(n, True)) or {},
+                             mp(d, "properties").get(n, True)) for n in sorted(both) if isinstance(n, str))
+    return False
 
 
 def _excludes(a: dict[str, Any], n: Json, depth: int) -> bool:

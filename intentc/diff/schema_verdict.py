@@ -118,11 +118,91 @@ def _explains(f: SchemaFinding) -> Callable[[Json], bool]:
     return lambda v: True
 
 
+Concrete = tuple[str | int, ...]
+
+
+class _Context:
+    """One side's whole document schemas: does a value, placed at its instance location
+    in an otherwise empty document, fail there?  Errors above that location (a missing
+    sibling of an ancestor) are not the value's and are ignored; errors at or below it
+    include the constraints ancestors put on that location (a parent's `allOf`)."""
+
+    def __init__(self, schemas: SchemaSet) -> None:
+        from referencing import Registry, Resource
+        from referencing.jsonschema import DRAFT202012
+
+        self.schemas = schemas
+        self.registry: Any = Registry().with_resources(
+            (schemas.uris[p], Resource.from_contents(doc, default_specification=DRAFT202012))
+            for p, doc in schemas.docs.items() if isinstance(doc, (dict, bool)))
+        self.validators: dict[str, Any] = {}
+
+    def errors(self, root: str, doc: Json) -> set[tuple[Concrete, str]] | None:
+        """(instance location, keyword) of each error; None when the root is not on this
+        side or cannot be evaluated."""
+        from jsonschema import Draft202012Validator
+        if root not in self.schemas.docs:
+            return None
+        v = self.validators.get(root)
+        if v is None:
+            v = self.validators[root] = Draft202012Validator({"$ref": self.schemas.uri_of((root, ""))},
+                                                             registry=self.registry)
+        try:
+            return {(tuple(e.absolute_path), str(e.validator)) for e in v.iter_errors(doc)}
+        except Exception:            # an unresolvable reference or a bad pattern
+            return None
+
+
+def _below(errors: set[tuple[Concrete, str]], path: Concrete) -> bool:
+    return any(p[:len(path)] == path for p, _ in errors)
+
+
+def _placements(value: Json, pattern: tuple[str, ...], keys: tuple[str, ...]) -> list[tuple[Json, Concrete]]:
+    """`value` wrapped into documents that hold it at `pattern` ("*": an array item, first
+    or later, or a map entry under each of `keys`)."""
+    out: list[tuple[Json, Concrete]] = [(value, ())]
+    for tok in reversed(pattern):
+        nxt: list[tuple[Json, Concrete]] = []
+        for doc, path in out:
+            if tok == "*":
+                nxt += [([doc], (0,) + path), ([None, None, None, doc], (3,) + path)]
+                nxt += [({k: doc}, (k,) + path) for k in keys]
+            elif tok.isdigit() and int(tok) < 8:
+                nxt += [([None] * int(tok) + [doc], (int(tok),) + path), ({tok: doc}, (tok,) + path)]
+            else:
+                nxt.append(({tok: doc}, (tok,) + path))
+        out = nxt[:16]
+    return out
+
+
+def _pattern_names(schemas: SchemaSet) -> tuple[str, ...]:
+    """A property name matching each `patternProperties` pattern of the schemas."""
+    from intentc.diff.schema_witness import name_for
+    found: set[str] = set()
+
+    def walk(node: Json) -> None:
+        if isinstance(node, dict):
+            for p in mp(node, "patternProperties"):
+                name = name_for(p)
+                if name is not None:
+                    found.add(name)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    for doc in schemas.docs.values():
+        walk(doc)
+    return ("zz-key",) + tuple(sorted(found))[:4]
+
+
 class Settler:
     """Verdicts for the findings of one comparison, with fragments and proofs cached per subject."""
 
     def __init__(self, base: SchemaSet, head: SchemaSet, sample: bool = True) -> None:
         self.base, self.head, self.sample = base, head, sample
+        self.contexts = (_Context(base), _Context(head))
+        self.keys: tuple[str, ...] | None = None
         self.fragments: dict[tuple[Loc, Loc, str | None], tuple[Json, Json, Json, bool]] = {}
 
     def _fragments(self, s: Subject) -> tuple[Json, Json, Json, bool]:
@@ -140,6 +220,34 @@ class Settler:
                 whole = inline(self.base, self.base.node(s.base.loc), s.base.loc)
             hit = self.fragments[key] = (whole, b, h, implies(b, h))
         return hit
+
+    def _in_context(self, f: SchemaFinding, explains: Callable[[Json], bool]) -> Callable[[Json], bool]:
+        """A counter-example must also break a document: placed at its instance location,
+        no error there under the whole base schema (ancestors' constraints included), and
+        an error the base did not have under the head, at the location or its container."""
+        if not f.uses:
+            return explains
+        use = f.uses[0]
+        absent = f.check.kind is CheckKind.ABSENT
+        pattern = use.data_path[:-1] if absent else use.data_path
+        base_ctx, head_ctx = self.contexts
+        if self.keys is None:
+            self.keys = _pattern_names(self.base)
+        keys = self.keys
+
+        def holds(v: Json) -> bool:
+            if not explains(v):
+                return False
+            for doc, path in _placements(v, pattern, keys):
+                before, after = base_ctx.errors(use.root, doc), head_ctx.errors(use.root, doc)
+                if before is None or after is None:
+                    return True
+                # `items: false`, `additionalProperties: false` and the like report at the container
+                where = path[:-1] if path and not absent else path
+                if not _below(before, path) and _below(after - before, where):
+                    return True
+            return False
+        return holds
 
     def settle(self, f: SchemaFinding, subject: Subject | None) -> SchemaFinding:
         static = f.rule.level
@@ -164,7 +272,7 @@ class Settler:
 
             def explains(v: Json) -> bool:
                 return own(v) and valid(ob, v) and not valid(oh, v)
-        found, example = witness(whole, h, explains, extra, sample=self.sample)
+        found, example = witness(whole, h, self._in_context(f, explains), extra, sample=self.sample)
         if found:
             return dataclasses.replace(f, level=Level.ERR, example=(example,),
                                        reason=COUNTER_EXAMPLE)

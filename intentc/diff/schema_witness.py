@@ -90,7 +90,7 @@ def _value_for(schemas: list[Json], depth: int) -> list[Json]:
 
 
 @lru_cache(maxsize=512)
-def _name_for(pattern: str) -> str | None:
+def name_for(pattern: str) -> str | None:
     """The simplest string matching `pattern` (a property name `patternProperties` governs)."""
     from hypothesis import find, settings
     from hypothesis import strategies as st
@@ -109,7 +109,7 @@ def _names(schemas: list[Json]) -> list[str]:
     for s in schemas:
         for d in _subschemas(s):
             for pattern in mp(d, "patternProperties"):
-                name = _name_for(pattern)
+                name = name_for(pattern)
                 if name is not None:
                     names.append(name)
             for kw in ("properties", "dependentRequired", "dependentSchemas"):
