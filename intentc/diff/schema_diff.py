@@ -88,6 +88,7 @@ class SchemaFinding:
     uses: tuple[Use, ...] = ()
     level: Level | None = None       # the verdict; None until settled (then the rule's own level applies)
     example: tuple[Json, ...] = ()   # a counter-example: a value the base accepts and the head rejects
+    example_at: DataPath = ()        # ... at this instance location
     reason: str = ""                 # how the verdict was reached (proved / counter-example / not decided)
 
     @property
@@ -132,6 +133,19 @@ def _subset(a: frozenset[str] | None, b: frozenset[str] | None) -> bool:
 
 
 @dataclass(frozen=True)
+class Lift:
+    """The outermost node holding a combinator a finding is inside of.  A change inside
+    an `anyOf`/`oneOf` branch breaks a document only if the whole combinator rejects it
+    (another branch may accept it; a loosened `oneOf` branch may now overlap another),
+    so such findings are settled on this node, with the finding at `data_path`'s end."""
+
+    base: Node
+    head: Node
+    data_path: DataPath
+    exclusive: bool          # a `oneOf` on the way: loosening a branch can break documents
+
+
+@dataclass(frozen=True)
 class Subject:
     """What a finding's verdict is decided on: the two schema nodes it was found at
     or, for a property added or removed, each side's schema for that property name."""
@@ -139,7 +153,7 @@ class Subject:
     base: Node
     head: Node
     name: str | None = None
-    outer: tuple[Node, Node] | None = None   # inside a combinator branch: the node holding the combinator
+    lift: Lift | None = None                 # inside a combinator branch: where the verdict is decided
 
 
 @dataclass
@@ -150,8 +164,8 @@ class _Walk:
     found: dict[str, SchemaFinding] = field(default_factory=dict)
     subjects: dict[str, Subject] = field(default_factory=dict)
     node: tuple[Node, Node] | None = None
-    branch_of: tuple[Node, Node] | None = None     # the node whose combinator holds `node`, if any
-    next_branch_of: tuple[Node, Node] | None = None
+    lift: Lift | None = None          # the combinator holder the current node is inside of
+    next_lift: Lift | None = None     # set by `_composition` for the branch it compares next
 
     def emit(self, name: str, side: str, loc: Loc, old: Json, new: Json, message: str,
              check: Check, dpath: DataPath, guards: tuple[tuple[DataPath, str], ...],
@@ -163,7 +177,7 @@ class _Walk:
         prior = self.found.get(key)
         if key not in self.subjects and (subject is not None or self.node is not None):
             self.subjects[key] = subject if subject is not None else \
-                Subject(*self.node, outer=self.branch_of)  # type: ignore[misc]
+                Subject(*self.node, lift=self.lift)  # type: ignore[misc]
         if prior is None:
             self.found[key] = candidate
         elif use not in prior.uses:
@@ -173,14 +187,14 @@ class _Walk:
     def compare(self, braw: Json, hraw: Json, bloc: Loc, hloc: Loc, dpath: DataPath,
                 guards: tuple[tuple[DataPath, str], ...], stack: frozenset[tuple[Loc, Loc]]) -> None:
         b, h = effective(self.base, braw, bloc), effective(self.head, hraw, hloc)
-        branch_of, self.next_branch_of = self.next_branch_of, None
+        lift, self.next_lift = self.next_lift or self.lift, None
         if (b.loc, h.loc) in stack:
             return                                  # a recursive schema: already being compared
         stack = stack | {(b.loc, h.loc)}
         where = ".".join(dpath) or "(document)"
         env = (dpath, guards)
         outer, self.node = self.node, (b, h)
-        outer_branch, self.branch_of = self.branch_of, branch_of
+        outer_lift, self.lift = self.lift, lift
         self._refs(b, h, hloc, where, env)
         self._type(b, h, where, env)
         self._values(b, h, where, env)
@@ -192,7 +206,7 @@ class _Walk:
         self._arrays(b, h, dpath, guards, stack)
         self._composition(b, h, where, dpath, guards, stack)
         self._other(b, h, where, env)
-        self.node, self.branch_of = outer, outer_branch
+        self.node, self.lift = outer, outer_lift
 
     # -- helpers ------------------------------------------------------------
     def _kw_loc(self, node: Node, kw: str) -> Loc:
@@ -393,14 +407,14 @@ class _Walk:
                 deprecated = bool(effective(self.base, pb[name], ploc_b).keywords.get("deprecated"))
                 self.emit("deprecated-property-removed" if deprecated else "property-removed", "base", ploc_b,
                           name, None, f"{cwhere}: property removed" + (" (it was deprecated)" if deprecated else ""),
-                          Check(CheckKind.PRESENT), child, guards, Subject(b, h, name))
+                          Check(CheckKind.PRESENT), child, guards, Subject(b, h, name, self.lift))
             elif name in ph and name not in pb:
                 if newly_required:
                     self.emit("required-property-added", "head", ploc_h, None, name,
                               f"{cwhere}: new required property", Check(CheckKind.ABSENT), child, guards)
                 else:
                     self.emit("property-added", "head", ploc_h, None, name, f"{cwhere}: new optional property",
-                              Check(CheckKind.PRESENT), child, guards, Subject(b, h, name))
+                              Check(CheckKind.PRESENT), child, guards, Subject(b, h, name, self.lift))
             elif newly_required and name not in pb:
                 self.emit("required-property-added", "head", self._kw_loc(h, "required"), None, name,
                           f"{cwhere}: new required property", Check(CheckKind.ABSENT), child, guards)
@@ -490,7 +504,9 @@ class _Walk:
             for i, j in pairs:
                 bl, hl = (lb[0], f"{lb[1]}/{i}"), (lh[0], f"{lh[1]}/{j}")
                 branch_guard = guards if kw == "allOf" else guards + ((dpath, self.base.uri_of(bl)),)
-                self.next_branch_of = self.branch_of or self.node
+                holder = self.lift or Lift(b, h, dpath, False)
+                self.next_lift = Lift(holder.base, holder.head, holder.data_path,
+                                      holder.exclusive or kw == "oneOf")
                 self.compare(xb[i], xh[j], bl, hl, dpath, branch_guard, stack)
 
     def _other(self, b: Node, h: Node, where: str, env: tuple[DataPath, Any]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from intentc.diff.schema_diff import CheckKind
 from intentc.diff.schema_refs import canonical_json
 from intentc.diff.schema_impact import Affected
 from intentc.diff.schema_report import Entry, SchemaReport
@@ -36,10 +35,7 @@ def _example(e: Entry) -> str | None:
     f = e.finding
     if not f.example:
         return None
-    path = f.uses[0].data_path if f.uses else ()
-    if f.check.kind is CheckKind.ABSENT:
-        path = path[:-1]                 # a missing property: the example is the object that lacks it
-    at = ".".join(path) or "(document)"
+    at = ".".join(f.example_at) or "(document)"
     return f"{at} = {canonical_json(f.example[0])} is valid in the base schema and invalid in the head"
 
 

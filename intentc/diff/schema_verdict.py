@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from intentc.diff.schema_diff import CheckKind, SchemaFinding, Subject
+from intentc.diff.schema_diff import CheckKind, DataPath, Lift, SchemaFinding, Subject
 from intentc.diff.schema_inline import DROPPED, inline
 from intentc.diff.schema_prove import implies, mp, valid
 from intentc.diff.schema_refs import Json, Loc, Node, SchemaSet, escape
@@ -221,15 +221,15 @@ class Settler:
             hit = self.fragments[key] = (whole, b, h, implies(b, h))
         return hit
 
-    def _in_context(self, f: SchemaFinding, explains: Callable[[Json], bool]) -> Callable[[Json], bool]:
-        """A counter-example must also break a document: placed at its instance location,
-        no error there under the whole base schema (ancestors' constraints included), and
-        an error the base did not have under the head, at the location or its container."""
+    def _in_context(self, f: SchemaFinding, explains: Callable[[Json], bool],
+                    pattern: DataPath) -> Callable[[Json], bool]:
+        """A counter-example must also break a document: placed at its instance location
+        `pattern`, no error there under the whole base schema (ancestors' constraints
+        included), and an error the base did not have under the head, at the location or
+        its container (`items: false`, `additionalProperties: false` report there)."""
         if not f.uses:
             return explains
-        use = f.uses[0]
-        absent = f.check.kind is CheckKind.ABSENT
-        pattern = use.data_path[:-1] if absent else use.data_path
+        root = f.uses[0].root
         base_ctx, head_ctx = self.contexts
         if self.keys is None:
             self.keys = _pattern_names(self.base)
@@ -239,42 +239,75 @@ class Settler:
             if not explains(v):
                 return False
             for doc, path in _placements(v, pattern, keys):
-                before, after = base_ctx.errors(use.root, doc), head_ctx.errors(use.root, doc)
+                before, after = base_ctx.errors(root, doc), head_ctx.errors(root, doc)
                 if before is None or after is None:
                     return True
-                # `items: false`, `additionalProperties: false` and the like report at the container
-                where = path[:-1] if path and not absent else path
-                if not _below(before, path) and _below(after - before, where):
+                if not _below(before, path) and _below(after - before, path[:-1] if path else path):
                     return True
             return False
         return holds
+
+    def _whole(self, lift: Lift) -> tuple[Json, Json]:
+        key = (lift.base.loc, lift.head.loc, "\x00lift")
+        hit = self.fragments.get(key)
+        if hit is None:
+            b = inline(self.base, self.base.node(lift.base.loc), lift.base.loc)
+            h = inline(self.head, self.head.node(lift.head.loc), lift.head.loc)
+            hit = self.fragments[key] = (b, b, h, implies(b, h))
+        return hit[1], hit[2]
 
     def settle(self, f: SchemaFinding, subject: Subject | None) -> SchemaFinding:
         static = f.rule.level
         if subject is None or f.rule.name in KEEP:
             return dataclasses.replace(f, level=static)
-        if static is Level.INFO and f.rule.name != "property-added":
+        lift = subject.lift
+        exclusive = lift is not None and lift.exclusive
+        loosening = static is Level.INFO and f.rule.name != "property-added"
+        if loosening and not exclusive:
             return dataclasses.replace(f, level=Level.INFO, reason=LOOSENS)
         whole, b, h, proved = self._fragments(subject)
+        if lift is not None and exclusive:
+            proved = implies(*self._whole(lift))      # a loosened oneOf branch may overlap another
         if proved:
             if f.rule.name in REMOVALS:
                 return dataclasses.replace(f, level=Level.WARN, reason=STILL_ACCEPTED)
             return dataclasses.replace(f, level=Level.INFO, reason=PROVED)
         extra = (b,) + tuple(x for x in (f.check.head, f.check.base) if isinstance(x, dict) and "$ref" not in x)
-        explains = _explains(f)
-        if subject.outer is not None:
-            # inside a combinator branch: the value must break the node holding the combinator,
-            # not only the branch (another anyOf branch may still accept it)
-            ob = inline(self.base, self.base.node(subject.outer[0].loc), subject.outer[0].loc)
-            oh = inline(self.head, self.head.node(subject.outer[1].loc), subject.outer[1].loc)
-            own = explains
-            extra += (ob,)
+        explains = (lambda v: True) if loosening else _explains(f)
+        at = f.uses[0].data_path if f.uses else ()
+        if f.check.kind is CheckKind.ABSENT:
+            at = at[:-1]                       # a missing property: the example is the object lacking it
+        if lift is None:
+            found, example = witness(whole, h, self._in_context(f, explains, at), extra, sample=self.sample)
+        else:
+            # inside a combinator: the example is the value of the node holding it, and the
+            # part of it at the finding's location is what the finding's keyword rejects
+            lb, lh = self._whole(lift)
+            rel = at[len(lift.data_path):]
 
-            def explains(v: Json) -> bool:
-                return own(v) and valid(ob, v) and not valid(oh, v)
-        found, example = witness(whole, h, self._in_context(f, explains), extra, sample=self.sample)
+            def lifted(v: Json) -> bool:
+                return any(explains(part) for part in _parts(v, rel))
+            found, example = witness(lb, lh, self._in_context(f, lifted, lift.data_path), extra + (whole, h),
+                                     sample=self.sample)
+            at = lift.data_path
         if found:
-            return dataclasses.replace(f, level=Level.ERR, example=(example,),
+            return dataclasses.replace(f, level=Level.ERR, example=(example,), example_at=at,
                                        reason=COUNTER_EXAMPLE)
         level = Level.INFO if static is Level.INFO else Level.WARN
         return dataclasses.replace(f, level=level, reason=MAYBE + (f" or {SAMPLES} samples" if self.sample else ""))
+
+
+def _parts(v: Json, rel: DataPath) -> list[Json]:
+    """The values inside `v` at the relative instance location `rel` ("*": every item / entry)."""
+    out = [v]
+    for tok in rel:
+        nxt: list[Json] = []
+        for x in out:
+            if tok == "*":
+                nxt += list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, list) else []
+            elif isinstance(x, dict) and tok in x:
+                nxt.append(x[tok])
+            elif isinstance(x, list) and tok.isdigit() and int(tok) < len(x):
+                nxt.append(x[int(tok)])
+        out = nxt
+    return out

@@ -52,7 +52,7 @@ def _subschemas(s: Json) -> Iterator[dict[str, Any]]:
 
 
 def _scalars(schemas: list[Json]) -> list[Json]:
-    out: list[Json] = [None, True, False, 0, 1, -1, 0.5, -0.5, 2, 10, "", "a", "ab", "A", "0"]
+    out: list[Json] = []
     for s in schemas:
         for d in _subschemas(s):
             if "const" in d:
@@ -77,7 +77,7 @@ def _scalars(schemas: list[Json]) -> list[Json]:
                             out.extend(["a" * int(n), "0" * int(n), "A" * int(n)])
             if isinstance(d.get("propertyNames"), dict):
                 out.extend(_scalars([d["propertyNames"]]))
-    return out
+    return out + [None, True, False, 0, 1, -1, 0.5, -0.5, 2, 10, "", "a", "ab", "A", "0"]
 
 
 def _value_for(schemas: list[Json], depth: int) -> list[Json]:
@@ -86,7 +86,7 @@ def _value_for(schemas: list[Json], depth: int) -> list[Json]:
         return [None]
     first = schemas[0] if schemas else True
     pool = [v for v in _candidates(schemas, depth + 1) if valid(first, v)]
-    return pool[:3] if pool else [None]
+    return pool[:5] if pool else [None]
 
 
 @lru_cache(maxsize=512)
@@ -135,7 +135,8 @@ def _prop_schema(schemas: list[Json], name: str) -> list[Json]:
 
 def _candidates(schemas: list[Json], depth: int = 0) -> list[Json]:
     out = _scalars(schemas)
-    items_from = [d.get("items") for s in schemas for d in _subschemas(s) if d.get("items") not in (None, True)]
+    items_from = [d.get(kw) for s in schemas for d in _subschemas(s) for kw in ("contains", "items")
+                  if d.get(kw) not in (None, True)]
     items_from += [p[0] for s in schemas for d in _subschemas(s)
                    if isinstance(p := d.get("prefixItems"), list) and p]
     elems = _value_for(items_from or [True], depth) + [0, "a", None]
@@ -271,8 +272,8 @@ def _sample(base: Json, found: Predicate) -> tuple[bool, Json]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            strategy = _strategy(base).filter(lambda v: valid(base, v))
-            return True, find(strategy, found, settings=config)
+            # no filter: every draw counts as one of the SAMPLES examples, which bounds the time
+            return True, find(_strategy(base), found, settings=config)
     except Exception:          # no example (NoSuchExample), unsatisfiable, an unsupported schema
         return False, None
 
