@@ -358,3 +358,23 @@ def test_golden_outputs(tmp_path: Path) -> None:
     golden = Path(__file__).parent / "golden" / "diff"
     for fmt, suffix in (("text", "txt"), ("markdown", "md"), ("json", "json"), ("github", "github")):
         assert_golden(golden / f"schema_diff.{suffix}", render(report, fmt, Level.ERR))
+
+
+def test_a_maybe_that_breaks_a_real_document_is_err(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No boundary value or sample finds the one string the head now excludes, so the
+    change alone is "maybe" (WARN); a base document uses that string, so it is ERR and
+    fails CI, with the document's line."""
+    base = {"properties": {"a": {"type": "string", "pattern": "^[a-z]{8}$"}}}
+    head = {"properties": {"a": {"type": "string", "pattern": "^(?!zqxjkvbw)[a-z]{8}$"}}}
+    repo = make_repo(tmp_path, base, head, {"a": "abcdefgh"})
+    (entry,) = report_between(repo).entries
+    assert entry.finding.severity is Level.WARN and entry.level is Level.WARN   # nothing breaks: maybe
+    repo2 = make_repo(tmp_path / "two", base, head, {"a": "zqxjkvbw"})
+    (entry2,) = report_between(repo2).entries
+    assert entry2.finding.severity is Level.WARN and entry2.level is Level.ERR
+    assert [(a.file, a.line, a.breaks) for a in entry2.affected] == [("intents/doc.yaml", 5, True)]
+    monkeypatch.chdir(repo2.working_tree_dir or ".")
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD"])
+    assert res.exit_code == 1
+    assert "ERR SD502 pattern-changed" in res.output and "intents/doc.yaml:5:" in res.output
+    assert "now invalid" in res.output and "makes documents of the base invalid" in res.output
