@@ -55,7 +55,8 @@ def _now_invalid(e: Entry, a: Affected) -> bool:
 
 
 def _doc_line(e: Entry, a: Affected) -> str:
-    return f"{a.file}:{a.line}:{a.column}: {a.kind} {a.name} ({a.at})" + (" - now invalid" if _now_invalid(e, a) else "")
+    mark = " - now invalid" if _now_invalid(e, a) else ""
+    return f"{a.file}:{a.line}:{a.column}: {a.kind} {a.name} ({a.at}){mark}"
 
 
 def format_text(report: SchemaReport, threshold: Level) -> str:
@@ -182,7 +183,8 @@ def format_github(report: SchemaReport, threshold: Level) -> str:
         if example:
             msg += f"\ncounter-example: {example}"
         for a in e.affected[:SHOWN_DOCUMENTS]:
-            msg += f"\n{a.file}:{a.line}:{a.column} {a.kind} {a.name} ({a.at})" + (" now invalid" if _now_invalid(e, a) else "")
+            mark = " now invalid" if _now_invalid(e, a) else ""
+            msg += f"\n{a.file}:{a.line}:{a.column} {a.kind} {a.name} ({a.at}){mark}"
         loc = f"file={_gh(f.schema, True)},line={e.line},col={e.column}," if f.side == "head" else ""
         out.append(f"::{kind} {loc}title={_gh(f.rule.id + ' ' + f.rule.name, True)}::{_gh(msg)}")
     return "\n".join(out) + ("\n" if out else "")

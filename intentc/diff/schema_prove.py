@@ -216,10 +216,14 @@ def _disjoint(a: dict[str, Any], s: Json) -> bool:
         return True
     if ta & td == {"object"}:
         # a discriminator: a property both require, with values no one value satisfies
-        both = set(lst(a, "required")) & set(lst(d, "required"))
+        both = _names(lst(a, "required")) & _names(lst(d, "required"))
         return any(_disjoint(_dict(mp(a, "properties").get(n, True)) or {},
-                             mp(d, "properties").get(n, True)) for n in sorted(both) if isinstance(n, str))
+                             mp(d, "properties").get(n, True)) for n in sorted(both))
     return False
+
+
+def _names(values: list[Any]) -> set[str]:
+    return {x for x in values if isinstance(x, str)}
 
 
 def _excludes(a: dict[str, Any], n: Json, depth: int) -> bool:
@@ -445,8 +449,7 @@ def _all_of(schemas: Iterable[Json]) -> Json:
 def _objects(a: dict[str, Any], b: dict[str, Any], depth: int) -> bool:
     if _empty(a, "object"):
         return True
-    req_a = set(x for x in a.get("required", []) if isinstance(x, str)) if isinstance(a.get("required"), list) else set()
-    req_b = set(x for x in b.get("required", []) if isinstance(x, str)) if isinstance(b.get("required"), list) else set()
+    req_a, req_b = _names(lst(a, "required")), _names(lst(b, "required"))
     if not req_b <= req_a:
         return False
     props_a = mp(a, "properties")
