@@ -1,4 +1,4 @@
-"""Which YAML documents a schema finding actually affects, and where.
+"""Which base documents (YAML and DSL) a schema finding actually affects, and where.
 
 The base revision's documents are the ones a schema change can break (they
 were written against the base schemas).  Each finding carries the instance
