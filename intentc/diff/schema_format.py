@@ -11,6 +11,7 @@ from intentc.diff.schema_report import Entry, SchemaReport
 from intentc.diff.schema_rules import Level
 
 SHOWN_DOCUMENTS = 10     # per finding, in text and markdown; JSON lists all of them
+SHOWN_EXAMPLE = 200      # characters of a counter-example in text views; JSON has it whole
 
 
 def _value(v: object) -> str:
@@ -30,13 +31,20 @@ def _affects(e: Entry) -> str:
     return f"{verb} {n} document{'s' if n != 1 else ''} of the base revision"
 
 
-def _example(e: Entry) -> str | None:
-    """The counter-example, at the instance location it was found for."""
+def _counter_example(e: Entry) -> str | None:
+    """`location = value` of the counter-example, the value cut for text views."""
     f = e.finding
     if not f.example:
         return None
-    at = ".".join(f.example_at) or "(document)"
-    return f"{at} = {canonical_json(f.example[0])} is valid in the base schema and invalid in the head"
+    value = canonical_json(f.example[0])
+    if len(value) > SHOWN_EXAMPLE:
+        value = value[:SHOWN_EXAMPLE] + "\u2026 (in full in --format json)"
+    return f"{'.'.join(f.example_at) or '(document)'} = {value}"
+
+
+def _example(e: Entry) -> str | None:
+    ce = _counter_example(e)
+    return f"{ce} is valid in the base schema and invalid in the head" if ce else None
 
 
 def _verdict(e: Entry) -> str | None:
@@ -149,10 +157,9 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
             out.append(f"**{f.rule.id} {f.rule.name}** `{_md(f.pointer or '/')}` "
                        f"({_value(f.old)} \u2192 {_value(f.new)}): {_affects(e)}")
             out.append("")
-            example = _example(e)
-            if example:
-                out.append(f"- counter-example: `{_md(example.split(' is valid', 1)[0])}` is valid in the base "
-                           "schema and invalid in the head")
+            ce = _counter_example(e)
+            if ce:
+                out.append(f"- counter-example: `{_md(ce)}` is valid in the base schema and invalid in the head")
             for a in e.affected[:SHOWN_DOCUMENTS]:
                 out.append(f"- `{a.file}:{a.line}:{a.column}` {a.kind} `{a.name}` at `{a.at}`"
                            + (" (now invalid)" if _now_invalid(e, a) else ""))
