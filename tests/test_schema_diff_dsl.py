@@ -129,3 +129,9 @@ def test_output_is_byte_identical_across_processes(tmp_path: Path) -> None:
         outputs.append(res.stdout)
     assert outputs[0] == outputs[1]
     assert b"counter-example:" in outputs[0]
+    # the same in this (pytest) process, whatever modules it has loaded, and no .hypothesis/ left behind
+    import contextlib
+    with contextlib.chdir(r.working_tree_dir or "."):
+        res2 = CliRunner().invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD"])
+    assert res2.output.encode() == outputs[0]
+    assert not (Path(r.working_tree_dir or ".") / ".hypothesis").exists()

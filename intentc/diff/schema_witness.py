@@ -20,7 +20,10 @@ ERR that rests on a witness cannot be a false alarm.
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import warnings
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Callable, Iterator, TypeGuard
 
@@ -89,13 +92,44 @@ def _value_for(schemas: list[Json], depth: int) -> list[Json]:
     return pool[:5] if pool else [None]
 
 
+@contextmanager
+def _isolated() -> Iterator[None]:
+    """Hypothesis as a library call, not a test run: its files (charmap cache) go to
+    intentc's cache directory instead of a `.hypothesis/` in the user's repository, and
+    constants it would mine from whatever local modules happen to be imported (newer
+    Hypothesis releases do) are left out, so a counter-example depends on the schemas
+    alone - the same in the CLI, in a test process or in a daemon."""
+    from hypothesis import configuration
+    from hypothesis.internal.conjecture import providers
+
+    from intentc.frontend.batch import default_cache_dir
+
+    home = os.path.join(default_cache_dir() or os.path.join(tempfile.gettempdir(), "intentc"), "hypothesis")
+    previous_home = getattr(configuration, "__hypothesis_home_directory", None)
+    mine = getattr(providers, "_get_local_constants", None)
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    configuration.set_hypothesis_home_dir(home)
+    if mine is not None and hasattr(providers, "Constants"):
+        setattr(providers, "_get_local_constants", lambda: providers.Constants())
+    if isinstance(cache, dict):
+        cache.clear()
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous_home)
+        if mine is not None:
+            setattr(providers, "_get_local_constants", mine)
+        if isinstance(cache, dict):
+            cache.clear()
+
+
 @lru_cache(maxsize=512)
 def name_for(pattern: str) -> str | None:
     """The simplest string matching `pattern` (a property name `patternProperties` governs)."""
     from hypothesis import find, settings
     from hypothesis import strategies as st
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _isolated():
             warnings.simplefilter("ignore")
             found: str = find(st.from_regex(pattern), lambda _: True,
                               settings=settings(derandomize=True, database=None, max_examples=10))
@@ -270,7 +304,7 @@ def _sample(base: Json, found: Predicate) -> tuple[bool, Json]:
                       suppress_health_check=list(HealthCheck), phases=(Phase.generate, Phase.shrink),
                       report_multiple_bugs=False)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _isolated():
             warnings.simplefilter("ignore")
             # no filter: every draw counts as one of the SAMPLES examples, which bounds the time
             return True, find(_strategy(base), found, settings=config)
