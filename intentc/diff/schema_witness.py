@@ -99,10 +99,16 @@ def _isolated() -> Iterator[None]:
     constants it would mine from whatever local modules happen to be imported (newer
     Hypothesis releases do) are left out, so a counter-example depends on the schemas
     alone - the same in the CLI, in a test process or in a daemon."""
+    import importlib
+
     from hypothesis import configuration
-    from hypothesis.internal.conjecture import providers
 
     from intentc.frontend.batch import default_cache_dir
+
+    try:
+        providers: Any = importlib.import_module("hypothesis.internal.conjecture.providers")
+    except ImportError:          # older Hypothesis: no provider module, no local constants
+        providers = None
 
     home = os.path.join(default_cache_dir() or os.path.join(tempfile.gettempdir(), "intentc"), "hypothesis")
     previous_home = getattr(configuration, "__hypothesis_home_directory", None)
