@@ -244,8 +244,8 @@ def _strategy(s: Json, depth: int = 0) -> Any:
     if s is False:
         return st.nothing()
     d: dict[str, Any] = s if isinstance(s, dict) else {}
-    if depth > 5:
-        return st.none()
+    if depth > 4 or not {k for k in d if k not in ("not", "if", "then", "else")}:
+        return _any_value()          # unconstrained here: small values keep every draw cheap
     if "const" in d:
         return st.just(d["const"])
     if isinstance(d.get("enum"), list) and d["enum"]:
@@ -270,6 +270,16 @@ def _strategy(s: Json, depth: int = 0) -> Any:
     return st.one_of(parts) if parts else st.nothing()
 
 
+@lru_cache(maxsize=1)
+def _any_value() -> Any:
+    import hypothesis.strategies as st
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-20, 20), st.floats(-20, 20, allow_nan=False),
+                        st.text(max_size=6))
+    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                         st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+                        max_leaves=5)
+
+
 def _object_strategy(d: dict[str, Any], depth: int) -> Any:
     import hypothesis.strategies as st
 
@@ -281,7 +291,7 @@ def _object_strategy(d: dict[str, Any], depth: int) -> Any:
     fixed = st.fixed_dictionaries(required, optional=optional)
     if add is False:
         return fixed
-    names = _strategy(d["propertyNames"], depth + 1).filter(lambda n: isinstance(n, str)) \
+    names = _strategy({**d["propertyNames"], "type": "string"}, depth + 1) \
         if isinstance(d.get("propertyNames"), dict) else st.text(max_size=8)
     extra = st.dictionaries(names, _strategy(add, depth + 1), max_size=3)
     return st.tuples(fixed, extra).map(lambda t: {**t[1], **t[0]})
@@ -290,8 +300,8 @@ def _object_strategy(d: dict[str, Any], depth: int) -> Any:
 def _array_strategy(d: dict[str, Any], depth: int) -> Any:
     import hypothesis.strategies as st
 
-    lo = int(d["minItems"]) if _num(d.get("minItems")) else 0
-    hi = int(d["maxItems"]) if _num(d.get("maxItems")) else lo + 5
+    lo = min(int(d["minItems"]), 32) if _num(d.get("minItems")) else 0
+    hi = min(int(d["maxItems"]) if _num(d.get("maxItems")) else lo + 5, lo + 5)
     prefix = lst(d, "prefixItems")
     head = st.tuples(*[_strategy(p, depth + 1) for p in prefix]).map(list)
     rest = st.lists(_strategy(d.get("items", True), depth + 1), min_size=max(lo - len(prefix), 0),
@@ -300,21 +310,38 @@ def _array_strategy(d: dict[str, Any], depth: int) -> Any:
     return st.tuples(head, rest).map(lambda t: t[0] + t[1])
 
 
+# Base fragments for which no generated draw was valid (an unsatisfiable or, for the
+# generator, unreachable base): the same derandomized draws would come again, so a
+# later search on the same base is skipped.  Bounded, and an optimisation only.
+_BARREN: dict[str, bool] = {}
+
+
 def _sample(base: Json, found: Predicate) -> tuple[bool, Json]:
     """(True, value) for the first value hypothesis finds satisfying `found`, shrunk."""
-    if contains_marker(base):
+    key = canonical_json(base)
+    if contains_marker(base) or key in _BARREN:
         return False, None
     from hypothesis import HealthCheck, Phase, find, settings
 
     config = settings(max_examples=SAMPLES, derandomize=True, database=None, deadline=None,
                       suppress_health_check=list(HealthCheck), phases=(Phase.generate, Phase.shrink),
                       report_multiple_bugs=False)
+    fertile = False
+
+    def condition(v: Json) -> bool:
+        nonlocal fertile
+        if not valid(base, v):
+            return False
+        fertile = True
+        return found(v)
     try:
         with warnings.catch_warnings(), _isolated():
             warnings.simplefilter("ignore")
             # no filter: every draw counts as one of the SAMPLES examples, which bounds the time
-            return True, find(_strategy(base), found, settings=config)
+            return True, find(_strategy(base), condition, settings=config)
     except Exception:          # no example (NoSuchExample), unsatisfiable, an unsupported schema
+        if not fertile and len(_BARREN) < 4096:
+            _BARREN[key] = True
         return False, None
 
 
