@@ -48,10 +48,10 @@ def _example(e: Entry) -> str | None:
 
 
 def _verdict(e: Entry) -> str | None:
-    """Why the severity differs from the rule's default, when it does."""
+    """Why the severity differs from the rule's default, when it does; or that it is a "maybe"."""
     f = e.finding
     if e.level is f.rule.level:
-        return None
+        return f.reason if f.reason.startswith("maybe") else None     # say "maybe" when it is one
     if e.breaking_documents and f.severity is not Level.ERR:
         return f"{e.level.value}, not the rule's default {f.rule.level.value}: it makes documents of the base invalid"
     return f"{e.level.value}, not the rule's default {f.rule.level.value}: {f.reason}"
