@@ -24,7 +24,7 @@ from intentc.cli.app import (
 )
 from intentc.cli.common import BaseRevision, HeadRevision, Jobs, MergeBase, format_option
 from intentc.diagnostics import OutputFormat, has_errors
-from intentc.sources import SOURCE_SUFFIXES, decode
+from intentc.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
 
 # The diff machinery (GitPython, deepdiff, jsonschema, the renderer, the planner)
 # is imported inside the commands: every `intentc` invocation imports this
@@ -79,15 +79,15 @@ def _revisions(root: Path, base: str, head: str | None, merge_base: bool) -> tup
 
   intentc schema-diff --base origin/main --format github --fail-on WARN
 
-  intentc schema-diff --base origin/main -o sarif > schema-diff.sarif   # code scanning
+  intentc schema-diff --base origin/main -o sarif > schema-diff.sarif   # code scanning upload
 
   intentc schema-diff --base origin/main --ack-file .intentc-acks   # acknowledged findings do not fail
 """)
 def schema_diff(
     base: BaseRevision,
     head: HeadRevision = None,
-    paths: List[str] = typer.Argument(None, metavar="PATH", help="Where the YAML documents checked for breakage live "
-                                                 "(default: intents)."),
+    paths: List[str] = typer.Argument(None, metavar="PATH", help="Where the documents (YAML and DSL) checked "
+                                                                 "for breakage live (default: intents)."),
     schemas: str = typer.Option("schemas", "--schemas", metavar="DIR", help="Directory of the JSON Schemas."),
     format: SchemaDiffFormat = format_option(SchemaDiffFormat.TEXT),
     fail_on: FailOn = typer.Option(FailOn.ERR, "--fail-on", help="Exit 1 when a finding of this severity "
@@ -112,7 +112,7 @@ def schema_diff(
         doc_dirs = gitrepo.repo_relative(root, paths or ["intents"])
         base_schemas = gitrepo.read_tree(root, base_sha, schema_dirs, (".json",))
         head_schemas = gitrepo.read_tree(root, head_sha, schema_dirs, (".json",))
-        documents = gitrepo.read_tree(root, base_sha, doc_dirs, (".yaml", ".yml"))
+        documents = gitrepo.read_tree(root, base_sha, doc_dirs, (".yaml", ".yml") + DSL_SUFFIXES)
     except gitrepo.GitError as exc:
         usage_error(str(exc))
     acknowledged = set(ack)
