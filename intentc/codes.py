@@ -91,6 +91,14 @@ CODES: dict[str, str] = {
     "W0701": "node label value cannot be used",
     # revisions and diffs (intentc diff, intentc schema-diff)
     "E0801": "schema file is not valid JSON",
+    # sizing, failure fallback, tag policies, the Intent CRD (issue 15)
+    "E1001": "invalid parameter count",
+    "E1002": "kv_reuse must be in [0, 1]",
+    "E1003": "unknown throughput mode",
+    "E1004": "slack out of range",
+    "E1005": "retries out of range",
+    "E1006": "unknown fallback",
+    "E1007": "Job-only constraint on a serve action",
 }
 
 

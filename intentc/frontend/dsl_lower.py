@@ -19,6 +19,8 @@ from lark import Token, Transformer
 from intentc.diagnostics import Diagnostic, Related, Span, error
 from intentc.frontend import dsl_errors
 from intentc.ir import (
+    CONSTRAINT_KEYS,
+    SETTING_KEYS,
     Action,
     Batch,
     Constraints,
@@ -278,8 +280,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     def settings(self, c: list[Any]) -> ModelSettings:
         fields: dict[str, Any] = {}
         spans: dict[str, Span] = {}
-        self._take(self._unique(c[1:-1], "the settings"), ("batch", "seq_len", "kv_cache", "precision"),
-                   fields, spans)
+        self._take(self._unique(c[1:-1], "the settings"), SETTING_KEYS, fields, spans)
         return ModelSettings(span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
                              **fields)
 
@@ -291,6 +292,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
             return "batch", batch, span, kw
         if t == "SEQ_LEN":
             return "seq_len", self._int(v, "seq_len"), self._sp(v), kw
+        if t == "KV_REUSE":
+            return "kv_reuse", self._float(v, "kv_reuse"), self._sp(v), kw
         return t.lower(), self._text(v), self._sp(v), kw
 
     def batch(self, c: list[Any]) -> tuple[Batch | None, Span]:
@@ -331,15 +334,17 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         if t == "GPUS":
             gpus, span = v
             return "gpus", gpus, span, kw
-        if t == "TOLERANCE":
-            return "tolerance", self._float(v, "tolerance"), self._sp(v), kw
+        if t in ("TOLERANCE", "SLACK"):
+            return t.lower(), self._float(v, t.lower()), self._sp(v), kw
+        if t == "RETRIES":
+            return "retries", self._int(v, "retries"), self._sp(v), kw
         return t.lower(), self._text(v), self._sp(v), kw
 
     def _constraints(self, items: list[_Item]) -> Constraints:
         fields: dict[str, Any] = {}
         spans: dict[str, Span] = {}
         self._take(self._unique(items, "the constraints"),
-                   ("cpu", "memory", "gpus", "sla", "tolerance", "duration"), fields, spans)
+                   CONSTRAINT_KEYS, fields, spans)
         return Constraints(span=self._items_span(items), spans=FieldSpans.of(spans), **fields)
 
     def gpus(self, c: list[Any]) -> tuple[GpuRequest | None, Span]:

@@ -157,6 +157,14 @@ class _Layout:
             self.add(2, f"kv_cache: {word(s.kv_cache)}", sp.get("kv_cache", s.span))
         if s.precision is not None:
             self.add(2, f"precision: {word(s.precision)}", sp.get("precision", s.span))
+        if s.model_memory is not None:
+            self.add(2, f"model_memory: {word(s.model_memory)}", sp.get("model_memory", s.span))
+        if s.parameters is not None:
+            self.add(2, f"parameters: {word(s.parameters)}", sp.get("parameters", s.span))
+        if s.kv_reuse is not None:
+            self.add(2, f"kv_reuse: {number(s.kv_reuse)}", sp.get("kv_reuse", s.span))
+        if s.throughput_mode is not None:
+            self.add(2, f"throughput_mode: {word(s.throughput_mode)}", sp.get("throughput_mode", s.span))
 
 
 def _trigger(t: Trigger) -> str:
@@ -209,6 +217,12 @@ def _constraints(c: Constraints) -> str:
         items.append(f"tolerance {number(c.tolerance)}")
     if c.duration is not None:
         items.append(f"duration {word(c.duration)}")
+    if c.slack is not None:
+        items.append(f"slack {number(c.slack)}")
+    if c.retries is not None:
+        items.append(f"retries {number(c.retries)}")
+    if c.fallback is not None:
+        items.append(f"fallback {word(c.fallback)}")
     return ", ".join(items)
 
 

@@ -24,6 +24,8 @@ from intentc.frontend.schema import (
     to_span,
 )
 from intentc.ir import (
+    CONSTRAINT_KEYS,
+    SETTING_KEYS,
     Action,
     Batch,
     Constraints,
@@ -173,8 +175,10 @@ class _Lower:
             batch = Batch(auto=True, max=self.int_of(b, "max"))
         return ModelSettings(
             batch=batch, seq_len=self.int_of(m, "seq_len"), kv_cache=self.str_of(m, "kv_cache"),
-            precision=self.str_of(m, "precision"), span=self.span(m.at),
-            spans=self.spans(m, {k: k for k in ("batch", "seq_len", "kv_cache", "precision")}))
+            precision=self.str_of(m, "precision"), model_memory=self.quantity(m, "model_memory"),
+            parameters=self.quantity(m, "parameters"), kv_reuse=self.float_of(m, "kv_reuse"),
+            throughput_mode=self.str_of(m, "throughput_mode"), span=self.span(m.at),
+            spans=self.spans(m, {k: k for k in SETTING_KEYS}))
 
     def action(self, spec: YMap) -> Action:
         a = self.map_of(spec, "action")
@@ -211,8 +215,9 @@ class _Lower:
         return Constraints(
             cpu=self.quantity(c, "cpu"), memory=self.quantity(c, "memory"), gpus=gpus,
             sla=self.str_of(c, "sla"), tolerance=self.float_of(c, "tolerance"),
-            duration=self.str_of(c, "duration"), span=self.span(c.at),
-            spans=self.spans(c, {k: k for k in ("cpu", "memory", "sla", "tolerance", "duration", "gpus")}))
+            duration=self.str_of(c, "duration"), slack=self.float_of(c, "slack"),
+            retries=self.int_of(c, "retries"), fallback=self.str_of(c, "fallback"), span=self.span(c.at),
+            spans=self.spans(c, {k: k for k in CONSTRAINT_KEYS}))
 
     def intent(self, doc: YMap, name: str, name_span: Span) -> Intent:
         spec = self.map_of(doc, "spec")
