@@ -134,7 +134,7 @@ def test_gpu_binding_on_one_nvlink_node() -> None:
     assert ann["intentc.dev/interconnect"] == "nvlink"
     env = env_of(job)
     assert env["NCCL_P2P_LEVEL"] == "NVL"
-    assert env["INTENTC_BATCH"] == "auto:256" and env["INTENTC_KV_CACHE"] == "retain"
+    assert env["INTENTC_BATCH"] == "256" and env["INTENTC_KV_CACHE"] == "retain"   # the plan's sizing
     assert "NCCL_IB_HCA" not in env
 
 

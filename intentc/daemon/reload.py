@@ -375,8 +375,10 @@ class Reloader:
                     todo.append((intent, placement, wave))
                 else:
                     renders[intent.name] = hit
+        batch_of = {b.intent: b for b in plan.batches}
         for intent, placement, wave in todo:
-            made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit)
+            made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit,
+                                            batch_of.get(intent.name))
             renders[intent.name] = IntentRender(intent, placement, wave, _data_of(intent, uris), made, choice,
                                                 tuple(to_yaml(m.body) for m in made))
         old_by_ref = ({m.ref: (m, t) for m, t in zip(previous.setup, previous.setup_texts, strict=True)}

@@ -161,8 +161,9 @@ def check_intent(i: Intent) -> Check:
                     _at(c.spans, "retries", c.span))
     yield from _vocab("E1006", "fallback", c.fallback, Fallback, _at(c.spans, "fallback", c.span))
     if act.kind == ActionKind.SERVE.value:
-        for key, val in (("retries", c.retries), ("fallback", c.fallback), ("slack", c.slack)):
-            if val is not None:
+        for key, given in (("retries", c.retries is not None), ("fallback", c.fallback is not None),
+                           ("slack", c.slack is not None)):
+            if given:
                 yield error("E1007", f"`{key}` applies to run-to-completion actions (Jobs), not serve",
                             _at(c.spans, key, c.span), hint="a Deployment restarts its pods itself")
     g = c.gpus

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from intentc.plan.model import (
+    BatchSizing,
     Metrics,
     NodeAllocation,
     Placement,
@@ -60,6 +61,8 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
             "makespan_s": m.makespan_s,
             "critical_path": list(m.critical_path),
         },
+        "batches": [{"intent": b.intent, "size": b.size, "max": b.max, "estimate": b.estimate,
+                     "derivation": b.derivation} for b in plan.batches],
     }
 
 
@@ -87,6 +90,8 @@ def plan_from_obj(doc: dict[str, Any]) -> Plan:
                         m["jobs_spanning_nvlink_domains"], m["jain_fairness"], m["makespan_s"],
                         tuple(m["critical_path"])),
         seed=doc.get("seed", 0),
+        batches=tuple(BatchSizing(b["intent"], b["size"], b["max"], b["estimate"], b["derivation"])
+                      for b in doc.get("batches", ())),
     )
 
 

@@ -67,6 +67,17 @@ class Metrics:
 
 
 @dataclass(frozen=True)
+class BatchSizing:
+    """The concrete batch of a `batch: auto` intent for the GPUs it was given (plan/batch.py)."""
+
+    intent: str
+    size: int                           # what INTENTC_BATCH carries
+    max: int | None                     # the intent's `auto(max N)`
+    estimate: int | None                # the rule's value before clamping; None: not estimated
+    derivation: str                     # the computation, step by step
+
+
+@dataclass(frozen=True)
 class Plan:
     topology: str
     waves: tuple[tuple[str, ...], ...]  # intent names per wave, sorted
@@ -75,9 +86,13 @@ class Plan:
     tenants: tuple[TenantShare, ...]
     metrics: Metrics
     seed: int = 0
+    batches: tuple[BatchSizing, ...] = ()   # sorted by intent name; one per placed `batch: auto` intent
 
     def placement(self, intent: str) -> Placement | None:
         return next((p for p in self.placements if p.intent == intent), None)
+
+    def batch(self, intent: str) -> BatchSizing | None:
+        return next((b for b in self.batches if b.intent == intent), None)
 
     def wave_of(self, intent: str) -> int:
         for i, wave in enumerate(self.waves):

@@ -16,11 +16,12 @@ NVLink domains kept whole for them in the second.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from intentc import graph, ir
 from intentc.diagnostics import Diagnostic, Span, error, sorted_diagnostics, warning
 from intentc.plan import metrics
+from intentc.plan.batch import size_batches
 from intentc.plan.admission import FairShare, TenantTerms, tenant_weight
 from intentc.plan.cluster import Cluster
 from intentc.plan.model import Placement, Plan, TenantShare, Unplaced
@@ -205,4 +206,6 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0) -> t
         metrics=metrics.compute(run.cluster, placements, shares, path, makespan),
         seed=seed,
     )
-    return plan, sorted_diagnostics(diags)
+    batches, batch_diags = size_batches(intents, plan.placements, topology.topology)
+    plan = replace(plan, batches=batches)
+    return plan, sorted_diagnostics(diags + batch_diags)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from intentc.ir import Intent, Program
-from intentc.plan.model import Placement, Plan
+from intentc.plan.model import BatchSizing, Placement, Plan
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (SETUP_KINDS, Choice, Manifest, ObjectRef, Rendered,
                                   SetupStep, wave_step)
@@ -48,10 +48,12 @@ def priority_class_manifests(intents: Iterable[Intent], commit: str) -> list[Man
 
 
 def intent_manifests(intent: Intent, placement: Placement | None, wave: int, kube_version: KubeVersion,
-                     target: RenderTarget, uris: Mapping[str, str | None], commit: str
-                     ) -> tuple[tuple[Manifest, ...], Choice | None]:
-    """The workload objects of one scheduled intent, and the rendering choice made for it."""
-    bodies, choice = workload_objects(intent, placement, wave, kube_version, target, uris)
+                     target: RenderTarget, uris: Mapping[str, str | None], commit: str,
+                     batch: BatchSizing | None = None) -> tuple[tuple[Manifest, ...], Choice | None]:
+    """The workload objects of one scheduled intent, and the rendering choice made for it.
+    `batch` is the plan's sizing of a `batch: auto` intent (`Plan.batch`)."""
+    bodies, choice = workload_objects(intent, placement, wave, kube_version, target, uris,
+                                      batch.size if batch is not None else None)
     return tuple(manifest(b, wave_step(wave), commit, intent.tenant, intent.name) for b in bodies), choice
 
 
@@ -62,13 +64,14 @@ def render(program: Program, plan: Plan, commit: str,
     tgt = get_target(target)
     wave_of = {name: n for n, wave in enumerate(plan.waves) for name in wave}
     placement_of = {p.intent: p for p in plan.placements}    # dicts: 10,000 intents stay linear
+    batch_of = {b.intent: b for b in plan.batches}
     intents = [i for i in program.intents if i.name in wave_of]
     manifests = tenant_manifests(program, commit) + priority_class_manifests(intents, commit)
     uris = {d.name: d.uri for d in program.datasets}
     choices: list[Choice] = []
     for intent in intents:
         made, choice = intent_manifests(intent, placement_of.get(intent.name), wave_of[intent.name],
-                                        kube_version, tgt, uris, commit)
+                                        kube_version, tgt, uris, commit, batch_of.get(intent.name))
         manifests.extend(made)
         if choice is not None:
             choices.append(choice)
