@@ -312,6 +312,7 @@ class TopologyNode:
     domains: tuple[tuple[str, str], ...] = ()   # (level, domain name), outermost first
     labels: tuple[tuple[str, str], ...] = ()
     nvidia_smi_topo: str | None = None  # path (relative to the topology file) of `nvidia-smi topo -m` output
+    taints: tuple[tuple[str, str, str], ...] = ()   # (key, value, effect), sorted
     span: Span = _span()
     spans: FieldSpans = _spans()
 

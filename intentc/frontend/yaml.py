@@ -243,11 +243,17 @@ class _Lower:
             gpu_memory=self.quantity(gpu, "memory"), cpu=self.quantity(n, "cpu"),
             memory=self.quantity(n, "memory"), domains=tuple(domains),
             labels=tuple(sorted((k, v) for k, v in labels.items() if isinstance(v, str))),
-            nvidia_smi_topo=self.str_of(n, "nvidiaSmiTopo"), span=self.span(n.at),
+            nvidia_smi_topo=self.str_of(n, "nvidiaSmiTopo"), taints=self.taints(n), span=self.span(n.at),
             spans=self.spans(n, {"name": "name", "cpu": "cpu", "memory": "memory",
                                  "nvidia_smi_topo": "nvidiaSmiTopo"},
                              {"gpu_count": self.vspan(gpu, "count"), "gpu_product": self.vspan(gpu, "product"),
                               "gpu_memory": self.vspan(gpu, "memory")}))
+
+    def taints(self, n: YMap) -> tuple[tuple[str, str, str], ...]:
+        v = n.get("taints")
+        items = [t for t in v if isinstance(t, YMap)] if isinstance(v, list) else []
+        return tuple(sorted((self.str_of(t, "key") or "", self.str_of(t, "value") or "",
+                             self.str_of(t, "effect") or "") for t in items))
 
     def topology(self, doc: YMap, name: str, name_span: Span) -> Topology:
         spec = self.map_of(doc, "spec")

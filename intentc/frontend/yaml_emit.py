@@ -142,7 +142,8 @@ def _node(n: TopologyNode) -> CommentedMap:
         gpu = _map([("product", n.gpu_product), ("count", n.gpu_count), ("memory", n.gpu_memory)])
     return _map([("name", n.name), ("gpu", gpu), ("cpu", n.cpu), ("memory", n.memory),
                  ("domains", _map(n.domains)), ("labels", _map(n.labels)),
-                 ("nvidiaSmiTopo", n.nvidia_smi_topo)])
+                 ("nvidiaSmiTopo", n.nvidia_smi_topo),
+                 ("taints", tuple(_map([("key", k), ("value", v or None), ("effect", e)]) for k, v, e in n.taints))])
 
 
 def _topology(t: Topology) -> CommentedMap:

@@ -22,6 +22,7 @@ from intentc import graph, ir
 from intentc.diagnostics import Diagnostic, Span, error, sorted_diagnostics, warning
 from intentc.plan import metrics
 from intentc.plan.batch import size_batches
+from intentc.plan.observation import without_observed
 from intentc.plan.admission import FairShare, TenantTerms, tenant_weight
 from intentc.plan.cluster import Cluster
 from intentc.plan.model import Placement, Plan, TenantShare, Unplaced
@@ -174,8 +175,11 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0) -> t
 
     Returns the plan and its diagnostics: the dependency graph's (cycles,
     missing producers), E0601 for each intent that cannot be placed (the
-    rest of the plan is still produced) and W0601 for unmet preferences.
+    rest of the plan is still produced), W0601 for unmet preferences and
+    the batch sizing's W1001 / E1010.  Nodes tainted intentc.dev/gpu-observation
+    are left out (plan/observation.py).
     """
+    topology = without_observed(topology)    # nodes whose GPU failed recently (daemon/fallback.py)
     g, diags = graph.build(program)
     waves = graph.waves(g)
     wave_of = {name: i for i, wave in enumerate(waves) for name in wave}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from intentc.duration import parse_duration
 from intentc.ir import Fallback, Intent
@@ -99,3 +99,9 @@ def variants(intent: Intent, batch: int | None, gpu: bool) -> tuple[Variant, ...
     if intent.constraints.fallback == Fallback.CPU.value:
         out.append(Variant("fallback-cpu", len(out) + 1, max(batch // 2, 1) if batch else batch, True))
     return tuple(out)
+
+
+def is_standby(job: Mapping[str, Any]) -> bool:
+    """A fallback variant not resumed yet: healthy as it is, so it never holds up a wave."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    return FALLBACK_OF in annotations and bool((job.get("spec") or {}).get("suspend"))
