@@ -243,8 +243,15 @@ class Context:
     tenant: Ref
     tags: tuple[str, ...] = ()
     drift: str | None = None            # overrides the tenant's drift policy
+    tag_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)  # one per tag, where known
     span: Span = _span()
     spans: FieldSpans = _spans()
+
+    def tag_span(self, index: int) -> Span:
+        """Where tag `index` was written: its own span (DSL, YAML), else the tags clause."""
+        if index < len(self.tag_spans):
+            return self.tag_spans[index]
+        return self.spans.get("tags", self.span)
 
 
 @dataclass(frozen=True)

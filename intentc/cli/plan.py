@@ -51,6 +51,7 @@ def plan(
     from intentc.plan.jsonio import plan_to_json
     from intentc.plan.planner import make_plan
     from intentc.plan.text import render_text
+    from intentc.policy.load import load_policies
     from intentc.topology.load import load_topology
 
     loaded, topo_diags = load_topology(str(topology))
@@ -65,8 +66,10 @@ def plan(
         raise typer.Exit(EXIT_USAGE if unreadable else 1)
     result = run_check(paths, jobs=jobs or None)
     sources.update(result.sources)
-    the_plan, plan_diags = make_plan(result.program, loaded, seed)
-    diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + plan_diags)
+    policies, policy_diags, policy_texts = load_policies(paths)
+    sources.update(policy_texts)
+    the_plan, plan_diags = make_plan(result.program, loaded, seed, policies)
+    diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + policy_diags + plan_diags)
     emit_diagnostics(diags, diagnostics_format, sources, to_stderr=True)
 
     if format is PlanFormat.JSON:

@@ -141,10 +141,12 @@ class ReloadResult:
 def _planning_key(intent: Intent) -> tuple[Any, ...]:
     """Everything about an intent that the graph and the planner read.
 
-    Image, command, model settings, replicas, port, tags and drift policy
-    are absent: changing them cannot move a placement or a wave."""
+    Image, command, port and drift policy are absent: changing them cannot
+    move a placement or a wave.  Model settings and replicas size `batch: auto`
+    (plan/batch.py); tags carry the planner's tag rules (intentc/policy)."""
     return (intent.name, intent.tenant, intent.trigger, intent.action.kind, intent.constraints,
-            intent.consumes, intent.produces)
+            intent.consumes, intent.produces, intent.action.settings, intent.action.replicas,
+            intent.context.tags)
 
 
 def _tenant_key(tenant: Tenant) -> tuple[Any, ...]:

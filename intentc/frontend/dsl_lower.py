@@ -275,7 +275,10 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     def string_list(self, c: list[Any]) -> tuple[tuple[str, ...], Span]:
         return tuple(self._text(t) for t in c[1:-1:2]), self._cover(self._sp(c[0]), self._sp(c[-1]))
 
-    value_list = string_list
+    def value_list(self, c: list[Any]) -> tuple[tuple[str, ...], Span, tuple[Span, ...]]:
+        toks = c[1:-1:2]
+        return (tuple(self._text(t) for t in toks), self._cover(self._sp(c[0]), self._sp(c[-1])),
+                tuple(self._sp(t) for t in toks))
 
     def settings(self, c: list[Any]) -> ModelSettings:
         fields: dict[str, Any] = {}
@@ -313,8 +316,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         if kw.type == "TENANT":
             return "tenant", Ref(self._text(v), self._sp(v)), self._sp(v), kw
         if kw.type == "TAGS":
-            values, span = v
-            return "tags", values, span, kw
+            values, span, each = v
+            return "tags", (values, each), span, kw
         return "drift", self._text(v), self._sp(v), kw
 
     def _context(self, items: list[_Item]) -> Context | None:
@@ -326,6 +329,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         fields: dict[str, Any] = {}
         spans: dict[str, Span] = {}
         self._take(u, ("tenant", "tags", "drift"), fields, spans)
+        if "tags" in fields:
+            fields["tags"], fields["tag_spans"] = fields["tags"]
         return Context(span=self._items_span(items), spans=FieldSpans.of(spans), **fields)
 
     def constraint_item(self, c: list[Any]) -> _Item:

@@ -10,13 +10,15 @@ ruamel.yaml's round trip stays where comments matter (``yaml_emit``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
-from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diagnostics import Diagnostic, Span, error, warning
 from intentc.frontend.schema import (
     API_VERSION,
     KINDS,
+    POLICY_KIND,
     Pos,
     YList,
     YMap,
@@ -123,6 +125,13 @@ class _Lower:
         v = m.get(key)
         return tuple(x for x in v if isinstance(x, str)) if isinstance(v, list) else ()
 
+    def item_spans(self, m: YMap, key: str) -> tuple[Span, ...]:
+        """The spans of the string items of a list (what `strs` returns), in order."""
+        v = m.get(key)
+        if not isinstance(v, YList):
+            return ()
+        return tuple(to_span(self.file, at) for x, at in zip(v, v.pos) if isinstance(x, str))
+
     def refs(self, m: YMap, key: str) -> tuple[Ref, ...]:
         v = m.get(key)
         if isinstance(v, str):
@@ -197,7 +206,7 @@ class _Lower:
         tenant = self.str_of(c, "tenant")
         return Context(
             tenant=Ref(tenant or "", self.vspan(c, "tenant") or span), tags=self.strs(c, "tags"),
-            drift=self.str_of(c, "drift"), span=span,
+            drift=self.str_of(c, "drift"), tag_spans=self.item_spans(c, "tags"), span=span,
             spans=self.spans(c, {k: k for k in ("tenant", "tags", "drift")}))
 
     def constraints(self, spec: YMap) -> Constraints:
@@ -269,6 +278,12 @@ def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
     kind = doc.get("kind")
     if doc.get("apiVersion") == API_VERSION and kind in KINDS:
         return str(kind)
+    if doc.get("apiVersion") == API_VERSION and kind == POLICY_KIND:
+        if "policies" not in Path(file).parts[:-1]:
+            diags.append(warning("W1003", "a Policy is read from policies/*.yaml only; this one is ignored",
+                                 to_span(file, doc.pos["kind"][1]),
+                                 hint="move it into the repository's policies/ directory (docs/policies.md)"))
+        return None                                    # intentc.policy.load reads it
     first_key = to_span(file, next(iter(doc.pos.values()))[0]) if doc.pos else to_span(file, doc.at)
     kinds = ", ".join(KINDS)
     api = doc.get("apiVersion")

@@ -23,6 +23,8 @@ from intentc.diagnostics import Diagnostic, Span, error, sorted_diagnostics, war
 from intentc.plan import metrics
 from intentc.plan.batch import size_batches
 from intentc.plan.observation import without_observed
+from intentc.policy import BUILTIN, Policies
+from intentc.policy import check as policy_check
 from intentc.plan.admission import FairShare, TenantTerms, tenant_weight
 from intentc.plan.cluster import Cluster
 from intentc.plan.model import Placement, Plan, TenantShare, Unplaced
@@ -104,9 +106,11 @@ class _Pass:
 
 
 def _run(topology: LoadedTopology, seed: int, intents: list[ir.Intent], terms: dict[str, TenantTerms],
-         wave_of: dict[str, int], protect_for: frozenset[str] | None) -> _Pass:
+         wave_of: dict[str, int], protect_for: frozenset[str] | None, pinned: frozenset[str] = frozenset()
+         ) -> _Pass:
     """Admit and place every GPU intent.  Multi-node NVLink domains are kept whole
-    while an intent of `protect_for` waits (None: every gang that needs one)."""
+    while an intent of `protect_for` waits (None: every gang that needs one).
+    Intents in `pinned` (tag rules with no-repack) are never moved to make room."""
     cluster = Cluster(topology.topology, _matrix_source(topology), seed)
     placer = Placer(cluster)
     run = _Pass(cluster, FairShare(terms))
@@ -133,7 +137,8 @@ def _run(topology: LoadedTopology, seed: int, intents: list[ir.Intent], terms: d
             view, limit = checked
             outcome = placer.place(req, view, limit) or placer.refuse_now(req, view, limit)
             if isinstance(outcome, Refused) and outcome.reason == "fragmentation":
-                room = make_room(placer, req, view, limit, run.seated)
+                movable = {n: seat for n, seat in run.seated.items() if n not in pinned}
+                room = make_room(placer, req, view, limit, movable)
                 if room is not None:
                     outcome = room.placed
                     for name, moved in room.moved.items():
@@ -153,7 +158,7 @@ def _run(topology: LoadedTopology, seed: int, intents: list[ir.Intent], terms: d
 
 
 def _place_all(topology: LoadedTopology, seed: int, intents: list[ir.Intent], terms: dict[str, TenantTerms],
-               wave_of: dict[str, int]) -> _Pass:
+               wave_of: dict[str, int], pinned: frozenset[str] = frozenset()) -> _Pass:
     """Two passes, so NVLink domains are only kept whole for gangs that can use them.
 
     The first pass protects multi-node NVLink domains for every gang that
@@ -163,20 +168,22 @@ def _place_all(topology: LoadedTopology, seed: int, intents: list[ir.Intent], te
     protects only the gangs that were placed (or lost to fragmentation).
     When the two sets agree the first pass is the answer.
     """
-    first = _run(topology, seed, intents, terms, wave_of, None)
+    first = _run(topology, seed, intents, terms, wave_of, None, pinned)
     worth = frozenset(n for n in first.gangs if first.refusals.get(n, "fragmentation") == "fragmentation")
     if worth == first.gangs:
         return first
-    return _run(topology, seed, intents, terms, wave_of, worth)
+    return _run(topology, seed, intents, terms, wave_of, worth, pinned)
 
 
-def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0) -> tuple[Plan, list[Diagnostic]]:
+def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
+              policies: Policies = BUILTIN) -> tuple[Plan, list[Diagnostic]]:
     """Place every intent of `program` onto `topology`; pure and deterministic for a seed.
 
     Returns the plan and its diagnostics: the dependency graph's (cycles,
     missing producers), E0601 for each intent that cannot be placed (the
     rest of the plan is still produced), W0601 for unmet preferences and
-    the batch sizing's W1001 / E1010.  Nodes tainted intentc.dev/gpu-observation
+    the batch sizing's W1001 / E1010, and E1020 where the plan breaks a tag
+    rule of `policies` (intentc/policy).  Nodes tainted intentc.dev/gpu-observation
     are left out (plan/observation.py).
     """
     topology = without_observed(topology)    # nodes whose GPU failed recently (daemon/fallback.py)
@@ -188,7 +195,7 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0) -> t
     path, makespan = graph.critical_path(g, durations)
     terms = _terms(program, intents)
 
-    run = _place_all(topology, seed, intents, terms, wave_of)
+    run = _place_all(topology, seed, intents, terms, wave_of, policy_check.pinned(program, policies))
     diags += run.diags
     placements = [seat.placement for seat in run.seated.values()]
     for intent in intents:
@@ -212,4 +219,5 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0) -> t
     )
     batches, batch_diags = size_batches(intents, plan.placements, topology.topology)
     plan = replace(plan, batches=batches)
-    return plan, sorted_diagnostics(diags + batch_diags)
+    diags += batch_diags + policy_check.check_plan(program, plan, topology.topology, policies)
+    return plan, sorted_diagnostics(diags)

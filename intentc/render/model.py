@@ -42,6 +42,7 @@ SETUP_KINDS: dict[str, SetupStep] = {
     "ClusterRoleBinding": SetupStep.RBAC,
     "ResourceQuota": SetupStep.QUOTAS,
     "LimitRange": SetupStep.QUOTAS,
+    "NetworkPolicy": SetupStep.QUOTAS,       # tenant-wide isolation, before any pod starts
     "PriorityClass": SetupStep.PRIORITY_CLASSES,
 }
 
