@@ -100,6 +100,7 @@ CODES: dict[str, str] = {
     "E1006": "unknown fallback",
     "E1007": "Job-only constraint on a serve action",
     "E1010": "model weights do not fit in one pod's GPUs",
+    "E1011": "precision not allowed by the SLA class and tolerance",
     "E1020": "placement breaks a tag rule",
     "W1001": "batch: auto cannot be sized (model size or GPU memory unknown)",
     "W1003": "Policy document outside policies/",

@@ -165,3 +165,71 @@ def test_human_bytes() -> None:
     assert human_bytes(624 * GiB) == "624Gi"
     assert human_bytes(3 * 2**40 // 2) == "1.5Ti"
     assert human_bytes(512) == "512B"
+
+
+# -- the decision table (intentc/tolerance.py, plan/strategy.py) ---------------
+
+def test_allowed_precisions_follow_tolerance_and_sla() -> None:
+    from intentc.tolerance import allowed_precisions
+    full = ("fp32", "tf32", "bf16", "fp16")
+    assert allowed_precisions("P2", 0.995) == full
+    assert allowed_precisions("P2", 0.99) == (*full, "fp8")
+    assert allowed_precisions("P2", 0.95) == (*full, "fp8", "int8")
+    assert allowed_precisions("P2", 0.9) == (*full, "fp8", "int8", "int4")
+    assert allowed_precisions("P0", 0.5) == (*full, "fp8", "int8")          # never int4 when user-facing
+    assert allowed_precisions("P1", None) == (*full, "fp8", "int8", "int4")  # nothing declared to protect
+
+
+def test_a_precision_the_tolerance_forbids_is_an_error_at_the_precision() -> None:
+    from intentc.passes.domain import check_domain
+    text = embed("precision: int4\n    model_memory: 4Gi", extra=", sla P1, tolerance 0.99")
+    _, diags = check_domain(program_of(text))
+    (d,) = diags
+    assert d.code == "E1011" and "allows fp32, tf32, bf16, fp16, fp8" in d.message
+    assert (d.span.line, d.span.column) == (6, 16)
+    ok = embed("precision: int4\n    model_memory: 4Gi", extra=", sla P2, tolerance 0.9")
+    assert check_domain(program_of(ok))[1] == []
+
+
+def test_strategy_from_sla_and_the_fragmentation_of_the_chosen_domain() -> None:
+    def two(sla_a: str, gpus_a: int) -> str:
+        return f"""
+tenant t {{ tier: gold }}
+intent a {{ trigger: on push  action: batch image "a:1"  context: tenant t  constraints: gpus {gpus_a}, sla {sla_a} }}
+"""
+    whole, _ = make_plan(program_of(two("P2", 8)), H100)
+    part, _ = make_plan(program_of(two("P2", 2)), H100)
+    user, _ = make_plan(program_of(two("P0", 2)), H100)
+    assert (whole.strategies[0].strategy, whole.strategies[0].fragmentation) == ("throughput", 0.0)
+    assert (part.strategies[0].strategy, part.strategies[0].fragmentation) == ("elastic", 0.75)
+    assert part.strategies[0].domain == "node h1"
+    assert user.strategies[0].strategy == "latency"
+    assert plan_from_json(plan_to_json(part)) == part
+    r = render(program_of(two("P2", 2)), part, "a" * 40)
+    job = next(m.body for m in r.manifests if m.ref.kind == "Job")
+    env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["INTENTC_STRATEGY"] == "elastic" and env["INTENTC_ALLOWED_PRECISIONS"].endswith("int4")
+
+
+def test_burst_serving_gets_an_autoscaler_and_steady_does_not() -> None:
+    from intentc.render.capabilities import KubeVersion
+    base = embed("batch: auto\n    model_memory: 16Gi\n    throughput_mode: MODE", gpus="4")
+    base = base.replace("inference", "serve replicas 4")
+    for mode, version in (("burst", KubeVersion(1, 29)), ("steady", KubeVersion(1, 29)),
+                          ("burst", KubeVersion(1, 20))):
+        prog = program_of(base.replace("MODE", mode))
+        plan, _ = make_plan(prog, H100)
+        objs = {m.ref.kind: m.body for m in render(prog, plan, "a" * 40, version).manifests}
+        env = {e["name"]: e.get("value") for e in objs["Deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]}
+        if mode == "steady":
+            assert "HorizontalPodAutoscaler" not in objs and objs["Deployment"]["spec"]["replicas"] == 4
+            assert env["INTENTC_BATCH_GROWTH"] == "linear"
+            continue
+        hpa = objs["HorizontalPodAutoscaler"]
+        assert hpa["apiVersion"] == ("autoscaling/v2" if version.minor >= 23 else "autoscaling/v2beta2")
+        assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 4)
+        assert hpa["spec"]["behavior"]["scaleUp"]["stabilizationWindowSeconds"] == 0
+        assert "replicas" not in objs["Deployment"]["spec"]          # the autoscaler owns it
+        assert env["INTENTC_BATCH_GROWTH"] == "exponential"
+        from intentc.kube.schema import validate_manifest
+        assert validate_manifest(hpa) == []

@@ -87,11 +87,12 @@ class IntentRender:
     manifests: tuple[Manifest, ...]
     choice: Choice | None
     texts: tuple[str, ...] = ()                   # the manifests as YAML, in the same order
+    decided: tuple[Any, ...] = ()                 # the plan's batch sizing and strategy for it
 
-    def fits(self, intent: Intent, placement: Placement | None, wave: int) -> bool:
+    def fits(self, intent: Intent, placement: Placement | None, wave: int, decided: tuple[Any, ...] = ()) -> bool:
         # identity first: an unchanged file hands back the very same IR objects
         return ((self.intent is intent or self.intent == intent) and self.wave == wave
-                and (self.placement is placement or self.placement == placement))
+                and (self.placement is placement or self.placement == placement) and self.decided == decided)
 
 
 @dataclass(frozen=True)
@@ -351,6 +352,12 @@ class Reloader:
         fast = previous is not None and changed is not None and same_data and previous.plan is plan
         renders: dict[str, IntentRender]
         todo: list[tuple[Intent, Placement | None, int]] = []
+        batch_of = {b.intent: b for b in plan.batches}
+        strategy_of = {st.intent: st for st in plan.strategies}
+
+        def decided_of(name: str) -> tuple[Any, ...]:
+            return (batch_of.get(name), strategy_of.get(name))
+
         if fast and previous is not None and changed is not None:
             # the plan is the same object: same SLA classes, same placements and waves
             setup.extend(m for m in previous.setup if m.step == SetupStep.PRIORITY_CLASSES)
@@ -358,7 +365,7 @@ class Reloader:
             for f in changed:
                 for intent in f.result.program.intents:
                     hit = renders.get(intent.name)
-                    if hit is not None and not hit.fits(intent, hit.placement, hit.wave):
+                    if hit is not None and not hit.fits(intent, hit.placement, hit.wave, hit.decided):
                         todo.append((intent, hit.placement, hit.wave))
         else:
             scheduled = {name for wave in plan.waves for name in wave}
@@ -372,17 +379,16 @@ class Reloader:
             for intent in intents:
                 wave, placement = waves[intent.name], placements.get(intent.name)
                 hit = cache.get(intent.name)
-                if hit is None or not hit.fits(intent, placement, wave) or (
+                if hit is None or not hit.fits(intent, placement, wave, decided_of(intent.name)) or (
                         not same_data and hit.data != _data_of(intent, uris)):
                     todo.append((intent, placement, wave))
                 else:
                     renders[intent.name] = hit
-        batch_of = {b.intent: b for b in plan.batches}
         for intent, placement, wave in todo:
             made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit,
-                                            batch_of.get(intent.name))
+                                            batch_of.get(intent.name), strategy=strategy_of.get(intent.name))
             renders[intent.name] = IntentRender(intent, placement, wave, _data_of(intent, uris), made, choice,
-                                                tuple(to_yaml(m.body) for m in made))
+                                                tuple(to_yaml(m.body) for m in made), decided_of(intent.name))
         old_by_ref = ({m.ref: (m, t) for m, t in zip(previous.setup, previous.setup_texts, strict=True)}
                       if previous is not None else {})
         setup_texts = []

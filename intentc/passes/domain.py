@@ -17,6 +17,7 @@ from intentc.ir import (ActionKind, DriftPolicy, Fallback, FieldSpans, Intent, K
                         Precision, Program, Scope, SlaClass, Tenant, ThroughputMode, Tier, TriggerKind,
                         vocabulary)
 from intentc.suggest import did_you_mean, one_of
+from intentc.tolerance import DEFAULT_SLA, allowed_precisions
 from intentc.quantity import parse_parameters, parse_quantity
 
 BATCH_MAX = 2048
@@ -153,6 +154,16 @@ def check_intent(i: Intent) -> Check:
     if c.duration is not None and parse_duration(c.duration) is None:
         yield error("E0415", f'"{c.duration}" is not a duration', _at(c.spans, "duration", c.span),
                     hint='a number with a unit s, m, h or d, e.g. "45m" or "1h30m"')
+    precision = act.settings.precision if act.settings is not None else None
+    if precision in vocabulary(Precision) and c.tolerance is not None and 0 < c.tolerance <= 1:
+        allowed = allowed_precisions(c.sla, c.tolerance)
+        if precision not in allowed:
+            assert act.settings is not None
+            yield error("E1011", f"precision {precision} is not allowed for sla {c.sla or DEFAULT_SLA} with "
+                                 f"tolerance {c.tolerance}: it allows {', '.join(allowed)}",
+                        _at(act.settings.spans, "precision", act.settings.span),
+                        hint="lower the tolerance (it is the share of the reference result accepted, "
+                             "0.9 allows 10 % less) or use a wider precision (docs/sizing.md)")
     if c.slack is not None and not 0 <= c.slack <= 10:
         yield error("E1004", f"slack must be between 0 and 10, got {c.slack}", _at(c.spans, "slack", c.span),
                     hint="the Job may run duration x (1 + slack) before it is stopped; e.g. 0.5")

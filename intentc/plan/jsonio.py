@@ -17,6 +17,7 @@ from intentc.plan.model import (
     NodeAllocation,
     Placement,
     Plan,
+    Strategy,
     TenantShare,
     Unplaced,
 )
@@ -63,6 +64,8 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
         },
         "batches": [{"intent": b.intent, "size": b.size, "max": b.max, "estimate": b.estimate,
                      "derivation": b.derivation} for b in plan.batches],
+        "strategies": [{"intent": s.intent, "strategy": s.strategy, "fragmentation": s.fragmentation,
+                        "domain": s.domain, "precisions": list(s.precisions)} for s in plan.strategies],
     }
 
 
@@ -92,6 +95,8 @@ def plan_from_obj(doc: dict[str, Any]) -> Plan:
         seed=doc.get("seed", 0),
         batches=tuple(BatchSizing(b["intent"], b["size"], b["max"], b["estimate"], b["derivation"])
                       for b in doc.get("batches", ())),
+        strategies=tuple(Strategy(s["intent"], s["strategy"], s["fragmentation"], s["domain"],
+                                  tuple(s["precisions"])) for s in doc.get("strategies", ())),
     )
 
 

@@ -23,6 +23,7 @@ from intentc.diagnostics import Diagnostic, Span, error, sorted_diagnostics, war
 from intentc.plan import metrics
 from intentc.plan.batch import size_batches
 from intentc.plan.observation import without_observed
+from intentc.plan.strategy import decide
 from intentc.policy import BUILTIN, Policies
 from intentc.policy import check as policy_check
 from intentc.plan.admission import FairShare, TenantTerms, tenant_weight
@@ -218,6 +219,6 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
         seed=seed,
     )
     batches, batch_diags = size_batches(intents, plan.placements, topology.topology)
-    plan = replace(plan, batches=batches)
+    plan = replace(plan, batches=batches, strategies=decide(intents, plan.placements, topology.topology))
     diags += batch_diags + policy_check.check_plan(program, plan, topology.topology, policies)
     return plan, sorted_diagnostics(diags)

@@ -78,6 +78,16 @@ def render_text(plan: Plan, width: int = 120) -> str:
                             "-" if b.estimate is None else str(b.estimate), b.derivation)
         console.print(batches)
 
+    if plan.strategies:
+        decided = Table(title="Strategies (SLA, tolerance, fragmentation)", box=box.SIMPLE, title_justify="left")
+        for col, just in (("intent", "left"), ("strategy", "left"), ("domain", "left"),
+                          ("fragmentation", "right"), ("precisions", "left")):
+            decided.add_column(col, justify=just)  # type: ignore[arg-type]
+        for st in plan.strategies:
+            decided.add_row(st.intent, st.strategy, st.domain, f"{100 * st.fragmentation:.0f}%",
+                            ", ".join(st.precisions))
+        console.print(decided)
+
     tenants = Table(title="Tenants", box=box.SIMPLE, title_justify="left")
     for col in ("tenant", "weight", "quota", "requested", "allocated", "share"):
         tenants.add_column(col, justify="left" if col == "tenant" else "right")

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from intentc.ir import Intent, Program
-from intentc.plan.model import BatchSizing, Placement, Plan
+from intentc.plan.model import BatchSizing, Placement, Plan, Strategy
 from intentc.policy import BUILTIN, Policies, Requirement
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (SETUP_KINDS, Choice, Manifest, ObjectRef, Rendered,
                                   SetupStep, wave_step)
 from intentc.render.policy_objects import (default_deny, disruption_budget, pod_count, state_claim,
-                                           with_state_volume)
+                                           with_env, with_state_volume)
 from intentc.render.stamp import stamp
 from intentc.render.targets import DEFAULT_TARGET, RenderTarget, get_target
 from intentc.render.tenants import namespace, priority_classes, resource_quota, role_binding
@@ -55,13 +55,17 @@ def priority_class_manifests(intents: Iterable[Intent], commit: str) -> list[Man
 
 def intent_manifests(intent: Intent, placement: Placement | None, wave: int, kube_version: KubeVersion,
                      target: RenderTarget, uris: Mapping[str, str | None], commit: str,
-                     batch: BatchSizing | None = None, policies: Policies = BUILTIN
-                     ) -> tuple[tuple[Manifest, ...], Choice | None]:
+                     batch: BatchSizing | None = None, policies: Policies = BUILTIN,
+                     strategy: Strategy | None = None) -> tuple[tuple[Manifest, ...], Choice | None]:
     """The workload objects of one scheduled intent, and the rendering choice made for it.
     `batch` is the plan's sizing of a `batch: auto` intent (`Plan.batch`); `policies`
-    the tag rules that may add a volume, a claim and a disruption budget."""
+    the tag rules that may add a volume, a claim and a disruption budget; `strategy` the
+    plan's batching decision (`Plan.strategy`), passed to the container."""
     bodies, choice = workload_objects(intent, placement, wave, kube_version, target, uris,
                                       batch.size if batch is not None else None)
+    if strategy is not None:
+        bodies = [with_env(b, {"INTENTC_STRATEGY": strategy.strategy,
+                               "INTENTC_ALLOWED_PRECISIONS": ",".join(strategy.precisions)}) for b in bodies]
     volume = policies.requires(intent, Requirement.PERSISTENT_VOLUME)
     if volume is not None:
         pods = pod_count(bodies)
@@ -80,13 +84,15 @@ def render(program: Program, plan: Plan, commit: str,
     wave_of = {name: n for n, wave in enumerate(plan.waves) for name in wave}
     placement_of = {p.intent: p for p in plan.placements}    # dicts: 10,000 intents stay linear
     batch_of = {b.intent: b for b in plan.batches}
+    strategy_of = {s.intent: s for s in plan.strategies}
     intents = [i for i in program.intents if i.name in wave_of]
     manifests = tenant_manifests(program, commit, policies) + priority_class_manifests(intents, commit)
     uris = {d.name: d.uri for d in program.datasets}
     choices: list[Choice] = []
     for intent in intents:
         made, choice = intent_manifests(intent, placement_of.get(intent.name), wave_of[intent.name],
-                                        kube_version, tgt, uris, commit, batch_of.get(intent.name), policies)
+                                        kube_version, tgt, uris, commit, batch_of.get(intent.name), policies,
+                                        strategy_of.get(intent.name))
         manifests.extend(made)
         if choice is not None:
             choices.append(choice)

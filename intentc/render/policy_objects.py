@@ -59,20 +59,31 @@ def _pod_spec(body: dict[str, Any]) -> dict[str, Any] | None:
     return template["spec"] if isinstance(template, dict) else None
 
 
+def with_env(body: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    """A copy of a workload body whose containers also get `env` (other kinds unchanged)."""
+    if body["kind"] not in ("Job", "CronJob", "Deployment"):
+        return body
+    out = copy.deepcopy(body)
+    pod = _pod_spec(out)
+    assert pod is not None
+    for c in pod["containers"]:
+        items = c.setdefault("env", [])
+        items.extend({"name": k, "value": v} for k, v in env.items())
+        items.sort(key=lambda e: e["name"])
+    return out
+
+
 def with_state_volume(body: dict[str, Any], intent: Intent) -> dict[str, Any]:
     """A copy of a workload body whose pods mount the intent's claim (other kinds unchanged)."""
     if body["kind"] not in ("Job", "CronJob", "Deployment"):
         return body
-    out = copy.deepcopy(body)
+    out = with_env(body, {"INTENTC_STATE_DIR": STATE_DIR})
     pod = _pod_spec(out)
     assert pod is not None
     pod.setdefault("volumes", []).append(
         {"name": STATE_VOLUME, "persistentVolumeClaim": {"claimName": claim_name(intent)}})
     for c in pod["containers"]:
         c.setdefault("volumeMounts", []).append({"name": STATE_VOLUME, "mountPath": STATE_DIR})
-        env = c.setdefault("env", [])
-        env.append({"name": "INTENTC_STATE_DIR", "value": STATE_DIR})
-        env.sort(key=lambda e: e["name"])
     return out
 
 

@@ -16,7 +16,8 @@ from typing import Any, Mapping, Sequence
 
 from intentc.ir import ActionKind, Intent, TriggerKind
 from intentc.plan.model import NodeAllocation, Placement
-from intentc.render.capabilities import KubeVersion
+from intentc.render.autoscale import autoscaler, batch_growth
+from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.fallback import (FALLBACK_OF, FALLBACK_STEP, GPU_FAILURE_EXIT_CODES, Variant,
                                      failure_spec, variants)
 from intentc.render.meta import labels, metadata
@@ -224,8 +225,8 @@ def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVe
 
 
 def deployment_and_service(intent: Intent, placement: Placement | None, wave: int, target: RenderTarget,
-                           dataset_uris: Mapping[str, str | None], batch: int | None = None
-                           ) -> tuple[list[dict[str, Any]], Choice | None]:
+                           dataset_uris: Mapping[str, str | None], batch: int | None = None,
+                           version: KubeVersion = DEFAULT_KUBE_VERSION) -> tuple[list[dict[str, Any]], Choice | None]:
     """The planned GPU set is the service's whole footprint; replicas share it.
     (A replica count that does not divide it is rounded up per replica, and
     said so, rather than silently dropping replicas.)"""
@@ -242,17 +243,20 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
     selector = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
     binding = target.bind(allocs, per_pod, {})
     plain = {**intent_env(intent, dataset_uris, effective_batch(intent, batch)), **binding.env,
-             "INTENTC_PORT": str(port)}
+             "INTENTC_PORT": str(port), "INTENTC_BATCH_GROWTH": batch_growth(intent)}
     if placement is not None:
         plain.update(nccl_env(placement, allocs))
     ann = {**_annotations(intent, placement, wave, target.name), **binding.annotations}
     pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
-    deployment = {
+    deployment: dict[str, Any] = {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": metadata(intent.name, intent.tenant, tenant=intent.tenant, intent=intent.name, annotations=ann),
         "spec": {"replicas": replicas, "selector": {"matchLabels": selector},
                  "template": _pod_template(intent, binding, _env_list(plain, {}), pod_ann, "Always", port)},
     }
+    hpa = autoscaler(intent, replicas, version)
+    if hpa is not None:
+        del deployment["spec"]["replicas"]          # the autoscaler owns it
     service = {
         "apiVersion": "v1", "kind": "Service",
         "metadata": metadata(intent.name, intent.tenant, tenant=intent.tenant, intent=intent.name,
@@ -260,7 +264,7 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
         "spec": {"selector": selector, "type": "ClusterIP",
                  "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}]},
     }
-    return [deployment, service], choice
+    return [deployment, service] + ([hpa] if hpa is not None else []), choice
 
 
 # A schedule that never fires (February 31st): manual intents are CronJobs
@@ -289,7 +293,7 @@ def workload_objects(intent: Intent, placement: Placement | None, wave: int, ver
                      ) -> tuple[list[dict[str, Any]], Choice | None]:
     """`batch`: the planner's size for `batch: auto` (Plan.batch), ignored for a fixed batch."""
     if intent.action.kind == ActionKind.SERVE.value:
-        return deployment_and_service(intent, placement, wave, target, dataset_uris, batch)
+        return deployment_and_service(intent, placement, wave, target, dataset_uris, batch, version)
     timed = intent.trigger.kind in (TriggerKind.SCHEDULE.value, TriggerKind.MANUAL.value)
     # a CronJob makes a new Job per run: suspended variants beside it would belong to no run
     bodies, choice = jobs(intent, placement, wave, version, target, dataset_uris, batch, with_variants=not timed)
