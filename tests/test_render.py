@@ -101,7 +101,8 @@ def test_labels_annotations_and_apply_steps() -> None:
             assert meta["labels"][INTENT_LABEL] == m.intent
             assert meta["labels"][TENANT_LABEL] == meta["namespace"] == m.tenant
     kinds = [m.ref.kind for m in r.manifests]
-    assert kinds[:8] == ["Namespace", "Namespace", "RoleBinding", "ResourceQuota"] + ["PriorityClass"] * 4
+    assert kinds[:9] == ["CustomResourceDefinition", "Namespace", "Namespace", "RoleBinding",
+                         "ResourceQuota"] + ["PriorityClass"] * 4
     assert [m.step for m in r.manifests] == sorted(m.step for m in r.manifests)
 
 

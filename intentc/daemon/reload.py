@@ -51,7 +51,7 @@ from intentc.pipeline import prefer_specific
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Placement, Plan
 from intentc.plan.planner import make_plan
-from intentc.render import intent_manifests, priority_class_manifests, tenant_manifests
+from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, tenant_manifests
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (
     Choice,
@@ -347,7 +347,7 @@ class Reloader:
         same dataset URIs, no other intent's inputs can have changed."""
         tgt = get_target(self.target)
         commit, version = self.commit, self.kube_version
-        setup = tenant_manifests(program, commit)
+        setup = tenant_manifests(program, commit) + [crd_manifest(version, commit)]
         same_data = previous is not None and previous.uris == uris
         fast = previous is not None and changed is not None and same_data and previous.plan is plan
         renders: dict[str, IntentRender]

@@ -15,6 +15,7 @@ from intentc.policy import BUILTIN, Policies, Requirement
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (SETUP_KINDS, Choice, Manifest, ObjectRef, Rendered,
                                   SetupStep, wave_step)
+from intentc.render.crd import intent_crd
 from intentc.render.policy_objects import (default_deny, disruption_budget, pod_count, state_claim,
                                            with_env, with_state_volume)
 from intentc.render.stamp import stamp
@@ -23,7 +24,7 @@ from intentc.render.tenants import namespace, priority_classes, resource_quota, 
 from intentc.render.workloads import workload_objects
 
 __all__ = ["render", "Rendered", "Manifest", "ObjectRef", "KubeVersion", "DEFAULT_KUBE_VERSION",
-           "manifest", "tenant_manifests", "priority_class_manifests", "intent_manifests"]
+           "manifest", "tenant_manifests", "priority_class_manifests", "intent_manifests", "crd_manifest"]
 
 
 def manifest(body: dict[str, Any], step: int, commit: str, tenant: str | None = None,
@@ -45,6 +46,11 @@ def tenant_manifests(program: Program, commit: str, policies: Policies = BUILTIN
             if body is not None:
                 out.append(manifest(body, SETUP_KINDS[body["kind"]], commit, t.name))
     return out
+
+
+def crd_manifest(kube_version: KubeVersion, commit: str) -> Manifest:
+    """The Intent CRD (render/crd.py): part of every compile, so `apply` installs it."""
+    return manifest(intent_crd(kube_version), SetupStep.NAMESPACES, commit)
 
 
 def priority_class_manifests(intents: Iterable[Intent], commit: str) -> list[Manifest]:
@@ -87,6 +93,7 @@ def render(program: Program, plan: Plan, commit: str,
     strategy_of = {s.intent: s for s in plan.strategies}
     intents = [i for i in program.intents if i.name in wave_of]
     manifests = tenant_manifests(program, commit, policies) + priority_class_manifests(intents, commit)
+    manifests.append(crd_manifest(kube_version, commit))
     uris = {d.name: d.uri for d in program.datasets}
     choices: list[Choice] = []
     for intent in intents:

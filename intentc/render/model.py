@@ -35,6 +35,7 @@ SETUP_STEPS = len(SetupStep)
 # Kinds of the setup steps; every other kind belongs to its intent's wave.
 SETUP_KINDS: dict[str, SetupStep] = {
     "Namespace": SetupStep.NAMESPACES,
+    "CustomResourceDefinition": SetupStep.NAMESPACES,   # the Intent CRD (render/crd.py)
     "ServiceAccount": SetupStep.RBAC,
     "Role": SetupStep.RBAC,
     "RoleBinding": SetupStep.RBAC,
