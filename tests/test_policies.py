@@ -126,16 +126,13 @@ spec:
     assert (span.line, span.column) == (9, 21)
 
 
+def policy_doc(name: str, requires: str, reason: str = "") -> str:
+    return (f"apiVersion: intentc.dev/v1alpha1\nkind: Policy\nmetadata: {{name: {name}}}\nspec:\n"
+            f"  tag: {name}\n  requires: [{requires}]\n" + (f"  reason: {reason}\n" if reason else ""))
+
+
 def test_repository_rules_are_added_without_code(tmp_path: Path) -> None:
-    hipaa = """\
-apiVersion: intentc.dev/v1alpha1
-kind: Policy
-metadata: {name: hipaa}
-spec:
-  tag: hipaa
-  requires: [exclusive-domain]
-  reason: HIPAA 164.312
-"""
+    hipaa = policy_doc("hipaa", "exclusive-domain", "HIPAA 164.312")
     repo = write_repo(tmp_path, PAYMENTS.replace("pci-dss-compliant", "hipaa"), {"hipaa.yaml": hipaa})
     policies, diags, texts = load_policies([str(repo / "intents")])
     assert not diags and list(texts) and policies.rule("hipaa") is not None
@@ -145,14 +142,7 @@ spec:
 
 
 def test_a_bad_policy_file_is_a_positioned_schema_error(tmp_path: Path) -> None:
-    bad = """\
-apiVersion: intentc.dev/v1alpha1
-kind: Policy
-metadata: {name: oops}
-spec:
-  tag: oops
-  requires: [exclusive-domian]
-"""
+    bad = policy_doc("oops", "exclusive-domian")
     repo = write_repo(tmp_path, policies={"oops.yaml": bad})
     out = intentc("check", "intents/", cwd=repo)
     assert out.returncode == 1
@@ -161,7 +151,7 @@ spec:
 
 
 def test_a_policy_outside_policies_is_a_warning(tmp_path: Path) -> None:
-    doc = "apiVersion: intentc.dev/v1alpha1\nkind: Policy\nmetadata: {name: x}\nspec: {tag: x, requires: [no-repack]}\n"
+    doc = policy_doc("x", "no-repack")
     repo = write_repo(tmp_path)
     (repo / "intents" / "policy.yaml").write_text(doc)
     out = intentc("check", "intents/", cwd=repo)

@@ -27,7 +27,7 @@ from typing import Sequence
 
 from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend.dsl import Comment, parse_full
-from intentc.ir import (Action, Batch, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
+from intentc.ir import (SETTING_KEYS, Action, Batch, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
                         Program, Tenant, Trigger)
 from intentc.sources import SourceFile
 
@@ -148,23 +148,13 @@ class _Layout:
         self.close(1, s.span)
 
     def _settings(self, s: ModelSettings) -> None:
-        sp = s.spans
         if s.batch is not None and _batch(s.batch):
-            self.add(2, f"batch: {_batch(s.batch)}", sp.get("batch", s.span))
-        if s.seq_len is not None:
-            self.add(2, f"seq_len: {number(s.seq_len)}", sp.get("seq_len", s.span))
-        if s.kv_cache is not None:
-            self.add(2, f"kv_cache: {word(s.kv_cache)}", sp.get("kv_cache", s.span))
-        if s.precision is not None:
-            self.add(2, f"precision: {word(s.precision)}", sp.get("precision", s.span))
-        if s.model_memory is not None:
-            self.add(2, f"model_memory: {word(s.model_memory)}", sp.get("model_memory", s.span))
-        if s.parameters is not None:
-            self.add(2, f"parameters: {word(s.parameters)}", sp.get("parameters", s.span))
-        if s.kv_reuse is not None:
-            self.add(2, f"kv_reuse: {number(s.kv_reuse)}", sp.get("kv_reuse", s.span))
-        if s.throughput_mode is not None:
-            self.add(2, f"throughput_mode: {word(s.throughput_mode)}", sp.get("throughput_mode", s.span))
+            self.add(2, f"batch: {_batch(s.batch)}", s.spans.get("batch", s.span))
+        for key in SETTING_KEYS[1:]:
+            value = getattr(s, key)
+            if value is not None:
+                shown = number(value) if isinstance(value, (int, float)) else word(value)
+                self.add(2, f"{key}: {shown}", s.spans.get(key, s.span))
 
 
 def _trigger(t: Trigger) -> str:
