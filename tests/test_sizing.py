@@ -233,3 +233,14 @@ def test_burst_serving_gets_an_autoscaler_and_steady_does_not() -> None:
         assert env["INTENTC_BATCH_GROWTH"] == "exponential"
         from intentc.kube.schema import validate_manifest
         assert validate_manifest(hpa) == []
+
+
+def test_plan_diff_shows_the_batch_when_the_placement_moves() -> None:
+    from intentc.diff.plan_diff import diff_plans
+    topo = topology(("a1", "A100-40GB", "40Gi"), ("h1", "H100-80GB", "80Gi"))
+    base, _ = make_plan(program_of(embed("batch: auto\n    model_memory: 16Gi", gpus='1 x "H100-80GB"')), topo)
+    head, _ = make_plan(program_of(embed("batch: auto\n    model_memory: 16Gi", gpus='1 x "A100-40GB"')), topo)
+    d = diff_plans(base, head)
+    assert [(m.intent, m.old, m.new) for m in d.moved] == [("embed", "h1[0]", "a1[0]")]
+    assert [(b.intent, b.old, b.new) for b in d.batches] == [("embed", 512, 192)]
+    assert not diff_plans(base, base).batches
