@@ -51,6 +51,7 @@ from intentc.pipeline import prefer_specific
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Placement, Plan
 from intentc.plan.planner import make_plan
+from intentc.policy.load import load_policies
 from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, tenant_manifests
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (
@@ -173,6 +174,8 @@ class Reloader:
                  kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
                  seed: int = 0) -> None:
         self.paths = tuple(paths)
+        # Tag rules (intentc/policy): read once, as `compile` does; editing policies/ needs a restart.
+        self.policies, self._policy_diags, self._policy_texts = load_policies(self.paths)
         self.topology_path = topology
         self.commit = commit
         self.kube_version = kube_version
@@ -299,8 +302,8 @@ class Reloader:
             else:
                 global_diags = [d for p in GLOBAL_PASSES for d in p(program)[1]]
             diags.extend(global_diags)
-            diags = list(prefer_specific(diags)) + list(topo_diags)
-            sources = dict(self._texts)
+            diags = list(prefer_specific(diags)) + list(topo_diags) + list(self._policy_diags)
+            sources = {**self._policy_texts, **self._texts}
             if topo_text is not None:
                 sources[Path(self.topology_path).as_posix()] = topo_text
 
@@ -319,7 +322,7 @@ class Reloader:
                 plan_diags = list(previous.plan_diagnostics)
             else:
                 g, graph_diags = graph.build(program)
-                plan, found = make_plan(program, loaded, self.seed)
+                plan, found = make_plan(program, loaded, self.seed, self.policies)
                 plan_diags = graph_diags + found
                 plan_json, graph_json = plan_to_json(plan), graph.to_json(g, graph.waves(g))
             diags = sorted_diagnostics(diags + plan_diags)
@@ -347,7 +350,7 @@ class Reloader:
         same dataset URIs, no other intent's inputs can have changed."""
         tgt = get_target(self.target)
         commit, version = self.commit, self.kube_version
-        setup = tenant_manifests(program, commit) + [crd_manifest(version, commit)]
+        setup = tenant_manifests(program, commit, self.policies) + [crd_manifest(version, commit)]
         same_data = previous is not None and previous.uris == uris
         fast = previous is not None and changed is not None and same_data and previous.plan is plan
         renders: dict[str, IntentRender]
@@ -386,7 +389,7 @@ class Reloader:
                     renders[intent.name] = hit
         for intent, placement, wave in todo:
             made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit,
-                                            batch_of.get(intent.name), strategy=strategy_of.get(intent.name))
+                                            batch_of.get(intent.name), self.policies, strategy_of.get(intent.name))
             renders[intent.name] = IntentRender(intent, placement, wave, _data_of(intent, uris), made, choice,
                                                 tuple(to_yaml(m.body) for m in made), decided_of(intent.name))
         old_by_ref = ({m.ref: (m, t) for m, t in zip(previous.setup, previous.setup_texts, strict=True)}
