@@ -119,20 +119,43 @@ def kubectl(env: Any, *args: str, stdin: str | None = None) -> subprocess.Comple
                           capture_output=True, text=True, timeout=120)
 
 
+def server_version(env: Any) -> KubeVersion:
+    version = json.loads(kubectl(env, "version", "-o", "json").stdout)["serverVersion"]
+    return KubeVersion.parse(f"{version['major'].rstrip('+')}.{version['minor'].rstrip('+')}")
+
+
+def install_crd(env: Any, server: KubeVersion) -> None:
+    done = kubectl(env, "apply", "--server-side", "-f", "-", stdin=to_yaml(intent_crd(server)))
+    assert done.returncode == 0, done.stderr
+    ready = kubectl(env, "wait", "--for", "condition=established", "--timeout", "60s", "crd/intents.intentc.dev")
+    assert ready.returncode == 0, ready.stderr
+
+
+@pytest.mark.kube
+def test_the_server_takes_the_crd_and_every_example_intent(kube_env: Any) -> None:
+    from intentc.pipeline import check
+    from intentc.render.intent_object import intent_object
+
+    install_crd(kube_env, server_version(kube_env))
+    program = check([str(ROOT / "intents")]).program
+    namespaces = "".join(f"---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {t.name}}}\n"
+                         for t in program.tenants)
+    assert kubectl(kube_env, "apply", "-f", "-", stdin=namespaces).returncode == 0
+    objects = "".join("---\n" + to_yaml(intent_object(i)) for i in program.intents)
+    done = kubectl(kube_env, "apply", "--server-side", "-f", "-", stdin=objects)
+    assert done.returncode == 0, done.stderr
+    listed = kubectl(kube_env, "get", "intents", "-A", "-o", "name")
+    assert len(listed.stdout.split()) == len(program.intents)
+
+
 @pytest.mark.kube
 def test_the_api_server_refuses_recycle_with_seq_len_8192(kube_env: Any) -> None:
     """Needs Kubernetes >= 1.25 (CEL in CRDs): the lead's 1.37 test bed.  On an older
     server the test is an explicit xfail, never a pass."""
-    version = json.loads(kubectl(kube_env, "version", "-o", "json").stdout)["serverVersion"]
-    server = KubeVersion.parse(f"{version['major'].rstrip('+')}.{version['minor'].rstrip('+')}")
+    server = server_version(kube_env)
     if not server.at_least(1, 25):
         pytest.xfail(f"CEL validation rules need Kubernetes >= 1.25; this server is {server}")
-    crd = to_yaml(intent_crd(server))
-    done = kubectl(kube_env, "apply", "--server-side", "-f", "-", stdin=crd)
-    assert done.returncode == 0, done.stderr
-    ready = kubectl(kube_env, "wait", "--for", "condition=established", "--timeout", "60s",
-                    "crd/intents.intentc.dev")
-    assert ready.returncode == 0, ready.stderr
+    install_crd(kube_env, server)
     refused = kubectl(kube_env, "apply", "-f", "-", stdin=BAD_INTENT)
     assert refused.returncode != 0
     assert 'kv_cache "recycle" or "evict" is not allowed with seq_len above 4096' in refused.stderr, refused.stderr
@@ -140,3 +163,25 @@ def test_the_api_server_refuses_recycle_with_seq_len_8192(kube_env: Any) -> None
     assert good.returncode == 0, good.stderr
     listed = kubectl(kube_env, "get", "intents", "-A")
     assert "embed" in listed.stdout and "team-a" in listed.stdout
+
+
+def test_intent_objects_validate_against_the_schema_the_crd_comes_from() -> None:
+    import jsonschema
+
+    from intentc.frontend import parse_source
+    from intentc.frontend.schema import registry
+    from intentc.plan.model import NodeAllocation, Placement
+    from intentc.render.intent_object import intent_object, intent_status
+    from intentc.sources import SourceFile
+
+    path = ROOT / "intents" / "nlp" / "inference.intent"
+    program = parse_source(SourceFile(str(path), path.read_text())).program
+    validator = jsonschema.Draft202012Validator(load_schema("intent.schema.json"), registry=registry())
+    for intent in program.intents:
+        body = intent_object(intent)
+        assert body["apiVersion"] == "intentc.dev/v1alpha1" and body["kind"] == "Intent"
+        assert body["metadata"]["namespace"] == intent.tenant
+        assert list(validator.iter_errors({**body, "metadata": {"name": intent.name}})) == []
+    placement = Placement("embed-corpus", "team-nlp", (NodeAllocation("hgx-005", (0, 1, 2, 3)),), ())
+    assert intent_status(placement, "a" * 40, "Running") == {
+        "status": {"phase": "Running", "placement": "hgx-005[0,1,2,3]", "commit": "a" * 40}}
