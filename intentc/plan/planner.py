@@ -21,16 +21,16 @@ from dataclasses import dataclass, field, replace
 from intentc import graph, ir
 from intentc.diagnostics import Diagnostic, Span, error, sorted_diagnostics, warning
 from intentc.plan import metrics
+from intentc.plan.admission import FairShare, TenantTerms, tenant_weight
 from intentc.plan.batch import size_batches
+from intentc.plan.cluster import Cluster
+from intentc.plan.model import Placement, Plan, TenantShare, Unplaced
 from intentc.plan.observation import without_observed
+from intentc.plan.placer import Placed, Placer, Refused, Request
+from intentc.plan.repack import Seated, make_room
 from intentc.plan.strategy import decide
 from intentc.policy import BUILTIN, Policies
 from intentc.policy import check as policy_check
-from intentc.plan.admission import FairShare, TenantTerms, tenant_weight
-from intentc.plan.cluster import Cluster
-from intentc.plan.model import Placement, Plan, TenantShare, Unplaced
-from intentc.plan.placer import Placed, Placer, Refused, Request
-from intentc.plan.repack import Seated, make_room
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuMatrix
 from intentc.topology.nvsmi import default_matrix

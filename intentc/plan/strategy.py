@@ -23,15 +23,19 @@ def _chosen(p: Placement) -> tuple[str, str]:
     return "node", p.nodes[0]
 
 
-def _members(level: str, name: str, nodes: Iterable[ir.TopologyNode]) -> list[ir.TopologyNode]:
-    if level == "node":
-        return [n for n in nodes if n.name == name]
-    return [n for n in nodes if n.domain(level) == name]
+def _domains(topology: ir.Topology) -> dict[tuple[str, str], list[ir.TopologyNode]]:
+    """Nodes by (level, domain name), the node level included: built once per plan."""
+    out: dict[tuple[str, str], list[ir.TopologyNode]] = {}
+    for n in topology.nodes:
+        out.setdefault(("node", n.name), []).append(n)
+        for level, name in n.domains:
+            if level != "node":
+                out.setdefault((level, name), []).append(n)
+    return out
 
 
-def fragmentation(p: Placement, used: dict[str, int], topology: ir.Topology) -> float:
-    level, name = _chosen(p)
-    members = _members(level, name, topology.nodes) or [n for n in topology.nodes if n.name in p.nodes]
+def fragmentation(used: dict[str, int], members: list[ir.TopologyNode]) -> float:
+    """Share of the members' GPUs left free on nodes that are partly used."""
     total = sum(n.gpu_count for n in members)
     scattered = sum(n.gpu_count - used.get(n.name, 0) for n in members if 0 < used.get(n.name, 0) < n.gpu_count)
     return round(scattered / total, 4) if total else 0.0
@@ -45,14 +49,16 @@ def decide(intents: Iterable[ir.Intent], placements: Iterable[Placement], topolo
         for a in p.allocations:
             used[a.node] = used.get(a.node, 0) + len(a.gpus)
     by_name = {i.name: i for i in intents}
+    domains = _domains(topology)
     out = []
     for p in sorted(placed, key=lambda p: p.intent):
         intent = by_name.get(p.intent)
         if intent is None:
             continue
         c = intent.constraints
-        frag = fragmentation(p, used, topology)
         level, name = _chosen(p)
+        members = domains.get((level, name)) or [n for node in p.nodes for n in domains.get(("node", node), [])]
+        frag = fragmentation(used, members)
         out.append(Strategy(p.intent, strategy(c.sla, frag), frag, f"{level} {name}",
                             allowed_precisions(c.sla, c.tolerance)))
     return tuple(out)
