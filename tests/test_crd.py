@@ -131,12 +131,32 @@ def install_crd(env: Any, server: KubeVersion) -> None:
     assert ready.returncode == 0, ready.stderr
 
 
+def needs_custom_resources(server: KubeVersion) -> None:
+    """The shared 1.20 test bed is built with Go 1.19, whose map iteration its vendored
+    json-iterator/reflect2 does not survive: that kube-apiserver crashes on the first
+    custom object it decodes.  CEL needs 1.25 anyway; the lead's 1.37 bed runs these."""
+    if not server.at_least(1, 25):
+        pytest.xfail(f"custom objects and CEL rules need the >= 1.25 test bed; this server is {server}")
+
+
 @pytest.mark.kube
-def test_the_server_takes_the_crd_and_every_example_intent(kube_env: Any) -> None:
+def test_the_server_takes_the_crd(kube_env: Any) -> None:
+    server = server_version(kube_env)
+    install_crd(kube_env, server)
+    got = json.loads(kubectl(kube_env, "get", "crd", "intents.intentc.dev", "-o", "json").stdout)
+    conditions = {c["type"]: c["status"] for c in got["status"]["conditions"]}
+    assert conditions.get("NonStructuralSchema") is None, got["status"]["conditions"]
+    assert conditions["Established"] == "True"
+
+
+@pytest.mark.kube
+def test_the_server_takes_every_example_intent(kube_env: Any) -> None:
     from intentc.pipeline import check
     from intentc.render.intent_object import intent_object
 
-    install_crd(kube_env, server_version(kube_env))
+    server = server_version(kube_env)
+    needs_custom_resources(server)
+    install_crd(kube_env, server)
     program = check([str(ROOT / "intents")]).program
     namespaces = "".join(f"---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {t.name}}}\n"
                          for t in program.tenants)
@@ -151,10 +171,9 @@ def test_the_server_takes_the_crd_and_every_example_intent(kube_env: Any) -> Non
 @pytest.mark.kube
 def test_the_api_server_refuses_recycle_with_seq_len_8192(kube_env: Any) -> None:
     """Needs Kubernetes >= 1.25 (CEL in CRDs): the lead's 1.37 test bed.  On an older
-    server the test is an explicit xfail, never a pass."""
+    server the test is an explicit xfail (reported as such), never a pass."""
     server = server_version(kube_env)
-    if not server.at_least(1, 25):
-        pytest.xfail(f"CEL validation rules need Kubernetes >= 1.25; this server is {server}")
+    needs_custom_resources(server)
     install_crd(kube_env, server)
     refused = kubectl(kube_env, "apply", "-f", "-", stdin=BAD_INTENT)
     assert refused.returncode != 0
