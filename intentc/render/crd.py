@@ -32,6 +32,7 @@ from typing import Any
 from intentc.frontend.schema import load_schema
 from intentc.render.capabilities import KubeVersion
 from intentc.render.meta import metadata
+from intentc.render.model import SHARED_ANNOTATION
 
 GROUP = "intentc.dev"
 VERSION = "v1alpha1"
@@ -138,7 +139,7 @@ def intent_crd(version: KubeVersion) -> dict[str, Any]:
     ]
     return {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": metadata(NAME),
+        "metadata": metadata(NAME, annotations={SHARED_ANNOTATION: "cluster"}),
         "spec": {
             "group": GROUP,
             "names": {"kind": "Intent", "listKind": "IntentList", "plural": PLURAL, "singular": "intent",

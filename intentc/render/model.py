@@ -19,6 +19,9 @@ INTENT_LABEL = "intentc.dev/intent"
 COMMIT_ANNOTATION = "intentc.dev/commit-sha"
 SPEC_HASH_ANNOTATION = "intentc.dev/spec-hash"
 STAMP_ANNOTATIONS = (COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION)
+# On an object every intentc repository on a cluster applies alike (the Intent CRD): its
+# commit stamp is whichever repository applied it last, so drift judges it by content only.
+SHARED_ANNOTATION = "intentc.dev/shared"
 
 
 class SetupStep(enum.IntEnum):
