@@ -27,7 +27,7 @@ from typing import Sequence
 
 from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend.dsl import Comment, parse_full
-from intentc.ir import (SETTING_KEYS, Action, Batch, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
+from intentc.ir import (CONSTRAINT_KEYS, SETTING_KEYS, Action, Batch, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
                         Program, Tenant, Trigger)
 from intentc.sources import SourceFile
 
@@ -153,8 +153,7 @@ class _Layout:
         for key in SETTING_KEYS[1:]:
             value = getattr(s, key)
             if value is not None:
-                shown = number(value) if isinstance(value, (int, float)) else word(value)
-                self.add(2, f"{key}: {shown}", s.spans.get(key, s.span))
+                self.add(2, f"{key}: {_value(value)}", s.spans.get(key, s.span))
 
 
 def _trigger(t: Trigger) -> str:
@@ -193,26 +192,16 @@ def _gpus(g: GpuRequest) -> str:
     return " ".join(parts)
 
 
+def _value(value: str | int | float) -> str:
+    return number(value) if isinstance(value, (int, float)) else word(value)
+
+
 def _constraints(c: Constraints) -> str:
     items = []
-    if c.cpu is not None:
-        items.append(f"cpu {word(c.cpu)}")
-    if c.memory is not None:
-        items.append(f"memory {word(c.memory)}")
-    if c.gpus is not None:
-        items.append(f"gpus {_gpus(c.gpus)}")
-    if c.sla is not None:
-        items.append(f"sla {word(c.sla)}")
-    if c.tolerance is not None:
-        items.append(f"tolerance {number(c.tolerance)}")
-    if c.duration is not None:
-        items.append(f"duration {word(c.duration)}")
-    if c.slack is not None:
-        items.append(f"slack {number(c.slack)}")
-    if c.retries is not None:
-        items.append(f"retries {number(c.retries)}")
-    if c.fallback is not None:
-        items.append(f"fallback {word(c.fallback)}")
+    for key in CONSTRAINT_KEYS:          # the grammar's order, which the printer keeps
+        value = getattr(c, key)
+        if value is not None:
+            items.append(f"gpus {_gpus(value)}" if key == "gpus" else f"{key} {_value(value)}")
     return ", ".join(items)
 
 
