@@ -325,3 +325,19 @@ def test_a_shared_cluster_object_is_judged_by_content_not_by_commit() -> None:
     changed = detect([mine.body], [dict(other.body)], history=history)
     assert [f.drift.value for f in changed.findings] != ["in-sync"]
     assert "foreign" not in [f.drift.value for f in changed.findings]
+
+
+def test_a_field_intentc_itself_updates_is_not_drift() -> None:
+    """How the daemon resumes a fallback variant (docs/failure-fallback.md): a merge patch
+    of one field sent as field manager intentc.  Shown on `spec.replicas` of the fixture
+    Deployment; `spec.suspend` of a Job is the same shape."""
+    desired, live = applied(deployment())
+    live["spec"]["replicas"] = 0
+    take(live, "intentc", {"f:spec": {"f:replicas": {}}}, [["f:spec", "f:replicas"]])
+    assert not detect([desired], [live], history=HISTORY).has_drift
+    # the same patch by anyone else is drift, naming them
+    desired, live = applied(deployment())
+    live["spec"]["replicas"] = 0
+    take(live, "resumer", {"f:spec": {"f:replicas": {}}}, [["f:spec", "f:replicas"]])
+    [finding] = detect([desired], [live], history=HISTORY).drifted
+    assert finding.managers == ("resumer",)
