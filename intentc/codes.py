@@ -93,6 +93,19 @@ CODES: dict[str, str] = {
     "W0701": "node label value cannot be used",
     # revisions and diffs (intentc diff, intentc schema-diff)
     "E0801": "schema file is not valid JSON",
+    # sizing, failure fallback, tag policies, the Intent CRD (issue 15)
+    "E1001": "invalid parameter count",
+    "E1002": "kv_reuse must be in [0, 1]",
+    "E1003": "unknown throughput mode",
+    "E1004": "slack out of range",
+    "E1005": "retries out of range",
+    "E1006": "unknown fallback",
+    "E1007": "Job-only constraint on a serve action",
+    "E1010": "model weights do not fit in one pod's GPUs",
+    "E1011": "precision not allowed by the SLA class and tolerance",
+    "E1020": "placement breaks a tag rule",
+    "W1001": "batch: auto cannot be sized (model size or GPU memory unknown)",
+    "W1003": "Policy document outside policies/",
 }
 
 

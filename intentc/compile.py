@@ -32,6 +32,7 @@ from intentc.plan.model import Plan
 from intentc.plan.model import Occupancy
 from intentc.ir import Topology
 from intentc.plan.planner import make_plan
+from intentc.policy.load import load_policies
 from intentc.render import render
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import Rendered
@@ -115,20 +116,22 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
         pass
     checked = check(paths, jobs=jobs)
     sources.update(checked.sources)
-    diags = list(checked.diagnostics) + topo_diags
+    policies, policy_diags, policy_texts = load_policies(paths)
+    sources.update(policy_texts)
+    diags = list(checked.diagnostics) + topo_diags + policy_diags
     if loaded is None:
         unreadable = any(d.code.startswith("E00") for d in topo_diags) or not Path(topology).is_file()
         return CompileResult(tuple(sorted_diagnostics(diags)), sources, checked.program,
                              topology_unreadable=unreadable)
     g, graph_diags = graph.build(checked.program)
     occupied, notes = live(checked.program, loaded.topology) if live is not None else (None, ())
-    plan, plan_diags = make_plan(checked.program, loaded, seed, occupied)
+    plan, plan_diags = make_plan(checked.program, loaded, seed, occupied, policies)
     if occupied is not None:
         plan = dataclasses.replace(plan, basis="live", basis_notes=notes)
     diags = sorted_diagnostics(diags + graph_diags + plan_diags)
     if has_errors(diags):
         return CompileResult(tuple(diags), sources, checked.program, plan)
-    rendered = render(checked.program, plan, commit, kube_version, target)
+    rendered = render(checked.program, plan, commit, kube_version, target, policies)
     return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g)
 
 

@@ -69,6 +69,23 @@ class Precision(enum.Enum):
     INT4 = "int4"
 
 
+class ThroughputMode(enum.Enum):
+    """How a serving intent meets its load (docs/sizing.md): `steady` keeps the
+    planned replicas and grows batches slowly, `burst` scales replicas with
+    load inside the planned GPUs and grows batches fast."""
+
+    STEADY = "steady"
+    BURST = "burst"
+
+
+class Fallback(enum.Enum):
+    """What a Job may fall back to once its GPU retries and the smaller-batch
+    variant have failed (docs/failure-fallback.md)."""
+
+    NONE = "none"
+    CPU = "cpu"
+
+
 class ActionKind(enum.Enum):
     BATCH = "batch"          # run-to-completion container (Job)
     TRAINING = "training"    # run-to-completion, usually multi-GPU / multi-node (Job)
@@ -196,8 +213,16 @@ class ModelSettings:
     seq_len: int | None = None
     kv_cache: str | None = None
     precision: str | None = None
+    model_memory: str | None = None     # size of the weights, quantity string ("16Gi")
+    parameters: str | None = None       # parameter count ("8B", "350M"); × precision = weights
+    kv_reuse: float | None = None       # expected KV-cache reuse ratio, 0..1
+    throughput_mode: str | None = None  # steady | burst (a ThroughputMode value)
     span: Span = _span()
     spans: FieldSpans = _spans()
+
+
+SETTING_KEYS = ("batch", "seq_len", "kv_cache", "precision", "model_memory", "parameters", "kv_reuse",
+                "throughput_mode")
 
 
 @dataclass(frozen=True)
@@ -218,8 +243,15 @@ class Context:
     tenant: Ref
     tags: tuple[str, ...] = ()
     drift: str | None = None            # overrides the tenant's drift policy
+    tag_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)  # one per tag, where known
     span: Span = _span()
     spans: FieldSpans = _spans()
+
+    def tag_span(self, index: int) -> Span:
+        """Where tag `index` was written: its own span (DSL, YAML), else the tags clause."""
+        if index < len(self.tag_spans):
+            return self.tag_spans[index]
+        return self.spans.get("tags", self.span)
 
 
 @dataclass(frozen=True)
@@ -241,8 +273,14 @@ class Constraints:
     sla: str | None = None              # P0..P3
     tolerance: float | None = None      # success ratio the SLA tolerates, 0 < t <= 1
     duration: str | None = None         # estimated run time, e.g. "2h", "45m"
+    slack: float | None = None          # activeDeadlineSeconds = duration x (1 + slack)
+    retries: int | None = None          # the Job's backoffLimit (GPU retries on the same product)
+    fallback: str | None = None         # none | cpu (a Fallback value)
     span: Span = _span()
     spans: FieldSpans = _spans()
+
+
+CONSTRAINT_KEYS = ("cpu", "memory", "gpus", "sla", "tolerance", "duration", "slack", "retries", "fallback")
 
 
 @dataclass(frozen=True)
@@ -281,6 +319,7 @@ class TopologyNode:
     domains: tuple[tuple[str, str], ...] = ()   # (level, domain name), outermost first
     labels: tuple[tuple[str, str], ...] = ()
     nvidia_smi_topo: str | None = None  # path (relative to the topology file) of `nvidia-smi topo -m` output
+    taints: tuple[tuple[str, str, str], ...] = ()   # (key, value, effect), sorted
     span: Span = _span()
     spans: FieldSpans = _spans()
 

@@ -41,3 +41,18 @@ def parse_quantity(text: str) -> Decimal | None:
 
 def is_quantity(text: str) -> bool:
     return parse_quantity(text) is not None
+
+
+_PARAMETERS = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<suffix>[KMBT]?)$")
+_PARAMETER_SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+
+def parse_parameters(text: str) -> int | None:
+    """A model's parameter count as written on an intent (`8B`, `350M`, `1.5B`), or None.
+
+    B is a billion (the convention of model names such as llama3-8b), not a byte.
+    """
+    m = _PARAMETERS.match(text.strip())
+    if not m:
+        return None
+    return int(Decimal(m["num"]) * _PARAMETER_SCALE[m["suffix"]])

@@ -331,3 +331,38 @@ def _with_defaults(value: object) -> object:
     if isinstance(value, list):
         return [_with_defaults(v) if isinstance(v, dict) else v for v in value]
     return value
+
+
+def test_a_shared_cluster_object_is_judged_by_content_not_by_commit() -> None:
+    """The Intent CRD is applied alike by every repository on a cluster: the commit it
+    carries is the last applier's, which this repository's history need not know."""
+    from intentc.drift.detect import History, detect
+    from intentc.render import crd_manifest
+    from intentc.render.capabilities import KubeVersion
+
+    mine = crd_manifest(KubeVersion(1, 29), "a" * 40)
+    theirs = crd_manifest(KubeVersion(1, 29), "b" * 40)       # same content, another repository's commit
+
+    history = History(("a" * 40,))
+    same = detect([mine.body], [dict(theirs.body)], history=history)
+    assert [f.drift.value for f in same.findings] == ["in-sync"]
+    other = crd_manifest(KubeVersion(1, 24), "b" * 40)        # different content: no CEL rules
+    changed = detect([mine.body], [dict(other.body)], history=history)
+    assert [f.drift.value for f in changed.findings] != ["in-sync"]
+    assert "foreign" not in [f.drift.value for f in changed.findings]
+
+
+def test_a_field_intentc_itself_updates_is_not_drift() -> None:
+    """How the daemon resumes a fallback variant (docs/failure-fallback.md): a merge patch
+    of one field sent as field manager intentc.  Shown on `spec.replicas` of the fixture
+    Deployment; `spec.suspend` of a Job is the same shape."""
+    desired, live = applied(deployment())
+    live["spec"]["replicas"] = 0
+    take(live, "intentc", {"f:spec": {"f:replicas": {}}}, [["f:spec", "f:replicas"]])
+    assert not detect([desired], [live], history=HISTORY).has_drift
+    # the same patch by anyone else is drift, naming them
+    desired, live = applied(deployment())
+    live["spec"]["replicas"] = 0
+    take(live, "resumer", {"f:spec": {"f:replicas": {}}}, [["f:spec", "f:replicas"]])
+    [finding] = detect([desired], [live], history=HISTORY).drifted
+    assert finding.managers == ("resumer",)

@@ -100,7 +100,8 @@ def test_labels_annotations_and_apply_steps() -> None:
             assert meta["labels"][INTENT_LABEL] == m.intent
             assert meta["labels"][TENANT_LABEL] == meta["namespace"] == m.tenant
     kinds = [m.ref.kind for m in r.manifests]
-    assert kinds[:8] == ["Namespace", "Namespace", "RoleBinding", "ResourceQuota"] + ["PriorityClass"] * 4
+    assert kinds[:9] == ["CustomResourceDefinition", "Namespace", "Namespace", "RoleBinding",
+                         "ResourceQuota"] + ["PriorityClass"] * 4
     assert [m.step for m in r.manifests] == sorted(m.step for m in r.manifests)
 
 
@@ -133,7 +134,7 @@ def test_gpu_binding_on_one_nvlink_node() -> None:
     assert ann["intentc.dev/interconnect"] == "nvlink"
     env = env_of(job)
     assert env["NCCL_P2P_LEVEL"] == "NVL"
-    assert env["INTENTC_BATCH"] == "auto:256" and env["INTENTC_KV_CACHE"] == "retain"
+    assert env["INTENTC_BATCH"] == "256" and env["INTENTC_KV_CACHE"] == "retain"   # the plan's sizing
     assert "NCCL_IB_HCA" not in env
 
 

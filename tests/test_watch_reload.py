@@ -284,3 +284,16 @@ def test_watch_command_end_to_end(tree: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
     assert code == 0, proc.stderr.read() if proc.stderr else ""
+
+
+def test_repository_tag_rules_apply_to_the_daemon_as_to_compile(tree: Path) -> None:
+    (tree / ".git").mkdir()
+    (tree / "policies").mkdir()
+    (tree / "policies" / "online.yaml").write_text(
+        "apiVersion: intentc.dev/v1alpha1\nkind: Policy\nmetadata: {name: online}\n"
+        "spec: {tag: online, requires: [disruption-budget]}\n")
+    result = reloader(tree).load()
+    assert result.ok and result.snapshot is not None
+    files = result.snapshot.files()
+    assert files == full_compile(tree)
+    assert any("poddisruptionbudget" in name and "serve-chat" in name for name in files)

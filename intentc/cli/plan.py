@@ -64,6 +64,7 @@ def plan(
     from intentc.plan.model import Occupancy
     from intentc.plan.planner import make_plan
     from intentc.plan.text import render_text
+    from intentc.policy.load import load_policies
     from intentc.topology.load import load_topology
 
     loaded, topo_diags = load_topology(str(topology))
@@ -78,14 +79,16 @@ def plan(
         raise typer.Exit(EXIT_USAGE if unreadable else 1)
     result = run_check(paths, jobs=jobs or None)
     sources.update(result.sources)
+    policies, policy_diags, policy_texts = load_policies(paths)
+    sources.update(policy_texts)
     occupied: Occupancy | None = None
     notes: tuple[str, ...] = ()
     if kubeconfig is not None or context is not None:
         occupied, notes = live_occupancy_or_exit(kubeconfig, context, result.program, loaded.topology)
-    the_plan, plan_diags = make_plan(result.program, loaded, seed, occupied)
+    the_plan, plan_diags = make_plan(result.program, loaded, seed, occupied, policies)
     if occupied is not None:
         the_plan = dataclasses.replace(the_plan, basis="live", basis_notes=notes)
-    diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + plan_diags)
+    diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + policy_diags + plan_diags)
     emit_diagnostics(diags, diagnostics_format, sources, to_stderr=True)
 
     if format is PlanFormat.JSON:

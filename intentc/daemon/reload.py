@@ -51,7 +51,8 @@ from intentc.pipeline import prefer_specific
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Placement, Plan
 from intentc.plan.planner import make_plan
-from intentc.render import intent_manifests, priority_class_manifests, tenant_manifests
+from intentc.policy.load import load_policies
+from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, tenant_manifests
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (
     Choice,
@@ -87,11 +88,12 @@ class IntentRender:
     manifests: tuple[Manifest, ...]
     choice: Choice | None
     texts: tuple[str, ...] = ()                   # the manifests as YAML, in the same order
+    decided: tuple[Any, ...] = ()                 # the plan's batch sizing and strategy for it
 
-    def fits(self, intent: Intent, placement: Placement | None, wave: int) -> bool:
+    def fits(self, intent: Intent, placement: Placement | None, wave: int, decided: tuple[Any, ...] = ()) -> bool:
         # identity first: an unchanged file hands back the very same IR objects
         return ((self.intent is intent or self.intent == intent) and self.wave == wave
-                and (self.placement is placement or self.placement == placement))
+                and (self.placement is placement or self.placement == placement) and self.decided == decided)
 
 
 @dataclass(frozen=True)
@@ -141,10 +143,12 @@ class ReloadResult:
 def _planning_key(intent: Intent) -> tuple[Any, ...]:
     """Everything about an intent that the graph and the planner read.
 
-    Image, command, model settings, replicas, port, tags and drift policy
-    are absent: changing them cannot move a placement or a wave."""
+    Image, command, port and drift policy are absent: changing them cannot
+    move a placement or a wave.  Model settings and replicas size `batch: auto`
+    (plan/batch.py); tags carry the planner's tag rules (intentc/policy)."""
     return (intent.name, intent.tenant, intent.trigger, intent.action.kind, intent.constraints,
-            intent.consumes, intent.produces)
+            intent.consumes, intent.produces, intent.action.settings, intent.action.replicas,
+            intent.context.tags)
 
 
 def _tenant_key(tenant: Tenant) -> tuple[Any, ...]:
@@ -170,6 +174,8 @@ class Reloader:
                  kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
                  seed: int = 0) -> None:
         self.paths = tuple(paths)
+        # Tag rules (intentc/policy): read once, as `compile` does; editing policies/ needs a restart.
+        self.policies, self._policy_diags, self._policy_texts = load_policies(self.paths)
         self.topology_path = topology
         self.commit = commit
         self.kube_version = kube_version
@@ -296,8 +302,8 @@ class Reloader:
             else:
                 global_diags = [d for p in GLOBAL_PASSES for d in p(program)[1]]
             diags.extend(global_diags)
-            diags = list(prefer_specific(diags)) + list(topo_diags)
-            sources = dict(self._texts)
+            diags = list(prefer_specific(diags)) + list(topo_diags) + list(self._policy_diags)
+            sources = {**self._policy_texts, **self._texts}
             if topo_text is not None:
                 sources[Path(self.topology_path).as_posix()] = topo_text
 
@@ -316,7 +322,7 @@ class Reloader:
                 plan_diags = list(previous.plan_diagnostics)
             else:
                 g, graph_diags = graph.build(program)
-                plan, found = make_plan(program, loaded, self.seed)
+                plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
                 plan_diags = graph_diags + found
                 plan_json, graph_json = plan_to_json(plan), graph.to_json(g, graph.waves(g))
             diags = sorted_diagnostics(diags + plan_diags)
@@ -344,11 +350,17 @@ class Reloader:
         same dataset URIs, no other intent's inputs can have changed."""
         tgt = get_target(self.target)
         commit, version = self.commit, self.kube_version
-        setup = tenant_manifests(program, commit)
+        setup = tenant_manifests(program, commit, self.policies) + [crd_manifest(version, commit)]
         same_data = previous is not None and previous.uris == uris
         fast = previous is not None and changed is not None and same_data and previous.plan is plan
         renders: dict[str, IntentRender]
         todo: list[tuple[Intent, Placement | None, int]] = []
+        batch_of = {b.intent: b for b in plan.batches}
+        strategy_of = {st.intent: st for st in plan.strategies}
+
+        def decided_of(name: str) -> tuple[Any, ...]:
+            return (batch_of.get(name), strategy_of.get(name))
+
         if fast and previous is not None and changed is not None:
             # the plan is the same object: same SLA classes, same placements and waves
             setup.extend(m for m in previous.setup if m.step == SetupStep.PRIORITY_CLASSES)
@@ -356,7 +368,7 @@ class Reloader:
             for f in changed:
                 for intent in f.result.program.intents:
                     hit = renders.get(intent.name)
-                    if hit is not None and not hit.fits(intent, hit.placement, hit.wave):
+                    if hit is not None and not hit.fits(intent, hit.placement, hit.wave, hit.decided):
                         todo.append((intent, hit.placement, hit.wave))
         else:
             scheduled = {name for wave in plan.waves for name in wave}
@@ -370,15 +382,16 @@ class Reloader:
             for intent in intents:
                 wave, placement = waves[intent.name], placements.get(intent.name)
                 hit = cache.get(intent.name)
-                if hit is None or not hit.fits(intent, placement, wave) or (
+                if hit is None or not hit.fits(intent, placement, wave, decided_of(intent.name)) or (
                         not same_data and hit.data != _data_of(intent, uris)):
                     todo.append((intent, placement, wave))
                 else:
                     renders[intent.name] = hit
         for intent, placement, wave in todo:
-            made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit)
+            made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit,
+                                            batch_of.get(intent.name), self.policies, strategy_of.get(intent.name))
             renders[intent.name] = IntentRender(intent, placement, wave, _data_of(intent, uris), made, choice,
-                                                tuple(to_yaml(m.body) for m in made))
+                                                tuple(to_yaml(m.body) for m in made), decided_of(intent.name))
         old_by_ref = ({m.ref: (m, t) for m, t in zip(previous.setup, previous.setup_texts, strict=True)}
                       if previous is not None else {})
         setup_texts = []

@@ -89,6 +89,7 @@ def format_text(report: DiffReport) -> str:
         out += [f"  tenant {s.tenant}: {s.old_allocated} -> {s.new_allocated} GPUs allocated "
                 f"(requested {s.old_requested} -> {s.new_requested}, weight {s.old_weight} -> {s.new_weight})"
                 for s in p.shares]
+        out += [f"  batch {b.intent}: {b.old} -> {b.new} ({b.derivation})" for b in p.batches]
     if report.impacts:
         out.append("impact:")
         out += [f"  {i.impact.value:<13} {i.intent}: {'; '.join(i.reasons)}" for i in report.impacts]
@@ -124,6 +125,7 @@ def to_json_obj(report: DiffReport) -> dict[str, Any]:
             "moved": [asdict(m) for m in p.moved],
             "capacity": [asdict(c) for c in p.capacity],
             "shares": [asdict(s) for s in p.shares],
+            "batches": [asdict(b) for b in p.batches],
         },
         "impacts": [{"intent": i.intent, "impact": i.impact.value, "reasons": list(i.reasons),
                      "changed": i.changed} for i in report.impacts],
@@ -185,6 +187,7 @@ def format_markdown(report: DiffReport) -> str:
         out += [f"- `{c.intent}` {'placeable again' if c.placeable else 'no longer placeable: ' + _md(c.message)}"
                 for c in p.capacity]
         out += [f"- tenant `{s.tenant}`: {s.old_allocated} \u2192 {s.new_allocated} GPUs" for s in p.shares]
+        out += [f"- `{b.intent}` batch: {b.old} \u2192 {b.new} ({_md(b.derivation)})" for b in p.batches]
         out.append("")
     out.append("</details>")
     return "\n".join(out) + "\n"

@@ -32,6 +32,7 @@ from intentc.render.model import (
     INTENT_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    SHARED_ANNOTATION,
     SPEC_HASH_ANNOTATION,
     TENANT_LABEL,
     ObjectRef,
@@ -280,7 +281,9 @@ def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any
             continue
         live_body = hit[1]
         found: list[Finding] = []
-        prov = _provenance(ref, body, live_body, history)
+        # a cluster-wide object all repositories apply alike carries the last applier's commit
+        shared = _annotation(body, SHARED_ANNOTATION) is not None
+        prov = _provenance(ref, body, live_body, None if shared else history)
         if prov is not None:
             found.append(prov)
         changes = modifications(body, live_body, manager)

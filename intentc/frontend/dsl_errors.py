@@ -52,7 +52,8 @@ EXAMPLES: tuple[BadInput, ...] = (
     BadInput("unknown-tenant-clause", "tenant t {\n  owner: \"x\"\n}\n", "E0101", 2, 3,
              "a tenant has the clauses tier, weight, quota, group and drift"),
     BadInput("unknown-setting", _I.replace('"b:1"', '"b:1" {\n    batchsize: 3\n  }'),
-             "E0101", 4, 5, "the settings are batch, seq_len, kv_cache and precision"),
+             "E0101", 4, 5, "the settings are batch, seq_len, kv_cache, precision, model_memory, parameters, "
+             "kv_reuse and throughput_mode"),
     BadInput("unquoted-group", "tenant t { group: team-t-devs }\n", "E0101", 1, 19,
              "this value is a string: put it in double quotes"),
     BadInput("unquoted-image", 'intent j {\n  action: batch image ghcr.io/acme/x:1\n}\n',
@@ -117,6 +118,9 @@ _ROLE = {
     "KV_CACHE": "a kv_cache policy (recycle, retain or evict)", "PRECISION": "a precision (e.g. bf16)",
     "BATCH": "a batch size", "TAGS": "a tag", "WITHIN": "a scope (nvlink, node, rack or zone)",
     "PREFER": "a scope (nvlink, node, rack or zone)", "X": 'a GPU product (e.g. "H100-80GB")',
+    "MODEL_MEMORY": "a quantity (e.g. 16Gi)", "PARAMETERS": "a parameter count (e.g. 8B)",
+    "KV_REUSE": "a number (e.g. 0.8)", "THROUGHPUT_MODE": "a throughput mode (steady or burst)",
+    "SLACK": "a number (e.g. 0.5)", "RETRIES": "a number", "FALLBACK": "a fallback (none or cpu)",
 }
 
 # Sets of keywords named as one thing; a group is used when all its members are acceptable.
@@ -130,11 +134,12 @@ _GROUPS: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"ON", "AFTER", "SCHEDULE"}), 'a trigger (on push, after NAME, schedule "CRON" or manual)'),
     (frozenset({"IMAGE", "MODEL", "COMMAND", "REPLICAS", "PORT"}),
      "an action part (image, model, command, replicas, port)"),
-    (frozenset({"BATCH", "SEQ_LEN", "KV_CACHE", "PRECISION"}),
-     "a setting (batch, seq_len, kv_cache, precision)"),
+    (frozenset({"BATCH", "SEQ_LEN", "KV_CACHE", "PRECISION", "MODEL_MEMORY", "PARAMETERS", "KV_REUSE",
+                "THROUGHPUT_MODE"}),
+     "a setting (batch, seq_len, kv_cache, precision, model_memory, parameters, kv_reuse, throughput_mode)"),
     (frozenset({"TENANT", "TAGS", "DRIFT"}), "a context item (tenant, tags, drift)"),
-    (frozenset({"CPU", "MEMORY", "GPUS", "SLA", "TOLERANCE", "DURATION"}),
-     "a constraint (cpu, memory, gpus, sla, tolerance, duration)"),
+    (frozenset({"CPU", "MEMORY", "GPUS", "SLA", "TOLERANCE", "DURATION", "SLACK", "RETRIES", "FALLBACK"}),
+     "a constraint (cpu, memory, gpus, sla, tolerance, duration, slack, retries, fallback)"),
     (frozenset({"GPUS", "CPU", "MEMORY"}), "a quota (gpus, cpu, memory)"),
     (frozenset({"X", "MEMORY", "WITHIN", "PREFER"}), "a GPU option (x, memory, within, prefer)"),
 )

@@ -104,7 +104,8 @@ def _settings(s: ModelSettings | None) -> CommentedMap | None:
     if s is None:
         return None
     return _map([("batch", _batch(s.batch)), ("seq_len", s.seq_len), ("kv_cache", s.kv_cache),
-                 ("precision", s.precision)])
+                 ("precision", s.precision), ("model_memory", s.model_memory), ("parameters", s.parameters),
+                 ("kv_reuse", s.kv_reuse), ("throughput_mode", s.throughput_mode)])
 
 
 def _action(a: Action) -> CommentedMap:
@@ -123,7 +124,8 @@ def _constraints(c: Constraints) -> CommentedMap:
         gpus = _map([("count", g.count), ("product", g.product), ("memory", g.memory),
                      ("within", g.within), ("prefer", g.prefer)])
     return _map([("cpu", c.cpu), ("memory", c.memory), ("gpus", gpus), ("sla", c.sla),
-                 ("tolerance", c.tolerance), ("duration", c.duration)])
+                 ("tolerance", c.tolerance), ("duration", c.duration), ("slack", c.slack),
+                 ("retries", c.retries), ("fallback", c.fallback)])
 
 
 def _intent(i: Intent) -> CommentedMap:
@@ -140,7 +142,8 @@ def _node(n: TopologyNode) -> CommentedMap:
         gpu = _map([("product", n.gpu_product), ("count", n.gpu_count), ("memory", n.gpu_memory)])
     return _map([("name", n.name), ("gpu", gpu), ("cpu", n.cpu), ("memory", n.memory),
                  ("domains", _map(n.domains)), ("labels", _map(n.labels)),
-                 ("nvidiaSmiTopo", n.nvidia_smi_topo)])
+                 ("nvidiaSmiTopo", n.nvidia_smi_topo),
+                 ("taints", tuple(_map([("key", k), ("value", v or None), ("effect", e)]) for k, v, e in n.taints))])
 
 
 def _topology(t: Topology) -> CommentedMap:

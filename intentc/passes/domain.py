@@ -13,11 +13,12 @@ from typing import Iterator
 
 from intentc.diagnostics import Diagnostic, Span, error, warning
 from intentc.duration import parse_duration
-from intentc.ir import (ActionKind, DriftPolicy, FieldSpans, Intent, KvCache, ModelSettings,
-                        Precision, Program, Scope, SlaClass, Tenant, Tier, TriggerKind,
+from intentc.ir import (ActionKind, DriftPolicy, Fallback, FieldSpans, Intent, KvCache, ModelSettings,
+                        Precision, Program, Scope, SlaClass, Tenant, ThroughputMode, Tier, TriggerKind,
                         vocabulary)
 from intentc.suggest import did_you_mean, one_of
-from intentc.quantity import parse_quantity
+from intentc.tolerance import DEFAULT_SLA, allowed_precisions
+from intentc.quantity import parse_parameters, parse_quantity
 
 BATCH_MAX = 2048
 SEQ_LEN_MAX = 32768
@@ -94,6 +95,14 @@ def check_settings(s: ModelSettings, fallback: Span) -> Check:
                              f"sequences longer than {RECYCLE_SEQ_LEN_MAX} tokens use \"retain\"",
                     at("kv_cache"), hint="write `kv_cache: retain`, or lower seq_len to 4096")
     yield from _vocab("E0406", "precision", s.precision, Precision, at("precision"))
+    yield from _quantity("model_memory", s.model_memory, at("model_memory"), positive=True)
+    if s.parameters is not None and not parse_parameters(s.parameters):
+        yield error("E1001", f'parameters "{s.parameters}" is not a parameter count', at("parameters"),
+                    hint="a positive number with an optional K, M, B or T suffix, e.g. 8B or 350M")
+    if s.kv_reuse is not None and not 0 <= s.kv_reuse <= 1:
+        yield error("E1002", f"kv_reuse must be between 0 and 1, got {s.kv_reuse}", at("kv_reuse"),
+                    hint="the expected share of KV-cache entries reused between requests, e.g. 0.8")
+    yield from _vocab("E1003", "throughput mode", s.throughput_mode, ThroughputMode, at("throughput_mode"))
 
 
 def _check_cron(expr: str, span: Span) -> Check:
@@ -145,6 +154,29 @@ def check_intent(i: Intent) -> Check:
     if c.duration is not None and parse_duration(c.duration) is None:
         yield error("E0415", f'"{c.duration}" is not a duration', _at(c.spans, "duration", c.span),
                     hint='a number with a unit s, m, h or d, e.g. "45m" or "1h30m"')
+    precision = act.settings.precision if act.settings is not None else None
+    if precision in vocabulary(Precision) and c.tolerance is not None and 0 < c.tolerance <= 1:
+        allowed = allowed_precisions(c.sla, c.tolerance)
+        if precision not in allowed:
+            assert act.settings is not None
+            yield error("E1011", f"precision {precision} is not allowed for sla {c.sla or DEFAULT_SLA} with "
+                                 f"tolerance {c.tolerance}: it allows {', '.join(allowed)}",
+                        _at(act.settings.spans, "precision", act.settings.span),
+                        hint="lower the tolerance (it is the share of the reference result accepted, "
+                             "0.9 allows 10 % less) or use a wider precision (docs/sizing.md)")
+    if c.slack is not None and not 0 <= c.slack <= 10:
+        yield error("E1004", f"slack must be between 0 and 10, got {c.slack}", _at(c.spans, "slack", c.span),
+                    hint="the Job may run duration x (1 + slack) before it is stopped; e.g. 0.5")
+    if c.retries is not None and not 0 <= c.retries <= 100:
+        yield error("E1005", f"retries must be between 0 and 100, got {c.retries}",
+                    _at(c.spans, "retries", c.span))
+    yield from _vocab("E1006", "fallback", c.fallback, Fallback, _at(c.spans, "fallback", c.span))
+    if act.kind == ActionKind.SERVE.value:
+        for key, given in (("retries", c.retries is not None), ("fallback", c.fallback is not None),
+                           ("slack", c.slack is not None)):
+            if given:
+                yield error("E1007", f"`{key}` applies to run-to-completion actions (Jobs), not serve",
+                            _at(c.spans, key, c.span), hint="a Deployment restarts its pods itself")
     g = c.gpus
     if g is not None:
         if g.count <= 0:

@@ -178,6 +178,14 @@ def render_html(plan: Plan, topology: ir.Topology) -> str:
     if plan.unplaced:
         parts += ["<h2>Unplaced</h2>",
                   f"<table><tr><th>intent</th><th>tenant</th><th>reason</th><th>why</th></tr>{unplaced}</table>"]
+    if plan.batches:
+        rows = "".join(f"<tr><td>{escape(b.intent)}</td><td>{b.size}</td>"
+                       f"<td>{'-' if b.max is None else b.max}</td>"
+                       f"<td>{'-' if b.estimate is None else b.estimate}</td>"
+                       f"<td>{escape(b.derivation)}</td></tr>" for b in plan.batches)
+        parts += ["<h2>Batch sizes (batch: auto)</h2>",
+                  "<table><tr><th>intent</th><th>batch</th><th>max</th><th>estimate</th>"
+                  f"<th>derivation</th></tr>{rows}</table>"]
     parts += ["<h2>Tenants</h2>",
               ("<table><tr><th>tenant</th><th>weight</th><th>quota</th><th>requested</th>"
                f"<th>peak GPUs</th><th>GPU-hours</th></tr>{tenant_rows}</table>"),

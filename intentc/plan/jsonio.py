@@ -12,10 +12,12 @@ import json
 from typing import Any
 
 from intentc.plan.model import (
+    BatchSizing,
     Metrics,
     NodeAllocation,
     Placement,
     Plan,
+    Strategy,
     TenantShare,
     Unplaced,
 )
@@ -69,6 +71,10 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
             "queued": m.queued,
             "gpu_seconds": m.gpu_seconds,
         },
+        "batches": [{"intent": b.intent, "size": b.size, "max": b.max, "estimate": b.estimate,
+                     "derivation": b.derivation} for b in plan.batches],
+        "strategies": [{"intent": s.intent, "strategy": s.strategy, "fragmentation": s.fragmentation,
+                        "domain": s.domain, "precisions": list(s.precisions)} for s in plan.strategies],
     }
 
 
@@ -98,6 +104,10 @@ def plan_from_obj(doc: dict[str, Any]) -> Plan:
         seed=doc.get("seed", 0),
         basis=(doc.get("basis") or {}).get("kind", "preview"),
         basis_notes=tuple((doc.get("basis") or {}).get("notes", ())),
+        batches=tuple(BatchSizing(b["intent"], b["size"], b["max"], b["estimate"], b["derivation"])
+                      for b in doc.get("batches", ())),
+        strategies=tuple(Strategy(s["intent"], s["strategy"], s["fragmentation"], s["domain"],
+                                  tuple(s["precisions"])) for s in doc.get("strategies", ())),
     )
 
 

@@ -108,6 +108,28 @@ class Occupancy:
 
 
 @dataclass(frozen=True)
+class BatchSizing:
+    """The concrete batch of a `batch: auto` intent for the GPUs it was given (plan/batch.py)."""
+
+    intent: str
+    size: int                           # what INTENTC_BATCH carries
+    max: int | None                     # the intent's `auto(max N)`
+    estimate: int | None                # the rule's value before clamping; None: not estimated
+    derivation: str                     # the computation, step by step
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """The batching decision for a placed GPU intent (intentc/tolerance.py, plan/strategy.py)."""
+
+    intent: str
+    strategy: str                       # latency | throughput | elastic
+    fragmentation: float                # share of the chosen domain's GPUs free on partly used nodes
+    domain: str                         # the chosen domain, "level name"
+    precisions: tuple[str, ...]         # allowed precisions, widest first
+
+
+@dataclass(frozen=True)
 class Plan:
     topology: str
     waves: tuple[tuple[str, ...], ...]  # intent names per wave, sorted
@@ -120,9 +142,17 @@ class Plan:
     # cluster had free when it was read, `basis_notes` saying what was left alone and why.
     basis: str = "preview"
     basis_notes: tuple[str, ...] = ()
+    batches: tuple[BatchSizing, ...] = ()   # sorted by intent name; one per placed `batch: auto` intent
+    strategies: tuple[Strategy, ...] = ()   # sorted by intent name; one per placed GPU intent
 
     def placement(self, intent: str) -> Placement | None:
         return next((p for p in self.placements if p.intent == intent), None)
+
+    def batch(self, intent: str) -> BatchSizing | None:
+        return next((b for b in self.batches if b.intent == intent), None)
+
+    def strategy(self, intent: str) -> Strategy | None:
+        return next((s for s in self.strategies if s.intent == intent), None)
 
     def wave_of(self, intent: str) -> int:
         for i, wave in enumerate(self.waves):

@@ -17,7 +17,7 @@ NVLink domains kept whole for them in the second.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
@@ -26,10 +26,15 @@ from intentc.duration import format_duration
 from intentc.diagnostics import Diagnostic, Span, error, sorted_diagnostics, warning
 from intentc.plan import metrics
 from intentc.plan.admission import TenantTerms, sla_name, tenant_weight
+from intentc.plan.batch import size_batches
 from intentc.plan.cluster import Cluster
 from intentc.plan.model import Occupancy, Placement, Plan, TenantShare
+from intentc.plan.observation import without_observed
 from intentc.plan.placer import Placer, Request
 from intentc.plan.schedule import Job, Outcome, Simulation
+from intentc.plan.strategy import decide
+from intentc.policy import BUILTIN, Policies
+from intentc.policy import check as policy_check
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuMatrix
 from intentc.topology.nvsmi import default_matrix
@@ -114,16 +119,18 @@ def _jobs(g: nx.DiGraph, intents: list[ir.Intent]) -> tuple[dict[str, Job], list
 
 
 def _run(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
-         wave_of: dict[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy) -> Outcome:
+         wave_of: dict[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy,
+         pinned: frozenset[str] = frozenset()) -> Outcome:
     """One schedule over a fresh cluster.  Multi-node NVLink domains are kept whole
-    while an intent of `protect_for` waits (None: every gang that needs one)."""
+    while an intent of `protect_for` waits (None: every gang that needs one).
+    Intents in `pinned` (tag rules with no-repack) are never moved to make room."""
     cluster = Cluster(topology.topology, _matrix_source(topology), seed)
     spans = {n: _gpus_span(j.intent) for n, j in jobs.items()}
-    return Simulation(cluster, jobs, terms, wave_of, protect_for, occupancy, spans).run()
+    return Simulation(cluster, jobs, terms, wave_of, protect_for, occupancy, spans, pinned).run()
 
 
 def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
-               wave_of: dict[str, int], occupancy: Occupancy) -> Outcome:
+               wave_of: dict[str, int], occupancy: Occupancy, pinned: frozenset[str] = frozenset()) -> Outcome:
     """Two passes, so NVLink domains are only kept whole for gangs that can use them.
 
     The first pass protects multi-node NVLink domains for every gang that
@@ -132,11 +139,11 @@ def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms:
     have used; the second pass protects only the gangs that were placed (or
     lost to fragmentation).  When the two sets agree the first pass is the answer.
     """
-    first = _run(topology, seed, jobs, terms, wave_of, None, occupancy)
+    first = _run(topology, seed, jobs, terms, wave_of, None, occupancy, pinned)
     worth = frozenset(n for n in first.gangs if first.refusals.get(n, "fragmentation") == "fragmentation")
     if worth == first.gangs:
         return first
-    return _run(topology, seed, jobs, terms, wave_of, worth, occupancy)
+    return _run(topology, seed, jobs, terms, wave_of, worth, occupancy, pinned)
 
 
 def _placement_warnings(run: Outcome, jobs: dict[str, Job]) -> list[Diagnostic]:
@@ -189,7 +196,7 @@ def _peaks(placements: list[Placement]) -> tuple[int, dict[str, int]]:
 
 
 def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
-              occupied: Occupancy | None = None) -> tuple[Plan, list[Diagnostic]]:
+              occupied: Occupancy | None = None, policies: Policies = BUILTIN) -> tuple[Plan, list[Diagnostic]]:
     """Schedule every intent of `program` onto `topology`; pure and deterministic for a seed.
 
     `occupied` is what is already taken when the plan starts (GPUs busy until
@@ -197,9 +204,12 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
     Returns the plan and its diagnostics: the dependency graph's (cycles,
     missing producers), E0601 for each intent that can never be placed (the
     rest of the plan is still produced), W0601 for unmet preferences, W0602
-    for GPU intents without a `duration` and W0603 for `within nvlink` on GPUs
-    without NVLink.
+    for GPU intents without a `duration`, W0603 for `within nvlink` on GPUs
+    without NVLink, the batch sizing's W1001 / E1010, and E1020 where the plan
+    breaks a tag rule of `policies` (intentc/policy).  Nodes tainted
+    intentc.dev/gpu-observation are left out (plan/observation.py).
     """
+    topology = without_observed(topology)    # nodes whose GPU failed recently (daemon/fallback.py)
     g, diags = graph.build(program)
     waves = graph.waves(g)
     wave_of = {name: i for i, wave in enumerate(waves) for name in wave}
@@ -210,7 +220,8 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
     jobs, duration_diags = _jobs(g, intents)
     diags += duration_diags
 
-    run = _place_all(topology, seed, jobs, terms, wave_of, occupied or Occupancy())
+    run = _place_all(topology, seed, jobs, terms, wave_of, occupied or Occupancy(),
+                     policy_check.pinned(program, policies))
     diags += run.diags
     diags += _placement_warnings(run, jobs)
     placements = []
@@ -239,4 +250,7 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
         metrics=metrics.compute(run.cluster, placements, shares, path, path_s, peak, run.idle_at_start),
         seed=seed,
     )
+    batches, batch_diags = size_batches(intents, plan.placements, topology.topology)
+    plan = replace(plan, batches=batches, strategies=decide(intents, plan.placements, topology.topology))
+    diags += batch_diags + policy_check.check_plan(program, plan, topology.topology, policies)
     return plan, sorted_diagnostics(diags)

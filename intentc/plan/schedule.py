@@ -89,8 +89,9 @@ class Simulation:
 
     def __init__(self, cluster: Cluster, jobs: Mapping[str, Job], terms: Mapping[str, TenantTerms],
                  wave_of: Mapping[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy,
-                 spans: Mapping[str, Span]) -> None:
+                 spans: Mapping[str, Span], pinned: frozenset[str] = frozenset()) -> None:
         self.c = cluster
+        self.pinned = pinned                # never moved to make room (tag rules with no-repack)
         self.placer = Placer(cluster)
         self.jobs = jobs
         self.terms = terms
@@ -337,6 +338,8 @@ class Simulation:
         placed = self.placer.place(req, view, limit) if view.free[self.c.root.id] >= req.count else None
         if placed is not None:
             return placed, None
+        if self.pinned:
+            started_now = {n: seat for n, seat in started_now.items() if n not in self.pinned}
         if started_now and self._movable(view, req.count, started_now) + view.free[self.c.root.id] >= req.count:
             room = make_room(self.placer, req, view, limit, started_now)
             if room is not None:

@@ -75,6 +75,26 @@ def render_text(plan: Plan, width: int = 160) -> str:
             unplaced.add_row(u.intent, u.tenant, u.reason, u.message)
         console.print(unplaced)
 
+    if plan.batches:
+        batches = Table(title="Batch sizes (batch: auto)", box=box.SIMPLE, title_justify="left")
+        for col, just in (("intent", "left"), ("batch", "right"), ("max", "right"), ("estimate", "right"),
+                          ("derivation", "left")):
+            batches.add_column(col, justify=just)  # type: ignore[arg-type]
+        for b in plan.batches:
+            batches.add_row(b.intent, str(b.size), "-" if b.max is None else str(b.max),
+                            "-" if b.estimate is None else str(b.estimate), b.derivation)
+        console.print(batches)
+
+    if plan.strategies:
+        decided = Table(title="Strategies (SLA, tolerance, fragmentation)", box=box.SIMPLE, title_justify="left")
+        for col, just in (("intent", "left"), ("strategy", "left"), ("domain", "left"),
+                          ("fragmentation", "right"), ("precisions", "left")):
+            decided.add_column(col, justify=just)  # type: ignore[arg-type]
+        for st in plan.strategies:
+            decided.add_row(st.intent, st.strategy, st.domain, f"{100 * st.fragmentation:.0f}%",
+                            ", ".join(st.precisions))
+        console.print(decided)
+
     tenants = Table(title="Tenants", box=box.SIMPLE, title_justify="left")
     for col in ("tenant", "weight", "quota", "requested", "peak GPUs", "GPU-hours", "share"):
         tenants.add_column(col, justify="left" if col == "tenant" else "right")

@@ -10,17 +10,21 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from intentc.ir import Intent, Program
-from intentc.plan.model import Placement, Plan
+from intentc.plan.model import BatchSizing, Placement, Plan, Strategy
+from intentc.policy import BUILTIN, Policies, Requirement
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (SETUP_KINDS, Choice, Manifest, ObjectRef, Rendered,
                                   SetupStep, wave_step)
+from intentc.render.crd import intent_crd
+from intentc.render.policy_objects import (default_deny, disruption_budget, pod_count, state_claim,
+                                           with_env, with_state_volume)
 from intentc.render.stamp import stamp
 from intentc.render.targets import DEFAULT_TARGET, RenderTarget, get_target
 from intentc.render.tenants import namespace, priority_classes, resource_quota, role_binding
 from intentc.render.workloads import workload_objects
 
 __all__ = ["render", "Rendered", "Manifest", "ObjectRef", "KubeVersion", "DEFAULT_KUBE_VERSION",
-           "manifest", "tenant_manifests", "priority_class_manifests", "intent_manifests"]
+           "manifest", "tenant_manifests", "priority_class_manifests", "intent_manifests", "crd_manifest"]
 
 
 def manifest(body: dict[str, Any], step: int, commit: str, tenant: str | None = None,
@@ -30,15 +34,23 @@ def manifest(body: dict[str, Any], step: int, commit: str, tenant: str | None = 
     return Manifest(ObjectRef.of(stamped), step, stamped, digest, intent, tenant)
 
 
-def tenant_manifests(program: Program, commit: str) -> list[Manifest]:
-    """Per tenant: Namespace, RoleBinding and ResourceQuota (the latter two when configured)."""
+def tenant_manifests(program: Program, commit: str, policies: Policies = BUILTIN) -> list[Manifest]:
+    """Per tenant: Namespace, RoleBinding and ResourceQuota (the latter two when configured),
+    and a default-deny NetworkPolicy when a tag rule of one of its intents requires it."""
+    deny = {i.tenant for i in program.intents if policies.requires(i, Requirement.DEFAULT_DENY_NETWORK)}
     out: list[Manifest] = []
     for t in program.tenants:
         out.append(manifest(namespace(t), SetupStep.NAMESPACES, commit, t.name))
-        for body in (role_binding(t), resource_quota(t)):
+        bodies = [role_binding(t), resource_quota(t), default_deny(t) if t.name in deny else None]
+        for body in bodies:
             if body is not None:
                 out.append(manifest(body, SETUP_KINDS[body["kind"]], commit, t.name))
     return out
+
+
+def crd_manifest(kube_version: KubeVersion, commit: str) -> Manifest:
+    """The Intent CRD (render/crd.py): part of every compile, so `apply` installs it."""
+    return manifest(intent_crd(kube_version), SetupStep.NAMESPACES, commit)
 
 
 def priority_class_manifests(intents: Iterable[Intent], commit: str) -> list[Manifest]:
@@ -48,27 +60,46 @@ def priority_class_manifests(intents: Iterable[Intent], commit: str) -> list[Man
 
 
 def intent_manifests(intent: Intent, placement: Placement | None, wave: int, kube_version: KubeVersion,
-                     target: RenderTarget, uris: Mapping[str, str | None], commit: str
-                     ) -> tuple[tuple[Manifest, ...], Choice | None]:
-    """The workload objects of one scheduled intent, and the rendering choice made for it."""
-    bodies, choice = workload_objects(intent, placement, wave, kube_version, target, uris)
+                     target: RenderTarget, uris: Mapping[str, str | None], commit: str,
+                     batch: BatchSizing | None = None, policies: Policies = BUILTIN,
+                     strategy: Strategy | None = None) -> tuple[tuple[Manifest, ...], Choice | None]:
+    """The workload objects of one scheduled intent, and the rendering choice made for it.
+    `batch` is the plan's sizing of a `batch: auto` intent (`Plan.batch`); `policies`
+    the tag rules that may add a volume, a claim and a disruption budget; `strategy` the
+    plan's batching decision (`Plan.strategy`), passed to the container."""
+    bodies, choice = workload_objects(intent, placement, wave, kube_version, target, uris,
+                                      batch.size if batch is not None else None)
+    if strategy is not None:
+        bodies = [with_env(b, {"INTENTC_STRATEGY": strategy.strategy,
+                               "INTENTC_ALLOWED_PRECISIONS": ",".join(strategy.precisions)}) for b in bodies]
+    volume = policies.requires(intent, Requirement.PERSISTENT_VOLUME)
+    if volume is not None:
+        pods = pod_count(bodies)
+        bodies = [with_state_volume(b, intent) for b in bodies] + [state_claim(intent, volume.volume_size, pods)]
+    if policies.requires(intent, Requirement.DISRUPTION_BUDGET) is not None:
+        bodies.append(disruption_budget(intent, kube_version))
     return tuple(manifest(b, wave_step(wave), commit, intent.tenant, intent.name) for b in bodies), choice
 
 
 def render(program: Program, plan: Plan, commit: str,
-           kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET) -> Rendered:
+           kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
+           policies: Policies = BUILTIN) -> Rendered:
     """Every desired object, in apply order.  Intents the plan does not
     schedule (not in any wave) are not rendered: the planner reported why."""
     tgt = get_target(target)
     wave_of = {name: n for n, wave in enumerate(plan.waves) for name in wave}
     placement_of = {p.intent: p for p in plan.placements}    # dicts: 10,000 intents stay linear
+    batch_of = {b.intent: b for b in plan.batches}
+    strategy_of = {s.intent: s for s in plan.strategies}
     intents = [i for i in program.intents if i.name in wave_of]
-    manifests = tenant_manifests(program, commit) + priority_class_manifests(intents, commit)
+    manifests = tenant_manifests(program, commit, policies) + priority_class_manifests(intents, commit)
+    manifests.append(crd_manifest(kube_version, commit))
     uris = {d.name: d.uri for d in program.datasets}
     choices: list[Choice] = []
     for intent in intents:
         made, choice = intent_manifests(intent, placement_of.get(intent.name), wave_of[intent.name],
-                                        kube_version, tgt, uris, commit)
+                                        kube_version, tgt, uris, commit, batch_of.get(intent.name), policies,
+                                        strategy_of.get(intent.name))
         manifests.extend(made)
         if choice is not None:
             choices.append(choice)

@@ -19,6 +19,9 @@ INTENT_LABEL = "intentc.dev/intent"
 COMMIT_ANNOTATION = "intentc.dev/commit-sha"
 SPEC_HASH_ANNOTATION = "intentc.dev/spec-hash"
 STAMP_ANNOTATIONS = (COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION)
+# On an object every intentc repository on a cluster applies alike (the Intent CRD): its
+# commit stamp is whichever repository applied it last, so drift judges it by content only.
+SHARED_ANNOTATION = "intentc.dev/shared"
 
 
 class SetupStep(enum.IntEnum):
@@ -35,6 +38,7 @@ SETUP_STEPS = len(SetupStep)
 # Kinds of the setup steps; every other kind belongs to its intent's wave.
 SETUP_KINDS: dict[str, SetupStep] = {
     "Namespace": SetupStep.NAMESPACES,
+    "CustomResourceDefinition": SetupStep.NAMESPACES,   # the Intent CRD (render/crd.py)
     "ServiceAccount": SetupStep.RBAC,
     "Role": SetupStep.RBAC,
     "RoleBinding": SetupStep.RBAC,
@@ -42,6 +46,7 @@ SETUP_KINDS: dict[str, SetupStep] = {
     "ClusterRoleBinding": SetupStep.RBAC,
     "ResourceQuota": SetupStep.QUOTAS,
     "LimitRange": SetupStep.QUOTAS,
+    "NetworkPolicy": SetupStep.QUOTAS,       # tenant-wide isolation, before any pod starts
     "PriorityClass": SetupStep.PRIORITY_CLASSES,
 }
 
