@@ -174,10 +174,11 @@ class KubeEnv:
         self._spawn("kube-scheduler", [str(self.assets / "kube-scheduler"), *self._common(), "--v=1"])
 
     def start_kwok(self) -> None:
-        """kwok with its default stages: nodes it manages go Ready, their pods Running,
-        pods owned by a Job Succeeded (after a short delay)."""
+        """kwok with its own "fast" stages (kwok-stages.yaml, from its module): nodes it
+        manages go Ready and renew a lease, their pods go Running, pods of a Job Succeeded."""
         self._spawn("kwok", [
             str(self.assets / "kwok"), f"--kubeconfig={self.kubeconfig}",
+            f"--config={self.assets / 'kwok-stages.yaml'}",
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
             "--node-lease-duration-seconds=40", "--cidr=10.244.0.1/16", "--node-ip=10.1.0.1",
