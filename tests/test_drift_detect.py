@@ -352,17 +352,21 @@ def test_a_shared_cluster_object_is_judged_by_content_not_by_commit() -> None:
     assert "foreign" not in [f.drift.value for f in changed.findings]
 
 
-def test_a_field_intentc_itself_updates_is_not_drift() -> None:
-    """How the daemon resumes a fallback variant (docs/failure-fallback.md): a merge patch
-    of one field sent as field manager intentc.  Shown on `spec.replicas` of the fixture
-    Deployment; `spec.suspend` of a Job is the same shape."""
-    desired, live = applied(deployment())
-    live["spec"]["replicas"] = 0
-    take(live, "intentc", {"f:spec": {"f:replicas": {}}}, [["f:spec", "f:replicas"]])
+def test_resuming_a_fallback_variant_is_not_drift_but_any_other_change_is() -> None:
+    """The daemon resumes a suspended fallback variant (docs/failure-fallback.md) by flipping
+    `spec.suspend`: that field of a variant is the controller's.  Any other changed value is
+    drift whoever wrote it, intentc's own field manager included."""
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "train-fallback-batch", "namespace": "team-a",
+                        "labels": {"app.kubernetes.io/managed-by": "intentc", "intentc.dev/intent": "train",
+                                   "intentc.dev/tenant": "team-a"},
+                        "annotations": {"intentc.dev/fallback-of": "train"}},
+           "spec": {"suspend": True, "parallelism": 1}}
+    desired, _ = stamp(job, NEW)
+    live = copy.deepcopy(desired)
+    live["spec"]["suspend"] = False
     assert not detect([desired], [live], history=HISTORY).has_drift
-    # the same patch by anyone else is drift, naming them
-    desired, live = applied(deployment())
-    live["spec"]["replicas"] = 0
-    take(live, "resumer", {"f:spec": {"f:replicas": {}}}, [["f:spec", "f:replicas"]])
+    live["spec"]["parallelism"] = 4
     [finding] = detect([desired], [live], history=HISTORY).drifted
-    assert finding.managers == ("resumer",)
+    assert [c.path for c in finding.changes] == ["spec.parallelism"]
+

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
@@ -209,31 +211,38 @@ def test_rendered_policy_objects_validate() -> None:
 
 # -- no-repack -----------------------------------------------------------------
 
-def test_stateful_intents_are_never_repacked() -> None:
-    # tests/test_plan.py's repack case: the one-GPU job is moved to a tray to make room
-    # for the 8-GPU job.  Tagged stateful (no-repack) it stays, and the 8-GPU job is refused.
-    def node(name: str, gpus: int, product: str, memory: str, **domains: str) -> ir.TopologyNode:
-        return ir.TopologyNode(name, gpus, product, memory, domains=tuple(domains.items()))
+def test_stateful_intents_are_never_repacked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On two 8-GPU nodes, P0 j3 (3 GPUs) is moved so that P0 j4 (5 GPUs) fits at the same
+    instant.  Tagged stateful (no-repack), j3 is never offered to the repacker."""
+    from intentc.plan import schedule
 
-    def job(name: str, gpus: int, sla: str, within: str | None = None, tags: tuple[str, ...] = ()) -> ir.Intent:
-        return ir.Intent(name, ir.Trigger("push"), ir.Action("batch", "img"), ir.Context(ir.Ref("team-a"), tags),
-                         ir.Constraints(gpus=ir.GpuRequest(gpus, within=within), sla=sla))
+    offered: list[set[str]] = []
+    real = schedule.make_room
 
-    nodes = (node("hgx-1", 8, "H100-80GB", "80Gi", zone="z", rack="r1"),
-             *(node(f"t{i}", 4, "GB200", "186Gi", zone="z", rack="r2", nvlink="clique-1") for i in range(4)))
+    def spy(placer: Any, req: Any, view: Any, limit: Any, seats: Any) -> Any:
+        offered.append(set(seats))
+        return real(placer, req, view, limit, seats)
+
+    monkeypatch.setattr(schedule, "make_room", spy)
+    nodes = tuple(ir.TopologyNode(n, 8, "H100-80GB", "80Gi", domains=(("zone", "z"), ("rack", "r1")))
+                  for n in ("n1", "n2"))
     topo = LoadedTopology(ir.Topology("t", ("zone", "rack", "nvlink", "node"), nodes),
                           tuple((n.name, default_matrix(n.gpu_count, n.gpu_product)) for n in nodes))
 
     def plan_with(tags: tuple[str, ...]) -> Any:
-        intents = (job("a-one", 1, "P0", tags=tags), job("g-gang", 12, "P1", "nvlink"), job("c-eight", 8, "P2", "node"))
-        return make_plan(ir.Program(intents=intents), topo)
+        def job(name: str, gpus: int, sla: str, tagged: tuple[str, ...] = ()) -> ir.Intent:
+            return ir.Intent(name, ir.Trigger("push"), ir.Action("batch", "img"), ir.Context(ir.Ref("team-a"), tagged),
+                             ir.Constraints(gpus=ir.GpuRequest(gpus, within="node"), sla=sla, duration="1h"))
+        intents = (job("j0", 6, "P1"), job("j1", 1, "P0"), job("j2", 3, "P2"), job("j3", 3, "P0", tags),
+                   job("j4", 5, "P0"))
+        offered.clear()
+        return make_plan(ir.Program(intents=intents), topo)[0]
 
-    moved, _ = plan_with(())
-    assert not moved.unplaced and moved.placement("a-one").nodes[0].startswith("t")      # it was moved
-    kept, diags = plan_with(("stateful",))
-    assert kept.placement("a-one").nodes == ("hgx-1",)
-    assert [(u.intent, u.reason) for u in kept.unplaced] == [("c-eight", "fragmentation")]
-    assert [d.code for d in diags] == ["E0601"]
+    plan_with(())
+    assert any("j3" in seats for seats in offered), "the scenario repacks j3 when it is not pinned"
+    plan = plan_with(("stateful",))
+    assert offered and not any("j3" in seats for seats in offered)
+    assert not plan.unplaced
 
 
 def test_requirements_vocabulary_matches_the_schema() -> None:

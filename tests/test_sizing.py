@@ -35,7 +35,7 @@ intent embed {{
     {settings}
   }}
   context: tenant team-a
-  constraints: gpus {gpus}{extra}
+  constraints: gpus {gpus}, duration 1h{extra}
 }}
 """
 

@@ -31,7 +31,7 @@ def check(
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
     jobs: Jobs = 0,
     topology: Optional[Path] = typer.Option(
-        None, "--topology", "-t", help="Also plan onto this Topology: placement errors, batch sizing and "
+        None, "--topology", "-t", metavar="FILE", help="Also plan onto this Topology: placement errors, batch sizing and "
                                        "the tag rules that need a plan (docs/policies.md)."),
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""

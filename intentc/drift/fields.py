@@ -35,6 +35,16 @@ PROVENANCE_PATHS = frozenset({
     f'metadata.annotations["{COMMIT_ANNOTATION}"]',
     f'metadata.annotations["{SPEC_HASH_ANNOTATION}"]',
 })
+# A fallback variant (render/fallback.py) is rendered suspended and resumed by the daemon
+# when its predecessor fails: its `spec.suspend` is the controller's to toggle, not drift.
+FALLBACK_OF_ANNOTATION = "intentc.dev/fallback-of"
+CONTROLLER_PATHS = frozenset({"spec.suspend"})
+
+
+def ignored_paths(desired: Mapping[str, Any]) -> frozenset[str]:
+    """Paths of `desired` never compared with live: provenance, and a fallback variant's suspend."""
+    annotations = (desired.get("metadata") or {}).get("annotations") or {}
+    return PROVENANCE_PATHS | CONTROLLER_PATHS if FALLBACK_OF_ANNOTATION in annotations else PROVENANCE_PATHS
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _MISSING = object()
