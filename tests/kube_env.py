@@ -166,8 +166,9 @@ class KubeEnv:
             str(self.assets / "kube-controller-manager"), *self._common(),
             f"--service-account-private-key-file={self.dir / 'sa.key'}",
             "--use-service-account-credentials=false",
-            # node lifecycle must not evict kwok's pods while a node's lease renews slowly
-            "--controllers=*,-nodeipam,-csrsigning,-nodelifecycle",
+            # node lifecycle stays on: it lifts the not-ready taint the API server puts on a new
+            # Node once kwok reports it Ready (and kwok renews the nodes' leases)
+            "--controllers=*,-nodeipam,-csrsigning",
             "--concurrent-job-syncs=10", "--v=1"])
 
     def start_scheduler(self) -> None:
