@@ -33,6 +33,7 @@ from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import Rendered
 from intentc.render.output import manifest_files
 from intentc.render.targets import DEFAULT_TARGET
+from intentc.sources import mark_output, read_text
 from intentc.topology.load import load_topology
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -96,14 +97,13 @@ class CompileResult:
 
 def compile_paths(paths: Sequence[str], topology: str, commit: str,
                   kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
-                  seed: int = 0, jobs: int | None = None) -> CompileResult:
+                  seed: int = 0, jobs: int | None = None, exclude: Sequence[str] = ()) -> CompileResult:
     sources: dict[str, str] = {}
     loaded, topo_diags = load_topology(topology)
-    try:
-        sources[Path(topology).as_posix()] = Path(topology).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass
-    checked = check(paths, jobs=jobs)
+    topo_text = read_text(topology)
+    if topo_text is not None:
+        sources[Path(topology).as_posix()] = topo_text
+    checked = check(paths, jobs=jobs, exclude=exclude)
     sources.update(checked.sources)
     diags = list(checked.diagnostics) + topo_diags
     if loaded is None:
@@ -135,6 +135,7 @@ def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:
             if rel.startswith(f"{MANIFESTS_DIR}/"):
                 with open(staging / rel.split("/", 1)[1], "w", encoding="utf-8", newline="\n") as fh:
                     fh.write(text)
+        mark_output(staging)
         os.chmod(staging, 0o755)
         final = out / MANIFESTS_DIR
         old = None

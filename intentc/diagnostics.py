@@ -69,6 +69,20 @@ class Diagnostic:
         return (s.file, s.line, s.column, self.code, self.message)
 
 
+# Values quoted in messages are cut to this many characters: a diagnostic
+# travels into CI annotations and daemon logs, where a whole value (a token
+# in a file that was never YAML) must not.  Source lines shown under a
+# message are cut to a window of SOURCE_WINDOW characters around the column.
+EXCERPT_CHARS = 40
+SOURCE_WINDOW = 100
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """At most `limit` characters of a value, on one line, "…" marking a cut."""
+    text = str(value).replace("\n", " ").replace("\r", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def error(code: str, message: str, span: Span, hint: str | None = None,
           related: Sequence[Related] = ()) -> Diagnostic:
     return Diagnostic(code, Severity.ERROR, message, span, hint, tuple(related))
@@ -106,15 +120,23 @@ class OutputFormat(str, enum.Enum):
     SARIF = "sarif"
 
 
+# Findings that the file is not an intentc file at all: its text is not shown.
+_UNQUOTED = frozenset({"E0206"})
+
+
 def _caret_block(d: Diagnostic, sources: Mapping[str, str]) -> list[str]:
     text = sources.get(d.span.file)
-    if text is None:
+    if text is None or d.code in _UNQUOTED:
         return []
     lines = text.splitlines()
     if not 1 <= d.span.line <= len(lines):
         return []
     src = lines[d.span.line - 1].expandtabs(1)
     col = max(d.span.column, 1)
+    if len(src) > SOURCE_WINDOW:            # a window around the column, never a whole long line
+        start = max(min(col - SOURCE_WINDOW // 2, len(src) - SOURCE_WINDOW), 0)
+        src = src[start:start + SOURCE_WINDOW]
+        col = max(col - start, 1)
     if d.span.end_line == d.span.line:
         width = max(d.span.end_column - col, 1)
     else:

@@ -13,6 +13,8 @@ from typing import Iterable, Sequence
 
 import git
 
+from intentc.sources import read_guarded
+
 
 def head_commit(path: str | Path = ".") -> str | None:
     """The 40-hex SHA of HEAD for the repository containing `path`, or None
@@ -160,17 +162,26 @@ def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = (""
 def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str]) -> dict[str, bytes]:
     """Files of the working tree, hidden directories skipped (as `intentc check` does)."""
     found: dict[str, bytes] = {}
+    real_root = os.path.realpath(root)
+
+    def read(full: Path) -> bytes:
+        # the guards of `intentc check`: no link out of the repository, no FIFO, a size cap
+        data, diags = read_guarded(str(full), real_root)
+        if data is None:
+            raise GitError(f"{diags[0].span.file}: {diags[0].message}", diags[0].hint)
+        return data
+
     for pre in paths:
         base = root / pre if pre else root
-        if base.is_file():
-            found[pre] = base.read_bytes()
+        if os.path.lexists(base) and not base.is_dir():
+            found[pre] = read(base)
             continue
         for dirpath, dirs, files in os.walk(base):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(files):
                 if not suffixes or name.endswith(tuple(suffixes)):
                     full = Path(dirpath) / name
-                    found[full.relative_to(root).as_posix()] = full.read_bytes()
+                    found[full.relative_to(root).as_posix()] = read(full)
     return dict(sorted(found.items()))
 
 

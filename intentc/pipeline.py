@@ -42,9 +42,9 @@ def _within(inner: Span, outer: Span) -> bool:
 
 
 def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
-          use_cache: bool = True) -> Checked:
+          use_cache: bool = True, exclude: Sequence[str] = ()) -> Checked:
     """Everything `intentc check` reports: parse, semantic passes, dependency graph."""
-    loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache)
+    loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, exclude=exclude)
     program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
     graph, graph_diags = depgraph.build(program)
     diags = prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)

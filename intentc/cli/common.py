@@ -34,6 +34,10 @@ Paths = Annotated[List[str], typer.Argument(help="Files or directories (searched
 TopologyFile = Annotated[Path, typer.Option("--topology", "-t", help="The Topology file to place onto.")]
 RepoTopologyFile = Annotated[str, typer.Option("--topology", "-t", help="Topology file (path in the repository).")]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Parallel parsers (0: one per core).")]
+Exclude = Annotated[Optional[List[str]], typer.Option(
+    "--exclude", metavar="PATTERN",
+    help="Leave out files matching this gitignore-style pattern, relative to the repository root "
+         "(repeatable; .intentcignore at the root is read too).")]
 
 # Git revisions
 BaseRevision = Annotated[str, typer.Option("--base", help="Base revision (branch, tag, SHA, HEAD~3, ...).")]

@@ -8,13 +8,14 @@ from typing import Optional
 import typer
 
 from intentc.cli.app import (
-    EXIT_FINDINGS,
     EXIT_USAGE,
     app,
     emit_diagnostics,
+    exit_for,
     usage_error,
 )
 from intentc.cli.common import (
+    Exclude,
     Jobs,
     Paths,
     Seed,
@@ -54,6 +55,7 @@ def compile(
     seed: Seed = 0,
     format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Diagnostics format."),
     jobs: Jobs = 0,
+    exclude: Exclude = None,
 ) -> None:
     """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors
     (nothing is written then)."""
@@ -64,12 +66,13 @@ def compile(
     assert version is not None
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
-    result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None)
+    result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None,
+                           exclude or ())
     emit_diagnostics(list(result.diagnostics), format, result.sources)
     if result.topology_unreadable:
         raise typer.Exit(EXIT_USAGE)
     if not result.ok or result.rendered is None:
-        raise typer.Exit(EXIT_FINDINGS)
+        exit_for(list(result.diagnostics))     # the exit code `check` gives for the same files
     try:
         written = write_outputs(result, out)
     except OSError as e:

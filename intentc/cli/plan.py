@@ -9,8 +9,9 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
-from intentc.cli.common import DiagnosticsFormat, Jobs, Paths, TopologyFile
+from intentc.cli.common import DiagnosticsFormat, Exclude, Jobs, Paths, TopologyFile
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
+from intentc.sources import read_text
 
 
 class PlanFormat(str, enum.Enum):
@@ -42,6 +43,7 @@ def plan(
     seed: int = typer.Option(0, "--seed", min=0, help="Breaks exact ties between equally good nodes."),
     diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
     jobs: Jobs = 0,
+    exclude: Exclude = None,
 ) -> None:
     """Place every intent onto the topology: gangs all-or-nothing, `within`/`prefer` scopes,
     SLA order and weighted fair share.  Unplaceable intents are reported (E0601) and exit 1;
@@ -55,15 +57,14 @@ def plan(
 
     loaded, topo_diags = load_topology(str(topology))
     sources: dict[str, str] = {}
-    try:
-        sources[topology.as_posix()] = topology.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass
+    topo_text = read_text(topology)
+    if topo_text is not None:
+        sources[topology.as_posix()] = topo_text
     if loaded is None:
         emit_diagnostics(sorted_diagnostics(topo_diags), diagnostics_format, sources, to_stderr=True)
         unreadable = any(d.code.startswith("E00") for d in topo_diags) or not topology.is_file()
         raise typer.Exit(EXIT_USAGE if unreadable else 1)
-    result = run_check(paths, jobs=jobs or None)
+    result = run_check(paths, jobs=jobs or None, exclude=exclude or ())
     sources.update(result.sources)
     the_plan, plan_diags = make_plan(result.program, loaded, seed)
     diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + plan_diags)

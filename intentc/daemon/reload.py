@@ -62,7 +62,7 @@ from intentc.render.model import (
 )
 from intentc.render.output import manifest_filename, step_width, to_yaml
 from intentc.render.targets import DEFAULT_TARGET, get_target
-from intentc.sources import SOURCE_SUFFIXES, discover, read_source
+from intentc.sources import OUTPUT_MARKER, SOURCE_SUFFIXES, discover, mark_output, read_source, read_text
 from intentc.topology.load import LoadedTopology, load_topology
 
 
@@ -205,7 +205,8 @@ class Reloader:
                 rel = full.relative_to(root)
             except ValueError:
                 continue
-            if any(part.startswith(".") for part in rel.parts[:-1]) or not full.name.endswith(SOURCE_SUFFIXES):
+            if any(part.startswith(".") for part in rel.parts[:-1]) or not full.name.endswith(SOURCE_SUFFIXES) \
+                    or (full.parent / OUTPUT_MARKER).is_file():     # what compile wrote is never an input
                 return None
             return (Path(given) / rel).as_posix()
         return None
@@ -267,10 +268,7 @@ class Reloader:
 
     def _load_topology(self) -> None:
         loaded, diags = load_topology(self.topology_path)
-        try:
-            text: str | None = Path(self.topology_path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = None
+        text = read_text(self.topology_path)
         self._topology = (loaded, tuple(diags), text)
         self._topology_generation += 1
 
@@ -447,6 +445,8 @@ def write_changed(snapshot: Snapshot, out_dir: str | Path, previous: Mapping[str
         if old.get(rel) != text:
             write_atomic(out / rel, text)
             written.append(rel)
+    if (out / MANIFESTS_DIR).is_dir():
+        mark_output(out / MANIFESTS_DIR)
     removed = []
     for rel in sorted(set(old) - set(files)):
         if rel.startswith(f"{MANIFESTS_DIR}/"):

@@ -151,10 +151,11 @@ def parse_all(sources: list[SourceFile], jobs: int | None) -> list[bytes]:
 
 
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
-         use_cache: bool = True) -> Loaded:
-    """Every file under `paths`, parsed, with the diagnostics of reading,
-    parsing and the local passes; the global passes are the caller's."""
-    files, diags = discover(paths)
+         use_cache: bool = True, exclude: Sequence[str] = ()) -> Loaded:
+    """Every file under `paths` (less `exclude`, gitignore patterns), parsed,
+    with the diagnostics of reading, parsing and the local passes; the global
+    passes are the caller's."""
+    files, diags = discover(paths, exclude)
     sources: list[SourceFile] = []
     for f in files:
         src, read_diags = read_source(f)

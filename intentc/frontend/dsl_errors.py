@@ -24,7 +24,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.parsers.lalr_analysis import Shift
 
-from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,7 @@ _OPENERS = frozenset({"LBRACE", "LSQB", "LPAR"})
 _CLOSERS = frozenset({"RBRACE", "RSQB", "RPAR"})
 
 
-def short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+short = excerpt
 
 
 def _char(ch: str) -> str:

@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diagnostics import Diagnostic, Span, error, excerpt
 from intentc.suggest import did_you_mean
 
 _fast: Any
@@ -211,8 +211,7 @@ def json_type(value: object) -> str:
 def describe_value(value: object) -> str:
     kind = json_type(value)
     if kind == "string":
-        text = str(value)
-        return f'"{text[:40]}..."' if len(text) > 40 else f'"{text}"'
+        return f'"{excerpt(value)}"'
     if kind == "boolean":
         return "true" if value else "false"
     if kind in ("integer", "number"):

@@ -202,9 +202,12 @@ class _Lower:
         c = self.map_of(spec, "constraints")
         g = c.get("gpus")
         gpus = None
-        if isinstance(g, YMap):
+        count = self.int_of(g, "count") if isinstance(g, YMap) else None
+        if isinstance(g, YMap) and count is not None:
+            # a count that is missing or not an integer was reported by the schema (E0210,
+            # E0211); as in the DSL, there is then no GPU request to check further
             gpus = GpuRequest(
-                count=self.int_of(g, "count") or 0, product=self.str_of(g, "product"),
+                count=count, product=self.str_of(g, "product"),
                 memory=self.quantity(g, "memory"), within=self.str_of(g, "within"),
                 prefer=self.str_of(g, "prefer"), span=self.span(g.at),
                 spans=self.spans(g, {k: k for k in ("count", "product", "memory", "within", "prefer")}))
@@ -293,7 +296,9 @@ def parse(source: SourceFile) -> tuple[Program, list[Diagnostic]]:
             continue                                   # an empty document (`---` at the end)
         documents += 1
         if not isinstance(root, YMap):
-            what = "a list" if isinstance(root, list) else f'the scalar "{root}"'
+            # never the scalar itself: a file that is not YAML at all (a token, a key)
+            # parses as one scalar, and this message goes into CI annotations and logs
+            what = "a list" if isinstance(root, list) else f"a scalar of {len(str(root))} characters"
             diags.append(error("E0206", f"a YAML document must be a mapping (apiVersion, kind, metadata, spec), "
                                         f"got {what}", to_span(source.path, at)))
             continue

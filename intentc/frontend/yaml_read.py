@@ -39,7 +39,7 @@ from yaml.events import (
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
-from intentc.diagnostics import Diagnostic, Related, error
+from intentc.diagnostics import Diagnostic, Related, error, excerpt
 from intentc.frontend.schema import (
     Pos,
     YList,
@@ -387,7 +387,7 @@ class Reader:
             if tag == _FLOAT:
                 return _CONSTRUCT.construct_yaml_float(ScalarNode(tag, raw))
         except (ValueError, TypeError, IndexError):
-            self.err("E0211", f'"{raw}" is not a valid {_short(tag)} value', at)
+            self.err("E0211", f'"{excerpt(raw)}" is not a valid {_short(tag)} value', at)
             return raw
         if tag not in _KNOWN_SCALAR_TAGS:
             self.err("E0211", f'unsupported YAML tag "{_short(tag)}"', at,
