@@ -33,11 +33,11 @@ from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import Rendered
 from intentc.render.output import manifest_files
 from intentc.render.targets import DEFAULT_TARGET
-from intentc.sources import mark_output, read_text
+from intentc.sources import OUTPUT_MANIFESTS, mark_output, read_text
 from intentc.topology.load import load_topology
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-MANIFESTS_DIR = "manifests"
+MANIFESTS_DIR = OUTPUT_MANIFESTS          # discovery skips it beside the output marker
 
 
 class CommitError(ValueError):
@@ -135,7 +135,6 @@ def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:
             if rel.startswith(f"{MANIFESTS_DIR}/"):
                 with open(staging / rel.split("/", 1)[1], "w", encoding="utf-8", newline="\n") as fh:
                     fh.write(text)
-        mark_output(staging)
         os.chmod(staging, 0o755)
         final = out / MANIFESTS_DIR
         old = None
@@ -151,4 +150,5 @@ def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:
         raise
     for rel in ("plan.json", "graph.json"):
         write_atomic(out / rel, files[rel])
+    mark_output(out)
     return sorted(files)

@@ -74,7 +74,7 @@ class Diagnostic:
 # in a file that was never YAML) must not.  Source lines shown under a
 # message are cut to a window of SOURCE_WINDOW characters around the column.
 EXCERPT_CHARS = 40
-SOURCE_WINDOW = 100
+SOURCE_WINDOW = 160
 
 
 def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
@@ -133,14 +133,14 @@ def _caret_block(d: Diagnostic, sources: Mapping[str, str]) -> list[str]:
         return []
     src = lines[d.span.line - 1].expandtabs(1)
     col = max(d.span.column, 1)
-    if len(src) > SOURCE_WINDOW:            # a window around the column, never a whole long line
-        start = max(min(col - SOURCE_WINDOW // 2, len(src) - SOURCE_WINDOW), 0)
-        src = src[start:start + SOURCE_WINDOW]
-        col = max(col - start, 1)
     if d.span.end_line == d.span.line:
         width = max(d.span.end_column - col, 1)
     else:
         width = max(len(src) - col + 1, 1)
+    if len(src) > SOURCE_WINDOW:            # a window around the column, never a whole long line
+        start = max(min(col - SOURCE_WINDOW // 2, len(src) - SOURCE_WINDOW), 0)
+        src = src[start:start + SOURCE_WINDOW]
+        col = max(col - start, 1)
     width = min(width, max(len(src) - col + 1, 1))
     gutter = f"{d.span.line:>4} | "
     return [gutter + src, " " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width]

@@ -38,9 +38,10 @@ SOURCE_SUFFIXES = DSL_SUFFIXES + YAML_SUFFIXES
 DEFAULT_MAX_FILE_BYTES = 4 * 2**20
 MAX_FILE_BYTES_ENV = "INTENTC_MAX_FILE_BYTES"
 IGNORE_FILE = ".intentcignore"
-# Written by `intentc compile` into the manifests directory it owns; discovery
-# never descends into a directory holding it, so `compile . -o build` can run twice.
+# Written by `intentc compile` into its output directory; discovery never reads
+# the `manifests/` beside it, so `compile . -o build` can run twice.
 OUTPUT_MARKER = ".intentc-output"
+OUTPUT_MANIFESTS = "manifests"
 
 
 @dataclass(frozen=True)
@@ -62,12 +63,15 @@ def max_file_bytes() -> int:
     return DEFAULT_MAX_FILE_BYTES
 
 
-@functools.lru_cache(maxsize=256)
 def repository_root(directory: str) -> str:
     """The real path of the git work tree holding `directory` (the nearest
     ancestor with a `.git` entry), else of `directory` itself: what links may
     point into, and where `.intentcignore` is read."""
-    start = os.path.realpath(directory)
+    return _repository_root(os.path.realpath(directory))    # cached by real path, not by "."
+
+
+@functools.lru_cache(maxsize=256)
+def _repository_root(start: str) -> str:
     here = start
     while True:
         if os.path.lexists(os.path.join(here, ".git")):
@@ -130,8 +134,10 @@ class Exclusions:
         return any(s.match_file(rel) for s in self.specs)
 
 
-def _owned_by_intentc(files: Sequence[str]) -> bool:
-    return OUTPUT_MARKER in files
+def is_output_dir(files: Sequence[str]) -> bool:
+    """Whether a directory holding `files` is intentc's output (its manifests/ is not input):
+    the marker, or plan.json beside graph.json (the output of releases before the marker)."""
+    return OUTPUT_MARKER in files or ("plan.json" in files and "graph.json" in files)
 
 
 def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[list[Path], list[Diagnostic]]:
@@ -149,11 +155,8 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[list[Pa
         if os.path.isdir(raw):
             rules = Exclusions.of(root_of(raw), exclude)
             for here, dirs, files in os.walk(raw):
-                if here != raw and _owned_by_intentc(files):
-                    dirs[:] = []
-                    continue
-                if "plan.json" in files and "graph.json" in files:   # output of an intentc before the marker
-                    dirs[:] = [d for d in dirs if d != "manifests"]
+                if is_output_dir(files):
+                    dirs[:] = [d for d in dirs if d != OUTPUT_MANIFESTS]
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 rel = rules.relative(here) if rules.specs else None
                 if rel is not None:
@@ -171,7 +174,7 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[list[Pa
 
 
 def mark_output(directory: str | Path) -> None:
-    """Mark a directory intentc writes (its manifests/) so that discovery skips it."""
+    """Mark a directory intentc writes so that discovery skips its manifests/."""
     marker = Path(directory) / OUTPUT_MARKER
     if not marker.is_file():
         marker.write_text("Written by intentc compile: intentc never reads this directory as input.\n",

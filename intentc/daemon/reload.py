@@ -206,7 +206,8 @@ class Reloader:
             except ValueError:
                 continue
             if any(part.startswith(".") for part in rel.parts[:-1]) or not full.name.endswith(SOURCE_SUFFIXES) \
-                    or (full.parent / OUTPUT_MARKER).is_file():     # what compile wrote is never an input
+                    or (full.parent.name == MANIFESTS_DIR and (full.parent.parent / OUTPUT_MARKER).is_file()):
+                # what compile wrote is never an input
                 return None
             return (Path(given) / rel).as_posix()
         return None
@@ -445,8 +446,8 @@ def write_changed(snapshot: Snapshot, out_dir: str | Path, previous: Mapping[str
         if old.get(rel) != text:
             write_atomic(out / rel, text)
             written.append(rel)
-    if (out / MANIFESTS_DIR).is_dir():
-        mark_output(out / MANIFESTS_DIR)
+    if out.is_dir():
+        mark_output(out)
     removed = []
     for rel in sorted(set(old) - set(files)):
         if rel.startswith(f"{MANIFESTS_DIR}/"):
