@@ -11,6 +11,7 @@ import pytest
 
 from intentc.compile import compile_paths
 from intentc.daemon.reload import Reloader, write_changed
+from intentc.sources import OUTPUT_MARKER
 
 REPO = Path(__file__).resolve().parents[1]
 COMMIT = "c" * 40
@@ -171,8 +172,10 @@ def test_outputs_are_written_only_when_changed(tree: Path) -> None:
     written, removed = write_changed(snap2, out, snap.files())
     assert written and all("build-rag-index" in w for w in written) and removed == []
     assert not list(out.rglob(".*.tmp"))
-    on_disk = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()}
+    on_disk = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*")
+               if p.is_file() and p.name != OUTPUT_MARKER}
     assert on_disk == full_compile(tree)
+    assert (out / OUTPUT_MARKER).is_file()     # the next discovery does not read out/manifests
 
 
 def test_readers_always_see_a_whole_snapshot(tree: Path) -> None:
