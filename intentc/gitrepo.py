@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import git
 
-from intentc.sources import read_guarded
+from intentc.sources import read_guarded, walk
 
 
 def head_commit(path: str | Path = ".") -> str | None:
@@ -160,7 +160,9 @@ def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = (""
 
 
 def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str]) -> dict[str, bytes]:
-    """Files of the working tree, hidden directories skipped (as `intentc check` does)."""
+    """Files of the working tree as `intentc check` finds them: hidden directories,
+    `.intentcignore` and intentc's own output skipped, links out of the repository,
+    FIFOs and oversized files refused (GitError)."""
     found: dict[str, bytes] = {}
     real_root = os.path.realpath(root)
 
@@ -176,12 +178,9 @@ def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str]) ->
         if os.path.lexists(base) and not base.is_dir():
             found[pre] = read(base)
             continue
-        for dirpath, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for name in sorted(files):
-                if not suffixes or name.endswith(tuple(suffixes)):
-                    full = Path(dirpath) / name
-                    found[full.relative_to(root).as_posix()] = read(full)
+        for name in walk(str(base), suffixes):      # what `intentc check` would read, nothing else
+            full = Path(name)
+            found[full.relative_to(root).as_posix()] = read(full)
     return dict(sorted(found.items()))
 
 

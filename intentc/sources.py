@@ -25,7 +25,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import pathspec
 
@@ -140,6 +140,24 @@ def is_output_dir(files: Sequence[str]) -> bool:
     return OUTPUT_MARKER in files or ("plan.json" in files and "graph.json" in files)
 
 
+def walk(directory: str, suffixes: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[str]:
+    """Files under `directory` whose names end in one of `suffixes`, less hidden
+    directories, what `.intentcignore` and `exclude` name, and intentc's output.
+    The one walk `discover` and git's working-tree snapshots (`intentc diff`) share."""
+    rules = Exclusions.of(root_of(directory), exclude)
+    wanted = tuple(suffixes) or ("",)
+    for here, dirs, files in os.walk(directory):
+        if is_output_dir(files):
+            dirs[:] = [d for d in dirs if d != OUTPUT_MANIFESTS]
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rel = rules.relative(here) if rules.specs else None
+        if rel is not None:
+            dirs[:] = [d for d in dirs if not rules.excluded(f"{rel}{d}/")]
+        for name in sorted(files):
+            if name.endswith(wanted) and not (rel is not None and rules.excluded(rel + name)):
+                yield os.path.join(here, name)
+
+
 def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[list[Path], list[Diagnostic]]:
     """Expand directories into their source files, sorted, without duplicates.
 
@@ -153,18 +171,8 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[list[Pa
     diags: list[Diagnostic] = []
     for raw in paths:
         if os.path.isdir(raw):
-            rules = Exclusions.of(root_of(raw), exclude)
-            for here, dirs, files in os.walk(raw):
-                if is_output_dir(files):
-                    dirs[:] = [d for d in dirs if d != OUTPUT_MANIFESTS]
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                rel = rules.relative(here) if rules.specs else None
-                if rel is not None:
-                    dirs[:] = [d for d in dirs if not rules.excluded(f"{rel}{d}/")]
-                for name in files:
-                    if name.endswith(SOURCE_SUFFIXES) and not (rel is not None and rules.excluded(rel + name)):
-                        f = os.path.join(here, name)
-                        found.setdefault(display_path(f), f)
+            for f in walk(raw, SOURCE_SUFFIXES, exclude):
+                found.setdefault(display_path(f), f)
         elif os.path.lexists(raw):
             found.setdefault(display_path(raw), raw)
         else:
