@@ -124,11 +124,13 @@ class OutputFormat(str, enum.Enum):
 _UNQUOTED = frozenset({"E0206"})
 
 
-def _caret_block(d: Diagnostic, sources: Mapping[str, str]) -> list[str]:
+def _caret_block(d: Diagnostic, sources: Mapping[str, str], split: dict[str, list[str]]) -> list[str]:
     text = sources.get(d.span.file)
     if text is None or d.code in _UNQUOTED:
         return []
-    lines = text.splitlines()
+    lines = split.get(d.span.file)
+    if lines is None:                  # once per file, not per diagnostic: 20,000 errors in one file
+        lines = split[d.span.file] = text.splitlines()
     if not 1 <= d.span.line <= len(lines):
         return []
     src = lines[d.span.line - 1].expandtabs(1)
@@ -148,9 +150,10 @@ def _caret_block(d: Diagnostic, sources: Mapping[str, str]) -> list[str]:
 
 def format_text(diags: Sequence[Diagnostic], sources: Mapping[str, str]) -> str:
     out: list[str] = []
+    split: dict[str, list[str]] = {}
     for d in diags:
         out.append(f"{d.span}: {d.severity.value}[{d.code}]: {d.message}")
-        out.extend(_caret_block(d, sources))
+        out.extend(_caret_block(d, sources, split))
         for rel in d.related:
             out.append(f"  {rel.span}: note: {rel.message}")
         if d.hint:

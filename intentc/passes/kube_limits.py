@@ -81,9 +81,5 @@ def check_intent_limits(i: Intent) -> Check:
 
 
 def check_kube_limits(program: Program) -> tuple[Program, list[Diagnostic]]:
-    diags: list[Diagnostic] = []
-    for t in program.tenants:
-        diags.extend(check_tenant_limits(t))
-    for i in program.intents:
-        diags.extend(check_intent_limits(i))
-    return program, diags
+    found = [d for t in program.tenants for d in check_tenant_limits(t)]
+    return program, found + [d for i in program.intents for d in check_intent_limits(i)]

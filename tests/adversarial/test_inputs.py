@@ -116,6 +116,8 @@ CASES = [
     Case("long-yaml-name", lambda e: (e.write("a.yaml", "apiVersion: intentc.dev/v1alpha1\nkind: Tenant\n"
                                                         "metadata:\n  name: " + "A" * (3 * MIB) + "\n"), ["."])[1],
          "E0410", 1, ("a.yaml", 4, 9), max_output_chars=2000),
+    Case("syntax-error-flood", lambda e: (e.write("a.intent", "tenant a { @ }\n" * 50_000), ["."])[1],
+         "E0008", 1, ("a.intent", 101, 12), max_output_chars=40_000),
     # --- memory ------------------------------------------------------------
     Case("dsl-string-4mb", lambda e: (e.write("a.intent", PRE + "a" * (4 * MIB - 200) + POST), ["."])[1],
          None, 0, max_mib_per_input_mib=8),
