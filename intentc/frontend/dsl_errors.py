@@ -319,7 +319,7 @@ def syntax_diagnostic(exc: UnexpectedInput, text: str, path: str,
     span = Span(path, tok.line, tok.column, tok.end_line, tok.end_column)  # type: ignore[arg-type]
     related = []
     if ip is not None and _missing_comma(ip.parser_state, acc, tok):
-        hint = f"is a ',' missing before '{tok.value}'? items of one clause are separated by commas"
+        hint = f"is a ',' missing before '{short(tok.value)}'? items of one clause are separated by commas"
     if tok.value in _DECL_KEYWORDS and opener is not None and "RBRACE" in acc:
         hint = hint or f"is a '}}' missing? {where or 'the block'} is still open"
         related = [Related("the block opened here is still open", opener)]

@@ -261,8 +261,8 @@ class _Locator:
         last = path[-1]
         if isinstance(last, int):
             parent = next((p for p in reversed(path[:-1]) if isinstance(p, str)), "list")
-            return f"{parent}[{last}]"
-        return str(last)
+            return f"{excerpt(parent)}[{last}]"
+        return excerpt(last)
 
 
 def _branch_types(branch: dict[str, Any]) -> set[str]:
@@ -318,7 +318,7 @@ def _message(err: ValidationError, loc: _Locator) -> list[tuple[str, str, Span, 
         # a propertyNames failure: the key itself is wrong
         kspan = to_span(loc.file, node.pos[err.instance][0]) if isinstance(node, YMap) else loc.value_span(path)
         title = err.schema.get("title", "name")
-        return [(code, f'key "{err.instance}" in {loc.name(path)} is not a valid {title}', kspan,
+        return [(code, f'key "{excerpt(err.instance)}" in {loc.name(path)} is not a valid {title}', kspan,
                  err.schema.get("description"))]
     where = loc.name(path)
     if len(path) >= 2 and list(err.absolute_schema_path)[-2:-1] == ["additionalProperties"]:
@@ -336,7 +336,7 @@ def _message(err: ValidationError, loc: _Locator) -> list[tuple[str, str, Span, 
                 continue
             kspan = to_span(loc.file, inst.pos[key][0]) if isinstance(inst, YMap) else loc.value_span(path)
             hint = "allowed here: " + ", ".join(allowed) if allowed else None
-            out.append((code, f'unknown property "{key}" in {where}{did_you_mean(key, allowed)}', kspan, hint))
+            out.append((code, f'unknown property "{excerpt(key)}" in {where}{did_you_mean(key, allowed)}', kspan, hint))
         return out
     span = loc.value_span(path)
     got = describe_value(inst)

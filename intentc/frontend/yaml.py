@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 
-from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diagnostics import Diagnostic, Span, error, excerpt
 from intentc.frontend.schema import (
     API_VERSION,
     KINDS,
@@ -268,14 +268,14 @@ def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
         diags.append(error("E0210", 'missing required property "apiVersion"', first_key,
                            hint=f"add `apiVersion: {API_VERSION}`"))
     elif api != API_VERSION:
-        shown = f'"{api}"' if isinstance(api, str) else repr(api)
+        shown = f'"{excerpt(api)}"' if isinstance(api, str) else excerpt(repr(api))
         diags.append(error("E0204", f"unknown apiVersion {shown}{did_you_mean(api, [API_VERSION])}",
                            to_span(file, doc.pos["apiVersion"][1]), hint=f"intentc reads {API_VERSION}"))
     if "kind" not in doc:
         diags.append(error("E0210", f'missing required property "kind" (one of {kinds})', first_key))
         return None
     if kind not in KINDS:
-        shown = f'"{kind}"' if isinstance(kind, str) else repr(kind)
+        shown = f'"{excerpt(kind)}"' if isinstance(kind, str) else excerpt(repr(kind))
         diags.append(error("E0204", f"unknown kind {shown}{did_you_mean(kind, KINDS)}",
                            to_span(file, doc.pos["kind"][1]), hint=f"kinds: {kinds}"))
         return None
