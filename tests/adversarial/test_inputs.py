@@ -111,6 +111,9 @@ CASES = [
          "E0206", 1, ("env.yaml", 1, 1), no_secret=True),
     Case("long-value-excerpt", lambda e: (e.write("a.intent", f"tenant {LONG}_x {{ tier: gold }}\n"), ["."])[1],
          "E0410", 1, ("a.intent", 1, 8), max_excerpt=True),
+    Case("long-key-excerpt", lambda e: (e.write("a.yaml", "apiVersion: intentc.dev/v1alpha1\nkind: Tenant\n"
+                                                           f'metadata:\n  name: t\nspec:\n  "{LONG}": 1\n'), ["."])[1],
+         "E0212", 1, ("a.yaml", 6, 3), max_excerpt=True),
     Case("long-line-error-at-end", lambda e: (e.write("a.intent", "tenant t { tier: gold " + " " * MIB + "@ }\n"),
                                               ["."])[1], "E0102", 1, ("a.intent", 1, MIB + 23), max_output_chars=2000),
     Case("long-yaml-name", lambda e: (e.write("a.yaml", "apiVersion: intentc.dev/v1alpha1\nkind: Tenant\n"
