@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import git
 
-from intentc.sources import read_guarded, walk
+from intentc.sources import Exclusions, read_guarded, walk
 
 
 def head_commit(path: str | Path = ".") -> str | None:
@@ -148,13 +148,16 @@ def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = (""
     sha = resolve(repo_path, rev)
     spec = ["."] if "" in paths or not paths else list(paths)
     out = repo.git.ls_tree("-r", "-z", "--full-tree", sha, "--", *spec)
+    # the working tree's .intentcignore applies to every revision (a bare mirror has none)
+    rules = Exclusions.of(os.path.realpath(repo.working_tree_dir), ()) if repo.working_tree_dir else None
     listing: dict[str, str] = {}
     for record in out.split("\x00"):
         if not record:
             continue
         meta, path = record.split("\t", 1)
         _mode, kind, obj = meta.split()
-        if kind == "blob" and path.endswith(wanted or ("",)) and _under(path, paths):
+        if kind == "blob" and path.endswith(wanted or ("",)) and _under(path, paths) \
+                and not (rules is not None and rules.excluded(path)):
             listing[path] = obj
     return dict(sorted(listing.items()))
 

@@ -62,6 +62,9 @@ def test_working_tree_is_read_as_check_reads_it(repo: git.Repo, tmp_path: Path) 
     (root / ".intentcignore").write_text("vendor/\n")
     work = gitrepo.read_tree(root, None, ("intents",), (".intent", ".yaml", ".yml"))
     assert sorted(work) == ["intents/a.intent", "intents/c.yml", "intents/sub/b.yaml"]
+    (root / ".intentcignore").write_text("vendor/\nsub/\n")      # revisions are listed by the same rule
+    assert sorted(gitrepo.read_tree(root, "HEAD", ("intents",), (".intent", ".yaml", ".yml"))) == \
+        ["intents/a.intent", "intents/c.yml"]
     (tmp_path / "token").write_text("secret\n")
     (root / "intents/leak.yaml").symlink_to(tmp_path / "token")
     with pytest.raises(gitrepo.GitError, match="outside the repository"):
