@@ -78,9 +78,13 @@ SOURCE_WINDOW = 160
 
 
 def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
-    """At most `limit` characters of a value, on one line, "…" marking a cut."""
-    text = str(value).replace("\n", " ").replace("\r", " ")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """At most `limit` characters of a value, on one line, "…" marking a cut;
+    control characters (a terminal escape in a name) are shown as \\uXXXX."""
+    text = str(value)
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else " " if c in "\n\r\t" else f"\\u{ord(c):04x}" for c in text)
 
 
 def error(code: str, message: str, span: Span, hint: str | None = None,
@@ -139,6 +143,8 @@ def _caret_block(d: Diagnostic, sources: Mapping[str, str], split: dict[str, lis
         width = max(d.span.end_column - col, 1)
     else:
         width = max(len(src) - col + 1, 1)
+    if not src.isprintable():              # a terminal escape in the file must not reach the terminal
+        src = "".join(c if c.isprintable() else "\ufffd" for c in src)
     if len(src) > SOURCE_WINDOW:            # a window around the column, never a whole long line
         start = max(min(col - SOURCE_WINDOW // 2, len(src) - SOURCE_WINDOW), 0)
         src = src[start:start + SOURCE_WINDOW]

@@ -71,6 +71,7 @@ class Case:
     no_secret: bool = False               # SECRET must not appear in any output format
     max_mib_per_input_mib: float | None = None   # peak RSS over the baseline, per MiB of input
     max_output_chars: int | None = None   # bounded output (text format)
+    no_control: bool = False              # no control character (terminal escape) in any output
     max_excerpt: bool = False             # LONG is quoted by 40 characters at most (160 under text carets)
     env: dict[str, str] = field(default_factory=dict)
 
@@ -114,6 +115,9 @@ CASES = [
     Case("long-key-excerpt", lambda e: (e.write("a.yaml", "apiVersion: intentc.dev/v1alpha1\nkind: Tenant\n"
                                                            f'metadata:\n  name: t\nspec:\n  "{LONG}": 1\n'), ["."])[1],
          "E0212", 1, ("a.yaml", 6, 3), max_excerpt=True),
+    Case("terminal-escape-in-a-name", lambda e: (e.write("a.yaml", "apiVersion: intentc.dev/v1alpha1\nkind: Tenant\n"
+                                                                    'metadata:\n  name: "\\e]2;owned\\a\\e[2J"\n'), ["."])[1],
+         "E0410", 1, ("a.yaml", 4, 9), no_control=True),
     Case("long-line-error-at-end", lambda e: (e.write("a.intent", "tenant t { tier: gold " + " " * MIB + "@ }\n"),
                                               ["."])[1], "E0102", 1, ("a.intent", 1, MIB + 23), max_output_chars=2000),
     Case("long-yaml-name", lambda e: (e.write("a.yaml", "apiVersion: intentc.dev/v1alpha1\nkind: Tenant\n"
@@ -172,13 +176,15 @@ def test_hostile_input(env: Env, case: Case, baseline: Run) -> None:
         assert LONG[:41] not in run.output and LONG[:39] in run.output
     if case.no_secret:
         assert SECRET not in run.output
-    if case.no_secret or case.max_output_chars is not None or case.max_excerpt:
+    if case.no_secret or case.max_output_chars is not None or case.max_excerpt or case.no_control:
         for fmt in ("text", "github"):
             shown = run_intentc(["check", *paths, "--format", fmt], env.repo, case.env)
             if case.no_secret:
                 assert SECRET not in shown.output, fmt
             if case.max_output_chars is not None and fmt == "text":
                 assert len(shown.output) <= case.max_output_chars, shown.output[:500]
+            if case.no_control:
+                assert not [c for c in shown.output if not c.isprintable() and c not in "\n"], fmt
             if case.max_excerpt:
                 longest = 160 if fmt == "text" else 40
                 assert LONG[:longest + 1] not in shown.output, fmt
