@@ -132,7 +132,7 @@ def _under(path: str, prefixes: Sequence[str]) -> bool:
 
 
 def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = ("",),
-              suffixes: Sequence[str] = ()) -> dict[str, str]:
+              suffixes: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str, str]:
     """Repository-relative path -> blob SHA of the files under `paths`
     (repository-relative prefixes) whose names end in one of `suffixes`
     (all files when empty), at `rev` or, for None, in the working tree.
@@ -143,13 +143,13 @@ def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = (""
     wanted = tuple(suffixes)
     if rev is None:
         root = repo_root(repo_path)
-        return {p: blob_sha(data) for p, data in _walk_worktree(root, paths, wanted).items()}
+        return {p: blob_sha(data) for p, data in _walk_worktree(root, paths, wanted, exclude).items()}
     repo = _open(repo_path)
     sha = resolve(repo_path, rev)
     spec = ["."] if "" in paths or not paths else list(paths)
     out = repo.git.ls_tree("-r", "-z", "--full-tree", sha, "--", *spec)
     # the working tree's .intentcignore applies to every revision (a bare mirror has none)
-    rules = Exclusions.of(os.path.realpath(repo.working_tree_dir), ()) if repo.working_tree_dir else None
+    rules = Exclusions.of(os.path.realpath(repo.working_tree_dir), exclude) if repo.working_tree_dir else None
     listing: dict[str, str] = {}
     for record in out.split("\x00"):
         if not record:
@@ -162,7 +162,8 @@ def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = (""
     return dict(sorted(listing.items()))
 
 
-def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str]) -> dict[str, bytes]:
+def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str],
+                   exclude: Sequence[str] = ()) -> dict[str, bytes]:
     """Files of the working tree as `intentc check` finds them: hidden directories,
     `.intentcignore` and intentc's own output skipped, links out of the repository,
     FIFOs and oversized files refused (GitError)."""
@@ -181,7 +182,7 @@ def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str]) ->
         if os.path.lexists(base) and not base.is_dir():
             found[pre] = read(base)
             continue
-        for name in walk(str(base), suffixes):      # what `intentc check` would read, nothing else
+        for name in walk(str(base), suffixes, exclude):      # what `intentc check` would read, nothing else
             full = Path(name)
             found[full.relative_to(root).as_posix()] = read(full)
     return dict(sorted(found.items()))
@@ -257,12 +258,12 @@ class Snapshot:
 
 
 def snapshot(repo_path: str | Path, rev: str | None, paths: Sequence[str] = ("",),
-             suffixes: Sequence[str] = ()) -> Snapshot:
+             suffixes: Sequence[str] = (), exclude: Sequence[str] = ()) -> Snapshot:
     root = repo_root(repo_path)
     if rev is None:
-        data = _walk_worktree(root, paths, tuple(suffixes))
+        data = _walk_worktree(root, paths, tuple(suffixes), exclude)
         return Snapshot(root, None, {p: blob_sha(b) for p, b in data.items()}, data)
-    return Snapshot(root, resolve(root, rev), list_tree(root, rev, paths, suffixes), {})
+    return Snapshot(root, resolve(root, rev), list_tree(root, rev, paths, suffixes, exclude), {})
 
 
 # --------------------------------------------------------------------------

@@ -65,6 +65,9 @@ def test_working_tree_is_read_as_check_reads_it(repo: git.Repo, tmp_path: Path) 
     (root / ".intentcignore").write_text("vendor/\nsub/\n")      # revisions are listed by the same rule
     assert sorted(gitrepo.read_tree(root, "HEAD", ("intents",), (".intent", ".yaml", ".yml"))) == \
         ["intents/a.intent", "intents/c.yml"]
+    assert sorted(gitrepo.snapshot(root, "HEAD", ("intents",), (".intent", ".yml"), ["*.yml"]).listing) == \
+        sorted(gitrepo.snapshot(root, None, ("intents",), (".intent", ".yml"), ["*.yml"]).listing) == \
+        ["intents/a.intent"]                                        # --exclude, both sides alike
     (tmp_path / "token").write_text("secret\n")
     (root / "intents/leak.yaml").symlink_to(tmp_path / "token")
     with pytest.raises(gitrepo.GitError, match="outside the repository"):

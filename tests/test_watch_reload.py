@@ -136,6 +136,16 @@ def test_unchanged_bytes_and_foreign_files_are_ignored(tree: Path) -> None:
     (tree / "intents" / ".hidden" / "x.intent").write_text("garbage {")
     result = r.update([target, tree / "intents" / "notes.txt", tree / "intents" / ".hidden" / "x.intent"])
     assert result.ok and result.reparsed == () and result.rerendered == ()
+    # what check leaves out, watch does too (no .git here: the root is the directory given)
+    (tree / "intents" / ".intentcignore").write_text("drafts/\n")
+    (tree / "intents" / "drafts").mkdir()
+    (tree / "intents" / "drafts" / "wip.intent").write_text("garbage {")
+    out = tree / "intents" / "out"
+    (out / "manifests").mkdir(parents=True)
+    (out / OUTPUT_MARKER).write_text("")
+    (out / "manifests" / "00-x.yaml").write_text("kind: Namespace\n")
+    result = r.update([tree / "intents" / "drafts" / "wip.intent", out / "manifests" / "00-x.yaml"])
+    assert result.ok and result.reparsed == ()
 
 
 def test_new_file_is_picked_up(tree: Path) -> None:

@@ -62,7 +62,16 @@ from intentc.render.model import (
 )
 from intentc.render.output import manifest_filename, step_width, to_yaml
 from intentc.render.targets import DEFAULT_TARGET, get_target
-from intentc.sources import OUTPUT_MARKER, SOURCE_SUFFIXES, discover, mark_output, read_source, read_text
+from intentc.sources import (
+    OUTPUT_MARKER,
+    SOURCE_SUFFIXES,
+    Exclusions,
+    discover,
+    mark_output,
+    read_source,
+    read_text,
+    root_of,
+)
 from intentc.topology.load import LoadedTopology, load_topology
 
 
@@ -208,6 +217,10 @@ class Reloader:
             if any(part.startswith(".") for part in rel.parts[:-1]) or not full.name.endswith(SOURCE_SUFFIXES) \
                     or (full.parent.name == MANIFESTS_DIR and (full.parent.parent / OUTPUT_MARKER).is_file()):
                 # what compile wrote is never an input
+                return None
+            rules = Exclusions.of(root_of(given), ())
+            rel_dir = rules.relative(str(full.parent)) if rules.specs else None
+            if rel_dir is not None and rules.excluded(rel_dir + full.name):      # .intentcignore, as discover
                 return None
             return (Path(given) / rel).as_posix()
         return None
