@@ -22,7 +22,7 @@ CODES: dict[str, str] = {
     "E0005": "path or symbolic link leads outside the repository",
     "E0006": "not a regular file (FIFO, device, socket)",
     "E0007": "file larger than the size limit",
-    "E0008": "too many syntax errors in one file; the rest is not checked",
+    "E0008": "too many errors in one file; the rest is not reported",
     # DSL syntax
     "E0101": "unexpected token",
     "E0102": "unexpected character",

@@ -97,6 +97,28 @@ def warning(code: str, message: str, span: Span, hint: str | None = None,
     return Diagnostic(code, Severity.WARNING, message, span, hint, tuple(related))
 
 
+MAX_PER_FILE = 1000
+
+
+def capped(diags: Sequence[Diagnostic], limit: int = MAX_PER_FILE) -> tuple[Diagnostic, ...]:
+    """One file's diagnostics, the first `limit` by position and an E0008 after them:
+    a file of 4 MiB must not turn into gigabytes of findings."""
+    if len(diags) <= limit:
+        return tuple(diags)
+    kept = sorted(diags, key=Diagnostic.sort_key)[:limit]
+    last = kept[-1].span
+    return (*kept, error("E0008", f"more than {limit} errors and warnings in this file; the rest are not reported",
+                         Span.point(last.file, last.line, last.column), hint="fix the ones above first"))
+
+
+def capped_per_file(diags: Iterable[Diagnostic], limit: int = MAX_PER_FILE) -> list[Diagnostic]:
+    """`capped` for each file of a whole run (the cross-file passes add their own findings)."""
+    by_file: dict[str, list[Diagnostic]] = {}
+    for d in diags:
+        by_file.setdefault(d.span.file, []).append(d)
+    return [d for group in by_file.values() for d in capped(group, limit)]
+
+
 def sorted_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     """Stable report order: by file, position, code; duplicates dropped."""
     seen: set[tuple[object, ...]] = set()

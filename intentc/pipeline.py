@@ -12,7 +12,7 @@ from typing import Sequence
 import networkx as nx
 
 from intentc import graph as depgraph
-from intentc.diagnostics import Diagnostic, Span, sorted_diagnostics
+from intentc.diagnostics import Diagnostic, Span, capped_per_file, sorted_diagnostics
 from intentc.frontend.batch import load
 from intentc.ir import Program
 from intentc.passes import GLOBAL_PASSES, run_passes
@@ -47,5 +47,5 @@ def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None =
     loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, exclude=exclude)
     program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
     graph, graph_diags = depgraph.build(program)
-    diags = prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)
+    diags = capped_per_file(prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags))
     return Checked(program, tuple(sorted_diagnostics(diags)), loaded.sources, graph)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from intentc import __version__
-from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.ir import Program
 from intentc.sources import SourceFile, discover, read_source
@@ -65,7 +65,7 @@ def _parse_guarded(source: SourceFile) -> FileResult:
     try:
         parsed = parse_source(source)
         _, local = run_passes(parsed.program, LOCAL_PASSES)
-        return FileResult(parsed.program, parsed.diagnostics + tuple(local))
+        return FileResult(parsed.program, capped(parsed.diagnostics + tuple(local)))
     except RecursionError:
         return FileResult(Program(), (error("E0203", "input nested too deeply to process",
                                             Span.point(source.path, 1, 1)),))

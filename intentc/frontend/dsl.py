@@ -244,7 +244,7 @@ def _run(text: str) -> None:
             exc = again
     where = dsl_errors.syntax_diagnostic(exc, text, _LOWER.path, _HINTS).span
     _LOWER.diags.append(error("E0008", f"more than {MAX_SYNTAX_ERRORS} syntax errors in this file; "
-                                       f"the rest of it is not checked", Span.point(where.file, where.line, where.column),
+                                       f"the rest of it is not read", Span.point(where.file, where.line, where.column),
                               hint="fix the errors above first"))
 
 

@@ -382,6 +382,10 @@ def _message(err: ValidationError, loc: _Locator) -> list[tuple[str, str, Span, 
     return [(code, f"{where}: {err.message}", span, None)]
 
 
+# A list of two million wrong items gave as many errors: 6 GB and two minutes.
+MAX_ERRORS_PER_DOCUMENT = 100
+
+
 def schema_diagnostics(doc: YMap, kind: str, file: str,
                        skip_top: Sequence[str] = ("apiVersion", "kind")) -> list[Diagnostic]:
     """Validate one document against its kind's schema.
@@ -394,6 +398,12 @@ def schema_diagnostics(doc: YMap, kind: str, file: str,
     loc = _Locator(doc, file, kind, skip_top)
     found: dict[tuple[object, ...], Diagnostic] = {}
     for top in validator(kind).iter_errors(doc):
+        if len(found) >= MAX_ERRORS_PER_DOCUMENT:      # errors come lazily: stop asking
+            last = max(found.values(), key=Diagnostic.sort_key).span
+            span = Span.point(last.file, last.line, last.column)
+            found[("E0008",)] = error("E0008", f"more than {MAX_ERRORS_PER_DOCUMENT} schema errors in this "
+                                               "document; the rest are not reported", span)
+            break
         for leaf in _leaf_errors(top):
             path = list(leaf.absolute_path)
             if len(path) == 1 and path[0] in skip_top:

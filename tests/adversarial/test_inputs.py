@@ -26,6 +26,9 @@ MIB = 2**20
 TENANT = "tenant team-a { tier: gold }\n"
 PRE = 'tenant t { tier: gold }\nintent j {\n  trigger: on push\n  action: batch image "'
 POST = '"\n  context: tenant t\n}\n'
+YINTENT = ("apiVersion: intentc.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: t\n---\n"
+           "apiVersion: intentc.dev/v1alpha1\nkind: Intent\nmetadata:\n  name: j\nspec:\n  trigger: push\n"
+           "  action:\n    kind: batch\n    image: b:1\n")
 TOPOLOGY = ("apiVersion: intentc.dev/v1alpha1\nkind: Topology\nmetadata: {name: c}\nspec:\n"
             "  levels: [zone, node]\n  nodes:\n    - name: n1\n"
             "      gpu: {product: H100-80GB, count: 8}\n      domains: {zone: z1}\n")
@@ -125,6 +128,11 @@ CASES = [
          "E0410", 1, ("a.yaml", 4, 9), max_output_chars=2000),
     Case("syntax-error-flood", lambda e: (e.write("a.intent", "tenant a { @ }\n" * 50_000), ["."])[1],
          "E0008", 1, ("a.intent", 101, 12), max_output_chars=40_000),
+    Case("schema-error-flood", lambda e: (e.write("a.yaml", YINTENT + "    command: [" + "1," * (2 * MIB - 300) + "1]\n"
+                                                  "  context:\n    tenant: t\n"), ["."])[1],
+         "E0008", 1, ("a.yaml", 15, 213), max_mib_per_input_mib=150, max_output_chars=40_000),
+    Case("domain-error-flood", lambda e: (e.write("a.intent", "tenant T { tier: x }\n" * 100_000), ["."])[1],
+         "E0008", 1, ("a.intent", 334, 8), max_output_chars=400_000),
     # --- memory ------------------------------------------------------------
     Case("dsl-string-4mb", lambda e: (e.write("a.intent", PRE + "a" * (4 * MIB - 200) + POST), ["."])[1],
          None, 0, max_mib_per_input_mib=8),
