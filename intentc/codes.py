@@ -19,6 +19,10 @@ CODES: dict[str, str] = {
     "E0002": "file is not valid UTF-8 text",
     "E0003": "file is binary, not text",
     "E0004": "file declares nothing",
+    "E0005": "path or symbolic link leads outside the repository",
+    "E0006": "not a regular file (FIFO, device, socket)",
+    "E0007": "file larger than the size limit",
+    "E0008": "too many errors in one file; the rest is not reported",
     # DSL syntax
     "E0101": "unexpected token",
     "E0102": "unexpected character",
@@ -69,6 +73,8 @@ CODES: dict[str, str] = {
     "E0418": "unknown drift policy",
     "E0419": "setting not valid for this action kind",
     "E0420": "unknown action kind or trigger",
+    "E0421": "integer larger than the Kubernetes field holds (int32 or int64)",
+    "E0422": "quantity Kubernetes would cap or round",
     "W0401": "GPU product not offered by any topology",
     "W0402": "model settings on an action that does not use them",
     # dependency graph

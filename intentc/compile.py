@@ -38,10 +38,11 @@ from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import Rendered
 from intentc.render.output import manifest_files
 from intentc.render.targets import DEFAULT_TARGET
+from intentc.sources import OUTPUT_MANIFESTS, mark_output, read_text
 from intentc.topology.load import load_topology
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-MANIFESTS_DIR = "manifests"
+MANIFESTS_DIR = OUTPUT_MANIFESTS          # discovery skips it beside the output marker
 
 
 class CommitError(ValueError):
@@ -105,16 +106,17 @@ class CompileResult:
 
 def compile_paths(paths: Sequence[str], topology: str, commit: str,
                   kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
-                  seed: int = 0, jobs: int | None = None, live: LiveReader | None = None) -> CompileResult:
-    """Check, plan and render.  `live`, when given, reads what a cluster has free for the
-    checked program and topology; the plan is then made on that ("basis": live)."""
+                  seed: int = 0, jobs: int | None = None, exclude: Sequence[str] = (),
+                  live: LiveReader | None = None) -> CompileResult:
+    """Check, plan and render (files matching `exclude` left out).  `live`, when given, reads
+    what a cluster has free for the checked program and topology; the plan is then made on
+    that ("basis": live)."""
     sources: dict[str, str] = {}
     loaded, topo_diags = load_topology(topology)
-    try:
-        sources[Path(topology).as_posix()] = Path(topology).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass
-    checked = check(paths, jobs=jobs)
+    topo_text = read_text(topology)
+    if topo_text is not None:
+        sources[Path(topology).as_posix()] = topo_text
+    checked = check(paths, jobs=jobs, exclude=exclude)
     sources.update(checked.sources)
     policies, policy_diags, policy_texts = load_policies(paths)
     sources.update(policy_texts)
@@ -166,4 +168,5 @@ def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:
         raise
     for rel in ("plan.json", "graph.json"):
         write_atomic(out / rel, files[rel])
+    mark_output(out)
     return sorted(files)

@@ -69,6 +69,24 @@ class Diagnostic:
         return (s.file, s.line, s.column, self.code, self.message)
 
 
+# Values quoted in messages are cut to this many characters: a diagnostic
+# travels into CI annotations and daemon logs, where a whole value (a token
+# in a file that was never YAML) must not.  Source lines shown under a
+# message are cut to a window of SOURCE_WINDOW characters around the column.
+EXCERPT_CHARS = 40
+SOURCE_WINDOW = 160
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """At most `limit` characters of a value, on one line, "…" marking a cut;
+    control characters (a terminal escape in a name) are shown as \\uXXXX."""
+    text = str(value)
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else " " if c in "\n\r\t" else f"\\u{ord(c):04x}" for c in text)
+
+
 def error(code: str, message: str, span: Span, hint: str | None = None,
           related: Sequence[Related] = ()) -> Diagnostic:
     return Diagnostic(code, Severity.ERROR, message, span, hint, tuple(related))
@@ -77,6 +95,28 @@ def error(code: str, message: str, span: Span, hint: str | None = None,
 def warning(code: str, message: str, span: Span, hint: str | None = None,
             related: Sequence[Related] = ()) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, message, span, hint, tuple(related))
+
+
+MAX_PER_FILE = 1000
+
+
+def capped(diags: Sequence[Diagnostic], limit: int = MAX_PER_FILE) -> tuple[Diagnostic, ...]:
+    """One file's diagnostics, the first `limit` by position and an E0008 after them:
+    a file of 4 MiB must not turn into gigabytes of findings."""
+    if len(diags) <= limit:
+        return tuple(diags)
+    kept = sorted(diags, key=Diagnostic.sort_key)[:limit]
+    last = kept[-1].span
+    return (*kept, error("E0008", f"more than {limit} errors and warnings in this file; the rest are not reported",
+                         Span.point(last.file, last.line, last.column), hint="fix the ones above first"))
+
+
+def capped_per_file(diags: Iterable[Diagnostic], limit: int = MAX_PER_FILE) -> list[Diagnostic]:
+    """`capped` for each file of a whole run (the cross-file passes add their own findings)."""
+    by_file: dict[str, list[Diagnostic]] = {}
+    for d in diags:
+        by_file.setdefault(d.span.file, []).append(d)
+    return [d for group in by_file.values() for d in capped(group, limit)]
 
 
 def sorted_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
@@ -113,13 +153,18 @@ def _plain(text: str, **_style: object) -> str:
 
 # What colour says: the severity (as compilers print it), the caret under the text, the hint.
 SEVERITY_COLORS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.NOTE: "cyan"}
+# Findings that the file is not an intentc file at all: its text is not shown.
+_UNQUOTED = frozenset({"E0206"})
 
 
-def _caret_block(d: Diagnostic, sources: Mapping[str, str], paint: Callable[..., str] = _plain) -> list[str]:
+def _caret_block(d: Diagnostic, sources: Mapping[str, str], split: dict[str, list[str]],
+                 paint: Callable[..., str] = _plain) -> list[str]:
     text = sources.get(d.span.file)
-    if text is None:
+    if text is None or d.code in _UNQUOTED:
         return []
-    lines = text.splitlines()
+    lines = split.get(d.span.file)
+    if lines is None:                  # once per file, not per diagnostic: 20,000 errors in one file
+        lines = split[d.span.file] = text.splitlines()
     if not 1 <= d.span.line <= len(lines):
         return []
     src = lines[d.span.line - 1].expandtabs(1)
@@ -128,6 +173,12 @@ def _caret_block(d: Diagnostic, sources: Mapping[str, str], paint: Callable[...,
         width = max(d.span.end_column - col, 1)
     else:
         width = max(len(src) - col + 1, 1)
+    if not src.isprintable():              # a terminal escape in the file must not reach the terminal
+        src = "".join(c if c.isprintable() else "\ufffd" for c in src)
+    if len(src) > SOURCE_WINDOW:            # a window around the column, never a whole long line
+        start = max(min(col - SOURCE_WINDOW // 2, len(src) - SOURCE_WINDOW), 0)
+        src = src[start:start + SOURCE_WINDOW]
+        col = max(col - start, 1)
     width = min(width, max(len(src) - col + 1, 1))
     gutter = f"{d.span.line:>4} | "
     caret = paint("^" * width, fg=SEVERITY_COLORS[d.severity], bold=True)
@@ -141,10 +192,11 @@ def format_text(diags: Sequence[Diagnostic], sources: Mapping[str, str], color: 
     if color:
         from typer import style as paint   # ANSI escapes, as click writes them
     out: list[str] = []
+    split: dict[str, list[str]] = {}
     for d in diags:
         label = paint(f"{d.severity.value}[{d.code}]", fg=SEVERITY_COLORS[d.severity], bold=True)
         out.append(f"{paint(str(d.span), bold=True)}: {label}: {d.message}")
-        out.extend(_caret_block(d, sources, paint))
+        out.extend(_caret_block(d, sources, split, paint))
         for rel in d.related:
             out.append(f"  {rel.span}: {paint('note', fg='cyan')}: {rel.message}")
         if d.hint:

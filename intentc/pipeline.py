@@ -12,7 +12,7 @@ from typing import Sequence
 import networkx as nx
 
 from intentc import graph as depgraph
-from intentc.diagnostics import Diagnostic, Span, sorted_diagnostics
+from intentc.diagnostics import Diagnostic, Span, capped_per_file, sorted_diagnostics
 from intentc.frontend.batch import load
 from intentc.ir import Program
 from intentc.passes import GLOBAL_PASSES, run_passes
@@ -43,11 +43,12 @@ def _within(inner: Span, outer: Span) -> bool:
 
 
 def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
-          use_cache: bool = True, progress: Progress = silent) -> Checked:
-    """Everything `intentc check` reports: parse, semantic passes, dependency graph.
-    `progress` hears how parsing, the long part, advances."""
-    loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress)
+          use_cache: bool = True, progress: Progress = silent, exclude: Sequence[str] = ()) -> Checked:
+    """Everything `intentc check` reports: parse, semantic passes, dependency graph (files
+    matching `exclude` left out).  `progress` hears how parsing, the long part, advances."""
+    loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress,
+                  exclude=exclude)
     program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
     graph, graph_diags = depgraph.build(program)
-    diags = prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)
+    diags = capped_per_file(prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags))
     return Checked(program, tuple(sorted_diagnostics(diags)), loaded.sources, graph)

@@ -36,7 +36,12 @@ def parse_quantity(text: str) -> Decimal | None:
         return num * _BINARY[suffix]
     if suffix in _DECIMAL:
         return num * _DECIMAL[suffix]
-    return num * (Decimal(10) ** int(suffix[1:]))
+    if len(suffix) > 8:          # an exponent past 10^9999999 is no quantity (and int() of 5,000 digits raises)
+        return None
+    try:
+        return num * (Decimal(10) ** int(suffix[1:]))
+    except ArithmeticError:      # decimal.Overflow: beyond what Decimal holds
+        return None
 
 
 def is_quantity(text: str) -> bool:

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from intentc.cli import app
 from intentc.compile import CommitError, compile_paths, resolve_commit
+from intentc.sources import OUTPUT_MARKER
 from tests.kube_schema import validate_manifest
 from intentc.plan.jsonio import plan_to_json
 
@@ -134,7 +135,8 @@ def test_compile_errors_write_nothing(tmp_path: Path) -> None:
     assert code == 1
     assert "E0301" in output and "pipeline.intent" in output
     assert tree(out) == before, "a failed compile leaves the previous outputs untouched"
-    assert not [p for p in out.iterdir() if p.name.startswith(".")], "no staging leftovers"
+    assert not [p for p in out.iterdir() if p.name.startswith(".") and p.name != OUTPUT_MARKER], \
+        "no staging leftovers"
 
 
 def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import enum
 
 import typer
 
-from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics
+from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
 from intentc.cli.common import (
     Commit,
     HealthTimeout,
@@ -14,6 +14,7 @@ from intentc.cli.common import (
     Kubeconfig,
     KubeContext,
     KubeVersionOverride,
+    Exclude,
     Paths,
     RenderTarget,
     Seed,
@@ -67,6 +68,7 @@ def apply(
     workers: int = typer.Option(8, "--workers", min=1, metavar="N", help="Concurrent requests within a step."),
     seed: Seed = 0,
     format: ApplyFormat = format_option(ApplyFormat.TEXT),
+    exclude: Exclude = None,
 ) -> None:
     """Compile, then server-side apply the result to a cluster, wave by wave."""
     from intentc.compile import compile_paths
@@ -75,11 +77,13 @@ def apply(
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     client, version = connect_or_exit(kubeconfig, context, kube_version, pool_size=max(workers, 4))
-    result = compile_paths(paths, str(topology), sha, version, render_target, seed)
+    result = compile_paths(paths, str(topology), sha, version, render_target, seed, exclude=exclude or ())
     diag_format = OutputFormat.JSON if format is ApplyFormat.JSON else OutputFormat.TEXT
     if result.topology_unreadable or not result.ok or result.rendered is None:
         emit_diagnostics(list(result.diagnostics), diag_format, result.sources)
-        raise typer.Exit(EXIT_USAGE if result.topology_unreadable else EXIT_FINDINGS)
+        if result.topology_unreadable:
+            raise typer.Exit(EXIT_USAGE)
+        exit_for(list(result.diagnostics))
     emit_diagnostics(list(result.diagnostics), OutputFormat.TEXT, result.sources, to_stderr=True)
     options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout,
                            force_conflicts=force_conflicts, workers=workers)

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
-from intentc.cli.common import Jobs, Paths, format_option
+from intentc.cli.common import Exclude, Jobs, Paths, format_option
 from intentc.cli.progress import StderrProgress
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
 
@@ -33,13 +33,14 @@ def check(
     topology: Optional[Path] = typer.Option(
         None, "--topology", "-t", metavar="FILE", help="Also plan onto this Topology: placement errors, batch sizing and "
                                        "the tag rules that need a plan (docs/policies.md)."),
+    exclude: Exclude = None,
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
     from intentc.pipeline import check as run_check
     from intentc.policy.load import load_policies
 
     with StderrProgress() as progress:
-        result = run_check(paths, jobs=jobs or None, progress=progress)
+        result = run_check(paths, jobs=jobs or None, progress=progress, exclude=exclude or ())
     diags = list(result.diagnostics)
     sources = dict(result.sources)
     policies, policy_diags, policy_texts = load_policies(paths)

@@ -37,6 +37,10 @@ TopologyFile = Annotated[Path, typer.Option(
 RepoTopologyFile = Annotated[str, typer.Option(
     "--topology", "-t", metavar="FILE", help="Topology file (path in the repository).")]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel parsers (0: one per core).")]
+Exclude = Annotated[Optional[List[str]], typer.Option(
+    "--exclude", metavar="PATTERN",
+    help="Leave out files matching this gitignore-style pattern, relative to the repository root "
+         "(repeatable; .intentcignore at the root is read too).")]
 
 # Git revisions
 BaseRevision = Annotated[str, typer.Option(

@@ -9,13 +9,14 @@ from typing import Optional
 import typer
 
 from intentc.cli.app import (
-    EXIT_FINDINGS,
     EXIT_USAGE,
     app,
     emit_diagnostics,
+    exit_for,
     usage_error,
 )
 from intentc.cli.common import (
+    Exclude,
     Jobs,
     LiveContext,
     LiveKubeconfig,
@@ -62,6 +63,7 @@ def compile(
     jobs: Jobs = 0,
     kubeconfig: LiveKubeconfig = None,
     context: LiveContext = None,
+    exclude: Exclude = None,
 ) -> None:
     """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors
     (nothing is written then)."""
@@ -75,12 +77,13 @@ def compile(
     live = None
     if kubeconfig is not None or context is not None:
         live = functools.partial(live_occupancy_or_exit, kubeconfig, context)
-    result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None, live)
+    result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None,
+                           exclude or (), live)
     emit_diagnostics(list(result.diagnostics), format, result.sources)
     if result.topology_unreadable:
         raise typer.Exit(EXIT_USAGE)
     if not result.ok or result.rendered is None:
-        raise typer.Exit(EXIT_FINDINGS)
+        exit_for(list(result.diagnostics))     # the exit code `check` gives for the same files
     try:
         written = write_outputs(result, out)
     except OSError as e:

@@ -22,7 +22,7 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
-from intentc.cli.common import BaseRevision, HeadRevision, Jobs, MergeBase, format_option
+from intentc.cli.common import BaseRevision, Exclude, HeadRevision, Jobs, MergeBase, format_option
 from intentc.diagnostics import OutputFormat, has_errors
 from intentc.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
 
@@ -156,6 +156,7 @@ def diff(
         None, "--cache-dir", metavar="DIR", help="Parse cache directory (default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Parse every file, use and write no cache."),
     jobs: Jobs = 0,
+    exclude: Exclude = None,
 ) -> None:
     """Show what changes semantically between two revisions: intents, tenants and datasets
     (field by field, with positions), the dependency graph and, with --topology, the plan.
@@ -176,8 +177,8 @@ def diff(
             root = gitrepo.repo_root(".")
             base_sha, head_sha, base_label, head_label = _revisions(root, base, head, merge_base)
             prefixes = gitrepo.repo_relative(root, paths or ["intents"])
-            base_snap = gitrepo.snapshot(root, base_sha, prefixes, SOURCE_SUFFIXES)
-            head_snap = gitrepo.snapshot(root, head_sha, prefixes, SOURCE_SUFFIXES)
+            base_snap = gitrepo.snapshot(root, base_sha, prefixes, SOURCE_SUFFIXES, exclude or ())
+            head_snap = gitrepo.snapshot(root, head_sha, prefixes, SOURCE_SUFFIXES, exclude or ())
         except gitrepo.GitError as exc:
             usage_error(str(exc))
         loaded = None

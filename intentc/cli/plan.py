@@ -10,9 +10,10 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
-from intentc.cli.common import (DiagnosticsFormat, Jobs, LiveContext, LiveKubeconfig, Paths, TopologyFile,
-                                format_option, live_occupancy_or_exit)
+from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, LiveContext, LiveKubeconfig, Paths,
+                                TopologyFile, format_option, live_occupancy_or_exit)
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
+from intentc.sources import read_text
 
 
 class PlanFormat(str, enum.Enum):
@@ -53,6 +54,7 @@ def plan(
     jobs: Jobs = 0,
     kubeconfig: LiveKubeconfig = None,
     context: LiveContext = None,
+    exclude: Exclude = None,
 ) -> None:
     """Schedule every intent onto the topology over time (start and end in plan time; what does
     not fit yet is queued): gangs all-or-nothing, `within`/`prefer` scopes, SLA order, weighted
@@ -69,15 +71,14 @@ def plan(
 
     loaded, topo_diags = load_topology(str(topology))
     sources: dict[str, str] = {}
-    try:
-        sources[topology.as_posix()] = topology.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass
+    topo_text = read_text(topology)
+    if topo_text is not None:
+        sources[topology.as_posix()] = topo_text
     if loaded is None:
         emit_diagnostics(sorted_diagnostics(topo_diags), diagnostics_format, sources, to_stderr=True)
         unreadable = any(d.code.startswith("E00") for d in topo_diags) or not topology.is_file()
         raise typer.Exit(EXIT_USAGE if unreadable else 1)
-    result = run_check(paths, jobs=jobs or None)
+    result = run_check(paths, jobs=jobs or None, exclude=exclude or ())
     sources.update(result.sources)
     policies, policy_diags, policy_texts = load_policies(paths)
     sources.update(policy_texts)

@@ -63,7 +63,16 @@ from intentc.render.model import (
 )
 from intentc.render.output import manifest_filename, step_width, to_yaml
 from intentc.render.targets import DEFAULT_TARGET, get_target
-from intentc.sources import SOURCE_SUFFIXES, discover, read_source
+from intentc.sources import (
+    OUTPUT_MARKER,
+    SOURCE_SUFFIXES,
+    Exclusions,
+    discover,
+    mark_output,
+    read_source,
+    read_text,
+    root_of,
+)
 from intentc.topology.load import LoadedTopology, load_topology
 
 
@@ -211,7 +220,13 @@ class Reloader:
                 rel = full.relative_to(root)
             except ValueError:
                 continue
-            if any(part.startswith(".") for part in rel.parts[:-1]) or not full.name.endswith(SOURCE_SUFFIXES):
+            if any(part.startswith(".") for part in rel.parts[:-1]) or not full.name.endswith(SOURCE_SUFFIXES) \
+                    or (full.parent.name == MANIFESTS_DIR and (full.parent.parent / OUTPUT_MARKER).is_file()):
+                # what compile wrote is never an input
+                return None
+            rules = Exclusions.of(root_of(given), ())
+            rel_dir = rules.relative(str(full.parent)) if rules.specs else None
+            if rel_dir is not None and rules.excluded(rel_dir + full.name):      # .intentcignore, as discover
                 return None
             return (Path(given) / rel).as_posix()
         return None
@@ -273,10 +288,7 @@ class Reloader:
 
     def _load_topology(self) -> None:
         loaded, diags = load_topology(self.topology_path)
-        try:
-            text: str | None = Path(self.topology_path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = None
+        text = read_text(self.topology_path)
         self._topology = (loaded, tuple(diags), text)
         self._topology_generation += 1
 
@@ -460,6 +472,8 @@ def write_changed(snapshot: Snapshot, out_dir: str | Path, previous: Mapping[str
         if old.get(rel) != text:
             write_atomic(out / rel, text)
             written.append(rel)
+    if out.is_dir():
+        mark_output(out)
     removed = []
     for rel in sorted(set(old) - set(files)):
         if rel.startswith(f"{MANIFESTS_DIR}/"):

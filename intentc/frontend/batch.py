@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from intentc import __version__
-from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.ir import Program
 from intentc.progress import Progress, silent
@@ -67,7 +67,7 @@ def _parse_guarded(source: SourceFile) -> FileResult:
     try:
         parsed = parse_source(source)
         _, local = run_passes(parsed.program, LOCAL_PASSES)
-        return FileResult(parsed.program, parsed.diagnostics + tuple(local))
+        return FileResult(parsed.program, capped(parsed.diagnostics + tuple(local)))
     except RecursionError:
         return FileResult(Program(), (error("E0203", "input nested too deeply to process",
                                             Span.point(source.path, 1, 1)),))
@@ -165,11 +165,11 @@ def _gather(parts: Iterable[list[bytes]], out: list[bytes], progress: Progress, 
 
 
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
-         use_cache: bool = True, progress: Progress = silent) -> Loaded:
-    """Every file under `paths`, parsed, with the diagnostics of reading,
-    parsing and the local passes; the global passes are the caller's.
-    `progress` hears how many of the files are parsed (cached ones count at once)."""
-    files, diags = discover(paths)
+         use_cache: bool = True, progress: Progress = silent, exclude: Sequence[str] = ()) -> Loaded:
+    """Every file under `paths` (less `exclude`, gitignore patterns), parsed, with the
+    diagnostics of reading, parsing and the local passes; the global passes are the
+    caller's.  `progress` hears how many of the files are parsed (cached ones count at once)."""
+    files, diags = discover(paths, exclude)
     sources: list[SourceFile] = []
     for f in files:
         src, read_diags = read_source(f)

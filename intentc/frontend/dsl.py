@@ -208,6 +208,11 @@ def _salvage(exc: UnexpectedInput) -> None:
         pass
 
 
+# Each restart after a syntax error costs a parse: a file of 300,000 broken
+# blocks would take minutes and print as many errors.  Compilers stop too.
+MAX_SYNTAX_ERRORS = 100
+
+
 def _run(text: str) -> None:
     """Parse `text`; on each syntax error, report, salvage, restart at the next block.
 
@@ -220,7 +225,7 @@ def _run(text: str) -> None:
         exc: UnexpectedInput = first
     boundaries: list[int] | None = None
     base = 0
-    while True:
+    for _ in range(MAX_SYNTAX_ERRORS):
         _LOWER.diags.append(dsl_errors.syntax_diagnostic(exc, text, _LOWER.path, _HINTS))
         _salvage(exc)
         at = _offset(exc)
@@ -237,6 +242,10 @@ def _run(text: str) -> None:
             return
         except UnexpectedInput as again:
             exc = again
+    where = dsl_errors.syntax_diagnostic(exc, text, _LOWER.path, _HINTS).span
+    _LOWER.diags.append(error("E0008", f"more than {MAX_SYNTAX_ERRORS} syntax errors in this file; "
+                                       f"the rest of it is not read", Span.point(where.file, where.line, where.column),
+                              hint="fix the errors above first"))
 
 
 def _comments(tokens: list[Token], text: str) -> tuple[Comment, ...]:

@@ -24,7 +24,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.parsers.lalr_analysis import Shift
 
-from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
 
 
 @dataclass(frozen=True)
@@ -150,8 +150,7 @@ _OPENERS = frozenset({"LBRACE", "LSQB", "LPAR"})
 _CLOSERS = frozenset({"RBRACE", "RSQB", "RPAR"})
 
 
-def short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+short = excerpt
 
 
 def _char(ch: str) -> str:
@@ -325,7 +324,7 @@ def syntax_diagnostic(exc: UnexpectedInput, text: str, path: str,
     span = Span(path, tok.line, tok.column, tok.end_line, tok.end_column)  # type: ignore[arg-type]
     related = []
     if ip is not None and _missing_comma(ip.parser_state, acc, tok):
-        hint = f"is a ',' missing before '{tok.value}'? items of one clause are separated by commas"
+        hint = f"is a ',' missing before '{short(tok.value)}'? items of one clause are separated by commas"
     if tok.value in _DECL_KEYWORDS and opener is not None and "RBRACE" in acc:
         hint = hint or f"is a '}}' missing? {where or 'the block'} is still open"
         related = [Related("the block opened here is still open", opener)]

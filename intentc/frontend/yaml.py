@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 
-from intentc.diagnostics import Diagnostic, Span, error, warning
+from intentc.diagnostics import Diagnostic, Span, error, excerpt, warning
 from intentc.frontend.schema import (
     API_VERSION,
     KINDS,
@@ -215,9 +215,12 @@ class _Lower:
         c = self.map_of(spec, "constraints")
         g = c.get("gpus")
         gpus = None
-        if isinstance(g, YMap):
+        count = self.int_of(g, "count") if isinstance(g, YMap) else None
+        if isinstance(g, YMap) and count is not None:
+            # a count that is missing or not an integer was reported by the schema (E0210,
+            # E0211); as in the DSL, there is then no GPU request to check further
             gpus = GpuRequest(
-                count=self.int_of(g, "count") or 0, product=self.str_of(g, "product"),
+                count=count, product=self.str_of(g, "product"),
                 memory=self.quantity(g, "memory"), within=self.str_of(g, "within"),
                 prefer=self.str_of(g, "prefer"), span=self.span(g.at),
                 spans=self.spans(g, {k: k for k in ("count", "product", "memory", "within", "prefer")}))
@@ -291,14 +294,14 @@ def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
         diags.append(error("E0210", 'missing required property "apiVersion"', first_key,
                            hint=f"add `apiVersion: {API_VERSION}`"))
     elif api != API_VERSION:
-        shown = f'"{api}"' if isinstance(api, str) else repr(api)
+        shown = f'"{excerpt(api)}"' if isinstance(api, str) else excerpt(repr(api))
         diags.append(error("E0204", f"unknown apiVersion {shown}{did_you_mean(api, [API_VERSION])}",
                            to_span(file, doc.pos["apiVersion"][1]), hint=f"intentc reads {API_VERSION}"))
     if "kind" not in doc:
         diags.append(error("E0210", f'missing required property "kind" (one of {kinds})', first_key))
         return None
     if kind not in KINDS:
-        shown = f'"{kind}"' if isinstance(kind, str) else repr(kind)
+        shown = f'"{excerpt(kind)}"' if isinstance(kind, str) else excerpt(repr(kind))
         diags.append(error("E0204", f"unknown kind {shown}{did_you_mean(kind, KINDS)}",
                            to_span(file, doc.pos["kind"][1]), hint=f"kinds: {kinds}"))
         return None
@@ -319,7 +322,9 @@ def parse(source: SourceFile) -> tuple[Program, list[Diagnostic]]:
             continue                                   # an empty document (`---` at the end)
         documents += 1
         if not isinstance(root, YMap):
-            what = "a list" if isinstance(root, list) else f'the scalar "{root}"'
+            # never the scalar itself: a file that is not YAML at all (a token, a key)
+            # parses as one scalar, and this message goes into CI annotations and logs
+            what = "a list" if isinstance(root, list) else f"a scalar of {len(str(root))} characters"
             diags.append(error("E0206", f"a YAML document must be a mapping (apiVersion, kind, metadata, spec), "
                                         f"got {what}", to_span(source.path, at)))
             continue

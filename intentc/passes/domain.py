@@ -11,7 +11,7 @@ import enum
 import re
 from typing import Iterator
 
-from intentc.diagnostics import Diagnostic, Span, error, warning
+from intentc.diagnostics import EXCERPT_CHARS, Diagnostic, Span, error, excerpt, warning
 from intentc.duration import parse_duration
 from intentc.ir import (ActionKind, DriftPolicy, Fallback, FieldSpans, Intent, KvCache, ModelSettings,
                         Precision, Program, Scope, SlaClass, Tenant, ThroughputMode, Tier, TriggerKind,
@@ -25,8 +25,6 @@ SEQ_LEN_MAX = 32768
 RECYCLE_SEQ_LEN_MAX = 4096
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_MAX = 63
-_CRON_FIELD = re.compile(r"^(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*$")
-_CRON_MACROS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
 Check = Iterator[Diagnostic]
 
@@ -38,16 +36,17 @@ def _at(spans: FieldSpans, key: str, default: Span) -> Span:
 def _vocab(code: str, what: str, value: str | None, enum_cls: type[enum.Enum], span: Span) -> Check:
     if value is not None and value not in vocabulary(enum_cls):
         allowed = vocabulary(enum_cls)
-        yield error(code, f'unknown {what} "{value}"{did_you_mean(value, allowed)}', span,
+        yield error(code, f'unknown {what} "{excerpt(value)}"{did_you_mean(value, allowed)}', span,
                     hint=f"use {one_of(allowed)}")
 
 
 def dns_label(kind: str, name: str, span: Span) -> Check:
     if len(name) > DNS1123_MAX or not DNS1123_LABEL.match(name):
         fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:DNS1123_MAX] or "name"
-        yield error("E0410", f'{kind} name "{name}" is not a DNS-1123 label', span,
+        example = f', e.g. "{fixed}"' if len(fixed) <= EXCERPT_CHARS else ""   # never a long echo
+        yield error("E0410", f'{kind} name "{excerpt(name)}" is not a DNS-1123 label', span,
                     hint=f"lower-case letters, digits and '-', at most {DNS1123_MAX} characters, "
-                         f'starting and ending with a letter or digit, e.g. "{fixed}"')
+                         f"starting and ending with a letter or digit{example}")
 
 
 def _quantity(what: str, value: str | None, span: Span, positive: bool = False) -> Check:
@@ -55,10 +54,10 @@ def _quantity(what: str, value: str | None, span: Span, positive: bool = False) 
         return
     q = parse_quantity(value)
     if q is None:
-        yield error("E0411", f'{what} "{value}" is not a valid quantity', span,
+        yield error("E0411", f'{what} "{excerpt(value)}" is not a valid quantity', span,
                     hint='write a Kubernetes quantity such as "500m", "16", "64Gi"')
     elif positive and q <= 0:
-        yield error("E0413", f"{what} must be greater than zero, got {value}", span)
+        yield error("E0413", f"{what} must be greater than zero, got {excerpt(value)}", span)
 
 
 def check_tenant(t: Tenant) -> Check:
@@ -105,21 +104,11 @@ def check_settings(s: ModelSettings, fallback: Span) -> Check:
     yield from _vocab("E1003", "throughput mode", s.throughput_mode, ThroughputMode, at("throughput_mode"))
 
 
-def _check_cron(expr: str, span: Span) -> Check:
-    fields = expr.split()
-    if expr.strip() in _CRON_MACROS:
-        return
-    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
-        yield error("E0417", f'"{expr}" is not a cron schedule', span,
-                    hint='five fields: minute hour day-of-month month day-of-week, e.g. "0 2 * * *"')
-
-
 def check_intent(i: Intent) -> Check:
     yield from dns_label("intent", i.name, _at(i.spans, "name", i.span))
     trig = i.trigger
     yield from _vocab("E0420", "trigger", trig.kind, TriggerKind, trig.span)
-    if trig.kind == TriggerKind.SCHEDULE.value and trig.schedule is not None:
-        yield from _check_cron(trig.schedule, trig.span)
+    # the schedule itself is checked against Kubernetes' parser in passes.kube_limits
 
     act = i.action
     yield from _vocab("E0420", "action kind", act.kind, ActionKind, _at(act.spans, "kind", act.span))
@@ -152,7 +141,7 @@ def check_intent(i: Intent) -> Check:
         yield error("E0414", f"tolerance must be in (0, 1], got {c.tolerance}",
                     _at(c.spans, "tolerance", c.span), hint="e.g. 0.95 tolerates 5% failed work")
     if c.duration is not None and parse_duration(c.duration) is None:
-        yield error("E0415", f'"{c.duration}" is not a duration', _at(c.spans, "duration", c.span),
+        yield error("E0415", f'"{excerpt(c.duration)}" is not a duration', _at(c.spans, "duration", c.span),
                     hint='a number with a unit s, m, h or d, e.g. "45m" or "1h30m"')
     precision = act.settings.precision if act.settings is not None else None
     if precision in vocabulary(Precision) and c.tolerance is not None and 0 < c.tolerance <= 1:
