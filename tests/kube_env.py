@@ -197,6 +197,16 @@ class KubeEnv:
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                         "-subj", "/CN=kueue-webhook", "-keyout", str(certs / "tls.key"),
                         "-out", str(certs / "tls.crt")], check=True, capture_output=True)
+        # Kueue 0.17 reads its metrics certificate from a fixed path when it does not manage
+        # certificates itself (cmd/kueue/main.go): put the test certificate there.
+        fixed = Path("/etc/kueue/metrics/certs")
+        try:
+            fixed.mkdir(parents=True, exist_ok=True)
+            for name in ("tls.crt", "tls.key"):
+                shutil.copyfile(certs / name, fixed / name)
+        except OSError as e:
+            raise RuntimeError(f"Kueue needs its metrics certificate in {fixed} and that is not writable "
+                               f"here ({e.strerror}); run the Kueue tests as root, as CI does") from None
         health = free_port()
         config = self.dir / "kueue-config.yaml"
         config.write_text(json.dumps({
