@@ -220,8 +220,11 @@ class KubeEnv:
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": ["batch/job"]},
         }))
+        # Topology-aware scheduling on (the kueue render target uses it); the on-demand
+        # visibility API server off (it serves from a fixed certificate path, /visibility).
         self._spawn("kueue", [str(self.assets / "kueue"), f"--config={config}",
-                              f"--kubeconfig={self.kubeconfig}", "--zap-log-level=2"])
+                              f"--kubeconfig={self.kubeconfig}", "--zap-log-level=2",
+                              "--feature-gates=TopologyAwareScheduling=true,VisibilityOnDemand=false"])
         self._wait_http(f"http://127.0.0.1:{health}/readyz", "kueue", timeout)
 
     def _wait_http(self, url: str, name: str, timeout: float) -> None:
