@@ -443,6 +443,8 @@ class Simulation:
         """A lower bound on when k GPUs of `view` can be free inside `domain` (at `depth`):
         now, or when enough of them have been released by what is running now (`extra`: GPUs
         taken but not running yet, counted as free)."""
+        if view.cap[domain] < k:
+            return NEVER                        # never in this domain: nothing here can delay it
         free = view.free[domain] + extra
         if free >= k:
             return t
@@ -451,7 +453,8 @@ class Simulation:
             if hold is None:
                 continue
             for node, g in hold.allocs:
-                if view.eligible[self.node_index[node.spec.name]] and node.leaf.at_depth(depth).id == domain:
+                if view.eligible[self.node_index[node.spec.name]] and (
+                        depth == 0 or node.leaf.at_depth(depth).id == domain):
                     free += len(g)
             if free >= k:
                 return end
