@@ -46,7 +46,7 @@ from intentc.plan.model import NodeAllocation, Occupancy, Placement, Unplaced
 from intentc.plan.placer import Placed, Placer, Refused, Request
 from intentc.plan.repack import Room, Seated, make_room
 
-Gate = tuple[Filter, int]   # a waiting intent's filter and `within` depth
+Gate = tuple[Filter, int, str | None]   # a waiting intent's filter, `within` depth, tenant if over quota
 NEVER = 1 << 62         # "no lower bound": the waiting intent can never start, so it gates nobody
 
 
@@ -132,9 +132,8 @@ class Simulation:
 
     @staticmethod
     def _remaining_chains(jobs: Mapping[str, Job]) -> dict[str, int]:
-        """Per intent, minus the longest chain of durations from its start to the end of the
-        last intent that waits for it (open-ended ones count as longer than any plan): the
-        list-scheduling priority."""
+        """Per intent, minus the longest chain of durations of the intents that wait for it
+        (open-ended ones count as longer than any plan): the list-scheduling priority."""
         succs: dict[str, list[str]] = {n: [] for n in jobs}
         indegree = {n: len(j.after) for n, j in jobs.items()}
         for n, j in sorted(jobs.items()):
@@ -150,7 +149,9 @@ class Simulation:
         for n in reversed(order):
             own = jobs[n].duration
             longest[n] = (NEVER if own is None else own) + max((longest[s] for s in succs[n]), default=0)
-        return {n: -v for n, v in longest.items()}
+        # the work that waits behind it, not its own length: among intents nothing waits for,
+        # the smaller-gangs-first rule still decides (most intents running at once)
+        return {n: -max((longest[s] for s in succs[n]), default=0) for n in jobs}
 
     # ------------------------------------------------------------------
     # Holds and events
@@ -288,6 +289,8 @@ class Simulation:
         started_now = self.started_now       # jobs started at this very instant: they may still move
         earliest: dict[tuple[Gate, int, int, int], int] = {}
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
+        # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
+        undone: dict[tuple[Filter, int, int, bool], tuple[int, int | None]] = {}
         for intent in fair.order(cands, self.wave_of, self.rank, self.chain):
             name = intent.name
             r = self.rank[name]
@@ -301,23 +304,33 @@ class Simulation:
             view = self.c.view(req.filter)
             limit = self.c.depth_of(req.within) if req.within else 0
             if quota is not None and running.get(req.tenant, 0) + req.count > quota:
-                # waits for its own tenant's intents; lower classes still must not take what it
-                # could use once they end (its capacity bound is no later than its quota's)
-                blocked[(req.filter, limit)] = min(req.count, blocked.get((req.filter, limit), req.count))
+                # waits for its own tenant's intents; lower classes still must not hold what it
+                # could use past the later of when its quota and the GPUs could allow it
+                gate = (req.filter, limit, req.tenant)
+                blocked[gate] = min(req.count, blocked.get(gate, req.count))
                 continue
             duration = self.jobs[name].duration
             end = None if duration is None else t + duration
             # only gangs of this class or a higher one may keep domains whole against it
             self.placer.protect_nvlink = any(k <= r for g, k in self.waiting_gangs.items() if g != name)
             if self._surely_gated(req.filter, end, gates, t, earliest):
-                blocked[(req.filter, limit)] = min(req.count, blocked.get((req.filter, limit), req.count))
+                gate = (req.filter, limit, None)
+                blocked[gate] = min(req.count, blocked.get(gate, req.count))
                 continue
-            placed = self._try_place(req, view, limit, started_now, failed)
+            memo = (req.filter, limit, req.count, self.placer.protect_nvlink)
+            seen = undone.get(memo)
+            if seen is not None and seen[0] == self.c.version and (end is None or (seen[1] is not None
+                                                                                    and end >= seen[1])):
+                placed = None                   # the same search, same state, no earlier end: undone again
+            else:
+                placed = self._try_place(req, view, limit, started_now, failed)
             if placed is not None and not self._clears_gates(placed, end, gates, t, earliest):
                 self._undo(placed)
+                undone[memo] = (self.c.version, end)
                 placed = None
             if placed is None:
-                blocked[(req.filter, limit)] = min(req.count, blocked.get((req.filter, limit), req.count))
+                gate = (req.filter, limit, None)
+                blocked[gate] = min(req.count, blocked.get(gate, req.count))
                 continue
             seat_placed, room = placed
             for moved_name, moved in (room.moved.items() if room else ()):
@@ -394,7 +407,7 @@ class Simulation:
             for moved_name, moved in room.moved.items():
                 items.append((moved.allocations, self.out.times[moved_name][1]))
         for gate, k in gates.items():
-            flt, limit = gate
+            flt, limit, _ = gate
             view = self.c.view(flt)
             # the bound is for a world without what is being placed now: count its GPUs as free
             tentative: dict[int, int] = {}
@@ -413,7 +426,8 @@ class Simulation:
                     key = (gate, k, domain, tentative[domain])
                     bound = earliest.get(key)
                     if bound is None:
-                        bound = earliest[key] = self._earliest(view, k, t, limit, domain, tentative[domain])
+                        bound = earliest[key] = max(self._earliest(view, k, t, limit, domain, tentative[domain]),
+                                                    self._quota_free(gate[2], k, t))
                     if until is None or until > bound:
                         return False
         return True
@@ -434,7 +448,8 @@ class Simulation:
             root = self.c.root.id
             bound = earliest.get((gate, k, root, 0))
             if bound is None:
-                bound = earliest[(gate, k, root, 0)] = self._earliest(self.c.view(gate[0]), k, t, 0, root)
+                bound = earliest[(gate, k, root, 0)] = max(self._earliest(self.c.view(gate[0]), k, t, 0, root),
+                                                           self._quota_free(gate[2], k, t))
             if end is None or end > bound:
                 return True
         return False
@@ -458,6 +473,23 @@ class Simulation:
                     free += len(g)
             if free >= k:
                 return end
+        return NEVER
+
+    def _quota_free(self, tenant: str | None, k: int, t: int) -> int:
+        """For an intent waiting for its tenant's quota: when the tenant's running intents
+        have released enough of it (a lower bound on its start); t for any other."""
+        if tenant is None:
+            return t
+        quota = self.terms[tenant].quota_gpus
+        held = self.held.get(tenant, 0)
+        if quota is None or held + k <= quota:
+            return t
+        for end, _, key in self._by_end():
+            hold = self.holds.get(key)
+            if hold is not None and hold.tenant == tenant and hold.allocs:
+                held -= hold.gpus
+                if held + k <= quota:
+                    return end
         return NEVER
 
     def _by_end(self) -> list[tuple[int, int, str]]:
