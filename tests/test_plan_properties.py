@@ -269,14 +269,37 @@ def _admits(intent: ir.Intent, n: ir.TopologyNode) -> bool:
     return True
 
 
-def _inversions(program: ir.Program, topo: LoadedTopology, plan: Plan) -> list[str]:
-    """Lower-class intents that started while a higher-class one waited (for GPUs, not for its
-    own quota), on a node the waiting one could use, and still held it when the waiting one started."""
-    intents = {i.name: i for i in program.intents}
+def _fits(intent: ir.Intent, topo: LoadedTopology, plan: Plan, at: int, ignore: frozenset[str]) -> bool:
+    """Could `intent` get its GPUs at time `at` if the intents in `ignore` held nothing?  By count
+    inside one domain of its `within` level (the whole cluster without one), on the nodes its
+    filter admits: the documented feasibility rule, computed from plan.json alone."""
+    req = intent.constraints.gpus
+    assert req is not None
+    free = {n.name: n.gpu_count for n in topo.topology.nodes if _admits(intent, n)}
+    for p in plan.placements:
+        if p.intent in ignore or p.intent == intent.name or not (p.start_s <= at and (p.end_s is None or at < p.end_s)):
+            continue
+        for a in p.allocations:
+            if a.node in free:
+                free[a.node] -= len(a.gpus)
+    level = _effective_level(topo.topology.levels, req.within) if req.within else None
     nodes = {n.name: n for n in topo.topology.nodes}
+    groups: dict[str, int] = {}
+    for name, f in free.items():
+        key = "" if level is None else name if level == "node" else (nodes[name].domain(level) or "\0" + name)
+        groups[key] = groups.get(key, 0) + f
+    return any(f >= req.count for f in groups.values())
+
+
+def _inversions(program: ir.Program, topo: LoadedTopology, plan: Plan) -> list[str]:
+    """Lower-class intents whose GPUs kept a waiting higher-class one (waiting for GPUs, not for its
+    own quota) from starting: at some instant while both hold / wait, the higher one would have
+    fitted had the lower one not held its GPUs, and does not fit with them held."""
+    intents = {i.name: i for i in program.intents}
     quota = {t.name: t.quota_gpus for t in program.tenants}
     rank = {p.intent: int(p.sla[1]) for p in plan.placements}
     by = {p.intent: p for p in plan.placements}
+    instants = sorted({p.start_s for p in plan.placements} | {p.end_s for p in plan.placements if p.end_s is not None})
     out = []
     for x in plan.placements:
         if x.start_s == x.ready_s or not x.allocations:
@@ -290,14 +313,16 @@ def _inversions(program: ir.Program, topo: LoadedTopology, plan: Plan) -> list[s
                 continue
             if y.start_s == x.ready_s and y.start_s in served:
                 continue
-            q = quota.get(x.tenant)
-            if q is not None and _held_at(plan, y.start_s, x.tenant) + x.gpu_count > q:
-                continue
-            if y.end_s is not None and y.end_s <= x.start_s:
-                continue
-            if any(_admits(intents[x.intent], nodes[n]) for n in y.nodes):
-                out.append(f"{y.intent} ({y.sla}) started at {y.start_s} while {x.intent} ({x.sla}) waited "
-                           f"until {x.start_s}")
+            until = x.start_s if y.end_s is None else min(y.end_s, x.start_s)
+            for at in (i for i in instants if y.start_s <= i < until):
+                q = quota.get(x.tenant)
+                if q is not None and _held_at(plan, at, x.tenant) + x.gpu_count > q:
+                    continue
+                if _fits(intents[x.intent], topo, plan, at, frozenset({y.intent})) and \
+                        not _fits(intents[x.intent], topo, plan, at, frozenset()):
+                    out.append(f"{y.intent} ({y.sla}) held GPUs at {at} that {x.intent} ({x.sla}), waiting "
+                               f"since {x.ready_s}, could have started on")
+                    break
     return out
 
 

@@ -15,10 +15,11 @@ SLA order holds at every instant, not just in the order of offers: while an
 intent of a higher class waits, a lower-class intent may start on a node
 the waiting one could use only if it ends by the earliest time the waiting
 one could possibly start (`_earliest`: when enough of the GPUs it can use
-have been released by the intents running now).  So a lower class never
-delays a higher one; it only fills gaps.  Quotas hold at every instant: a
-tenant's running GPUs never exceed its quota (an intent over quota waits
-for the tenant's own intents to end, and gates nobody).
+have been released by the intents running now, counted per domain at the
+waiting intent's `within` level).  So a lower class never delays a higher
+one; it only fills gaps.  Quotas hold at every instant: a tenant's running
+GPUs never exceed its quota (an intent over quota waits for the tenant's own
+intents to end, and still holds lower classes off the GPUs it could use).
 
 An intent is refused (E0601) only when it can never be placed: no node of
 its product, no domain big enough, a gang bigger than its tenant's quota,
@@ -41,10 +42,11 @@ from intentc.diagnostics import Diagnostic, Span, error
 from intentc.plan.admission import FairShare, TenantTerms, sla_rank
 from intentc.plan.cluster import Cluster, Filter, NodeState, View
 from intentc.plan.metrics import idle_on_used_nodes
-from intentc.plan.model import Occupancy, Placement, Unplaced
+from intentc.plan.model import NodeAllocation, Occupancy, Placement, Unplaced
 from intentc.plan.placer import Placed, Placer, Refused, Request
 from intentc.plan.repack import Room, Seated, make_room
 
+Gate = tuple[Filter, int, str | None]   # a waiting intent's filter, `within` depth, tenant if over quota
 NEVER = 1 << 62         # "no lower bound": the waiting intent can never start, so it gates nobody
 
 
@@ -109,6 +111,8 @@ class Simulation:
         self.started_now: dict[str, Seated] = {}
         self._now = -1
         self._subset: dict[tuple[Filter, Filter], bool] = {}
+        self._sorted_events: list[tuple[int, int, str]] | None = None
+        self._sorted_for = (0, 0)
         self.succs: dict[str, list[str]] = {n: [] for n in jobs}
         self.pending: dict[str, int] = {}
         for name, job in sorted(jobs.items()):
@@ -129,9 +133,8 @@ class Simulation:
 
     @staticmethod
     def _remaining_chains(jobs: Mapping[str, Job]) -> dict[str, int]:
-        """Per intent, minus the longest chain of durations from its start to the end of the
-        last intent that waits for it (open-ended ones count as longer than any plan): the
-        list-scheduling priority."""
+        """Per intent, minus the longest chain of durations of the intents that wait for it
+        (open-ended ones count as longer than any plan): the list-scheduling priority."""
         succs: dict[str, list[str]] = {n: [] for n in jobs}
         indegree = {n: len(j.after) for n, j in jobs.items()}
         for n, j in sorted(jobs.items()):
@@ -147,7 +150,9 @@ class Simulation:
         for n in reversed(order):
             own = jobs[n].duration
             longest[n] = (NEVER if own is None else own) + max((longest[s] for s in succs[n]), default=0)
-        return {n: -v for n, v in longest.items()}
+        # the work that waits behind it, not its own length: among intents nothing waits for,
+        # the smaller-gangs-first rule still decides (most intents running at once)
+        return {n: -max((longest[s] for s in succs[n]), default=0) for n in jobs}
 
     # ------------------------------------------------------------------
     # Holds and events
@@ -277,41 +282,56 @@ class Simulation:
             return False
         running = self._running_per_tenant()
         fair = FairShare(self.terms, running)
-        gates: dict[Filter, int] = {}           # waiting intents of higher classes: filter -> fewest GPUs
-        blocked: dict[Filter, int] = {}         # waiting intents of the class being offered
+        gates: dict[Gate, int] = {}             # waiting intents of higher classes -> fewest GPUs
+        blocked: dict[Gate, int] = {}           # waiting intents of the class being offered
         rank = None
         if self._now != t:
             self._now, self.started_now = t, {}
         started_now = self.started_now       # jobs started at this very instant: they may still move
-        earliest: dict[tuple[Filter, int], int] = {}
+        earliest: dict[tuple[Gate, int, int, int], int] = {}
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
+        # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
+        undone: dict[tuple[Filter, int, int, bool], tuple[int, int | None]] = {}
         for intent in fair.order(cands, self.wave_of, self.rank, self.chain):
             name = intent.name
             r = self.rank[name]
             if r != rank:
-                for flt, k in blocked.items():
-                    gates[flt] = min(k, gates.get(flt, k))
+                for gate, k in blocked.items():
+                    gates[gate] = min(k, gates.get(gate, k))
                 blocked = {}
                 rank = r
             req = self.reqs[name]
             quota = self.terms[req.tenant].quota_gpus
-            if quota is not None and running.get(req.tenant, 0) + req.count > quota:
-                continue                        # waits for its own tenant's intents; gates nobody
             view = self.c.view(req.filter)
             limit = self.c.depth_of(req.within) if req.within else 0
+            if quota is not None and running.get(req.tenant, 0) + req.count > quota:
+                # waits for its own tenant's intents; lower classes still must not hold what it
+                # could use past the later of when its quota and the GPUs could allow it
+                gate = (req.filter, limit, req.tenant)
+                blocked[gate] = min(req.count, blocked.get(gate, req.count))
+                continue
             duration = self.jobs[name].duration
             end = None if duration is None else t + duration
             # only gangs of this class or a higher one may keep domains whole against it
             self.placer.protect_nvlink = any(k <= r for g, k in self.waiting_gangs.items() if g != name)
             if self._surely_gated(req.filter, end, gates, t, earliest):
-                blocked[req.filter] = min(req.count, blocked.get(req.filter, req.count))
+                gate = (req.filter, limit, None)
+                blocked[gate] = min(req.count, blocked.get(gate, req.count))
                 continue
-            placed = self._try_place(req, view, limit, started_now, failed)
+            memo = (req.filter, limit, req.count, self.placer.protect_nvlink)
+            seen = undone.get(memo)
+            if seen is not None and seen[0] == self.c.version and (end is None or (seen[1] is not None
+                                                                                    and end >= seen[1])):
+                placed = None                   # the same search, same state, no earlier end: undone again
+            else:
+                placed = self._try_place(req, view, limit, started_now, failed)
             if placed is not None and not self._clears_gates(placed, end, gates, t, earliest):
                 self._undo(placed)
+                undone[memo] = (self.c.version, end)
                 placed = None
             if placed is None:
-                blocked[req.filter] = min(req.count, blocked.get(req.filter, req.count))
+                gate = (req.filter, limit, None)
+                blocked[gate] = min(req.count, blocked.get(gate, req.count))
                 continue
             seat_placed, room = placed
             for moved_name, moved in (room.moved.items() if room else ()):
@@ -373,61 +393,114 @@ class Simulation:
                 for a in self.out.seated[moved_name].placement.allocations:
                     self.c.take(nodes[a.node], a.gpus)
 
-    def _clears_gates(self, placed: tuple[Placed, Room | None], end: int | None, gates: dict[Filter, int],
-                      t: int, earliest: dict[tuple[Filter, int], int]) -> bool:
-        """True if nothing placed (or moved) now would hold GPUs a waiting higher-class
-        intent could use past the earliest moment that intent could start."""
+    def _clears_gates(self, placed: tuple[Placed, Room | None], end: int | None, gates: dict[Gate, int],
+                      t: int, earliest: dict[tuple[Gate, int, int, int], int]) -> bool:
+        """True if nothing placed (or moved) now holds GPUs in a domain where a waiting
+        higher-class intent could start before they are released.
+
+        A waiting intent needs k free GPUs inside one domain at its `within` depth.  In a
+        domain d that cannot have k of its GPUs free before time e_d (what is free now plus
+        what the running intents release by then; new starts only take more), anything that
+        ends by e_d is gone before the waiting intent could use d, so it delays nothing."""
         if not gates:
             return True
         seat_placed, room = placed
-        items: list[tuple[list[str], int | None]] = [([a.node for a in seat_placed.allocations], end)]
+        items: list[tuple[tuple[NodeAllocation, ...], int | None]] = [(seat_placed.allocations, end)]
         if room is not None:
             for moved_name, moved in room.moved.items():
-                items.append(([a.node for a in moved.allocations], self.out.times[moved_name][1]))
-        for flt, k in gates.items():
+                items.append((moved.allocations, self.out.times[moved_name][1]))
+        for gate, k in gates.items():
+            flt, limit, _ = gate
             view = self.c.view(flt)
-            bound = earliest.get((flt, k))
-            if bound is None:
-                bound = earliest[(flt, k)] = self._earliest(view, k, t)
-            for nodes, until in items:
-                if until is not None and until <= bound:
-                    continue
-                if any(view.eligible[self.node_index[n]] for n in nodes):
-                    return False
+            # the bound is for a world without what is being placed now: count its GPUs as free
+            tentative: dict[int, int] = {}
+            for allocs, _ in items:
+                for a in allocs:
+                    i = self.node_index[a.node]
+                    if view.eligible[i]:
+                        d = self.c.nodes[i].leaf.at_depth(limit).id
+                        tentative[d] = tentative.get(d, 0) + len(a.gpus)
+            for allocs, until in items:
+                for a in allocs:
+                    i = self.node_index[a.node]
+                    if not view.eligible[i]:
+                        continue
+                    domain = self.c.nodes[i].leaf.at_depth(limit).id
+                    key = (gate, k, domain, tentative[domain])
+                    bound = earliest.get(key)
+                    if bound is None:
+                        bound = earliest[key] = max(self._earliest(view, k, t, limit, domain, tentative[domain]),
+                                                    self._quota_free(gate[2], k, t))
+                    if until is None or until > bound:
+                        return False
         return True
 
-    def _surely_gated(self, flt: Filter, end: int | None, gates: dict[Filter, int], t: int,
-                      earliest: dict[tuple[Filter, int], int]) -> bool:
-        """True when every node this request could use is one a gate covers past `end`:
-        then any placement would be undone, so do not search."""
+    def _surely_gated(self, flt: Filter, end: int | None, gates: dict[Gate, int], t: int,
+                      earliest: dict[tuple[Gate, int, int, int], int]) -> bool:
+        """True when every node this request could use is one a cluster-wide gate covers past
+        `end`: then any placement would be undone, so do not search."""
         for gate, k in gates.items():
-            sub = self._subset.get((flt, gate))
+            if gate[1] != 0:
+                continue                        # bounds differ per domain: decided after placing
+            sub = self._subset.get((flt, gate[0]))
             if sub is None:
-                mine, theirs = self.c.view(flt).eligible, self.c.view(gate).eligible
-                sub = self._subset[(flt, gate)] = all(b for a, b in zip(mine, theirs) if a)
+                mine, theirs = self.c.view(flt).eligible, self.c.view(gate[0]).eligible
+                sub = self._subset[(flt, gate[0])] = all(b for a, b in zip(mine, theirs) if a)
             if not sub:
                 continue
-            bound = earliest.get((gate, k))
+            root = self.c.root.id
+            bound = earliest.get((gate, k, root, 0))
             if bound is None:
-                bound = earliest[(gate, k)] = self._earliest(self.c.view(gate), k, t)
+                bound = earliest[(gate, k, root, 0)] = max(self._earliest(self.c.view(gate[0]), k, t, 0, root),
+                                                           self._quota_free(gate[2], k, t))
             if end is None or end > bound:
                 return True
         return False
 
-    def _earliest(self, view: View, k: int, t: int) -> int:
-        """A lower bound on when k GPUs of `view` can be free: now, or when enough of the
-        GPUs it can use have been released by what is running now."""
-        free = view.free[self.c.root.id]
+    def _earliest(self, view: View, k: int, t: int, depth: int, domain: int, extra: int = 0) -> int:
+        """A lower bound on when k GPUs of `view` can be free inside `domain` (at `depth`):
+        now, or when enough of them have been released by what is running now (`extra`: GPUs
+        taken but not running yet, counted as free)."""
+        if view.cap[domain] < k:
+            return NEVER                        # never in this domain: nothing here can delay it
+        free = view.free[domain] + extra
         if free >= k:
             return t
-        for end, _, key in sorted(self.events):
+        for end, _, key in self._by_end():
             hold = self.holds.get(key)
             if hold is None:
                 continue
-            free += sum(len(g) for node, g in hold.allocs if view.eligible[self.node_index[node.spec.name]])
+            for node, g in hold.allocs:
+                if view.eligible[self.node_index[node.spec.name]] and (
+                        depth == 0 or node.leaf.at_depth(depth).id == domain):
+                    free += len(g)
             if free >= k:
                 return end
         return NEVER
+
+    def _quota_free(self, tenant: str | None, k: int, t: int) -> int:
+        """For an intent waiting for its tenant's quota: when the tenant's running intents
+        have released enough of it (a lower bound on its start); t for any other."""
+        if tenant is None:
+            return t
+        quota = self.terms[tenant].quota_gpus
+        held = self.held.get(tenant, 0)
+        if quota is None or held + k <= quota:
+            return t
+        for end, _, key in self._by_end():
+            hold = self.holds.get(key)
+            if hold is not None and hold.tenant == tenant and hold.allocs:
+                held -= hold.gpus
+                if held + k <= quota:
+                    return end
+        return NEVER
+
+    def _by_end(self) -> list[tuple[int, int, str]]:
+        """The pending releases in time order (cached until the next one is added or taken)."""
+        if self._sorted_events is None or self._sorted_for != (len(self.events), self._seq):
+            self._sorted_events = sorted(self.events)
+            self._sorted_for = (len(self.events), self._seq)
+        return self._sorted_events
 
     # ------------------------------------------------------------------
     # Refusals
