@@ -45,8 +45,9 @@ class ApplyFormat(str, enum.Enum):
 Order: namespaces, RBAC, quotas, priority classes, then the plan's waves;
 with --wait (default) a wave starts when the previous one is healthy.
 Objects whose intentc.dev/spec-hash already matches get no request.
-Exit 0 applied, 1 failed (conflict, invalid object, failed Job, timeout),
-2 cluster unreachable / bad kubeconfig / usage.
+Exit 0 applied, 1 failed (conflict, invalid object, failed Job, timeout,
+or a tenant held back by its errors: the other tenants are applied, the held
+one is neither applied nor pruned), 2 cluster unreachable / bad kubeconfig / usage.
 """)
 def apply(
     paths: Paths,
@@ -75,7 +76,7 @@ def apply(
     client, version = connect_or_exit(kubeconfig, context, kube_version, pool_size=max(workers, 4))
     result = compile_paths(paths, str(topology), sha, version, render_target, seed)
     diag_format = OutputFormat.JSON if format is ApplyFormat.JSON else OutputFormat.TEXT
-    if result.topology_unreadable or not result.ok or result.rendered is None:
+    if result.topology_unreadable or result.rendered is None:
         emit_diagnostics(list(result.diagnostics), diag_format, result.sources)
         raise typer.Exit(EXIT_USAGE if result.topology_unreadable else EXIT_FINDINGS)
     emit_diagnostics(list(result.diagnostics), OutputFormat.TEXT, result.sources, to_stderr=True)
@@ -86,4 +87,7 @@ def apply(
     finally:
         client.close()
     typer.echo(outcome.to_json() if format is ApplyFormat.JSON else outcome.to_text(), nl=False)
+    if result.held_tenants:     # the others were applied; the run still has findings
+        typer.echo(f"held back (not applied, not pruned): {', '.join(result.held_tenants)}", err=True)
+        raise typer.Exit(max(outcome.exit_code, EXIT_FINDINGS))
     raise typer.Exit(outcome.exit_code)

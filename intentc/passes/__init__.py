@@ -17,6 +17,7 @@ from intentc.passes.domain import check_domain
 from intentc.passes.duplicates import check_duplicates
 from intentc.passes.names import resolve_names
 from intentc.passes.products import check_gpu_products
+from intentc.passes.tenancy import check_tenancy
 
 Pass = Callable[[Program], tuple[Program, list[Diagnostic]]]
 
@@ -25,6 +26,7 @@ PASSES: tuple[Pass, ...] = (
     resolve_names,
     check_domain,
     check_gpu_products,
+    check_tenancy,
 )
 
 # Local passes look at one declaration at a time, so the loader runs them per

@@ -31,6 +31,7 @@ from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, DEFAULT_TARGET_NAME, I
                                          Record, inventory_ref)
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
 from intentc.render.meta import labels
+from intentc.reserved import reserved_namespace
 from intentc.render.model import (COMMIT_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, SETUP_STEPS, Manifest, ObjectRef, Rendered,
                                   step_label)
 
@@ -78,6 +79,7 @@ class Reconciler:
         self._namespace_ready = False
         self._others: dict[str, Inventory] | None = None
         self._lock = threading.Lock()
+        self._held: frozenset[str] = frozenset()
 
     # -- entry point ------------------------------------------------------
     def apply(self, rendered: Rendered) -> ApplyResult:
@@ -86,6 +88,7 @@ class Reconciler:
             return ApplyResult(self.opts.target, rendered.commit, rendered.kube_version, self.opts.dry_run,
                                tuple(objects), res, health, message, written)
         outcomes: list[ObjectOutcome] = []
+        self._held = frozenset(rendered.held_tenants)
         try:
             inventory = self.load_inventory()
             live = self.list_live(rendered.manifests, inventory)
@@ -174,9 +177,11 @@ class Reconciler:
                     health[p.ref] = health_of(p.live)
                     outcomes.append(ObjectOutcome(p.ref, step, Action.UNCHANGED, health=health[p.ref].status.value))
                 # unchanged objects are on record too, with the commit that last wrote them
-                inventory = inventory.with_entries(_entry(p, "applied", _live_commit(p)) for p in same)
+                inventory = inventory.with_entries(_entry(p, "applied", _live_commit(p), loaded.entry(p.ref))
+                                                   for p in same)
                 if todo:
-                    inventory = inventory.with_entries(_entry(p, "pending") for p in todo).with_record(running)
+                    inventory = inventory.with_entries(_entry(p, "pending", old=loaded.entry(p.ref))
+                                                       for p in todo).with_record(running)
                     self._save(inventory)
                     written = True
                     done = list(self._map(self._apply_one, todo))
@@ -198,6 +203,8 @@ class Reconciler:
                 inventory = inventory.without(gone)
                 if any(not o.ok for o in pruned):
                     failure = "prune failed"
+            if self._held and not failure:
+                failure = f"tenants held back by their errors: {', '.join(sorted(self._held))}"
             wanted = {p.ref for p in desired}
             inventory = inventory.with_entries(replace(e, desired=e.ref in wanted) for e in inventory.entries)
             final = replace(running, finished_at=self.clock(), result="failed" if failure else "succeeded",
@@ -251,13 +258,13 @@ class Reconciler:
         applied, restored, dropped = [], [], []
         for p, (outcome, _) in zip(todo, done):
             if outcome.ok:
-                applied.append(_entry(p, "applied"))
+                applied.append(_entry(p, "applied", old=loaded.entry(p.ref)))
             elif (old := loaded.entry(p.ref)) is not None:
                 restored.append(old)
             elif p.live is None:
                 dropped.append(p.ref)
             else:   # exists, never recorded: keep it on record, unconfirmed
-                restored.append(_entry(p, "pending"))
+                restored.append(_entry(p, "pending", old=loaded.entry(p.ref)))
         return inventory.with_entries(applied + restored).without(dropped)
 
     # -- waiting ----------------------------------------------------------
@@ -293,6 +300,14 @@ class Reconciler:
             return ObjectOutcome(p.ref, step, Action.PRUNE, message="already gone")
         if not is_managed(p.live):
             return ObjectOutcome(p.ref, step, Action.PRUNE, message="no longer labelled as managed; left alone")
+        entry = inventory.entry(p.ref)
+        if entry is not None and entry.tenant in self._held:
+            return ObjectOutcome(p.ref, step, Action.ORPHAN, message=f"kept: tenant {entry.tenant} is held back")
+        if p.ref.kind == "Namespace" and reserved_namespace(p.ref.name):
+            return ObjectOutcome(p.ref, step, Action.ORPHAN, message="kept: a reserved namespace is never pruned")
+        if p.ref.kind == "Namespace" and entry is not None and entry.adopted:
+            return ObjectOutcome(p.ref, step, Action.ORPHAN,
+                                 message="kept: the namespace existed before intentc managed it")
         if not self.opts.prune:
             return ObjectOutcome(p.ref, step, Action.ORPHAN, message="no longer desired; --prune deletes it")
         if not p.ref.namespace and (owner := self._claimed_elsewhere(p.ref)):
@@ -377,10 +392,14 @@ class Reconciler:
             return list(pool.map(fn, items))
 
 
-def _entry(p: Pair, state: str, commit: str | None = None) -> Entry:
+def _entry(p: Pair, state: str, commit: str | None = None, old: Entry | None = None) -> Entry:
+    """An object on record; a Namespace that was there before intentc labelled
+    it stays `adopted` (never pruned) for as long as it is on record."""
     assert p.desired is not None
     m = p.desired
-    return Entry(m.ref, m.step, m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True)
+    adopted = (old is not None and old.adopted) or (
+        m.ref.kind == "Namespace" and p.live is not None and not is_managed(p.live))
+    return Entry(m.ref, m.step, m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True, adopted)
 
 
 def _live_commit(p: Pair) -> str | None:

@@ -1,0 +1,1 @@
+"""Hostile inputs and cluster faults, one table per class (issue 16); see SECURITY.md."""
