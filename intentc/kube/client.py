@@ -74,9 +74,13 @@ class KubeClient:
                 k8s_config.load_kube_config(config_file=first, context=context,
                                             client_configuration=cfg, persist_config=False)
         except ConfigException as e:
-            raise ConfigError(f"cannot load kubeconfig {first}: {e}") from None
+            raise ConfigError(f"cannot load kubeconfig {first}: {_excerpt(str(e))}") from None
         except (OSError, ValueError) as e:
-            raise ConfigError(f"cannot load kubeconfig {first}: {e}") from None
+            raise ConfigError(f"cannot load kubeconfig {first}: {_excerpt(str(e))}") from None
+        except Exception as e:  # noqa: BLE001 - the loader raises anything on malformed YAML/shapes
+            raise ConfigError(f"cannot load kubeconfig {first}: {_config_problem(e)}") from None
+        if not str(cfg.host).startswith(("https://", "http://")):
+            raise ConfigError(f"cannot load kubeconfig {first}: the cluster's server is not an http(s) URL")
         cfg.connection_pool_maxsize = pool_size
         # One retry on a broken connection, without urllib3 logging each attempt to stderr.
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
@@ -165,6 +169,17 @@ class KubeClient:
             query.append(("dryRun", "All"))
         return dict(self.request("PATCH", self._path(ObjectRef.of(body)), query, dict(body), APPLY_PATCH))
 
+    def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a new object; AlreadyExists when the name is taken."""
+        ref = ObjectRef.of(body)
+        path = self.resource(ref.api_version, ref.kind).path(ref.namespace)
+        return dict(self.request("POST", path, (), dict(body), "application/json"))
+
+    def replace(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the whole object; with metadata.resourceVersion set, `Outdated`
+        when someone wrote it since it was read."""
+        return dict(self.request("PUT", self._path(ObjectRef.of(body)), (), dict(body), "application/json"))
+
     def delete(self, ref: ObjectRef, *, dry_run: bool = False) -> bool:
         """Delete with background propagation (dependents go too, without
         waiting for a garbage collector); False when it was already gone."""
@@ -187,6 +202,20 @@ class KubeClient:
         data = self.request("GET", res.path(ref.namespace), [("fieldSelector", selector)])
         items = data.get("items") or []
         return sorted(items, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+
+
+def _excerpt(text: str, limit: int = 160) -> str:
+    """Loader messages can quote the file; a kubeconfig holds credentials, so only a short excerpt."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _config_problem(e: Exception) -> str:
+    """What is wrong with a kubeconfig, without quoting it (it holds tokens and keys)."""
+    mark = getattr(e, "problem_mark", None)
+    if mark is not None:
+        return f"not valid YAML (line {mark.line + 1}, column {mark.column + 1})"
+    return f"not a kubeconfig ({type(e).__name__})"
 
 
 def _reason(e: urllib3.exceptions.HTTPError) -> str:

@@ -27,6 +27,7 @@ from intentc.kube.client import KubeClient
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
 from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
+from intentc.reconcile.lock import ApplyLock, LockBusy
 from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
                                          Record, inventory_ref)
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
@@ -57,6 +58,7 @@ class ApplyOptions:
     force_conflicts: bool = False
     workers: int = 8
     poll_interval: float = 1.0
+    lock_wait: float = 600.0          # how long to wait for another apply of the target (reconcile.lock)
 
 
 class _Abort(Exception):
@@ -89,7 +91,12 @@ class Reconciler:
                                tuple(objects), res, health, message, written)
         outcomes: list[ObjectOutcome] = []
         self._held = frozenset(rendered.held_tenants)
+        lock: ApplyLock | None = None
         try:
+            if not self.opts.dry_run:     # one apply per target at a time, from before the inventory is read
+                self._ensure_namespace()
+                lock = ApplyLock(self.client, self.opts.target, wait=self.opts.lock_wait)
+                self._call(lock.acquire)
             inventory = self.load_inventory()
             live = self.list_live(rendered.manifests, inventory)
             pairs = pair(rendered.manifests, live, inventory.refs())
@@ -98,8 +105,13 @@ class Reconciler:
                 failed = any(not o.ok for o in outcomes)
                 return result(outcomes, "failed" if failed else "succeeded", _health_text(outcomes))
             return self._sync(rendered, pairs, inventory, outcomes, result)
+        except LockBusy as e:
+            return result(outcomes, "error", "Unknown", f"target {self.opts.target}: {e.message}")
         except _Abort as e:
             return result(outcomes, "error", _health_text(outcomes), e.message)
+        finally:
+            if lock is not None:
+                lock.release()
 
     # -- reading ----------------------------------------------------------
     def load_inventory(self) -> Inventory:
@@ -357,13 +369,16 @@ class Reconciler:
         return sorted(found)
 
     # -- inventory --------------------------------------------------------
-    def _save(self, inventory: Inventory) -> None:
+    def _ensure_namespace(self) -> None:
         if not self._namespace_ready:
             ns = ObjectRef("v1", "Namespace", "", INVENTORY_NAMESPACE)
             if self._call(self.client.get, ns) is None:
                 self._call(self.client.apply, {"apiVersion": "v1", "kind": "Namespace",
                                                "metadata": {"name": INVENTORY_NAMESPACE, "labels": labels()}})
             self._namespace_ready = True
+
+    def _save(self, inventory: Inventory) -> None:
+        self._ensure_namespace()
         body = inventory.configmap()
         size = sum(len(v) for key in ("data", "binaryData") for v in (body.get(key) or {}).values())
         if size > CONFIGMAP_LIMIT:
@@ -377,13 +392,19 @@ class Reconciler:
 
     # -- plumbing ---------------------------------------------------------
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run one client call; losing the cluster (or our access to it) aborts the apply."""
+        """Run one client call; losing the cluster (or our access to it, or its
+        storage: etcd down answers 5xx) aborts the apply."""
         try:
             return fn(*args, **kwargs)
         except Unreachable as e:
             raise _Abort(e.message) from None
         except AccessDenied as e:
             raise _Abort(f"access denied: {e.message}") from None
+        except KubeError as e:
+            if e.status >= 500 or e.status == 429:
+                raise _Abort(f"the API server cannot serve requests (HTTP {e.status}: "
+                             f"{_short(e.message)})") from None
+            raise
 
     def _map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         if len(items) <= 1:
@@ -412,6 +433,10 @@ def _conflict(ref: ObjectRef, step: int, action: Action, e: ApplyConflict) -> Ob
     return ObjectOutcome(ref, step, action, ok=False, managers=e.managers,
                          message=f"conflict: {fields} owned by field manager {who} "
                                  f"(--force-conflicts takes ownership)")
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _counts(outcomes: Sequence[ObjectOutcome]) -> dict[str, int]:
