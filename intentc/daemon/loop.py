@@ -61,7 +61,7 @@ class DaemonConfig:
     local: bool = False                 # follow the working tree (hot reload), not the branch
     interval: float = 30.0              # git poll period (s)
     resync: float = 300.0               # full detection period (s)
-    listen: str | None = ":9090"
+    listen: str | None = "127.0.0.1:9090"
     target: str = "default"
     workdir: str = "/tmp/intentc-daemon"
     rollout_timeout: float = 600.0
@@ -528,6 +528,8 @@ class Daemon:
 
 def _report_crash(fut: Future[None]) -> None:
     """A bug in a rollout must not pass silently (the reactor would wait forever)."""
+    if fut.cancelled():       # shutdown dropped a queued (retried) rollout: nothing crashed
+        return
     exc = fut.exception()
     if exc is not None:
         log.error("rollout worker crashed: %r", exc)
