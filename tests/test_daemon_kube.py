@@ -304,7 +304,8 @@ def test_deploy_manifests_apply_and_their_role_is_enough(kube_env: KubeEnv, tmp_
     from intentc.reconcile.sync import ApplyOptions, Reconciler
 
     admin = KubeClient.connect(str(kube_env.kubeconfig))
-    docs = [d for f in sorted(DEPLOY.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    files = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+    docs = [d for f in files for d in yaml.safe_load_all((DEPLOY / f).read_text()) if d]
     assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service"} <= {d["kind"] for d in docs}
     for d in docs:
         admin.apply(d, dry_run=d["kind"] in ("Deployment", "Service"), field_manager="deploy-test")

@@ -38,7 +38,9 @@ from intentc.render.model import (COMMIT_ANNOTATION, MANAGED_BY, MANAGED_BY_LABE
 
 REPLACEABLE_KINDS = frozenset({"Job"})     # immutable pod template: delete + create
 # Kinds checked before pruning a namespace: deleting it would take these along.
-NAMESPACE_CONTENT = (("v1", "Pod"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"),
+# Not Secrets: listing them returns their data, and the daemon's role holds no
+# cluster-wide Secret read (SECURITY.md).
+NAMESPACE_CONTENT = (("v1", "Pod"), ("v1", "Service"), ("v1", "ConfigMap"),
                      ("v1", "PersistentVolumeClaim"), ("apps/v1", "Deployment"),
                      ("apps/v1", "StatefulSet"), ("batch/v1", "Job"))
 SYSTEM_CONTENT = {("ConfigMap", "kube-root-ca.crt")}
@@ -363,8 +365,7 @@ class Reconciler:
         for api_version, kind in NAMESPACE_CONTENT:
             for item in self._call(self.client.list, api_version, kind, namespace):
                 name = str(item["metadata"]["name"])
-                if ObjectRef.of(item) not in ours and (kind, name) not in SYSTEM_CONTENT and \
-                        not (kind == "Secret" and item.get("type") == "kubernetes.io/service-account-token"):
+                if ObjectRef.of(item) not in ours and (kind, name) not in SYSTEM_CONTENT:
                     found.append(f"{kind} {name}")
         return sorted(found)
 
