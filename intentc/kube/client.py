@@ -119,6 +119,23 @@ class KubeClient:
             raise KubeError.from_status(resp.status, data or b"")
         return json.loads(data) if data else None
 
+    def storage_ready(self) -> tuple[bool, str]:
+        """The API server's own view of etcd (`/readyz/etcd`, readable by every
+        authenticated user).  A server without that check counts as ready."""
+        try:
+            resp = self.api.call_api("GET", f"{self.host}/readyz/etcd", header_params={"Accept": "text/plain"},
+                                     _request_timeout=(5.0, 10.0))
+            status, text = resp.status, resp.read().decode("utf-8", "replace")
+        except urllib3.exceptions.HTTPError as e:
+            raise Unreachable(f"cannot reach the API server at {self.host}: {_reason(e)}") from None
+        except api_exception() as e:
+            if e.status == 0:
+                raise Unreachable(f"cannot reach the API server at {self.host}: {e.reason}") from None
+            status, text = int(e.status), str(e.body or "")
+        if status in (401, 403, 404):
+            return True, ""
+        return 200 <= status < 300, _excerpt(text)
+
     # -- discovery ----------------------------------------------------------
     def version(self) -> str:
         """The server's gitVersion, e.g. "v1.20.2"."""

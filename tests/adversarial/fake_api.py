@@ -104,6 +104,8 @@ class FakeApi:
             self.requests.append((method, path))
         if path == "/version":
             return 200, {"major": "1", "minor": "29", "gitVersion": "v1.29.0"}
+        if path == "/readyz/etcd":
+            return (500, "[-]etcd failed: reason withheld") if self.etcd_down else (200, "ok")
         if self.etcd_down:
             return 500, _status(500, "InternalError", "etcdserver: request timed out")
         where = _split(path)
