@@ -64,6 +64,8 @@ def apply(
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
     workers: int = typer.Option(8, "--workers", min=1, help="Concurrent requests within a step."),
+    lock_timeout: float = typer.Option(600.0, "--lock-timeout", min=0.0,
+                                       help="Seconds to wait while another apply holds the target."),
     seed: Seed = 0,
     format: ApplyFormat = typer.Option(ApplyFormat.TEXT, "--format", "-f", help="Output format."),
 ) -> None:
@@ -81,7 +83,7 @@ def apply(
         raise typer.Exit(EXIT_USAGE if result.topology_unreadable else EXIT_FINDINGS)
     emit_diagnostics(list(result.diagnostics), OutputFormat.TEXT, result.sources, to_stderr=True)
     options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout,
-                           force_conflicts=force_conflicts, workers=workers)
+                           force_conflicts=force_conflicts, workers=workers, lock_wait=lock_timeout)
     try:
         outcome = Reconciler(client, options).apply(result.rendered)
     finally:

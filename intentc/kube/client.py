@@ -73,6 +73,8 @@ class KubeClient:
                     raise ConfigError(f"kubeconfig not found: {first} (pass --kubeconfig or set KUBECONFIG)")
                 k8s_config.load_kube_config(config_file=first, context=context,
                                             client_configuration=cfg, persist_config=False)
+        except ConfigError:
+            raise
         except ConfigException as e:
             raise ConfigError(f"cannot load kubeconfig {first}: {_excerpt(str(e))}") from None
         except (OSError, ValueError) as e:

@@ -111,6 +111,8 @@ class Reconciler:
             return result(outcomes, "error", "Unknown", f"target {self.opts.target}: {e.message}")
         except _Abort as e:
             return result(outcomes, "error", _health_text(outcomes), e.message)
+        except KubeError as e:      # e.g. a server without coordination.k8s.io/v1 Leases (before 1.14)
+            return result(outcomes, "error", _health_text(outcomes), f"the API server refused: {e.message}")
         finally:
             if lock is not None:
                 lock.release()
