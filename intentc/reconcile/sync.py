@@ -185,6 +185,7 @@ class Reconciler:
         failure = ""
         desired = [p for p in pairs if p.desired is not None]
         try:
+            found = self._unlabelled_namespaces(desired)
             for step, group in groupby(desired, key=lambda p: p.desired.step if p.desired else 0):
                 items = list(group)
                 todo = [p for p in items if decide(p) is not Action.UNCHANGED]
@@ -193,15 +194,15 @@ class Reconciler:
                     health[p.ref] = health_of(p.live)
                     outcomes.append(ObjectOutcome(p.ref, step, Action.UNCHANGED, health=health[p.ref].status.value))
                 # unchanged objects are on record too, with the commit that last wrote them
-                inventory = inventory.with_entries(_entry(p, "applied", _live_commit(p), loaded.entry(p.ref))
+                inventory = inventory.with_entries(_entry(p, "applied", _live_commit(p), loaded.entry(p.ref), p.ref in found)
                                                    for p in same)
                 if todo:
-                    inventory = inventory.with_entries(_entry(p, "pending", old=loaded.entry(p.ref))
-                                                       for p in todo).with_record(running)
+                    inventory = inventory.with_entries(_entry(p, "pending", old=loaded.entry(p.ref),
+                                                              existed=p.ref in found) for p in todo).with_record(running)
                     self._save(inventory)
                     written = True
                     done = list(self._map(self._apply_one, todo))
-                    inventory = self._confirm(inventory, loaded, todo, done)
+                    inventory = self._confirm(inventory, loaded, todo, done, found)
                     for p, (outcome, body) in zip(todo, done):
                         health[p.ref] = health_of(body) if body is not None else Health(HealthStatus.MISSING)
                         outcomes.append(replace(outcome, health=health[p.ref].status.value))
@@ -268,19 +269,28 @@ class Reconciler:
         except KubeError as e:
             return ObjectOutcome(m.ref, m.step, Action.REPLACE, ok=False, diff=diff, message=e.message), None
 
+    def _unlabelled_namespaces(self, desired: list[Pair]) -> set[ObjectRef]:
+        """Desired Namespaces that exist without intentc's label (the live listing
+        sees only labelled objects): applying them adopts them, and adopted
+        namespaces are never pruned.  One GET per such tenant namespace."""
+        new = [p.ref for p in desired if p.ref.kind == "Namespace" and p.live is None]
+        return {r for r, body in zip(new, self._map(lambda r: self._call(self.client.get, r), new))
+                if body is not None}
+
     def _confirm(self, inventory: Inventory, loaded: Inventory, todo: list[Pair],
-                 done: list[tuple[ObjectOutcome, Mapping[str, Any] | None]]) -> Inventory:
+                 done: list[tuple[ObjectOutcome, Mapping[str, Any] | None]], found: set[ObjectRef]
+                 ) -> Inventory:
         """Pending entries become applied; a failed write falls back to what was there."""
         applied, restored, dropped = [], [], []
         for p, (outcome, _) in zip(todo, done):
             if outcome.ok:
-                applied.append(_entry(p, "applied", old=loaded.entry(p.ref)))
+                applied.append(_entry(p, "applied", old=loaded.entry(p.ref), existed=p.ref in found))
             elif (old := loaded.entry(p.ref)) is not None:
                 restored.append(old)
             elif p.live is None:
                 dropped.append(p.ref)
             else:   # exists, never recorded: keep it on record, unconfirmed
-                restored.append(_entry(p, "pending", old=loaded.entry(p.ref)))
+                restored.append(_entry(p, "pending", old=loaded.entry(p.ref), existed=p.ref in found))
         return inventory.with_entries(applied + restored).without(dropped)
 
     # -- waiting ----------------------------------------------------------
@@ -416,12 +426,13 @@ class Reconciler:
             return list(pool.map(fn, items))
 
 
-def _entry(p: Pair, state: str, commit: str | None = None, old: Entry | None = None) -> Entry:
+def _entry(p: Pair, state: str, commit: str | None = None, old: Entry | None = None,
+           existed: bool = False) -> Entry:
     """An object on record; a Namespace that was there before intentc labelled
-    it stays `adopted` (never pruned) for as long as it is on record."""
+    it (`existed`) stays `adopted` (never pruned) for as long as it is on record."""
     assert p.desired is not None
     m = p.desired
-    adopted = (old is not None and old.adopted) or (
+    adopted = (old is not None and old.adopted) or existed or (
         m.ref.kind == "Namespace" and p.live is not None and not is_managed(p.live))
     return Entry(m.ref, m.step, m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True, adopted)
 
