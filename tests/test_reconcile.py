@@ -383,7 +383,7 @@ def test_server_version_decides_the_render(ws: Workspace) -> None:
     code, doc, out = ws.apply("--no-wait", "--kube-version", "1.29", "--dry-run")
     assert code == 1, "a 1.20 server refuses the Indexed Job rendered for 1.29"
     bad = [o for o in doc["objects"] if not o["ok"]]
-    assert [o["name"] for o in bad] == ["train"]
+    assert [o["name"] for o in bad] == ["train"], bad
 
 
 def _big_inventory(target: str, objects: int) -> Inventory:

@@ -125,9 +125,12 @@ class KubeClient:
         """The API server's own view of etcd (`/readyz/etcd`, readable by every
         authenticated user).  A server without that check counts as ready."""
         try:
-            resp = self.api.call_api("GET", f"{self.host}/readyz/etcd", header_params={"Accept": "text/plain"},
-                                     _request_timeout=(5.0, 10.0))
+            m, url, hdrs, payload, _ = self.api.param_serialize(
+                "GET", "/readyz/etcd", header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"])
+            resp = self.api.call_api(m, url, header_params=hdrs, body=payload, _request_timeout=(5.0, 10.0))
             status, text = resp.status, resp.read().decode("utf-8", "replace")
+        except urllib3.exceptions.ReadTimeoutError:
+            return False, "no answer from its etcd check within 10 s"
         except urllib3.exceptions.HTTPError as e:
             raise Unreachable(f"cannot reach the API server at {self.host}: {_reason(e)}") from None
         except api_exception() as e:

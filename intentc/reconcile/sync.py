@@ -194,8 +194,8 @@ class Reconciler:
                     health[p.ref] = health_of(p.live)
                     outcomes.append(ObjectOutcome(p.ref, step, Action.UNCHANGED, health=health[p.ref].status.value))
                 # unchanged objects are on record too, with the commit that last wrote them
-                inventory = inventory.with_entries(_entry(p, "applied", _live_commit(p), loaded.entry(p.ref), p.ref in found)
-                                                   for p in same)
+                inventory = inventory.with_entries(
+                    _entry(p, "applied", _live_commit(p), loaded.entry(p.ref), p.ref in found) for p in same)
                 if todo:
                     inventory = inventory.with_entries(_entry(p, "pending", old=loaded.entry(p.ref),
                                                               existed=p.ref in found) for p in todo).with_record(running)
@@ -414,7 +414,7 @@ class Reconciler:
         except AccessDenied as e:
             raise _Abort(f"access denied: {e.message}") from None
         except KubeError as e:
-            if e.status >= 500 or e.status == 429:
+            if _unavailable(e):
                 raise _Abort(f"the API server cannot serve requests (HTTP {e.status}: "
                              f"{_short(e.message)})") from None
             raise
@@ -447,6 +447,17 @@ def _conflict(ref: ObjectRef, step: int, action: Action, e: ApplyConflict) -> Ob
     return ObjectOutcome(ref, step, action, ok=False, managers=e.managers,
                          message=f"conflict: {fields} owned by field manager {who} "
                                  f"(--force-conflicts takes ownership)")
+
+
+# A 500 can be about one object (1.20 answers an unknown field in an apply
+# patch with one); these say the server or its storage is not serving at all.
+_UNAVAILABLE = ("etcdserver", "etcd cluster", "context deadline exceeded", "timeout", "connection refused",
+                "too many requests")
+
+
+def _unavailable(e: KubeError) -> bool:
+    return e.status in (429, 502, 503, 504) or (
+        e.status == 500 and any(m in e.message.lower() for m in _UNAVAILABLE))
 
 
 def _short(text: str, limit: int = 200) -> str:

@@ -97,3 +97,28 @@ def test_prune_never_deletes_an_adopted_or_reserved_namespace(kube_env: KubeEnv,
         live = c.get(ObjectRef("v1", "Namespace", "", ns))
         assert live is not None and not live.get("metadata", {}).get("deletionTimestamp"), ns
     assert c.get(ObjectRef("batch/v1", "Job", adopted, "job")) is None, "the adopted namespace's Job was pruned"
+
+
+def test_etcd_stopped_under_the_api_server_is_a_clear_exit_2(kube_env: KubeEnv, tmp_path: Path) -> None:
+    """etcd goes away; the API server stays up.  apply and drift end with exit 2
+    and a reason, no traceback; after etcd is back the same apply succeeds."""
+    from tests.kube_env import _stop
+
+    n = next(_ids)
+    repo = _repo(tmp_path, "one", f"etcd{n}", ["job"])
+    _stop(kube_env.etcd)
+    try:
+        res = _apply(kube_env, repo, SHA_1, f"etcd{n}")
+        drift = subprocess.run(
+            [sys.executable, "-m", "intentc", "drift", str(repo), "-t", str(SMALL), "--kubeconfig",
+             str(kube_env.kubeconfig), "--commit", SHA_1, "--target", f"etcd{n}"],
+            capture_output=True, text=True, cwd=ROOT, timeout=300, env={**os.environ, "INTENTC_CACHE_DIR": ""})
+    finally:
+        kube_env.start_etcd()
+        kube_env.wait_ready()
+    for proc in (res, drift):
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 2, out
+        assert "etcd" in out and "Traceback" not in out, out
+    res = _apply(kube_env, repo, SHA_1, f"etcd{n}")
+    assert res.returncode == 0, res.stdout + res.stderr
