@@ -141,7 +141,9 @@ def test_failed_rollout_is_rolled_back_and_the_bad_commit_is_not_reapplied(
     job = repo.ref("Job", "prep")
     settle(c, repo, good)
     wait_for("last known-good = first commit", lambda: inventory(c, repo.target).last_known_good == good)
-    assert sample(metrics(r.daemon), "intentc_last_applied_commit_info", commit=good) == 1.0
+    # the inventory is written before the apply returns (and releases its Lease); the metric after
+    wait_for("the metric names the first commit",
+             lambda: sample(metrics(r.daemon), "intentc_last_applied_commit_info", commit=good) == 1.0)
 
     bad = repo.commit("broken prep image", prep_image="busybox:2.0-broken")
     wait_for("the bad commit's Job", lambda: commit_of(c.get(job)) == bad)
