@@ -277,6 +277,11 @@ class Daemon:
             if self.state.desired is None and inventory.commit:
                 self._adopt(inventory.commit)
             return
+        if desired.held:
+            self.metrics.errors.labels("compile").inc()
+            log.error("commit %s: tenants held back by their errors (neither applied nor pruned): %s\n%s",
+                      head[:12], ", ".join(desired.held),
+                      format_text([d for d in compiled.diagnostics if d.is_error], compiled.sources).rstrip())
         self._rollout(desired)
 
     def _adopt(self, commit: str | None) -> None:

@@ -174,3 +174,35 @@ def test_a_tenant_depending_on_a_held_tenant_is_held_too(tmp_path: Path) -> None
 def test_errors_no_tenant_owns_still_stop_everything(tmp_path: Path) -> None:
     result = _compile(tmp_path, GOOD + tenant("team-bad") + "intent broken {\n  trigger: on push\n  action: ???\n}\n")
     assert result.rendered is None and not result.held_tenants
+
+
+def test_the_daemon_rolls_out_the_other_tenants_and_keeps_the_held_one(tmp_path: Path) -> None:
+    """The daemon's git source takes a partial compile as `apply` does: the held
+    tenant is passed to the reconciler, which neither applies nor prunes it."""
+    from intentc.daemon.rollouts import run_rollout
+    from intentc.daemon.source import from_compile
+    from intentc.kube.client import KubeClient
+    from intentc.reconcile.inventory import Inventory, inventory_ref
+    from intentc.reconcile.sync import ApplyOptions
+    from intentc.render.capabilities import KubeVersion
+    from tests.adversarial.fake_api import FakeApi
+
+    api = FakeApi().start()
+    try:
+        client = KubeClient.connect(str(api.kubeconfig(tmp_path)))
+        bad = tenant("team-bad", "quota: gpus 1") + intent("greedy", "team-bad", "gpus 4")
+        desired = from_compile(_compile(tmp_path, GOOD + bad), "git")
+        assert desired is not None and desired.held == ("team-bad",)
+        done = run_rollout(client, desired, ApplyOptions(wait=False), KubeVersion(1, 29), "device-plugin",
+                           lambda s: None)
+        assert done.result is not None and done.result.result == "failed"
+        assert "held back" in done.result.message
+        jobs = {p.rsplit("/", 1)[1] for p in api.objects if "/jobs/" in p}
+        assert jobs == {"good-job"}
+        ref = inventory_ref("default")
+        inv = Inventory.from_configmap(api.objects[f"/api/v1/namespaces/{ref.namespace}/configmaps/{ref.name}"],
+                                       "default")
+        assert inv.last_known_good is None, "a partial rollout is not a known-good commit"
+        assert from_compile(_compile(tmp_path, GOOD + "intent broken {\n action: ???\n}\n"), "git") is None
+    finally:
+        api.stop()
