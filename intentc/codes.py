@@ -7,7 +7,7 @@ refer to them, so a code is never reused for a different meaning.  Ranges:
   E02xx  YAML and JSON Schema     E03xx  names and references
   E04xx  domain rules             E05xx  dependency graph
   E06xx  placement                E07xx  topology and nvidia-smi files
-  E08xx  revisions and diffs
+  E08xx  revisions and diffs       E09xx  tenancy
   W0xxx  warnings (same ranges)
 """
 
@@ -112,6 +112,12 @@ CODES: dict[str, str] = {
     "E1020": "placement breaks a tag rule",
     "W1001": "batch: auto cannot be sized (model size or GPU memory unknown)",
     "W1003": "Policy document outside policies/",
+    # tenancy (intentc.passes.tenancy, intentc.compile)
+    "E0901": "tenant name is a reserved namespace",
+    "E0902": "tenant group is a Kubernetes system group",
+    "E0903": "serve GPU count does not divide into its replicas",
+    "E0904": "SLA class above the tenant's ceiling",
+    "W0901": "tenant held back: its intents were not rendered",
 }
 
 

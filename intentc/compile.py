@@ -6,6 +6,10 @@ byte-identical results for the same tree.  `write_outputs` replaces
 `DIR/manifests/`, `DIR/plan.json` and `DIR/graph.json` as a unit: all new
 files are written beside the old ones first and then renamed into place,
 so a failed or interrupted compile never leaves a half-written mix.
+
+Errors that belong to one tenant hold back only that tenant
+(`intentc.holdback`): the others are rendered and written, the result is
+not `ok`, and the CLI exits 1 all the same (findings).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import networkx as nx
 from intentc import graph
 from intentc.atomic import write_atomic
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
+from intentc.holdback import holdback
 from intentc.ir import Program
 from intentc.pipeline import check
 from intentc.plan.jsonio import plan_to_json
@@ -94,6 +99,11 @@ class CompileResult:
     def ok(self) -> bool:
         return self.rendered is not None and not has_errors(self.diagnostics)
 
+    @property
+    def held_tenants(self) -> tuple[str, ...]:
+        """Tenants whose errors held them back while the others were rendered."""
+        return self.rendered.held_tenants if self.rendered is not None else ()
+
     def files(self) -> dict[str, str]:
         """Relative path → text of every output file."""
         if self.rendered is None:
@@ -131,9 +141,13 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
     if occupied is not None:
         plan = dataclasses.replace(plan, basis="live", basis_notes=notes)
     diags = sorted_diagnostics(diags + graph_diags + plan_diags)
+    held: tuple[str, ...] = ()
     if has_errors(diags):
-        return CompileResult(tuple(diags), sources, checked.program, plan)
-    rendered = render(checked.program, plan, commit, kube_version, target, policies)
+        hb = holdback(checked.program, diags, g)
+        if not hb.partial:
+            return CompileResult(tuple(diags), sources, checked.program, plan)
+        held, diags = hb.tenants, sorted_diagnostics(diags + list(hb.notes))
+    rendered = render(checked.program, plan, commit, kube_version, target, policies, hold=held)
     return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g)
 
 

@@ -40,6 +40,13 @@ class Tier(enum.Enum):
     def default_weight(self) -> int:
         return {"gold": 4, "silver": 2, "bronze": 1}[self.value]
 
+    @property
+    def default_max_sla(self) -> "SlaClass":
+        """The most urgent SLA class a tenant of this tier may use unless its
+        `max_sla` says otherwise: a cheaper tier cannot jump the queue of a
+        dearer one by marking all of its work P0 (docs/tenancy.md)."""
+        return {"gold": SlaClass.P0, "silver": SlaClass.P1, "bronze": SlaClass.P2}[self.value]
+
 
 class SlaClass(enum.Enum):
     P0 = "P0"
@@ -175,6 +182,7 @@ class Tenant:
     quota_memory: str | None = None    # quantity string
     group: str | None = None           # bound to the namespace with a RoleBinding
     drift: str | None = None           # report | heal | rollback (default for its intents)
+    max_sla: str | None = None         # most urgent SLA class its intents may use; else the tier's default
     span: Span = _span()
     spans: FieldSpans = _spans()
 

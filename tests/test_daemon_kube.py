@@ -140,7 +140,9 @@ def test_failed_rollout_is_rolled_back_and_the_bad_commit_is_not_reapplied(
     job = repo.ref("Job", "prep")
     settle(c, repo, good)
     wait_for("last known-good = first commit", lambda: inventory(c, repo.target).last_known_good == good)
-    assert sample(metrics(r.daemon), "intentc_last_applied_commit_info", commit=good) == 1.0
+    # the inventory is written before the apply returns (and releases its Lease); the metric after
+    wait_for("the metric names the first commit",
+             lambda: sample(metrics(r.daemon), "intentc_last_applied_commit_info", commit=good) == 1.0)
 
     bad = repo.commit("broken prep image", prep_image="busybox:2.0-broken")
     wait_for("the bad commit's Job", lambda: commit_of(c.get(job)) == bad)
@@ -306,7 +308,8 @@ def test_deploy_manifests_apply_and_their_role_is_enough(kube_env: KubeEnv, tmp_
     from intentc.reconcile.sync import ApplyOptions, Reconciler
 
     admin = KubeClient.connect(str(kube_env.kubeconfig))
-    docs = [d for f in sorted(DEPLOY.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    files = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+    docs = [d for f in files for d in yaml.safe_load_all((DEPLOY / f).read_text()) if d]
     assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service"} <= {d["kind"] for d in docs}
     for d in docs:
         admin.apply(d, dry_run=d["kind"] in ("Deployment", "Service"), field_manager="deploy-test")

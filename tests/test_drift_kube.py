@@ -160,7 +160,7 @@ def test_applied_state_is_in_sync_and_status_updates_are_not_drift(repo: DriftRe
                                                    "readyReplicas": 2, "observedGeneration": 1})
     report = repo.observe()
     assert not mine(report, repo.tenant), [f.message for f in report.drifted]
-    assert report.counts()[DriftClass.IN_SYNC] == 5        # 4 of the tenant + the Intent CRD
+    assert report.counts()[DriftClass.IN_SYNC] == 6        # 4 of the tenant, its ResourceQuota, the Intent CRD
 
 
 def test_edit_by_another_field_manager_is_modified_naming_it_and_heal_restores(repo: DriftRepo) -> None:
@@ -260,7 +260,7 @@ def test_cli_drift_exit_codes_and_json(repo: DriftRepo) -> None:
             "--kubeconfig", str(repo.env.kubeconfig), "--target", repo.target]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert "in sync: 5 objects" in res.stdout      # 4 of the tenant + the Intent CRD
+    assert "in sync: 6 objects" in res.stdout      # 4 of the tenant, its ResourceQuota, the Intent CRD
     edit_as(repo.client(), repo.ref("Deployment", "web"), {"spec": {"replicas": 3}}, "kubectl-edit")
     res = runner.invoke(app, args + ["--format", "json"])
     assert res.exit_code == 1, res.output

@@ -145,6 +145,10 @@ def connect_or_exit(kubeconfig: str | None, context: str | None, kube_version: s
 
     try:
         client = KubeClient.connect(kubeconfig, context, pool_size=pool_size)
+        ready, why = client.storage_ready()       # first: with etcd gone, other requests hang for a minute
+        if not ready:
+            usage_error(f"the API server at {client.host} reports its storage (etcd) unavailable"
+                        f"{': ' + why if why else ''}; nothing was read or written")
         version = parse_kube_version(kube_version) or KubeVersion.parse(client.version())
     except KubeError as e:
         usage_error(e.message)

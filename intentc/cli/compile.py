@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from intentc.cli.app import (
+    EXIT_FINDINGS,
     EXIT_USAGE,
     app,
     emit_diagnostics,
@@ -65,8 +66,11 @@ def compile(
     context: LiveContext = None,
     exclude: Exclude = None,
 ) -> None:
-    """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors
-    (nothing is written then)."""
+    """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors.
+
+    Errors inside one tenant's declarations hold back that tenant only: the other
+    tenants' manifests are written and the exit code is still 1.  Any other error
+    (syntax, cycles, topology) writes nothing."""
     from intentc.compile import compile_paths, write_outputs
     from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 
@@ -82,7 +86,7 @@ def compile(
     emit_diagnostics(list(result.diagnostics), format, result.sources)
     if result.topology_unreadable:
         raise typer.Exit(EXIT_USAGE)
-    if not result.ok or result.rendered is None:
+    if result.rendered is None:
         exit_for(list(result.diagnostics))     # the exit code `check` gives for the same files
     try:
         written = write_outputs(result, out)
@@ -93,3 +97,7 @@ def compile(
     manifests = sum(1 for w in written if w.startswith("manifests/"))
     typer.echo(f"wrote {manifests} manifests, plan.json and graph.json to {out.as_posix()} "
                f"(commit {sha[:12]}, Kubernetes {version}, {render_target})", err=True)
+    if result.held_tenants:
+        typer.echo(f"held back (errors above; nothing of theirs written): {', '.join(result.held_tenants)}",
+                   err=True)
+        raise typer.Exit(EXIT_FINDINGS)

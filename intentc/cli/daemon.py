@@ -80,7 +80,9 @@ def daemon(
     context: KubeContext = None,
     interval: float = typer.Option(30.0, "--interval", min=0.1, metavar="SECONDS", help="Seconds between git polls."),
     resync: float = typer.Option(300.0, "--resync", min=1.0, metavar="SECONDS", help="Seconds between full drift passes."),
-    listen: str = typer.Option(":9090", "--listen", metavar="HOST:PORT", help="HOST:PORT for /healthz /readyz /metrics ('' disables)."),
+    listen: str = typer.Option("127.0.0.1:9090", "--listen", metavar="HOST:PORT",
+                               help="HOST:PORT for /healthz /readyz /metrics: loopback by default; ':9090' or "
+                                    "'0.0.0.0:9090' for kubelet probes from outside the pod ('' disables)."),
     target: InventoryTarget = DEFAULT_TARGET_NAME,
     workdir: Path = typer.Option(Path("/tmp/intentc-daemon"), "--workdir", metavar="DIR", help="Mirror and scratch space."),
     rollout_timeout: float = typer.Option(600.0, "--rollout-timeout", min=0.0, metavar="SECONDS",

@@ -139,8 +139,9 @@ def report_github(report: Report, target: str, commit: str, program: Program | N
   intentc drift intents/ -t clusters/prod.yaml --context prod-eu --format json
 
 Classes: modified (a field intentc sets was changed by another field
-manager, named), missing, orphan (labelled managed-by=intentc, neither
-desired nor in the inventory), stale (applied from a commit older than the
+manager, named), missing, orphan (labelled managed-by=intentc and neither
+desired nor in any inventory, or in this target's inventory but no longer
+desired: an apply without --prune or an interrupted prune left it), stale (applied from a commit older than the
 one that changed it), foreign (commit-sha not in the repository's history).
 Fields only other managers set (defaults, HPA, status) are never drift.
 Exit 0 in sync, 1 drift found, 2 errors (compile, kubeconfig, cluster).

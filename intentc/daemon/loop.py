@@ -61,7 +61,7 @@ class DaemonConfig:
     local: bool = False                 # follow the working tree (hot reload), not the branch
     interval: float = 30.0              # git poll period (s)
     resync: float = 300.0               # full detection period (s)
-    listen: str | None = ":9090"
+    listen: str | None = "127.0.0.1:9090"
     target: str = "default"
     workdir: str = "/tmp/intentc-daemon"
     rollout_timeout: float = 600.0
@@ -285,6 +285,11 @@ class Daemon:
             if self.state.desired is None and inventory.commit:
                 self._adopt(inventory.commit)
             return
+        if desired.held:
+            self.metrics.errors.labels("compile").inc()
+            log.error("commit %s: tenants held back by their errors (neither applied nor pruned): %s\n%s",
+                      head[:12], ", ".join(desired.held),
+                      format_text([d for d in compiled.diagnostics if d.is_error], compiled.sources).rstrip())
         self._rollout(desired)
 
     def _adopt(self, commit: str | None) -> None:
@@ -541,6 +546,8 @@ class Daemon:
 
 def _report_crash(fut: Future[None]) -> None:
     """A bug in a rollout must not pass silently (the reactor would wait forever)."""
+    if fut.cancelled():       # shutdown dropped a queued (retried) rollout: nothing crashed
+        return
     exc = fut.exception()
     if exc is not None:
         log.error("rollout worker crashed: %r", exc)

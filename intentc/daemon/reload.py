@@ -362,7 +362,7 @@ class Reloader:
         same dataset URIs, no other intent's inputs can have changed."""
         tgt = get_target(self.target)
         commit, version = self.commit, self.kube_version
-        setup = tenant_manifests(program, commit, self.policies) + [crd_manifest(version, commit)]
+        setup = tenant_manifests(program, commit, plan, self.policies) + [crd_manifest(version, commit)]
         same_data = previous is not None and previous.uris == uris
         fast = previous is not None and changed is not None and same_data and previous.plan is plan
         renders: dict[str, IntentRender]

@@ -13,7 +13,9 @@ Classes (one object can be in two, e.g. stale *and* modified):
   field manager (named, from `managedFields`), with `path: desired -> live`;
 * `missing`   — desired but absent from the cluster;
 * `orphan`    — labelled `managed-by: intentc` but neither desired nor in
-  the inventory (created by hand, or by a lost apply);
+  the inventory (created by hand, or by a lost apply); or in this target's
+  own inventory but no longer desired (an apply without `--prune`, or a
+  prune cut off midway, left it running);
 * `stale`     — applied from a commit older than the one whose plan changed
   it (its spec-hash is not the desired one);
 * `foreign`   — its `commit-sha` is not in the repository's history.
@@ -257,19 +259,22 @@ def _index(bodies: Iterable[Mapping[str, Any]]) -> dict[ObjectRef, Mapping[str, 
 
 def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any]],
            inventory: Iterable[ObjectRef] = (), history: History | None = None,
-           manager: str = FIELD_MANAGER, exclude: Iterable[ObjectRef] = ()) -> Report:
+           manager: str = FIELD_MANAGER, exclude: Iterable[ObjectRef] = (),
+           own: Iterable[ObjectRef] = ()) -> Report:
     """Compare what should run with what runs.  Pure: same input, same report.
 
     `live` holds the cluster objects the caller fetched: the desired ones
     that exist and everything labelled `managed-by: intentc`.  `inventory`
-    is what the last apply recorded as managed; objects in it that are no
-    longer desired are prune candidates (apply's business), not drift.
+    is what the applies of every target recorded as managed, `own` what this
+    target's did: an object in `own` that is no longer desired is an orphan
+    (prune it), one only in another target's inventory is that target's.
     `history` enables `stale` ordering and `foreign`; without it (no git
     repository at hand) provenance is judged by spec-hash alone.
     """
     want = _index(desired)
     have = {_loose(r): (r, b) for r, b in _index(live).items()}
     managed = {_loose(r) for r in inventory}
+    ours = {_loose(r) for r in own}
     skip = {_loose(r) for r in exclude}
     findings: list[Finding] = []
     for ref, body in want.items():
@@ -294,9 +299,17 @@ def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any
         findings.extend(found or [Finding(ref, DriftClass.IN_SYNC, "in sync", intent, tenant)])
     wanted = {_loose(r) for r in want}
     for key, (ref, body) in have.items():
-        if key in wanted or key in managed or key in skip:
+        if key in wanted or key in skip:
             continue
         if _label(body, MANAGED_BY_LABEL) != MANAGED_BY:
+            continue        # never intentc's, or taken out of its hands by removing the label
+        if key in ours:
+            findings.append(Finding(ref, DriftClass.ORPHAN,
+                                    "in the inventory but no longer desired (an apply without --prune, or an "
+                                    "interrupted prune, left it): `intentc apply --prune` deletes it",
+                                    *_owner(body), live_commit=_annotation(body, COMMIT_ANNOTATION)))
+            continue
+        if key in managed:
             continue
         findings.append(Finding(ref, DriftClass.ORPHAN,
                                 "labelled as managed by intentc, but neither desired nor in the inventory",

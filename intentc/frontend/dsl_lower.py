@@ -44,7 +44,7 @@ _FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]-?[0-9]+)?")
 # A line that plausibly opens a declaration: where recovery restarts.
 
 _TENANT_KEYS = {"TIER": "tier", "SLA": "tier", "WEIGHT": "weight", "QUOTA": "quota",
-                "GROUP": "group", "DRIFT": "drift"}
+                "GROUP": "group", "DRIFT": "drift", "MAX_SLA": "max_sla"}
 _GPU_OPTIONS = {"X": "product", "MEMORY": "memory", "WITHIN": "within", "PREFER": "prefer"}
 _ESCAPES = 'the escapes are \\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uHHHH with four hex digits (as in JSON)'
 _REQUIRED = {
@@ -158,7 +158,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         u = self._unique(c[3:-1], where)
         fields: dict[str, Any] = {}
         spans = {"name": self._sp(c[1])}
-        self._take(u, ("tier", "weight", "group", "drift"), fields, spans)
+        self._take(u, ("tier", "weight", "group", "drift", "max_sla"), fields, spans)
         if "quota" in u:
             quota = self._unique(u["quota"][0], f"the quota of {where}")
             self._take(quota, ("gpus", "cpu", "memory"), fields, spans, prefix="quota_")

@@ -106,6 +106,8 @@ class _Layout:
             self.add(1, f"group: {quote(t.group)}", sp.get("group", t.span))
         if t.drift is not None:
             self.add(1, f"drift: {word(t.drift)}", sp.get("drift", t.span))
+        if t.max_sla is not None:
+            self.add(1, f"max_sla: {word(t.max_sla)}", sp.get("max_sla", t.span))
         self.close(0, t.span)
 
     def dataset(self, d: Dataset) -> None:

@@ -149,8 +149,9 @@ class _Lower:
             name=name, tier=self.str_of(spec, "tier"), weight=self.int_of(spec, "weight"),
             quota_gpus=self.int_of(quota, "gpus"), quota_cpu=self.quantity(quota, "cpu"),
             quota_memory=self.quantity(quota, "memory"), group=self.str_of(spec, "group"),
-            drift=self.str_of(spec, "drift"), span=self.span(doc.at),
-            spans=self.spans(spec, {"tier": "tier", "weight": "weight", "group": "group", "drift": "drift"},
+            drift=self.str_of(spec, "drift"), max_sla=self.str_of(spec, "max_sla"), span=self.span(doc.at),
+            spans=self.spans(spec, {"tier": "tier", "weight": "weight", "group": "group", "drift": "drift",
+                                    "max_sla": "max_sla"},
                              {"name": name_span, "quota_gpus": self.vspan(quota, "gpus"),
                               "quota_cpu": self.vspan(quota, "cpu"), "quota_memory": self.vspan(quota, "memory")}))
 

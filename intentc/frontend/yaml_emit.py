@@ -77,7 +77,8 @@ def _document(kind: str, name: str, spec: CommentedMap | None) -> CommentedMap:
 def _tenant(t: Tenant) -> CommentedMap:
     quota = _map([("gpus", t.quota_gpus), ("cpu", t.quota_cpu), ("memory", t.quota_memory)])
     return _document("Tenant", t.name, _map([("tier", t.tier), ("weight", t.weight), ("quota", quota),
-                                             ("group", t.group), ("drift", t.drift)]))
+                                             ("group", t.group), ("drift", t.drift),
+                                             ("max_sla", t.max_sla)]))
 
 
 def _dataset(d: Dataset) -> CommentedMap:

@@ -75,10 +75,16 @@ class KubeClient:
                     raise ConfigError(f"kubeconfig not found: {shown} (pass --kubeconfig or set KUBECONFIG)")
             else:
                 load_merged(chosen.files, context, cfg)
+        except ConfigError:
+            raise
         except ConfigException as e:
-            raise ConfigError(f"cannot load kubeconfig {shown}: {e}") from None
+            raise ConfigError(f"cannot load kubeconfig {shown}: {_excerpt(str(e))}") from None
         except (OSError, ValueError, yaml.YAMLError) as e:
-            raise ConfigError(f"cannot load kubeconfig {shown}: {e}") from None
+            raise ConfigError(f"cannot load kubeconfig {shown}: {_excerpt(str(e))}") from None
+        except Exception as e:  # noqa: BLE001 - the loader raises anything on malformed YAML/shapes
+            raise ConfigError(f"cannot load kubeconfig {shown}: {_config_problem(e)}") from None
+        if not str(cfg.host).startswith(("https://", "http://")):
+            raise ConfigError(f"cannot load kubeconfig {shown}: the cluster's server is not an http(s) URL")
         cfg.connection_pool_maxsize = pool_size
         # One retry on a broken connection, without urllib3 logging each attempt to stderr.
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
@@ -116,6 +122,26 @@ class KubeClient:
         if not 200 <= resp.status < 300:
             raise KubeError.from_status(resp.status, data or b"")
         return json.loads(data) if data else None
+
+    def storage_ready(self) -> tuple[bool, str]:
+        """The API server's own view of etcd (`/readyz/etcd`, readable by every
+        authenticated user).  A server without that check counts as ready."""
+        try:
+            m, url, hdrs, payload, _ = self.api.param_serialize(
+                "GET", "/readyz/etcd", header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"])
+            resp = self.api.call_api(m, url, header_params=hdrs, body=payload, _request_timeout=(5.0, 10.0))
+            status, text = resp.status, resp.read().decode("utf-8", "replace")
+        except urllib3.exceptions.ReadTimeoutError:
+            return False, "no answer from its etcd check within 10 s"
+        except urllib3.exceptions.HTTPError as e:
+            raise Unreachable(f"cannot reach the API server at {self.host}: {_reason(e)}") from None
+        except api_exception() as e:
+            if e.status == 0:
+                raise Unreachable(f"cannot reach the API server at {self.host}: {e.reason}") from None
+            status, text = int(e.status), str(e.body or "")
+        if status in (401, 403, 404):
+            return True, ""
+        return 200 <= status < 300, _excerpt(text)
 
     # -- discovery ----------------------------------------------------------
     def version(self) -> str:
@@ -169,6 +195,17 @@ class KubeClient:
             query.append(("dryRun", "All"))
         return dict(self.request("PATCH", self._path(ObjectRef.of(body)), query, dict(body), APPLY_PATCH))
 
+    def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a new object; AlreadyExists when the name is taken."""
+        ref = ObjectRef.of(body)
+        path = self.resource(ref.api_version, ref.kind).path(ref.namespace)
+        return dict(self.request("POST", path, (), dict(body), "application/json"))
+
+    def replace(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the whole object; with metadata.resourceVersion set, `Outdated`
+        when someone wrote it since it was read."""
+        return dict(self.request("PUT", self._path(ObjectRef.of(body)), (), dict(body), "application/json"))
+
     def delete(self, ref: ObjectRef, *, dry_run: bool = False) -> bool:
         """Delete with background propagation (dependents go too, without
         waiting for a garbage collector); False when it was already gone."""
@@ -191,6 +228,20 @@ class KubeClient:
         data = self.request("GET", res.path(ref.namespace), [("fieldSelector", selector)])
         items = data.get("items") or []
         return sorted(items, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+
+
+def _excerpt(text: str, limit: int = 160) -> str:
+    """Loader messages can quote the file; a kubeconfig holds credentials, so only a short excerpt."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _config_problem(e: Exception) -> str:
+    """What is wrong with a kubeconfig, without quoting it (it holds tokens and keys)."""
+    mark = getattr(e, "problem_mark", None)
+    if mark is not None:
+        return f"not valid YAML (line {mark.line + 1}, column {mark.column + 1})"
+    return f"not a kubeconfig ({type(e).__name__})"
 
 
 def _reason(e: urllib3.exceptions.HTTPError) -> str:

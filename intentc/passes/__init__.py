@@ -18,6 +18,7 @@ from intentc.passes.duplicates import check_duplicates
 from intentc.passes.kube_limits import check_kube_limits
 from intentc.passes.names import resolve_names
 from intentc.passes.products import check_gpu_products
+from intentc.passes.tenancy import check_tenancy
 
 Pass = Callable[[Program], tuple[Program, list[Diagnostic]]]
 
@@ -27,6 +28,7 @@ PASSES: tuple[Pass, ...] = (
     check_domain,
     check_kube_limits,
     check_gpu_products,
+    check_tenancy,
 )
 
 # Local passes look at one declaration at a time, so the loader runs them per

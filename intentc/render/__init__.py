@@ -34,14 +34,18 @@ def manifest(body: dict[str, Any], step: int, commit: str, tenant: str | None = 
     return Manifest(ObjectRef.of(stamped), step, stamped, digest, intent, tenant)
 
 
-def tenant_manifests(program: Program, commit: str, policies: Policies = BUILTIN) -> list[Manifest]:
-    """Per tenant: Namespace, RoleBinding and ResourceQuota (the latter two when configured),
-    and a default-deny NetworkPolicy when a tag rule of one of its intents requires it."""
+def tenant_manifests(program: Program, commit: str, plan: Plan | None = None,
+                     policies: Policies = BUILTIN) -> list[Manifest]:
+    """Per tenant: Namespace, ResourceQuota (always: see `resource_quota`), RoleBinding (when
+    the tenant names a group), and a default-deny NetworkPolicy when a tag rule of one of its
+    intents requires it."""
     deny = {i.tenant for i in program.intents if policies.requires(i, Requirement.DEFAULT_DENY_NETWORK)}
+    planned = {s.tenant: s.allocated_gpus for s in plan.tenants} if plan is not None else {}
     out: list[Manifest] = []
     for t in program.tenants:
         out.append(manifest(namespace(t), SetupStep.NAMESPACES, commit, t.name))
-        bodies = [role_binding(t), resource_quota(t), default_deny(t) if t.name in deny else None]
+        bodies = [role_binding(t), resource_quota(t, planned.get(t.name, 0)),
+                  default_deny(t) if t.name in deny else None]
         for body in bodies:
             if body is not None:
                 out.append(manifest(body, SETUP_KINDS[body["kind"]], commit, t.name))
@@ -83,16 +87,22 @@ def intent_manifests(intent: Intent, placement: Placement | None, wave: int, kub
 
 def render(program: Program, plan: Plan, commit: str,
            kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
-           policies: Policies = BUILTIN) -> Rendered:
+           policies: Policies = BUILTIN, hold: Iterable[str] = ()) -> Rendered:
     """Every desired object, in apply order.  Intents the plan does not
-    schedule (not in any wave) are not rendered: the planner reported why."""
+    schedule (not in any wave) are not rendered: the planner reported why.
+    Tenants in `hold` get nothing rendered; the PriorityClasses their
+    scheduled intents use stay, since what they already run needs them."""
     tgt = get_target(target)
+    held = tuple(sorted(set(hold)))
     wave_of = {name: n for n, wave in enumerate(plan.waves) for name in wave}
     placement_of = {p.intent: p for p in plan.placements}    # dicts: 10,000 intents stay linear
     batch_of = {b.intent: b for b in plan.batches}
     strategy_of = {s.intent: s for s in plan.strategies}
-    intents = [i for i in program.intents if i.name in wave_of]
-    manifests = tenant_manifests(program, commit, policies) + priority_class_manifests(intents, commit)
+    scheduled = [i for i in program.intents if i.name in wave_of]
+    intents = [i for i in scheduled if i.tenant not in held]
+    kept = Program(tuple(t for t in program.tenants if t.name not in held), program.datasets,
+                   tuple(intents), program.topologies) if held else program
+    manifests = tenant_manifests(kept, commit, plan, policies) + priority_class_manifests(scheduled, commit)
     manifests.append(crd_manifest(kube_version, commit))
     uris = {d.name: d.uri for d in program.datasets}
     choices: list[Choice] = []
@@ -105,4 +115,4 @@ def render(program: Program, plan: Plan, commit: str,
             choices.append(choice)
     manifests.sort(key=lambda m: m.sort_key)
     return Rendered(tuple(manifests), str(kube_version), tgt.name, commit,
-                    tuple(sorted(choices, key=lambda c: c.intent)))
+                    tuple(sorted(choices, key=lambda c: c.intent)), held)

@@ -135,6 +135,10 @@ class Rendered:
     target: str                         # render target name, e.g. "device-plugin"
     commit: str
     choices: tuple[Choice, ...] = ()
+    # Tenants left out because their intents have errors: nothing of theirs
+    # is rendered, and the reconciler neither applies nor prunes what they
+    # already run (intentc.holdback).
+    held_tenants: tuple[str, ...] = ()
 
     def by_ref(self) -> dict[ObjectRef, Manifest]:
         return {m.ref: m for m in self.manifests}

@@ -43,16 +43,17 @@ def role_binding(tenant: Tenant) -> dict[str, Any] | None:
     }
 
 
-def resource_quota(tenant: Tenant) -> dict[str, Any] | None:
-    hard: dict[str, str] = {}
-    if tenant.quota_gpus is not None:
-        hard[f"requests.{GPU_RESOURCE}"] = str(tenant.quota_gpus)
+def resource_quota(tenant: Tenant, planned_gpus: int = 0) -> dict[str, Any]:
+    """Every tenant namespace is bounded.  Without a declared GPU quota the
+    bound is what the plan allocated to the tenant (0 without GPU intents):
+    the tenant's group has `edit` in its namespace, and without a quota a
+    pod created by hand could take any GPU the plan gave someone else."""
+    gpus = tenant.quota_gpus if tenant.quota_gpus is not None else planned_gpus
+    hard: dict[str, str] = {f"requests.{GPU_RESOURCE}": str(gpus)}
     if tenant.quota_cpu:
         hard["requests.cpu"] = tenant.quota_cpu
     if tenant.quota_memory:
         hard["requests.memory"] = tenant.quota_memory
-    if not hard:
-        return None
     return {"apiVersion": "v1", "kind": "ResourceQuota",
             "metadata": metadata(QUOTA_NAME, tenant.name, tenant=tenant.name),
             "spec": {"hard": hard}}

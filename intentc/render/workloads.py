@@ -219,19 +219,24 @@ def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVe
 def deployment_and_service(intent: Intent, placement: Placement | None, wave: int, target: RenderTarget,
                            dataset_uris: Mapping[str, str | None], batch: int | None = None,
                            version: KubeVersion = DEFAULT_KUBE_VERSION) -> tuple[list[dict[str, Any]], Choice | None]:
-    """The planned GPU set is the service's whole footprint; replicas share it.
-    (A replica count that does not divide it is rounded up per replica, and
-    said so, rather than silently dropping replicas.)"""
+    """The planned GPU set is the service's whole footprint; replicas share it
+    evenly, so replicas × per-replica GPUs is exactly what the plan (and the
+    quota) counted.  The tenancy pass refuses a count that does not divide
+    (E0903); should one reach here, replicas are cut to what the GPUs hold
+    rather than asking the cluster for more than was planned."""
     allocs = tuple(sorted(placement.allocations, key=lambda a: a.node)) if placement else ()
     port = intent.action.port or DEFAULT_SERVE_PORT
-    replicas = intent.action.replicas or 1
+    asked = intent.action.replicas or 1
     planned = sum(len(a.gpus) for a in allocs) if allocs else intent.gpu_count
-    per_pod = -(-planned // replicas) if planned else 0
+    replicas = min(asked, planned) if planned else asked
+    while planned and planned % replicas:
+        replicas -= 1
+    per_pod = planned // replicas if planned else 0
     choice = None
-    if planned and planned % replicas:
-        choice = Choice(intent.name, "rounded-up",
-                        f"{planned} planned GPUs do not divide into {replicas} replicas: "
-                        f"each replica requests {per_pod} ({per_pod * replicas} in all)")
+    if replicas != asked:
+        choice = Choice(intent.name, "replicas-cut",
+                        f"{planned} planned GPUs do not divide into {asked} replicas: "
+                        f"{replicas} replicas of {per_pod} GPUs")
     selector = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
     binding = target.bind(allocs, per_pod, {})
     plain = {**intent_env(intent, dataset_uris, effective_batch(intent, batch)), **binding.env,

@@ -1,4 +1,4 @@
-"""Hostile inputs, one module per class of attack (see README.md here).
+"""Hostile inputs and cluster faults, one module per class of attack (README.md here, SECURITY.md).
 
 `run_intentc` is the one shared piece: the real CLI in a child process (so a
 hang is caught by a timeout and memory is the child's own peak), returning
