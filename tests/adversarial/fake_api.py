@@ -103,7 +103,7 @@ class FakeApi:
         with self.lock:
             self.requests.append((method, path))
         if path == "/version":
-            return 200, {"major": "1", "minor": "29", "gitVersion": "v1.29.0"}
+            return 200, {"major": "1", "minor": "37", "gitVersion": "v1.37.2"}
         if path == "/readyz/etcd":
             return (500, "[-]etcd failed: reason withheld") if self.etcd_down else (200, "ok")
         if self.etcd_down:

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from intentc.compile import compile_paths
+from intentc.render.targets import TARGETS
 from intentc.kube.resources import KNOWN
 from intentc.reconcile.sync import NAMESPACE_CONTENT
 from intentc.render.capabilities import KubeVersion
@@ -62,10 +63,13 @@ intent s { trigger: on push
 def _rendered_kinds(tmp: Path) -> set[tuple[str, str]]:
     (tmp / "all.intent").write_text(EVERYTHING)
     kinds = set()
-    for minor in (20, 21, 29, 37):
-        result = compile_paths([str(tmp / "all.intent")], str(SMALL), "a" * 40, KubeVersion(1, minor))
-        assert result.ok, result.diagnostics
-        kinds |= {(m.ref.api_version, m.ref.kind) for m in result.rendered.manifests}
+    for minor in (33, 37):            # the supported range's ends
+        for target in sorted(TARGETS):    # every render target
+            if target == "dra" and minor < 34:
+                continue
+            result = compile_paths([str(tmp / "all.intent")], str(SMALL), "a" * 40, KubeVersion(1, minor), target)
+            assert result.ok, result.diagnostics
+            kinds |= {(m.ref.api_version, m.ref.kind) for m in result.rendered.manifests}
     return kinds
 
 
@@ -95,7 +99,7 @@ def test_kustomization_lists_every_manifest() -> None:
 
 def test_role_grants_exactly_what_intentc_needs(tmp_path: Path) -> None:
     kinds = _rendered_kinds(tmp_path)
-    assert ("batch/v1", "CronJob") in kinds and ("batch/v1beta1", "CronJob") in kinds
+    assert ("batch/v1", "CronJob") in kinds
     cluster = {(g, r, v, "*") for g, r in {_resource(*k) for k in kinds} for v in WRITE}
     cluster |= {("rbac.authorization.k8s.io", "clusterroles", "bind", TENANT_CLUSTER_ROLE),
                 ("", "events", "create", "*"), ("", "events", "patch", "*")}
