@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import enum
 import functools
+import struct
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from intentc.diagnostics import Span
+from intentc.compact import Compact
+from intentc.diagnostics import Span, make_span
 
 NO_SPAN = Span("<none>", 0, 0, 0, 0)
 
@@ -108,24 +110,63 @@ def vocabulary(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
 # Positions
 # --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class FieldSpans:
+_KEYS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_POSITION = struct.Struct("=4I")
+
+
+def _shared_keys(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """One tuple object per set of field names, however many nodes use it."""
+    return _KEYS.setdefault(keys, keys)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpans(Compact):
     """Where each value of a node was written, keyed by field name.
 
-    A tuple of pairs rather than a dict keeps the IR hashable and frozen.
+    Stored flat — the file once, the field names as one shared tuple, and
+    line, column, end line, end column of each field packed as 32-bit
+    integers — and turned back into `Span`s only when asked (`get`, `items`),
+    which is when a diagnostic is made.  A node carries a handful of these;
+    as (name, Span) pairs they were over half the memory of a parsed
+    repository.  Hashable and frozen like the rest of the IR.
     """
 
-    items: tuple[tuple[str, Span], ...] = ()
+    file: str = ""
+    keys: tuple[str, ...] = ()
+    positions: bytes = b""
 
     def get(self, key: str, default: Span) -> Span:
-        for k, span in self.items:
-            if k == key:
-                return span
-        return default
+        keys = self.keys
+        if key not in keys:
+            return default
+        return make_span(self.file, *_POSITION.unpack_from(self.positions, 16 * keys.index(key)))
+
+    @property
+    def items(self) -> tuple[tuple[str, Span], ...]:
+        return tuple((k, make_span(self.file, *p))
+                     for k, p in zip(self.keys, _POSITION.iter_unpack(self.positions)))
 
     @classmethod
     def of(cls, mapping: dict[str, Span]) -> "FieldSpans":
-        return cls(tuple(sorted(mapping.items())))
+        if not mapping:
+            return _NO_FIELD_SPANS
+        pairs = sorted(mapping.items())
+        file = pairs[0][1].file
+        if any(s.file != file for _, s in pairs):
+            raise ValueError("the field spans of one node lie in one file")
+        positions = b"".join(_POSITION.pack(s.line, s.column, s.end_line, s.end_column) for _, s in pairs)
+        return cls(file, _shared_keys(tuple(k for k, _ in pairs)), positions)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _field_spans, (self.file, self.keys, self.positions)
+
+
+def _field_spans(file: str, keys: tuple[str, ...], positions: bytes) -> FieldSpans:
+    """Unpickling: the names tuple is shared again across files."""
+    return FieldSpans(file, _shared_keys(keys), positions)
+
+
+_NO_FIELD_SPANS = FieldSpans()
 
 
 def _span() -> Span:
@@ -136,8 +177,8 @@ def _spans() -> FieldSpans:
     return field(default_factory=FieldSpans, compare=False, repr=False)  # type: ignore[return-value]
 
 
-@dataclass(frozen=True)
-class Ref:
+@dataclass(frozen=True, slots=True)
+class Ref(Compact):
     """A reference to a named declaration (tenant, dataset, intent) where it was written."""
 
     name: str
@@ -148,8 +189,8 @@ class Ref:
 # Declarations
 # --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Tenant:
+@dataclass(frozen=True, slots=True)
+class Tenant(Compact):
     name: str
     tier: str | None = None            # gold | silver | bronze
     weight: int | None = None          # explicit fair-share weight; else the tier's default
@@ -162,8 +203,8 @@ class Tenant:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Dataset:
+@dataclass(frozen=True, slots=True)
+class Dataset(Compact):
     """A named piece of data.  Declared datasets exist outside the repository
     (external inputs) unless an intent produces them."""
 
@@ -173,16 +214,16 @@ class Dataset:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Trigger:
+@dataclass(frozen=True, slots=True)
+class Trigger(Compact):
     kind: str                           # a TriggerKind value
     after: tuple[Ref, ...] = ()
     schedule: str | None = None
     span: Span = _span()
 
 
-@dataclass(frozen=True)
-class Batch:
+@dataclass(frozen=True, slots=True)
+class Batch(Compact):
     """`batch: 32` (fixed) or `batch: auto` / `batch: auto(max 256)`."""
 
     auto: bool
@@ -190,8 +231,8 @@ class Batch:
     max: int | None = None
 
 
-@dataclass(frozen=True)
-class ModelSettings:
+@dataclass(frozen=True, slots=True)
+class ModelSettings(Compact):
     batch: Batch | None = None
     seq_len: int | None = None
     kv_cache: str | None = None
@@ -200,8 +241,8 @@ class ModelSettings:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Action:
+@dataclass(frozen=True, slots=True)
+class Action(Compact):
     kind: str                           # an ActionKind value
     image: str
     command: tuple[str, ...] = ()
@@ -213,8 +254,8 @@ class Action:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Context:
+@dataclass(frozen=True, slots=True)
+class Context(Compact):
     tenant: Ref
     tags: tuple[str, ...] = ()
     drift: str | None = None            # overrides the tenant's drift policy
@@ -222,8 +263,8 @@ class Context:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class GpuRequest:
+@dataclass(frozen=True, slots=True)
+class GpuRequest(Compact):
     count: int
     product: str | None = None          # e.g. "H100-80GB"
     memory: str | None = None           # minimum GPU memory, quantity string
@@ -233,8 +274,8 @@ class GpuRequest:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Constraints:
+@dataclass(frozen=True, slots=True)
+class Constraints(Compact):
     cpu: str | None = None
     memory: str | None = None
     gpus: GpuRequest | None = None
@@ -245,8 +286,8 @@ class Constraints:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Intent:
+@dataclass(frozen=True, slots=True)
+class Intent(Compact):
     name: str
     trigger: Trigger
     action: Action
@@ -270,8 +311,8 @@ class Intent:
 # Topology (the cluster inventory the planner places onto)
 # --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class TopologyNode:
+@dataclass(frozen=True, slots=True)
+class TopologyNode(Compact):
     name: str
     gpu_count: int = 0
     gpu_product: str | None = None
@@ -291,8 +332,8 @@ class TopologyNode:
         return None
 
 
-@dataclass(frozen=True)
-class Topology:
+@dataclass(frozen=True, slots=True)
+class Topology(Compact):
     name: str
     levels: tuple[str, ...] = ("zone", "rack", "nvlink", "node")  # outermost first
     nodes: tuple[TopologyNode, ...] = ()
@@ -311,8 +352,8 @@ class Topology:
 Declaration = Tenant | Dataset | Intent | Topology
 
 
-@dataclass(frozen=True)
-class Program:
+@dataclass(frozen=True, slots=True)
+class Program(Compact):
     """Everything declared in the files given to one run, in a canonical order
     (by file path, then position), so results never depend on argument order."""
 

@@ -109,7 +109,8 @@ def test_every_field_span_points_at_its_value(path: Path) -> None:
                 shown = json.loads(written) if written.startswith('"') else written
                 assert str(shown) == str(value) or float(shown) == value, (key, written, value)
                 checked += 1
-        for ref in [v for v in vars(node).values() if type(v).__name__ == "Ref"]:
+        fields = [getattr(node, f.name) for f in dataclasses.fields(node)]
+        for ref in [v for v in fields if type(v).__name__ == "Ref"]:
             assert _source_of(text, ref.span).strip('"') == ref.name
     assert checked
 
