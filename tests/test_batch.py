@@ -4,6 +4,7 @@ sequential loads give the same program, spans included, and the same diagnostics
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 
@@ -75,3 +76,19 @@ def test_unreadable_cache_is_ignored(repo: Path, tmp_path: Path) -> None:
     for f in cache.iterdir():
         f.write_bytes(b"not a pickle")
     assert _fingerprint(batch.load([str(repo)], cache_dir=str(cache))) == _fingerprint(first)
+
+
+def test_cache_is_written_per_entry_and_only_when_it_changes(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = batch.load([str(repo)], cache_dir=str(cache))
+    (store,) = cache.iterdir()
+    entries = batch.ParseCache(str(cache), [os.path.abspath(repo)]).entries
+    assert len(entries) == len(list(repo.rglob("*.intent"))) + len(list(repo.rglob("*.yaml")))
+    before = store.stat().st_mtime_ns
+    os.utime(store, ns=(before - 10**9, before - 10**9))          # a rewrite would move it forward
+    again = batch.load([str(repo)], cache_dir=str(cache))
+    assert store.stat().st_mtime_ns == before - 10**9
+    assert _fingerprint(again) == _fingerprint(first)
+    (repo / "extra.intent").write_text('dataset extra { uri: "s3://x/extra" }\n')
+    batch.load([str(repo)], cache_dir=str(cache))
+    assert len(batch.ParseCache(str(cache), [os.path.abspath(repo)]).entries) == len(entries) + 1

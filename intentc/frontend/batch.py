@@ -29,7 +29,7 @@ import pickle
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from intentc import __version__
 from intentc.diagnostics import Diagnostic, Span, error
@@ -100,7 +100,11 @@ def _key(source: SourceFile) -> str:
 class ParseCache:
     """One file per set of input roots (the paths given on the command line),
     mapping a file's content key to its pickled result; adding or editing a
-    file reparses only that file."""
+    file reparses only that file.
+
+    The file is a stream of (key, pickle) records rather than one pickled
+    dict, so a new cache is written record by record as results arrive
+    (`writer`) and no run holds every pickle at once to save them."""
 
     def __init__(self, directory: str, roots: Sequence[str]) -> None:
         ident = hashlib.sha256(("\0".join(roots) + "\0" + _compiler_fingerprint()).encode())
@@ -108,22 +112,48 @@ class ParseCache:
         self.entries: dict[str, bytes] = {}
         try:
             with self.file.open("rb") as fh, collector_paused():
-                loaded = pickle.load(fh)
-            if isinstance(loaded, dict):
-                self.entries = loaded
+                unpickler = pickle.Unpickler(fh)
+                while fh.peek(1):
+                    key, blob = unpickler.load()
+                    if not (isinstance(key, str) and isinstance(blob, bytes)):
+                        raise TypeError("not a parse cache record")
+                    self.entries[key] = blob
+                    unpickler.memo.clear()
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
             self.entries = {}
 
-    def save(self, entries: dict[str, bytes]) -> None:
-        """Atomic replace, so a concurrent or interrupted run never reads half a cache."""
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[Callable[[str, bytes], None]]:
+        """`add(key, pickle)` for each entry of the new cache; the file is
+        replaced atomically when the block ends, so a concurrent or interrupted
+        run never reads half a cache.  A cache that cannot be written only costs speed."""
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(entries, fh, protocol=_PICKLE)
-            os.replace(tmp, self.file)
         except OSError:
-            pass  # a cache that cannot be written only costs speed
+            yield lambda key, blob: None
+            return
+        fh = os.fdopen(fd, "wb")
+        failed = False
+
+        def add(key: str, blob: bytes) -> None:
+            nonlocal failed
+            if not failed:
+                try:
+                    pickle.dump((key, blob), fh, _PICKLE)
+                except OSError:
+                    failed = True
+
+        try:
+            yield add
+            fh.close()
+            if not failed:
+                with contextlib.suppress(OSError):
+                    os.replace(tmp, self.file)
+        finally:
+            fh.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def default_cache_dir() -> str | None:
@@ -187,20 +217,25 @@ def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = 
     keys = [_key(s) for s in sources] if cache is not None else []
     known = cache.entries if cache is not None else {}
     todo = [i for i in range(len(sources)) if cache is None or keys[i] not in known]
-    # Without new entries, an unchanged cache is not written back: its pickles can go as they are read.
+    # An unchanged cache is not written again.
     rewrite = cache is not None and (bool(todo) or len(known) != len(keys))
     parsed: dict[int, FileResult] = {}
-    fresh: dict[str, bytes] = {}
-    with collector_paused():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(collector_paused())
+        add = stack.enter_context(cache.writer()) if cache is not None and rewrite else None
         for i, blob in zip(todo, parse_all([sources[i] for i in todo], jobs)):
             parsed[i] = pickle.loads(blob)
-            if rewrite:
-                fresh[keys[i]] = blob
-        results = [parsed.pop(i) if i in parsed else
-                   pickle.loads(known[keys[i]] if rewrite else known.pop(keys[i]))
-                   for i in range(len(sources))]
-    if cache is not None and rewrite:
-        cache.save({k: known.get(k) or fresh[k] for k in keys})
+            if add is not None:
+                add(keys[i], blob)
+        results: list[FileResult] = []
+        for i in range(len(sources)):
+            if i in parsed:
+                results.append(parsed.pop(i))
+                continue
+            blob = known.pop(keys[i])
+            results.append(pickle.loads(blob))
+            if add is not None:
+                add(keys[i], blob)
     return _loaded(results, diags, sources)
 
 
