@@ -41,6 +41,7 @@ from lark_cython import lark_cython as _cy
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
+from lark.parsers.lalr_analysis import Reduce
 from lark.utils import TextSlice
 
 from intentc.diagnostics import Diagnostic, Span, error
@@ -187,6 +188,68 @@ _PARSER = Lark(grammar_text(), parser="lalr", lexer=_Lexer, transformer=_LOWER,
                keep_all_tokens=True, maybe_placeholders=False, cache=_cache_file(),
                _plugins=lark_cython.plugins)
 _STATES: dict[int, dict[str, Any]] = _PARSER.parser.parser._parse_table.states
+
+
+def _plain_lookups(states: dict[int, dict[str, Any]], callbacks: dict[Any, Any]) -> None:
+    """Make the LALR loop's two dictionary lookups per reduction plain C lookups.
+
+    A grammar loaded from lark's cache has its rules twice — in the parse table
+    and as the keys of the callbacks — and each `callbacks[rule]` fell back to
+    lark's Python `Rule.__eq__`; each goto `states[s][rule.origin.name]` looked
+    up a lark `Token` whose Python `__eq__` ran against the table's `str` keys.
+    Re-keying the callbacks by the table's own rule objects and making the
+    names plain `str` removes some 60 Python calls per file; nothing else changes."""
+    rules = {id(arg): arg for row in states.values() for action, arg in row.values() if action is Reduce}
+    by_value = {rule: callbacks[rule] for rule in rules.values()}
+    callbacks.clear()
+    callbacks.update(by_value)
+    for rule in rules.values():
+        rule.origin.name = str(rule.origin.name)
+
+
+class _Run:
+    """What a repetition (lark's internal ``__x_star_n`` rules) reduces to:
+    its items, which the enclosing rule inlines through `.children`."""
+
+    __slots__ = ("children",)
+
+    def __init__(self, children: list[Any]) -> None:
+        self.children = children
+
+
+def _run_callback(expansion: list[Any]) -> Any:
+    """The reduction of one alternative of a repetition, without lark's
+    child filter and `Tree`: a repetition of N items was N filter calls
+    and N trees, all thrown away by the enclosing rule.  Same items, same order."""
+    inline = [not sym.is_term and sym.name.startswith("_") for sym in expansion]
+    if not any(inline):
+        return _Run                       # the parser hands over a fresh list
+    if inline[0] and not any(inline[1:]):
+        def grow(c: list[Any]) -> _Run:   # left recursion: `__run item ...`
+            run: _Run = c[0]
+            run.children += c[1:]
+            return run
+        return grow
+
+    def flatten(c: list[Any]) -> _Run:
+        items: list[Any] = []
+        for child, expand in zip(c, inline):
+            if expand:
+                items += child.children
+            else:
+                items.append(child)
+        return _Run(items)
+    return flatten
+
+
+def _plain_repetitions(callbacks: dict[Any, Any]) -> None:
+    for rule in callbacks:
+        if rule.origin.name.startswith("__"):
+            callbacks[rule] = _run_callback(rule.expansion)
+
+
+_plain_lookups(_STATES, _PARSER.parser.parser_conf.callbacks)
+_plain_repetitions(_PARSER.parser.parser_conf.callbacks)
 _LOCK = threading.Lock()   # `_LOWER` holds the state of the parse in progress
 
 
