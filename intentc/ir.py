@@ -21,7 +21,7 @@ import enum
 import functools
 import struct
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import ClassVar, Iterator
 
 from intentc.compact import Compact
 from intentc.diagnostics import Span, make_span
@@ -181,6 +181,8 @@ def _spans() -> FieldSpans:
 class Ref(Compact):
     """A reference to a named declaration (tenant, dataset, intent) where it was written."""
 
+    INTERNED: ClassVar[tuple[str, ...]] = ("name",)
+
     name: str
     span: Span = _span()
 
@@ -216,6 +218,8 @@ class Dataset(Compact):
 
 @dataclass(frozen=True, slots=True)
 class Trigger(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("kind",)
+
     kind: str                           # a TriggerKind value
     after: tuple[Ref, ...] = ()
     schedule: str | None = None
@@ -233,6 +237,8 @@ class Batch(Compact):
 
 @dataclass(frozen=True, slots=True)
 class ModelSettings(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("kv_cache", "precision")
+
     batch: Batch | None = None
     seq_len: int | None = None
     kv_cache: str | None = None
@@ -243,6 +249,8 @@ class ModelSettings(Compact):
 
 @dataclass(frozen=True, slots=True)
 class Action(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("kind", "image", "model")
+
     kind: str                           # an ActionKind value
     image: str
     command: tuple[str, ...] = ()
@@ -256,6 +264,8 @@ class Action(Compact):
 
 @dataclass(frozen=True, slots=True)
 class Context(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("drift",)
+
     tenant: Ref
     tags: tuple[str, ...] = ()
     drift: str | None = None            # overrides the tenant's drift policy
@@ -265,6 +275,8 @@ class Context(Compact):
 
 @dataclass(frozen=True, slots=True)
 class GpuRequest(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("product", "memory", "within", "prefer")
+
     count: int
     product: str | None = None          # e.g. "H100-80GB"
     memory: str | None = None           # minimum GPU memory, quantity string
@@ -276,6 +288,8 @@ class GpuRequest(Compact):
 
 @dataclass(frozen=True, slots=True)
 class Constraints(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("cpu", "memory", "sla", "duration")
+
     cpu: str | None = None
     memory: str | None = None
     gpus: GpuRequest | None = None

@@ -211,8 +211,8 @@ def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = 
     directory = (cache_dir or default_cache_dir()) if use_cache else None
     if directory is None and _workers(len(sources), jobs) == 1:
         with collector_paused():       # nothing to store or ship: skip the pickles
-            results = [_parse_guarded(s) for s in sources]
-        return _loaded(results, diags, sources)
+            direct = [_parse_guarded(s) for s in sources]
+        return _loaded(direct, diags, sources)
     cache = ParseCache(directory, sorted(os.path.abspath(p) for p in paths)) if directory else None
     keys = [_key(s) for s in sources] if cache is not None else []
     known = cache.entries if cache is not None else {}
