@@ -106,8 +106,11 @@ def best(cmd: list[str], env: dict[str, str], repeat: int, before_each: Callable
     return {**top, "wall_s_all": [r["wall_s"] for r in runs], "peak_rss_mb_all": [r["peak_rss_mb"] for r in runs]}
 
 
-KCL_RUN = ("import sys, kcl_lib.api as api\n"
-           "api.API().exec_program(api.ExecProgram_Args(k_filename_list=sys.argv[1:]))\n")
+# A failed check comes back in err_message, not as an exception: exit non-zero on it.
+KCL_RUN = ("import os, sys, kcl_lib.api as api\n"
+           "r = api.API().exec_program(api.ExecProgramArgs(work_dir=os.path.dirname(sys.argv[1]),\n"
+           "                                               k_filename_list=sys.argv[1:]))\n"
+           "sys.exit(r.err_message or 0)\n")
 
 
 def kcl_available() -> bool:

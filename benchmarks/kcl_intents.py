@@ -34,16 +34,16 @@ schema Trigger:
     after?: [str]
     schedule?: str
     check:
-        (after != None) != (schedule != None), "a trigger has exactly one of after and schedule"
-        after == None or len(after) >= 1, "after lists at least one intent"
-        all a in after or [] {len(a) >= 1}, "an intent name is not empty"
-        schedule == None or len(schedule) >= 1, "schedule is not empty"
+        (after != Undefined and after != None) != (schedule != Undefined and schedule != None), "a trigger has exactly one of after and schedule"
+        len(after) >= 1 if after != Undefined and after != None, "after lists at least one intent"
+        all a in after {len(a) >= 1} if after != Undefined and after != None, "an intent name is not empty"
+        len(schedule) >= 1 if schedule != Undefined and schedule != None, "schedule is not empty"
 
 schema Batch:
     auto?: bool
     max?: int
     check:
-        max == None or 1 <= max <= 2048, "batch max is 1..2048"
+        1 <= max <= 2048 if max != Undefined and max != None, "batch max is 1..2048"
 
 schema Settings:
     batch?: int | Batch
@@ -51,8 +51,8 @@ schema Settings:
     kv_cache?: "recycle" | "retain" | "evict"
     precision?: "fp32" | "tf32" | "fp16" | "bf16" | "fp8" | "int8" | "int4"
     check:
-        batch == None or typeof(batch) != "int" or 1 <= batch <= 2048, "batch is 1..2048"
-        seq_len == None or 1 <= seq_len <= 32768, "seq_len is 1..32768"
+        1 <= int(batch) <= 2048 if typeof(batch) == "int", "batch is 1..2048"
+        1 <= seq_len <= 32768 if seq_len != Undefined and seq_len != None, "seq_len is 1..32768"
 
 schema Action:
     kind: "batch" | "training" | "inference" | "serve"
@@ -64,9 +64,9 @@ schema Action:
     settings?: Settings
     check:
         len(image) >= 1, "image is not empty"
-        model == None or len(model) >= 1, "model is not empty"
-        replicas == None or replicas >= 1, "replicas is at least 1"
-        port == None or 1 <= port <= 65535, "port is 1..65535"
+        len(model) >= 1 if model != Undefined and model != None, "model is not empty"
+        replicas >= 1 if replicas != Undefined and replicas != None, "replicas is at least 1"
+        1 <= port <= 65535 if port != Undefined and port != None, "port is 1..65535"
 
 schema Context:
     tenant: str
@@ -74,7 +74,7 @@ schema Context:
     drift?: "report" | "heal" | "rollback"
     check:
         len(tenant) >= 1, "tenant is not empty"
-        all t in tags or [] {len(t) >= 1}, "a tag is not empty"
+        all t in tags {len(t) >= 1} if tags != Undefined and tags != None, "a tag is not empty"
 
 schema Gpus:
     count: int
@@ -84,8 +84,8 @@ schema Gpus:
     prefer?: "nvlink" | "node" | "rack" | "zone"
     check:
         count >= 1, "GPU count is at least 1"
-        product == None or len(product) >= 1, "product is not empty"
-        memory == None or regex.match(memory, QUANTITY), "GPU memory is a quantity"
+        len(product) >= 1 if product != Undefined and product != None, "product is not empty"
+        regex.match(memory, QUANTITY) if memory != Undefined and memory != None, "GPU memory is a quantity"
 
 schema Constraints:
     cpu?: str
@@ -95,10 +95,10 @@ schema Constraints:
     tolerance?: float
     duration?: str
     check:
-        cpu == None or regex.match(cpu, QUANTITY), "cpu is a quantity"
-        memory == None or regex.match(memory, QUANTITY), "memory is a quantity"
-        tolerance == None or 0 < tolerance <= 1, "tolerance is in (0, 1]"
-        duration == None or regex.match(duration, r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d))+$"), "duration"
+        regex.match(cpu, QUANTITY) if cpu != Undefined and cpu != None, "cpu is a quantity"
+        regex.match(memory, QUANTITY) if memory != Undefined and memory != None, "memory is a quantity"
+        0 < tolerance <= 1 if tolerance != Undefined and tolerance != None, "tolerance is in (0, 1]"
+        regex.match(duration, r"^([0-9]+(\.[0-9]+)?(ms|s|m|h|d))+$") if duration != Undefined and duration != None, "duration"
 
 schema Spec:
     trigger: "push" | "manual" | Trigger
@@ -108,8 +108,8 @@ schema Spec:
     consumes?: [str]
     produces?: [str]
     check:
-        all c in consumes or [] {len(c) >= 1}, "a consumed dataset name is not empty"
-        all p in produces or [] {regex.match(p, NAME)}, "a produced dataset is a DNS-1123 label"
+        all c in consumes {len(c) >= 1} if consumes != Undefined and consumes != None, "a consumed dataset name is not empty"
+        all p in produces {regex.match(p, NAME)} if produces != Undefined and produces != None, "a produced dataset is a DNS-1123 label"
 
 schema Intent:
     apiVersion: "intentc.dev/v1alpha1"
@@ -162,14 +162,17 @@ def _spec(i: Intent) -> dict[str, object]:
 
 
 def write_kcl(intents: tuple[Intent, ...], directory: Path) -> list[Path]:
-    """`schema.k` and one `<intent>.k` per intent; returns them all, schema first."""
+    """A KCL module: `kcl.mod`, the schema package `schema/intent.k`, and one
+    `<intent>.k` per intent importing it; returns the intent files (the program)."""
     directory.mkdir(parents=True, exist_ok=True)
-    files = [directory / "schema.k"]
-    files[0].write_text(SCHEMA)
+    (directory / "kcl.mod").write_text('[package]\nname = "bench"\nedition = "v0.9.0"\nversion = "0.0.1"\n')
+    (directory / "schema").mkdir(exist_ok=True)
+    (directory / "schema" / "intent.k").write_text(SCHEMA)
+    files = []
     for n, i in enumerate(intents):
         body = {"apiVersion": "intentc.dev/v1alpha1", "kind": "Intent",
                 "metadata": {"name": i.name}, "spec": _spec(i)}
         f = directory / f"{i.name}.k"
-        f.write_text(f"intent_{n} = Intent {_value(body)}\n")
+        f.write_text(f"import schema\n\nintent_{n} = schema.Intent {_value(body)}\n")
         files.append(f)
     return files
