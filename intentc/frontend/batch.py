@@ -182,9 +182,12 @@ def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[bytes]:
                 yield pickle.dumps(_parse_guarded(s), _PICKLE)
         return
     size = max(len(sources) // (workers * 4), 50)
-    chunks = (sources[i:i + size] for i in range(0, len(sources), size))
+    chunks = [sources[i:i + size] for i in range(0, len(sources), size)]
+    del sources       # the caller hands its list over: each text now goes with its chunk
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        for part in pool.map(_parse_to_pickles, chunks):
+        parts = pool.map(_parse_to_pickles, chunks)
+        del chunks    # the pool holds each chunk until it is parsed, no longer
+        for part in parts:
             yield from part
 
 
@@ -204,42 +207,51 @@ def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = 
     """Every file under `paths`, parsed, with the diagnostics of reading,
     parsing and the local passes; the global passes are the caller's.
 
-    `Loaded.sources` keeps the text of the files whose parse reported
-    something; `intentc.pipeline` reads the others back only if a later
-    pass points into them (keeping every text cost 50 MB at 100,000 files)."""
+    Memory is what a 100,000-file repository is checked within, so nothing is
+    kept longer than needed: each text is dropped once its file is parsed
+    (`Loaded.sources` keeps those whose parse reported something;
+    `intentc.pipeline` reads back any other a later pass points into), and
+    each pickle once it is unpickled and, when the cache changed, written."""
     sources, diags = _read_all(paths)
     directory = (cache_dir or default_cache_dir()) if use_cache else None
-    if directory is None and _workers(len(sources), jobs) == 1:
-        with collector_paused():       # nothing to store or ship: skip the pickles
-            direct = [_parse_guarded(s) for s in sources]
-        return _loaded(direct, diags, sources)
     cache = ParseCache(directory, sorted(os.path.abspath(p) for p in paths)) if directory else None
     keys = [_key(s) for s in sources] if cache is not None else []
     known = cache.entries if cache is not None else {}
     todo = [i for i in range(len(sources)) if cache is None or keys[i] not in known]
     # An unchanged cache is not written again.
     rewrite = cache is not None and (bool(todo) or len(known) != len(keys))
+    pending = dict(enumerate(sources))
+    del sources
+    texts: dict[str, str] = {}
     parsed: dict[int, FileResult] = {}
+
+    def done(i: int, result: FileResult) -> FileResult:
+        src = pending.pop(i)
+        if result.diagnostics:
+            texts[src.path] = src.text
+        return result
+
     with contextlib.ExitStack() as stack:
         stack.enter_context(collector_paused())
+        if cache is None and _workers(len(todo), jobs) == 1:   # nothing to store or ship: no pickles
+            return _loaded([done(i, _parse_guarded(pending[i])) for i in todo], diags, texts)
         add = stack.enter_context(cache.writer()) if cache is not None and rewrite else None
-        for i, blob in zip(todo, parse_all([sources[i] for i in todo], jobs)):
-            parsed[i] = pickle.loads(blob)
+        for i, blob in zip(todo, parse_all([pending[i] for i in todo], jobs)):
+            parsed[i] = done(i, pickle.loads(blob))
             if add is not None:
                 add(keys[i], blob)
         results: list[FileResult] = []
-        for i in range(len(sources)):
+        for i in range(len(parsed) + len(pending)):
             if i in parsed:
                 results.append(parsed.pop(i))
                 continue
             blob = known.pop(keys[i])
-            results.append(pickle.loads(blob))
+            results.append(done(i, pickle.loads(blob)))
             if add is not None:
                 add(keys[i], blob)
-    return _loaded(results, diags, sources)
+    return _loaded(results, diags, texts)
 
 
-def _loaded(results: list[FileResult], diags: list[Diagnostic], sources: list[SourceFile]) -> Loaded:
+def _loaded(results: list[FileResult], diags: list[Diagnostic], texts: dict[str, str]) -> Loaded:
     program, parse_diags = merge(results)
-    texts = {s.path: s.text for s, r in zip(sources, results, strict=True) if r.diagnostics}
     return Loaded(program, tuple(diags + parse_diags), texts)
