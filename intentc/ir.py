@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import enum
 import functools
+import operator
 import struct
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import ClassVar, Iterator
 
 from intentc.compact import Compact
@@ -112,6 +114,9 @@ def vocabulary(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
 
 _KEYS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _POSITION = struct.Struct("=4I")
+_PACKERS: dict[int, struct.Struct] = {}
+_POSITION_OF = operator.attrgetter("line", "column", "end_line", "end_column")
+_FILE = operator.attrgetter("file")
 
 
 def _shared_keys(keys: tuple[str, ...]) -> tuple[str, ...]:
@@ -150,12 +155,13 @@ class FieldSpans(Compact):
     def of(cls, mapping: dict[str, Span]) -> "FieldSpans":
         if not mapping:
             return _NO_FIELD_SPANS
-        pairs = sorted(mapping.items())
-        file = pairs[0][1].file
-        if any(s.file != file for _, s in pairs):
+        keys = tuple(sorted(mapping))
+        spans = list(map(mapping.__getitem__, keys))
+        files = set(map(_FILE, spans))
+        if len(files) != 1:
             raise ValueError("the field spans of one node lie in one file")
-        positions = b"".join(_POSITION.pack(s.line, s.column, s.end_line, s.end_column) for _, s in pairs)
-        return cls(file, _shared_keys(tuple(k for k, _ in pairs)), positions)
+        packer = _PACKERS.get(len(keys)) or _PACKERS.setdefault(len(keys), struct.Struct(f"={4 * len(keys)}I"))
+        return cls(files.pop(), _shared_keys(keys), packer.pack(*chain.from_iterable(map(_POSITION_OF, spans))))
 
     def __reduce__(self) -> tuple[object, ...]:
         return _field_spans, (self.file, self.keys, self.positions)
