@@ -82,7 +82,7 @@ def test_cache_is_written_per_entry_and_only_when_it_changes(repo: Path, tmp_pat
     cache = tmp_path / "cache"
     first = batch.load([str(repo)], cache_dir=str(cache))
     (store,) = cache.iterdir()
-    entries = batch.ParseCache(str(cache), [os.path.abspath(repo)]).entries
+    entries = batch.ParseCache(str(cache), [os.path.abspath(repo)]).index
     assert len(entries) == len(list(repo.rglob("*.intent"))) + len(list(repo.rglob("*.yaml")))
     before = store.stat().st_mtime_ns
     os.utime(store, ns=(before - 10**9, before - 10**9))          # a rewrite would move it forward
@@ -91,4 +91,4 @@ def test_cache_is_written_per_entry_and_only_when_it_changes(repo: Path, tmp_pat
     assert _fingerprint(again) == _fingerprint(first)
     (repo / "extra.intent").write_text('dataset extra { uri: "s3://x/extra" }\n')
     batch.load([str(repo)], cache_dir=str(cache))
-    assert len(batch.ParseCache(str(cache), [os.path.abspath(repo)]).entries) == len(entries) + 1
+    assert len(batch.ParseCache(str(cache), [os.path.abspath(repo)]).index) == len(entries) + 1

@@ -26,6 +26,7 @@ import gc
 import hashlib
 import os
 import pickle
+import struct
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -97,30 +98,51 @@ def _key(source: SourceFile) -> str:
                            digest_size=20).hexdigest()
 
 
+_TRAILER = struct.Struct("=Q")      # where the index starts
+
+
 class ParseCache:
     """One file per set of input roots (the paths given on the command line),
     mapping a file's content key to its pickled result; adding or editing a
     file reparses only that file.
 
-    The file is a stream of (key, pickle) records rather than one pickled
-    dict, so a new cache is written record by record as results arrive
-    (`writer`) and no run holds every pickle at once to save them."""
+    The file holds the pickles back to back, then an index (key -> offset,
+    length) and the index's offset.  Opening a cache reads only the index;
+    each pickle is read when its file is loaded (`read`) and dropped once
+    unpickled, and a new cache is written pickle by pickle as results arrive
+    (`writer`): no run holds every pickle of a 100,000-file repository at once
+    (reading them all first had the cached run peak 120 MB above the cold one)."""
 
     def __init__(self, directory: str, roots: Sequence[str]) -> None:
         ident = hashlib.sha256(("\0".join(roots) + "\0" + _compiler_fingerprint()).encode())
-        self.file = Path(directory) / f"parse-{ident.hexdigest()[:24]}.pickle"
-        self.entries: dict[str, bytes] = {}
+        self.file = Path(directory) / f"parse-{ident.hexdigest()[:24]}.cache"
+        self.index: dict[str, tuple[int, int]] = {}
+        self._fd: int | None = None
         try:
-            with self.file.open("rb") as fh, collector_paused():
-                unpickler = pickle.Unpickler(fh)
-                while fh.peek(1):
-                    key, blob = unpickler.load()
-                    if not (isinstance(key, str) and isinstance(blob, bytes)):
-                        raise TypeError("not a parse cache record")
-                    self.entries[key] = blob
-                    unpickler.memo.clear()
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
-            self.entries = {}
+            fd = os.open(self.file, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            size = os.fstat(fd).st_size
+            (start,) = _TRAILER.unpack(os.pread(fd, _TRAILER.size, size - _TRAILER.size))
+            with collector_paused():
+                index = pickle.loads(os.pread(fd, size - _TRAILER.size - start, start))
+            if not isinstance(index, dict):
+                raise TypeError("not a parse cache index")
+            self.index, self._fd = index, fd
+        except (OSError, struct.error, pickle.UnpicklingError, EOFError, AttributeError, TypeError,
+                ValueError, MemoryError):
+            os.close(fd)
+
+    def read(self, key: str) -> bytes:
+        offset, length = self.index[key]
+        assert self._fd is not None
+        return os.pread(self._fd, length, offset)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[Callable[[str, bytes], None]]:
@@ -134,21 +156,26 @@ class ParseCache:
             yield lambda key, blob: None
             return
         fh = os.fdopen(fd, "wb")
+        index: dict[str, tuple[int, int]] = {}
         failed = False
 
         def add(key: str, blob: bytes) -> None:
             nonlocal failed
             if not failed:
                 try:
-                    pickle.dump((key, blob), fh, _PICKLE)
+                    index[key] = (fh.tell(), len(blob))
+                    fh.write(blob)
                 except OSError:
                     failed = True
 
         try:
             yield add
-            fh.close()
             if not failed:
                 with contextlib.suppress(OSError):
+                    start = fh.tell()
+                    pickle.dump(index, fh, _PICKLE)
+                    fh.write(_TRAILER.pack(start))
+                    fh.close()
                     os.replace(tmp, self.file)
         finally:
             fh.close()
@@ -191,43 +218,49 @@ def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[bytes]:
             yield from part
 
 
-def _read_all(paths: Sequence[str]) -> tuple[list[SourceFile], list[Diagnostic]]:
-    files, diags = discover(paths)
-    sources: list[SourceFile] = []
-    for f in files:
-        src, read_diags = read_source(f)
-        diags.extend(read_diags)
-        if src is not None:
-            sources.append(src)
-    return sources, diags
-
-
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
          use_cache: bool = True) -> Loaded:
     """Every file under `paths`, parsed, with the diagnostics of reading,
     parsing and the local passes; the global passes are the caller's.
 
     Memory is what a 100,000-file repository is checked within, so nothing is
-    kept longer than needed: each text is dropped once its file is parsed
-    (`Loaded.sources` keeps those whose parse reported something;
-    `intentc.pipeline` reads back any other a later pass points into), and
-    each pickle once it is unpickled and, when the cache changed, written."""
-    sources, diags = _read_all(paths)
+    kept longer than needed: a text is dropped once its file is parsed, or
+    once hashed when the cache has its result (`Loaded.sources` keeps the
+    texts it still has of files that reported something; `intentc.pipeline`
+    reads back any other a diagnostic points into), and each pickle once it
+    is unpickled and, when the cache changed, written."""
     directory = (cache_dir or default_cache_dir()) if use_cache else None
     cache = ParseCache(directory, sorted(os.path.abspath(p) for p in paths)) if directory else None
-    keys = [_key(s) for s in sources] if cache is not None else []
-    known = cache.entries if cache is not None else {}
-    todo = [i for i in range(len(sources)) if cache is None or keys[i] not in known]
+    try:
+        return _load(paths, jobs, cache)
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def _load(paths: Sequence[str], jobs: int | None, cache: ParseCache | None) -> Loaded:
+    files, diags = discover(paths)
+    keys: list[str] = []
+    pending: dict[int, SourceFile] = {}     # read, not parsed yet (texts of cached files are not kept)
+    for f in files:
+        src, read_diags = read_source(f)
+        diags.extend(read_diags)
+        if src is None:
+            continue
+        i = len(keys)
+        keys.append(_key(src) if cache is not None else "")
+        cached = cache is not None and keys[i] in cache.index
+        pending[i] = SourceFile(src.path, "") if cached else src
+    count = len(keys)
+    todo = [i for i in range(count) if cache is None or keys[i] not in cache.index]
     # An unchanged cache is not written again.
-    rewrite = cache is not None and (bool(todo) or len(known) != len(keys))
-    pending = dict(enumerate(sources))
-    del sources
+    rewrite = cache is not None and (bool(todo) or len(cache.index) != count)
     texts: dict[str, str] = {}
     parsed: dict[int, FileResult] = {}
 
     def done(i: int, result: FileResult) -> FileResult:
         src = pending.pop(i)
-        if result.diagnostics:
+        if result.diagnostics and src.text:
             texts[src.path] = src.text
         return result
 
@@ -241,11 +274,12 @@ def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = 
             if add is not None:
                 add(keys[i], blob)
         results: list[FileResult] = []
-        for i in range(len(parsed) + len(pending)):
+        for i in range(count):
             if i in parsed:
                 results.append(parsed.pop(i))
                 continue
-            blob = known.pop(keys[i])
+            assert cache is not None
+            blob = cache.read(keys[i])
             results.append(done(i, pickle.loads(blob)))
             if add is not None:
                 add(keys[i], blob)
