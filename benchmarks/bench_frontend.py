@@ -9,10 +9,16 @@ and datasets), then measures, in the same run and on the same files:
   parse cache) and warm (cache from the previous run), both cores;
 * the baseline: `check-jsonschema --schemafile schemas/intent.schema.json`
   on the YAML half only (schema validation alone: no DSL, no positions
-  beyond the schema error, no cross-file semantic passes).
+  beyond the schema error, no cross-file semantic passes);
+* KCL, when `kcl-lib` is installed (`pip install -e '.[bench]'`): every
+  intent written as a `.k` file from the IR of the same run, checked by a
+  KCL schema with the checks of intent.schema.json (benchmarks/kcl_intents.py),
+  run by kcl-lib's `exec_program` in a fresh process.
 
-Reports intents/s and per-file time ratios; writes
-benchmarks/results/bench_frontend.json.  Seeded: the same files every run.
+Every run is a fresh process measured by benchmarks.proc.measure: wall
+time, CPU time and peak RSS, with the load average it ran under.  Reports
+intents/s and ratios; writes benchmarks/results/bench_frontend.json.
+Seeded: the same files every run.
 """
 
 from __future__ import annotations
