@@ -31,13 +31,13 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.proc import measure  # noqa: E402
+from benchmarks.proc import best  # noqa: E402
 from benchmarks.results import write_results  # noqa: E402
 
 TENANTS = ["team-a", "team-b", "team-c", "team-d"]
@@ -100,18 +100,6 @@ def generate(root: Path, n: int) -> tuple[Path, Path]:
     return dsl_dir, yaml_dir
 
 
-def best(cmd: list[str], env: dict[str, str], repeat: int, before_each: Callable[[], None] | None = None
-         ) -> dict[str, Any]:
-    """The fastest of `repeat` runs (each in a fresh process), with every run's wall time and peak RSS."""
-    runs = []
-    for _ in range(repeat):
-        if before_each is not None:
-            before_each()
-        runs.append(measure(cmd, env))
-    top = min(runs, key=lambda r: r["wall_s"])
-    return {**top, "wall_s_all": [r["wall_s"] for r in runs], "peak_rss_mb_all": [r["peak_rss_mb"] for r in runs]}
-
-
 # A failed check comes back in err_message, not as an exception: exit non-zero on it.
 KCL_RUN = ("import os, sys, kcl_lib.api as api\n"
            "r = api.API().exec_program(api.ExecProgramArgs(work_dir=os.path.dirname(sys.argv[1]),\n"
@@ -123,7 +111,7 @@ def kcl_available() -> bool:
     return importlib.util.find_spec("kcl_lib") is not None
 
 
-def bench(n: int, repeat: int) -> dict[str, object]:
+def bench(n: int, repeat: int) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix=f"intentc-bench-{n}-"))
     cache = work / "cache"
     try:
@@ -136,7 +124,7 @@ def bench(n: int, repeat: int) -> dict[str, object]:
         baseline_cmd = ["check-jsonschema", "--schemafile", str(ROOT / "schemas" / "intent.schema.json"),
                         *yaml_files]
         base = best(baseline_cmd, dict(os.environ), repeat)
-        row: dict[str, object] = {
+        row: dict[str, Any] = {
             "intents": n,
             "files": n + 1,
             "intentc_check_cold": cold,

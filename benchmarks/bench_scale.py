@@ -30,24 +30,15 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_frontend import generate  # noqa: E402
-from benchmarks.proc import measure  # noqa: E402
+from benchmarks.proc import best, measure  # noqa: E402
 from benchmarks.results import write_results  # noqa: E402
-
-
-def best_of(cmd: list[str], env: dict[str, str], repeat: int, before_each: object = None) -> dict[str, float]:
-    runs = []
-    for _ in range(repeat):
-        if callable(before_each):
-            before_each()
-        runs.append(measure(cmd, env))
-    best = min(runs, key=lambda r: r["wall_s"])
-    return {**best, "wall_s_all": [r["wall_s"] for r in runs], "peak_rss_mb_all": [r["peak_rss_mb"] for r in runs]}
 
 
 def slope(xs: list[float], ys: list[float]) -> float | None:
@@ -61,7 +52,7 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
     return round(sum((p[0] - mx) * (p[1] - my) for p in pts) / den, 3)
 
 
-def run(sizes: list[int], repeat: int, jobs: int) -> dict[str, object]:
+def run(sizes: list[int], repeat: int, jobs: int) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="intentc-scale-"))
     cache = work / "cache"
     check = [sys.executable, "-m", "intentc", "check", "--format", "json"] + (["--jobs", str(jobs)] if jobs else [])
@@ -69,30 +60,30 @@ def run(sizes: list[int], repeat: int, jobs: int) -> dict[str, object]:
         tiny = work / "tiny"
         tiny.mkdir()
         (tiny / "t.intent").write_text("tenant t { tier: gold }\n")
-        floor = best_of(check + [str(tiny)], dict(os.environ, INTENTC_CACHE_DIR=""), repeat)
-        rows = []
+        floor = best(check + [str(tiny)], dict(os.environ, INTENTC_CACHE_DIR=""), repeat)
+        rows: list[dict[str, Any]] = []
         for n in sizes:
             repo = work / f"repo-{n}"
             generate(repo, n)
-            cold = best_of(check + [str(repo)], dict(os.environ, INTENTC_CACHE_DIR=""), repeat)
+            cold = best(check + [str(repo)], dict(os.environ, INTENTC_CACHE_DIR=""), repeat)
             env = dict(os.environ, INTENTC_CACHE_DIR=str(cache))
             shutil.rmtree(cache, ignore_errors=True)
             measure(check + [str(repo)], env)                   # fills the cache
-            warm = best_of(check + [str(repo)], env, repeat)
+            warm = best(check + [str(repo)], env, repeat)
             rows.append({"intents": n, "cold": cold, "cached": warm})
             print(f"{n:>8} cold {cold['wall_s']:>7} s cpu {cold['cpu_s']:>7} s {cold['peak_rss_mb']:>7} MB | "
                   f"cached {warm['wall_s']:>7} s {warm['peak_rss_mb']:>7} MB | load {cold['load_before']}", flush=True)
             shutil.rmtree(repo, ignore_errors=True)
             shutil.rmtree(cache, ignore_errors=True)
-        xs = [float(r["intents"]) for r in rows]   # type: ignore[arg-type]
+        xs = [float(r["intents"]) for r in rows]
         base = floor["peak_rss_mb"]
-        exponents = {}
+        exponents: dict[str, dict[str, float | None]] = {}
         for mode in ("cold", "cached"):
             exponents[mode] = {
-                "wall": slope(xs, [r[mode]["wall_s"] for r in rows]),             # type: ignore[index]
-                "cpu": slope(xs, [r[mode]["cpu_s"] for r in rows]),               # type: ignore[index]
-                "peak_rss": slope(xs, [r[mode]["peak_rss_mb"] for r in rows]),    # type: ignore[index]
-                "peak_rss_above_floor": slope(xs, [r[mode]["peak_rss_mb"] - base for r in rows]),  # type: ignore[index]
+                "wall": slope(xs, [r[mode]["wall_s"] for r in rows]),
+                "cpu": slope(xs, [r[mode]["cpu_s"] for r in rows]),
+                "peak_rss": slope(xs, [r[mode]["peak_rss_mb"] for r in rows]),
+                "peak_rss_above_floor": slope(xs, [r[mode]["peak_rss_mb"] - base for r in rows]),
             }
         return {"sizes": sizes, "jobs": jobs or os.cpu_count(), "one_file_floor": floor,
                 "rows": rows, "exponents": exponents}
@@ -109,7 +100,8 @@ def main() -> None:
     result = run(args.sizes, args.repeat, args.jobs)
     write_results("bench_scale", result)
     print("growth exponents (log-log slope; 1.0 = linear):")
-    for mode, e in result["exponents"].items():   # type: ignore[union-attr]
+    exponents: dict[str, dict[str, float | None]] = result["exponents"]
+    for mode, e in exponents.items():
         print(f"  {mode:>6}: " + ", ".join(f"{k} {v}" for k, v in e.items()))
 
 

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 
 def loadavg() -> float:
@@ -41,3 +42,15 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, floa
             "load_before": before, "load_after": loadavg()}
 
 
+
+
+def best(cmd: list[str], env: dict[str, str], repeat: int, before_each: Callable[[], None] | None = None
+         ) -> dict[str, Any]:
+    """The fastest of `repeat` runs (each in a fresh process), with every run's wall time and peak RSS."""
+    runs = []
+    for _ in range(repeat):
+        if before_each is not None:
+            before_each()
+        runs.append(measure(cmd, env))
+    top = min(runs, key=lambda r: r["wall_s"])
+    return {**top, "wall_s_all": [r["wall_s"] for r in runs], "peak_rss_mb_all": [r["peak_rss_mb"] for r in runs]}
