@@ -92,3 +92,25 @@ def test_cache_is_written_per_entry_and_only_when_it_changes(repo: Path, tmp_pat
     (repo / "extra.intent").write_text('dataset extra { uri: "s3://x/extra" }\n')
     batch.load([str(repo)], cache_dir=str(cache))
     assert len(batch.ParseCache(str(cache), [os.path.abspath(repo)]).index) == len(entries) + 1
+
+
+def test_carets_of_cached_and_cross_file_findings_read_their_text(tmp_path: Path) -> None:
+    """The loader keeps no texts of files the cache answered or that parsed
+    cleanly; a diagnostic pointing into one still shows its source line."""
+    from intentc.diagnostics import format_text
+    from intentc.pipeline import check
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "t.intent").write_text("tenant a { tier: gold }\n")
+    (tree / "j.intent").write_text('intent j {\n  trigger: on push\n  action: batch image "b:1"\n'
+                                   "  context: tenant nope\n}\n")
+    (tree / "bad.intent").write_text("tenant b {\n  tier gold\n}\n")
+    cache = str(tmp_path / "cache")
+    outputs = []
+    for _ in range(2):                      # cold, then answered by the cache
+        result = check([str(tree)], jobs=1, cache_dir=cache)
+        outputs.append(format_text(list(result.diagnostics), result.sources))
+    assert outputs[0] == outputs[1]
+    assert "   4 |   context: tenant nope" in outputs[0]
+    assert "   2 |   tier gold" in outputs[0]
