@@ -16,14 +16,24 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+from intentc.compact import Compact
 
-@dataclass(frozen=True, order=True)
+
+@dataclass(frozen=True, order=True, slots=True)
 class Span:
+    """Where a value was written.  Slotted (72 bytes instead of 112 with an
+    instance dictionary): a 100,000-intent repository carries three million."""
+
     file: str
     line: int
     column: int
     end_line: int
     end_column: int
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Unpickled by `make_span`: the default for slotted dataclasses
+        # (`__setstate__`, one `object.__setattr__` per field) took twice as long.
+        return make_span, (self.file, self.line, self.column, self.end_line, self.end_column)
 
     @classmethod
     def point(cls, file: str, line: int, column: int, width: int = 1) -> "Span":
@@ -37,22 +47,40 @@ class Span:
         return f"{self.file}:{self.line}:{self.column}"
 
 
+_new = object.__new__
+_SET = tuple(getattr(Span, name).__set__ for name in Span.__slots__)
+_SET_FILE, _SET_LINE, _SET_COLUMN, _SET_END_LINE, _SET_END_COLUMN = _SET
+
+
+def make_span(file: str, line: int, column: int, end_line: int, end_column: int) -> Span:
+    """`Span(...)` without the frozen dataclass `__init__` (five guarded
+    `object.__setattr__` calls): the parsers build some thirty spans per intent,
+    and this is half the cost.  Same value, same type."""
+    span = _new(Span)
+    _SET_FILE(span, file)
+    _SET_LINE(span, line)
+    _SET_COLUMN(span, column)
+    _SET_END_LINE(span, end_line)
+    _SET_END_COLUMN(span, end_column)
+    return span
+
+
 class Severity(enum.Enum):
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"
 
 
-@dataclass(frozen=True)
-class Related:
+@dataclass(frozen=True, slots=True)
+class Related(Compact):
     """A second place that belongs to the same finding (e.g. the first definition)."""
 
     message: str
     span: Span
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+@dataclass(frozen=True, slots=True)
+class Diagnostic(Compact):
     code: str
     severity: Severity
     message: str

@@ -6,8 +6,10 @@ the daemon call these functions and never wire passes together themselves.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Sequence
+from pathlib import Path
+from typing import Mapping, Sequence
 
 import networkx as nx
 
@@ -17,6 +19,7 @@ from intentc.frontend.batch import load
 from intentc.ir import Program
 from intentc.passes import GLOBAL_PASSES, run_passes
 from intentc.progress import Progress, silent
+from intentc.sources import read_source
 
 
 @dataclass(frozen=True)
@@ -50,5 +53,21 @@ def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None =
                   exclude=exclude)
     program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
     graph, graph_diags = depgraph.build(program)
-    diags = capped_per_file(prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags))
-    return Checked(program, tuple(sorted_diagnostics(diags)), loaded.sources, graph)
+    diags = sorted_diagnostics(capped_per_file(prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)))
+    return Checked(program, tuple(diags), texts_for_carets(diags, loaded.sources), graph)
+
+
+def texts_for_carets(diags: Sequence[Diagnostic], texts: Mapping[str, str]) -> dict[str, str]:
+    """`texts` plus the text of every other file a diagnostic points into.
+
+    The loader keeps only the texts of files whose parse reported something;
+    a cross-file finding (an unknown tenant, a cycle) can point anywhere, so
+    those few files are read again here rather than every text being kept."""
+    out = dict(texts)
+    named = {d.span.file for d in diags} | {r.span.file for d in diags for r in d.related}
+    for f in sorted(named - out.keys()):
+        if os.path.isfile(f):
+            src, _ = read_source(Path(f))
+            if src is not None:
+                out[f] = src.text
+    return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from lark import Token
+from lark_cython import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.parsers.lalr_analysis import Shift
 
@@ -178,7 +178,7 @@ def _step(states: Any, stack: list[int], term: str) -> list[int] | None:
 def acceptable(parser_state: Any) -> frozenset[str]:
     """Terminals that would really be shifted next (lark's table also lists
     the merged LALR lookaheads, which would name tokens of unrelated blocks)."""
-    states = parser_state.parse_conf.states
+    states = parser_state.parse_conf.parse_table.states
     stack = parser_state.state_stack
     return frozenset(t for t in states[parser_state.position]
                      if t.isupper() and _step(states, stack, t) is not None)
@@ -188,7 +188,7 @@ def _missing_comma(parser_state: Any, acc: frozenset[str], token: Token) -> bool
     """True when the token would be fine right after a ',' (`cpu 4 memory 8Gi`, `consumes: a b`)."""
     if "COMMA" not in acc:
         return False
-    states = parser_state.parse_conf.states
+    states = parser_state.parse_conf.parse_table.states
     after = _step(states, parser_state.state_stack, "COMMA")
     if after is None:
         return False

@@ -14,9 +14,10 @@ import json
 import re
 from typing import Any, Iterable
 
-from lark import Token, Transformer
+from lark import Transformer
+from lark_cython import Token
 
-from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.diagnostics import Diagnostic, Related, Span, error, make_span
 from intentc.frontend import dsl_errors
 from intentc.ir import (
     CONSTRAINT_KEYS,
@@ -70,10 +71,10 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     # -- helpers -----------------------------------------------------------
 
     def _sp(self, t: Token) -> Span:
-        return Span(self.path, t.line, t.column, t.end_line, t.end_column)  # type: ignore[arg-type]
+        return make_span(self.path, t.line, t.column, t.end_line, t.end_column)
 
     def _cover(self, a: Span, b: Span) -> Span:
-        return Span(self.path, a.line, a.column, b.end_line, b.end_column)
+        return make_span(self.path, a.line, a.column, b.end_line, b.end_column)
 
     def _text(self, t: Token) -> str:
         v: str = t.value
