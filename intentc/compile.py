@@ -31,7 +31,7 @@ from intentc.atomic import write_atomic
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.holdback import holdback
 from intentc.ir import Program
-from intentc.pipeline import check
+from intentc.pipeline import check, texts_for_carets
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
 from intentc.plan.model import Occupancy
@@ -141,6 +141,7 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
     if occupied is not None:
         plan = dataclasses.replace(plan, basis="live", basis_notes=notes)
     diags = sorted_diagnostics(diags + graph_diags + plan_diags)
+    sources = texts_for_carets(diags, sources)       # plan findings point into files parsing left unread
     held: tuple[str, ...] = ()
     if has_errors(diags):
         hb = holdback(checked.program, diags, g)

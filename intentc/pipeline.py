@@ -28,6 +28,7 @@ class Checked:
     diagnostics: tuple[Diagnostic, ...]
     sources: dict[str, str]
     graph: nx.DiGraph
+    files: tuple[str, ...] = ()      # every file checked (`sources` holds only the texts diagnostics need)
 
 
 def prefer_specific(diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -54,7 +55,7 @@ def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None =
     program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
     graph, graph_diags = depgraph.build(program)
     diags = sorted_diagnostics(capped_per_file(prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)))
-    return Checked(program, tuple(diags), texts_for_carets(diags, loaded.sources), graph)
+    return Checked(program, tuple(diags), texts_for_carets(diags, loaded.sources), graph, loaded.files)
 
 
 def texts_for_carets(diags: Sequence[Diagnostic], texts: Mapping[str, str]) -> dict[str, str]:

@@ -174,7 +174,7 @@ def test_check_reports_parsing_progress(monkeypatch: Any) -> None:
     heard: list[tuple[str, int, int]] = []
     result = check([str(ROOT / "intents")], jobs=1, use_cache=False,
                    progress=lambda what, done, total: heard.append((what, done, total)))
-    files = len(result.sources)
+    files = len(result.files)
     assert heard[-1] == ("parsing", files, files) and [d for _, d, _ in heard] == sorted(d for _, d, _ in heard)
 
     monkeypatch.setattr(cli_progress, "INTERVAL", 0.0)      # every report becomes a line

@@ -34,7 +34,7 @@ spec:
 
 PAYMENTS = """\
 tenant payments { tier: gold }
-tenant research { tier: bronze }
+tenant research { tier: bronze  max_sla: P1 }
 
 intent fraud-model {
   trigger: on push

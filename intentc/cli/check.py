@@ -37,6 +37,7 @@ def check(
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
     from intentc.pipeline import check as run_check
+    from intentc.pipeline import texts_for_carets
     from intentc.policy.load import load_policies
 
     with StderrProgress() as progress:
@@ -62,6 +63,10 @@ def check(
         if loaded is not None:
             diags += make_plan(result.program, loaded, 0, policies=policies)[1]
     diags = sorted_diagnostics(diags)
+    sources = texts_for_carets(diags, sources)     # plan findings point into files parsing left unread
+    if format is OutputFormat.JUNIT:       # one test case per file checked, clean ones too
+        for f in result.files:
+            sources.setdefault(f, "")
     emit_diagnostics(diags, format, sources)
     if format is OutputFormat.TEXT and not diags:
         p = result.program

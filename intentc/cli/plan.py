@@ -61,6 +61,7 @@ def plan(
     fair share and quotas at every instant.  Intents that can never run are reported (E0601) and exit 1;
     an unreadable topology file exits 2."""
     from intentc.pipeline import check as run_check
+    from intentc.pipeline import texts_for_carets
     from intentc.plan.html import render_html
     from intentc.plan.jsonio import plan_to_json
     from intentc.plan.model import Occupancy
@@ -90,6 +91,7 @@ def plan(
     if occupied is not None:
         the_plan = dataclasses.replace(the_plan, basis="live", basis_notes=notes)
     diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + policy_diags + plan_diags)
+    sources = texts_for_carets(diags, sources)     # plan findings point into files parsing left unread
     emit_diagnostics(diags, diagnostics_format, sources, to_stderr=True)
 
     if format is PlanFormat.JSON:

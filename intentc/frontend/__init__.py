@@ -27,6 +27,7 @@ class Loaded:
     program: Program
     diagnostics: tuple[Diagnostic, ...]
     sources: dict[str, str] = field(default_factory=dict, compare=False)
+    files: tuple[str, ...] = ()      # every file read, in discovery order (texts are kept only where needed)
 
 
 def parse_source(source: SourceFile) -> FileResult:

@@ -255,6 +255,7 @@ def _load(paths: Sequence[str], jobs: int | None, cache: ParseCache | None, prog
         keys.append(_key(src) if cache is not None else "")
         cached = cache is not None and keys[i] in cache.index
         pending[i] = SourceFile(src.path, "") if cached else src
+    read = tuple(pending[i].path for i in range(len(keys)))
     count = len(keys)
     todo = [i for i in range(count) if cache is None or keys[i] not in cache.index]
     todo_set = set(todo)
@@ -280,7 +281,7 @@ def _load(paths: Sequence[str], jobs: int | None, cache: ParseCache | None, prog
     with contextlib.ExitStack() as stack:
         stack.enter_context(collector_paused())
         if cache is None and _workers(len(todo), jobs) == 1:   # nothing to store or ship: no pickles
-            return _loaded([done(i, _parse_guarded(pending[i])) for i in todo], diags, texts)
+            return _loaded([done(i, _parse_guarded(pending[i])) for i in todo], diags, texts, read)
         add = stack.enter_context(cache.writer()) if cache is not None and rewrite else None
         for i, blob in zip(todo, parse_all([pending[i] for i in todo], jobs)):
             parsed[i] = done(i, pickle.loads(blob))
@@ -296,9 +297,10 @@ def _load(paths: Sequence[str], jobs: int | None, cache: ParseCache | None, prog
             results.append(done(i, pickle.loads(blob)))
             if add is not None:
                 add(keys[i], blob)
-    return _loaded(results, diags, texts)
+    return _loaded(results, diags, texts, read)
 
 
-def _loaded(results: list[FileResult], diags: list[Diagnostic], texts: dict[str, str]) -> Loaded:
+def _loaded(results: list[FileResult], diags: list[Diagnostic], texts: dict[str, str],
+            files: tuple[str, ...]) -> Loaded:
     program, parse_diags = merge(results)
-    return Loaded(program, tuple(diags + parse_diags), texts)
+    return Loaded(program, tuple(diags + parse_diags), texts, files)
