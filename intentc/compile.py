@@ -115,7 +115,7 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
     diags = sorted_diagnostics(diags + graph_diags + plan_diags)
     if has_errors(diags):
         return CompileResult(tuple(diags), sources, checked.program, plan)
-    rendered = render(checked.program, plan, commit, kube_version, target)
+    rendered = render(checked.program, plan, commit, kube_version, target, loaded.topology)
     return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g)
 
 

@@ -62,7 +62,7 @@ def compile(
 
     version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION)
     assert version is not None
-    check_render_target(render_target)
+    check_render_target(render_target, version)
     sha = commit_or_exit(paths, commit)
     result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None)
     emit_diagnostics(list(result.diagnostics), format, result.sources)

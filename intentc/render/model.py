@@ -43,6 +43,14 @@ SETUP_KINDS: dict[str, SetupStep] = {
     "ResourceQuota": SetupStep.QUOTAS,
     "LimitRange": SetupStep.QUOTAS,
     "PriorityClass": SetupStep.PRIORITY_CLASSES,
+    # What render targets add: quotas and queues (kueue), device claims a pod refers to (dra).
+    "ResourceFlavor": SetupStep.QUOTAS,
+    "Topology": SetupStep.QUOTAS,
+    "Cohort": SetupStep.QUOTAS,
+    "ClusterQueue": SetupStep.QUOTAS,
+    "LocalQueue": SetupStep.QUOTAS,
+    "ResourceClaimTemplate": SetupStep.QUOTAS,
+    "WorkloadPriorityClass": SetupStep.PRIORITY_CLASSES,
 }
 
 

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from intentc.ir import SlaClass, Tenant
 from intentc.render.meta import metadata
-from intentc.render.targets import GPU_RESOURCE
+from intentc.render.binding import GPU_QUOTA
 
 ROLE_BINDING_NAME = "intentc-tenant-edit"
 QUOTA_NAME = "intentc-tenant-quota"
@@ -43,10 +43,11 @@ def role_binding(tenant: Tenant) -> dict[str, Any] | None:
     }
 
 
-def resource_quota(tenant: Tenant) -> dict[str, Any] | None:
+def resource_quota(tenant: Tenant, gpu_key: str = GPU_QUOTA) -> dict[str, Any] | None:
+    """`gpu_key` is the render target's: DRA claims are counted per device class."""
     hard: dict[str, str] = {}
     if tenant.quota_gpus is not None:
-        hard[f"requests.{GPU_RESOURCE}"] = str(tenant.quota_gpus)
+        hard[gpu_key] = str(tenant.quota_gpus)
     if tenant.quota_cpu:
         hard["requests.cpu"] = tenant.quota_cpu
     if tenant.quota_memory:

@@ -3,7 +3,8 @@
 A gang that spans several nodes needs one pod per planned node: an Indexed
 Job (stable ranks from the completion index), each pod pinned to a distinct
 planned node by node affinity plus pod anti-affinity.  When the nodes carry
-different GPU counts no single pod template fits, so each node gets its own Job.
+different GPU counts no single pod template fits, so each node gets its own Job;
+so does a target that names devices (`dra`) when the planned index sets differ.
 The decision is returned as a `Choice` and stamped as `intentc.dev/gang-mode`.
 """
 
@@ -12,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from intentc.ir import ActionKind, Intent, TriggerKind
+from intentc.ir import ActionKind, Intent, Topology, TriggerKind
 from intentc.plan.model import NodeAllocation, Placement
+from intentc.render.binding import BindRequest, PodBinding, RenderTarget
 from intentc.render.capabilities import KubeVersion
 from intentc.render.meta import labels, metadata
 from intentc.render.model import INTENT_LABEL, TENANT_LABEL, Choice
 from intentc.render.nccl import nccl_env
-from intentc.render.targets import PodBinding, RenderTarget
 from intentc.render.tenants import priority_class_name
 
 DEFAULT_SERVE_PORT = 8000
@@ -33,7 +34,7 @@ class GangLayout:
     reason: str = ""
 
 
-def gang_layout(placement: Placement | None) -> GangLayout:
+def gang_layout(placement: Placement | None, exact_devices: bool = False) -> GangLayout:
     allocs = tuple(sorted(placement.allocations, key=lambda a: a.node)) if placement else ()
     if len(allocs) <= 1:
         return GangLayout("single", (allocs,))
@@ -42,6 +43,11 @@ def gang_layout(placement: Placement | None) -> GangLayout:
         return GangLayout("per-node", tuple((a,) for a in allocs),
                           f"GPU counts differ per node ({', '.join(str(len(a.gpus)) for a in allocs)}): "
                           f"one Job per node")
+    if exact_devices and len({a.gpus for a in allocs}) > 1:
+        return GangLayout("per-node", tuple((a,) for a in allocs),
+                          f"planned GPU indices differ per node "
+                          f"({'; '.join(f'{a.node}=' + ','.join(map(str, a.gpus)) for a in allocs)}): "
+                          f"one Job (and device claim) per node")
     return GangLayout("indexed", (allocs,), f"{len(allocs)} indexed pods, one per planned node")
 
 
@@ -104,7 +110,9 @@ def _container(intent: Intent, binding: PodBinding, env: list[dict[str, Any]],
         container["env"] = env
     if port is not None:
         container["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
-    resources = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
+    resources: dict[str, Any] = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
+    if binding.resource_claims:
+        resources["claims"] = [{"name": name} for name, _ in binding.resource_claims]
     if resources:
         container["resources"] = resources
     return container
@@ -121,9 +129,12 @@ def _pod_template(intent: Intent, binding: PodBinding, env: list[dict[str, Any]]
         spec["tolerations"] = [dict(t) for t in binding.tolerations]
     if intent.constraints.sla:
         spec["priorityClassName"] = priority_class_name(intent.constraints.sla)
+    if binding.resource_claims:
+        spec["resourceClaims"] = [{"name": name, "resourceClaimTemplateName": template}
+                                  for name, template in binding.resource_claims]
     meta: dict[str, Any] = {"labels": labels(intent.tenant, intent.name)}
-    if annotations:
-        meta["annotations"] = dict(annotations)
+    if annotations or binding.pod_annotations:
+        meta["annotations"] = {**annotations, **binding.pod_annotations}
     return {"metadata": meta, "spec": spec}
 
 
@@ -143,16 +154,23 @@ def _gpus_per_pod(intent: Intent, allocations: Sequence[NodeAllocation]) -> int:
     return intent.gpu_count
 
 
+def _workload_metadata(name: str, intent: Intent, annotations: Mapping[str, str],
+                       binding: PodBinding) -> dict[str, Any]:
+    return metadata(name, intent.tenant, tenant=intent.tenant, intent=intent.name, annotations=annotations,
+                    extra_labels=binding.labels)
+
+
 def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
-         target: RenderTarget, dataset_uris: Mapping[str, str | None]) -> tuple[list[dict[str, Any]], Choice | None]:
-    layout = gang_layout(placement)
+         target: RenderTarget, dataset_uris: Mapping[str, str | None],
+         topology: Topology | None = None) -> tuple[list[dict[str, Any]], Choice | None]:
+    layout = gang_layout(placement, target.exact_devices())
     world = sum(len(g) for g in layout.groups) or 1
     out = []
     for rank, group in enumerate(layout.groups):
         name = intent.name if len(layout.groups) == 1 else f"{intent.name}-{rank}"
         pods = max(len(group), 1)
         spread = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
-        binding = target.bind(group, _gpus_per_pod(intent, group), spread)
+        binding = target.bind(BindRequest(intent, name, group, _gpus_per_pod(intent, group), spread, topology))
         plain = {**intent_env(intent, dataset_uris), **binding.env}
         refs: dict[str, str] = {}
         if placement is not None:
@@ -171,17 +189,19 @@ def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVe
         spec: dict[str, Any] = {"backoffLimit": JOB_BACKOFF_LIMIT, "completions": pods, "parallelism": pods}
         if layout.mode == "indexed":
             spec["completionMode"] = "Indexed"
+        if binding.suspend:
+            spec["suspend"] = True
         spec["template"] = _pod_template(intent, binding, _env_list(plain, refs), pod_ann, "Never", None)
         out.append({"apiVersion": "batch/v1", "kind": "Job",
-                    "metadata": metadata(name, intent.tenant, tenant=intent.tenant, intent=intent.name,
-                                         annotations=ann),
-                    "spec": spec})
+                    "metadata": _workload_metadata(name, intent, ann, binding), "spec": spec})
+        out.extend(dict(o) for o in binding.objects)
     choice = Choice(intent.name, layout.mode, layout.reason) if layout.reason else None
     return out, choice
 
 
 def deployment_and_service(intent: Intent, placement: Placement | None, wave: int, target: RenderTarget,
-                           dataset_uris: Mapping[str, str | None]) -> tuple[list[dict[str, Any]], Choice | None]:
+                           dataset_uris: Mapping[str, str | None],
+                           topology: Topology | None = None) -> tuple[list[dict[str, Any]], Choice | None]:
     """The planned GPU set is the service's whole footprint; replicas share it.
     (A replica count that does not divide it is rounded up per replica, and
     said so, rather than silently dropping replicas.)"""
@@ -196,7 +216,9 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
                         f"{planned} planned GPUs do not divide into {replicas} replicas: "
                         f"each replica requests {per_pod} ({per_pod * replicas} in all)")
     selector = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
-    binding = target.bind(allocs, per_pod, {})
+    binding = target.bind(BindRequest(intent, intent.name, allocs, per_pod, {}, topology))
+    if choice is None and binding.note:
+        choice = Choice(intent.name, "union", binding.note)
     plain = {**intent_env(intent, dataset_uris), **binding.env, "INTENTC_PORT": str(port)}
     if placement is not None:
         plain.update(nccl_env(placement, allocs))
@@ -204,7 +226,7 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
     pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": metadata(intent.name, intent.tenant, tenant=intent.tenant, intent=intent.name, annotations=ann),
+        "metadata": _workload_metadata(intent.name, intent, ann, binding),
         "spec": {"replicas": replicas, "selector": {"matchLabels": selector},
                  "template": _pod_template(intent, binding, _env_list(plain, {}), pod_ann, "Always", port)},
     }
@@ -215,7 +237,7 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
         "spec": {"selector": selector, "type": "ClusterIP",
                  "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}]},
     }
-    return [deployment, service], choice
+    return [deployment, service, *(dict(o) for o in binding.objects)], choice
 
 
 # A schedule that never fires (February 31st): manual intents are CronJobs
@@ -231,7 +253,9 @@ def as_cronjob(job: dict[str, Any], intent: Intent) -> dict[str, Any]:
     # The Jobs the CronJob controller creates are its, not intentc's: they
     # carry the intent and tenant labels but not managed-by, so drift
     # detection does not take them for orphans.
-    template_meta = {"labels": {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}}
+    # Queue labels (the `kueue` target) must reach each Job the CronJob creates.
+    queue = {k: v for k, v in meta.get("labels", {}).items() if k.startswith("kueue.x-k8s.io/")}
+    template_meta = {"labels": {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant, **queue}}
     return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta,
             "spec": {"schedule": NEVER if manual else str(intent.trigger.schedule),
                      "suspend": manual,
@@ -240,10 +264,11 @@ def as_cronjob(job: dict[str, Any], intent: Intent) -> dict[str, Any]:
 
 
 def workload_objects(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
-                     target: RenderTarget, dataset_uris: Mapping[str, str | None]) -> tuple[list[dict[str, Any]], Choice | None]:
+                     target: RenderTarget, dataset_uris: Mapping[str, str | None],
+                     topology: Topology | None = None) -> tuple[list[dict[str, Any]], Choice | None]:
     if intent.action.kind == ActionKind.SERVE.value:
-        return deployment_and_service(intent, placement, wave, target, dataset_uris)
-    bodies, choice = jobs(intent, placement, wave, version, target, dataset_uris)
+        return deployment_and_service(intent, placement, wave, target, dataset_uris, topology)
+    bodies, choice = jobs(intent, placement, wave, version, target, dataset_uris, topology)
     if intent.trigger.kind in (TriggerKind.SCHEDULE.value, TriggerKind.MANUAL.value):
-        bodies = [as_cronjob(b, intent) for b in bodies]
+        bodies = [as_cronjob(b, intent) if b["kind"] == "Job" else b for b in bodies]
     return bodies, choice
