@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from intentc.cli import app
-from tests.dra_support import ClaimRecorder, allocated_devices
+from tests.kube_watch import WatchRecorder, allocated_claims, allocated_devices
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
 
@@ -55,12 +55,12 @@ def planned(tmp_path: Path) -> set[tuple[str, str, tuple[int, ...]]]:
 def test_allocated_devices_are_the_planned_ones(cluster: KubeEnv, tmp_path: Path) -> None:
     expected = planned(tmp_path)
     assert len({i for i, _, _ in expected}) == 4 and len(expected) == 5, expected
-    recorder = ClaimRecorder(cluster)
+    recorder = WatchRecorder(cluster, "resourceclaims.resource.k8s.io")
     try:
         code, text = invoke("apply", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
                             "--commit", SHA, "--render-target", "dra", "--timeout", "300", "--format", "json")
     finally:
-        claims = recorder.stop()
+        claims = allocated_claims(recorder.stop())
     assert code == 0, text
     assert json.loads(text)["result"] == "succeeded", text
     seen = set()

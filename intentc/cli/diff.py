@@ -22,8 +22,9 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
-from intentc.cli.common import BaseRevision, HeadRevision, Jobs, MergeBase
+from intentc.cli.common import BaseRevision, HeadRevision, Jobs, MergeBase, RenderTarget, check_render_target
 from intentc.diagnostics import OutputFormat, has_errors
+from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import SOURCE_SUFFIXES, decode
 
 # The diff machinery (GitPython, deepdiff, jsonschema, the renderer, the planner)
@@ -137,6 +138,8 @@ def schema_diff(
   intentc diff --base HEAD~3 --head HEAD intents/nlp --format json
 
   intentc diff --base origin/main --topology examples/topologies/cluster.yaml   # plus the plan diff
+
+  intentc diff --base origin/main -t examples/topologies/cluster.yaml --render-target kueue --format markdown
 """)
 def diff(
     base: BaseRevision,
@@ -150,6 +153,7 @@ def diff(
         None, "--cache-dir", help="Parse cache directory (default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Parse every file, use and write no cache."),
     jobs: Jobs = 0,
+    render_target: RenderTarget = DEFAULT_TARGET,
 ) -> None:
     """Show what changes semantically between two revisions: intents, tenants and datasets
     (field by field, with positions), the dependency graph and, with --topology, the plan.
@@ -164,6 +168,7 @@ def diff(
     # A short-lived process holding two whole programs: the cyclic collector
     # would only rescan them (the IR has no cycles), during the run and at exit;
     # freezing them keeps the exit-time collection away too.
+    check_render_target(render_target)
     gc.disable()
     try:
         try:
@@ -183,7 +188,7 @@ def diff(
         directory = None if no_cache else (cache_dir or default_cache_dir())
         report, _, head_side = diff_trees(Tree(base_label, base_snap.listing, base_snap.read),
                                           Tree(head_label, head_snap.listing, head_snap.read),
-                                          loaded, directory, jobs or None)
+                                          loaded, directory, jobs or None, render_target)
         gc.freeze()
     finally:
         gc.enable()

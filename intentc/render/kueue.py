@@ -34,7 +34,7 @@ from intentc.render.binding import (GPU_QUOTA, GPU_RESOURCE, HOSTNAME_LABEL, Bin
                                     gpu_toleration, node_products, plan_annotations)
 from intentc.render.meta import metadata
 from intentc.render.tenants import PRIORITY_VALUES, priority_class_name
-from intentc.topology.nodes_import import GPU_CLIQUE, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
+from intentc.topology.labels import GPU_CLIQUE, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
