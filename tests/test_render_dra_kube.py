@@ -10,14 +10,11 @@ plan.json's, node by node.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from intentc.cli import app
-from tests.kube_watch import WatchRecorder, allocated_claims, allocated_devices
+from tests.kube_support import WatchRecorder, allocated_claims, allocated_devices, invoke, wait_for
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
 
@@ -28,13 +25,6 @@ INTENTS = FIXTURES / "intents"
 TOPOLOGY = FIXTURES / "cluster.yaml"
 SHA = "d" * 40
 INTENT_LABEL = "intentc.dev/intent"
-runner = CliRunner()
-
-
-def invoke(*args: str) -> tuple[int, str]:
-    res = runner.invoke(app, list(args))
-    assert "Traceback" not in res.output, res.output
-    return res.exit_code, res.output
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +35,9 @@ def cluster(kube_cluster: KubeEnv) -> KubeEnv:
 
 def planned(tmp_path: Path) -> set[tuple[str, str, tuple[int, ...]]]:
     out = tmp_path / "build"
-    code, text = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out", str(out), "--commit", SHA,
+    code, text, output = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out", str(out), "--commit", SHA,
                         "--kube-version", "1.37", "--render-target", "dra")
-    assert code == 0, text
+    assert code == 0, output
     plan = json.loads((out / "plan.json").read_text())
     return {(p["intent"], a["node"], tuple(a["gpus"])) for p in plan["placements"] for a in p["allocations"]}
 
@@ -57,12 +47,12 @@ def test_allocated_devices_are_the_planned_ones(cluster: KubeEnv, tmp_path: Path
     assert len({i for i, _, _ in expected}) == 4 and len(expected) == 5, expected
     recorder = WatchRecorder(cluster, "resourceclaims.resource.k8s.io")
     try:
-        code, text = invoke("apply", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
+        code, text, output = invoke("apply", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
                             "--commit", SHA, "--render-target", "dra", "--timeout", "300", "--format", "json")
     finally:
         claims = allocated_claims(recorder.stop())
-    assert code == 0, text
-    assert json.loads(text)["result"] == "succeeded", text
+    assert code == 0, output
+    assert json.loads(text)["result"] == "succeeded", output
     seen = set()
     for claim in claims.values():
         pool, gpus = allocated_devices(claim) or ("", ())
@@ -76,9 +66,9 @@ def test_a_pod_waits_rather_than_take_other_gpus(cluster: KubeEnv, tmp_path: Pat
     """Enforcement, not advice: with a planned GPU taken by someone else the pod stays
     Pending although other GPUs on its node are free."""
     out = tmp_path / "build"
-    code, text = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out", str(out), "--commit", SHA,
+    code, text, output = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out", str(out), "--commit", SHA,
                         "--kube-version", "1.37", "--render-target", "dra")
-    assert code == 0, text
+    assert code == 0, output
     plan = json.loads((out / "plan.json").read_text())
     [alloc] = next(p for p in plan["placements"] if p["intent"] == "warm-b")["allocations"]
     node, taken = alloc["node"], alloc["gpus"][0]
@@ -102,27 +92,23 @@ def test_a_pod_waits_rather_than_take_other_gpus(cluster: KubeEnv, tmp_path: Pat
     cluster.kubectl_run("delete", "job", "warm-b", "-n", ns, "--ignore-not-found", "--wait=true")
     for m in manifests:
         cluster.kubectl_run("apply", "--server-side", "--force-conflicts", "-f", str(m))
-    cluster.kubectl_run("wait", "--for=create", "pod", "-l", "job-name=warm-b", "-n", ns, "--timeout=60s")
 
     def unschedulable() -> str:
         pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", "job-name=warm-b")["items"]
         conds = [c for p in pods for c in p.get("status", {}).get("conditions", []) if c["type"] == "PodScheduled"]
         return " ".join(c.get("message", "") for c in conds if c["status"] == "False")
-    deadline = time.monotonic() + 60
-    message = ""
-    while time.monotonic() < deadline and not message:
-        message = unschedulable()
-        time.sleep(1)
-    assert message, "warm-b's pod must not schedule while a planned GPU is taken"
+    message = wait_for(unschedulable, 90, "warm-b's pod to be reported unschedulable")
+    assert "claim" in message, message
     # Enough GPUs are free on the node (4 in all, the squatter holds one): only the planned set would do.
     assert 4 - 1 >= len(alloc["gpus"])
     pods = cluster.kubectl_json("get", "pods", "-n", ns, "-l", "job-name=warm-b")["items"]
     assert all(not p["spec"].get("nodeName") for p in pods), "still Pending"
+    cluster.kubectl_run("delete", "job", "warm-b", "-n", ns, "--wait=false")
     cluster.kubectl_run("delete", "namespace", "squatter", "--wait=false")
 
 
 def test_apply_refuses_a_target_the_cluster_does_not_serve(cluster: KubeEnv) -> None:
-    code, text = invoke("apply", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
+    code, text, output = invoke("apply", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
                         "--commit", SHA, "--render-target", "kueue", "--dry-run")
-    assert code == 2, text
-    assert "render target 'kueue' needs Kueue (kueue.x-k8s.io/v1beta2)" in text and "does not serve" in text, text
+    assert code == 2, output
+    assert "render target 'kueue' needs Kueue (kueue.x-k8s.io/v1beta2)" in output and "does not serve" in output, output

@@ -12,19 +12,17 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from intentc.cli import app
 from intentc.compile import compile_paths
 from intentc.drift.admission import assigned_nodes, compare
 from intentc.plan.model import Placement
 from intentc.render.capabilities import KubeVersion
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
-from tests.kube_watch import WatchRecorder
+from tests.kube_support import WatchRecorder, invoke, wait_for
 
 pytestmark = pytest.mark.kube
 
@@ -59,17 +57,6 @@ def compiled(tmp_path: Path, name: str, intents: str) -> tuple[list[dict[str, An
 def kubectl_apply(env: KubeEnv, bodies: list[dict[str, Any]]) -> None:
     env.kubectl_run("apply", "--server-side", "--force-conflicts", "--field-manager=intentc-test", "-f", "-",
                     input=json.dumps({"apiVersion": "v1", "kind": "List", "items": bodies}))
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last!r}")
 
 
 def job_of(workload: dict[str, Any]) -> str:
@@ -185,10 +172,9 @@ def test_apply_renders_and_applies_for_kueue(cluster: KubeEnv, tmp_path: Path) -
     d.mkdir()
     (d / "tenants.intent").write_text(TENANTS)
     (d / "jobs.intent").write_text(intent("small", "tn-bronze", 1, "P2", "within node"))
-    res = CliRunner().invoke(app, ["apply", str(d), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
-                                   "--commit", SHA, "--render-target", "kueue", "--timeout", "180",
-                                   "--format", "json"])
-    assert res.exit_code == 0, res.output
+    code, _, output = invoke("apply", str(d), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
+                             "--commit", SHA, "--render-target", "kueue", "--timeout", "180", "--format", "json")
+    assert code == 0, output
     job = cluster.kubectl_json("get", "job", "small", "-n", "tn-bronze")
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "intentc"
     assert any(c["type"] == "Complete" and c["status"] == "True" for c in job["status"].get("conditions", []))

@@ -91,6 +91,26 @@ class RenderTarget(Protocol):
         ...
 
 
+class TargetDefaults:
+    """What a target has unless it says otherwise: no API requirement, GPUs counted as
+    `nvidia.com/gpu` requests, advisory indices, no cluster-wide objects."""
+
+    @property
+    def requirement(self) -> Requirement | None:
+        return None
+
+    @property
+    def gpu_quota(self) -> str:
+        return GPU_QUOTA
+
+    def exact_devices(self) -> bool:
+        return False
+
+    def cluster_objects(self, program: Program, intents: Sequence[Intent],
+                        topology: Topology | None) -> list[dict[str, Any]]:
+        return []
+
+
 def gpu_toleration(gpus_per_pod: int) -> tuple[Mapping[str, str], ...]:
     return ({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},) if gpus_per_pod else ()
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from intentc.ir import Intent, Program, Topology
-from intentc.render.binding import (BindRequest, PodBinding, Requirement, gpu_toleration, ints, node_pins,
+from intentc.render.binding import (BindRequest, PodBinding, Requirement, TargetDefaults, gpu_toleration, ints, node_pins,
                                     node_products, plan_annotations)
 from intentc.render.capabilities import KubeVersion
 from intentc.render.meta import labels, metadata
@@ -77,7 +76,7 @@ def claim_template(req: BindRequest, indices: Sequence[int]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class DraTarget:
+class DraTarget(TargetDefaults):
     name: str = "dra"
 
     @property
@@ -110,7 +109,3 @@ class DraTarget:
                           annotations=annotations, env={"INTENTC_GPU_INDICES": annotations["intentc.dev/gpu-indices"]},
                           resource_claims=((CLAIM_NAME, claim_template_name(req.owner)),),
                           objects=(claim_template(req, indices),), note=note)
-
-    def cluster_objects(self, program: Program, intents: Sequence[Intent],
-                        topology: Topology | None) -> list[dict[str, Any]]:
-        return []

@@ -30,8 +30,8 @@ from typing import Any, Sequence
 from intentc.ir import Intent, Program, Scope, SlaClass, Tenant, Topology, TopologyNode
 from intentc.plan.admission import tenant_weight
 from intentc.quantity import parse_quantity
-from intentc.render.binding import (GPU_QUOTA, GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, Requirement,
-                                    gpu_toleration, node_products, plan_annotations)
+from intentc.render.binding import (GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, Requirement,
+                                    TargetDefaults, gpu_toleration, node_products, plan_annotations)
 from intentc.render.meta import metadata
 from intentc.render.tenants import PRIORITY_VALUES, priority_class_name
 from intentc.topology.labels import GPU_CLIQUE, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
@@ -170,19 +170,12 @@ def kueue_objects(program: Program, topo: Topology) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class KueueTarget:
+class KueueTarget(TargetDefaults):
     name: str = "kueue"
 
     @property
     def requirement(self) -> Requirement:
         return Requirement(KUEUE_API, None, "Kueue")
-
-    @property
-    def gpu_quota(self) -> str:
-        return GPU_QUOTA
-
-    def exact_devices(self) -> bool:
-        return False
 
     def bind(self, req: BindRequest) -> PodBinding:
         intent = req.intent

@@ -16,11 +16,9 @@ pod-spec fields (`intentc.render.binding` is the contract).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
 
-from intentc.ir import Intent, Program, Topology
-from intentc.render.binding import (GPU_QUOTA, GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, RenderTarget,
-                                    Requirement, gpu_toleration, node_pins, plan_annotations)
+from intentc.render.binding import (GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, RenderTarget,
+                                    Requirement, TargetDefaults, gpu_toleration, node_pins, plan_annotations)
 from intentc.render.capabilities import KubeVersion
 from intentc.render.dra import DraTarget
 from intentc.render.kueue import KueueTarget
@@ -30,19 +28,8 @@ __all__ = ["GPU_RESOURCE", "HOSTNAME_LABEL", "BindRequest", "PodBinding", "Rende
 
 
 @dataclass(frozen=True)
-class DevicePluginTarget:
+class DevicePluginTarget(TargetDefaults):
     name: str = "device-plugin"
-
-    @property
-    def requirement(self) -> Requirement | None:
-        return None
-
-    @property
-    def gpu_quota(self) -> str:
-        return GPU_QUOTA
-
-    def exact_devices(self) -> bool:
-        return False
 
     def bind(self, req: BindRequest) -> PodBinding:
         if not req.allocations:
@@ -53,10 +40,6 @@ class DevicePluginTarget:
         return PodBinding(node_selector=selector, affinity=affinity, tolerations=gpu_toleration(req.gpus_per_pod),
                           limits=gpu, requests=gpu, annotations=annotations,
                           env={"INTENTC_GPU_INDICES": annotations["intentc.dev/gpu-indices"]})
-
-    def cluster_objects(self, program: Program, intents: Sequence[Intent],
-                        topology: Topology | None) -> list[dict[str, Any]]:
-        return []
 
 
 TARGETS: dict[str, RenderTarget] = {t.name: t for t in (DevicePluginTarget(), DraTarget(), KueueTarget())}

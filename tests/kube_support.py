@@ -1,4 +1,6 @@
-"""Objects as the API server reports them over time, recorded by a `kubectl get --watch`.
+"""Helpers for tests on the whole control plane: waiting, and watching what happens.
+
+`WatchRecorder` records objects as the API server reports them over time.
 
 Some evidence lives only briefly: a claim made from a ResourceClaimTemplate
 is deleted with its pod, and kwok completes Job pods within seconds; the
@@ -12,8 +14,12 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
-from typing import Any
+import time
+from typing import Any, Callable
 
+from typer.testing import CliRunner
+
+from intentc.cli import app
 from tests.kube_env import KubeEnv
 
 
@@ -70,3 +76,22 @@ def allocated_claims(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if allocated_devices(obj) is not None:
             out[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = obj
     return out
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.5) -> Any:
+    """Poll until `predicate()` is truthy and return it; fail saying what was awaited."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last!r}")
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit code, stdout, stdout and stderr); never a traceback."""
+    res = CliRunner().invoke(app, list(args))
+    assert "Traceback" not in res.output, res.output
+    return res.exit_code, res.stdout, res.output
