@@ -70,3 +70,35 @@ def test_packing() -> None:
 def test_not_admitted() -> None:
     [d] = compare(PLAN, {"metadata": {"name": "w", "namespace": "tn"}, "status": {}})
     assert d.kind == "unassigned"
+
+
+def test_what_kueue_writes_on_an_admitted_job_is_not_drift() -> None:
+    """Kueue unsuspends an admitted Job and injects node selectors, tolerations and
+    scheduling gates: those paths are handed over, drift and re-applies leave them."""
+    import copy
+
+    from intentc.drift.detect import modifications
+    from intentc.drift.fields import without_handed_over
+    from intentc.render import render
+    from intentc.render.capabilities import KubeVersion
+    from tests.render_cases import SHA_A, sample_plan, sample_program
+    from tests.test_render_targets import sample_topology
+
+    r = render(sample_program(), sample_plan(), SHA_A, KubeVersion(1, 37), "kueue", sample_topology())
+    [job] = [dict(m.body) for m in r.manifests if m.ref.kind == "Job" and m.ref.name == "train"]
+    live = copy.deepcopy(job)
+    live["spec"]["suspend"] = False
+    pod = live["spec"]["template"]
+    pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] = "gpu-a2"
+    pod["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
+    pod["spec"]["tolerations"] = []
+    pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] = "main"
+    assert modifications(job, live) == ()
+    live["spec"]["parallelism"] = 5
+    assert [c.path for c in modifications(job, live)] == ["spec.parallelism"], "the rest is still judged"
+    sent = without_handed_over(job)
+    assert "suspend" not in sent["spec"] and "nodeSelector" not in sent["spec"]["template"]["spec"]
+    assert job["spec"]["suspend"] is True, "the desired object is not changed"
+    for m in r.manifests:
+        if m.ref.kind != "Job":
+            assert "intentc.dev/handed-over" not in m.body["metadata"].get("annotations", {}), str(m.ref)

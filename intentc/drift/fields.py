@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any, Iterator, Mapping
 
 from intentc.quantity import parse_quantity
-from intentc.render.model import COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION
+from intentc.render.model import COMMIT_ANNOTATION, HANDED_OVER_ANNOTATION, SPEC_HASH_ANNOTATION
 
 ABSENT: Any = None   # how a missing live field is shown (JSON null)
 
@@ -35,6 +35,22 @@ PROVENANCE_PATHS = frozenset({
     f'metadata.annotations["{COMMIT_ANNOTATION}"]',
     f'metadata.annotations["{SPEC_HASH_ANNOTATION}"]',
 })
+
+def handed_over(desired: Mapping[str, Any]) -> frozenset[str]:
+    text = (desired.get("metadata", {}).get("annotations") or {}).get(HANDED_OVER_ANNOTATION, "")
+    return frozenset(p.strip() for p in str(text).split(",") if p.strip())
+
+
+def judged_paths_skip(desired: Mapping[str, Any]) -> frozenset[str]:
+    """What drift never compares on `desired`: provenance, and what it handed over."""
+    return PROVENANCE_PATHS | handed_over(desired)
+
+
+def without_handed_over(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The body to re-apply to an existing object: without the fields it handed over."""
+    paths = handed_over(body)
+    return _without(body, paths) if paths else body
+
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _MISSING = object()

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
+from intentc.drift.fields import without_handed_over
 from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair, repair_diff
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
 from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
@@ -220,7 +221,8 @@ class Reconciler:
         m, action = p.desired, decide(p)
         diff = _diff_for(action, p)
         try:
-            body = self._call(self.client.apply, m.body, force=self._force(action))
+            sent = m.body if p.live is None else without_handed_over(m.body)
+            body = self._call(self.client.apply, sent, force=self._force(action))
             return ObjectOutcome(m.ref, m.step, action, written=True, diff=diff), body
         except ApplyConflict as e:
             return _conflict(m.ref, m.step, action, e), p.live

@@ -47,6 +47,7 @@ class PodBinding:
     requests: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)       # workload and pod
     pod_annotations: Mapping[str, str] = field(default_factory=dict)   # pod template only
+    object_annotations: Mapping[str, str] = field(default_factory=dict)  # the workload object only
     labels: Mapping[str, str] = field(default_factory=dict)            # the workload object
     env: Mapping[str, str] = field(default_factory=dict)
     resource_claims: tuple[tuple[str, str], ...] = ()    # (claim name in the pod, ResourceClaimTemplate)

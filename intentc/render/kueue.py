@@ -33,6 +33,7 @@ from intentc.quantity import parse_quantity
 from intentc.render.binding import (GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, Requirement,
                                     TargetDefaults, gpu_toleration, node_products, plan_annotations)
 from intentc.render.meta import metadata
+from intentc.render.model import HANDED_OVER_ANNOTATION
 from intentc.render.tenants import PRIORITY_VALUES, priority_class_name
 from intentc.topology.labels import GPU_CLIQUE, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
 
@@ -44,6 +45,10 @@ PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 COHORT = "intentc"
 LOCAL_QUEUE = "intentc"
 COVERED = ("cpu", "memory", GPU_RESOURCE)
+# What Kueue writes on an admitted Job: it unsuspends it and injects the flavor's node
+# selector and tolerations, TAS scheduling gates and PodSet labels/annotations.
+HANDED_OVER = ",".join(("spec.suspend", "spec.template.metadata", "spec.template.spec.nodeSelector",
+                        "spec.template.spec.tolerations", "spec.template.spec.schedulingGates"))
 
 
 def flavor_name(product: str) -> str:
@@ -197,7 +202,7 @@ class KueueTarget(TargetDefaults):
         env = {"INTENTC_GPU_INDICES": annotations["intentc.dev/gpu-indices"]} if annotations else {}
         return PodBinding(node_selector=selector, tolerations=gpu_toleration(req.gpus_per_pod), limits=gpu,
                           requests=gpu, annotations=annotations, pod_annotations=pod_ann, labels=labels,
-                          env=env, suspend=True)
+                          env=env, suspend=True, object_annotations={HANDED_OVER_ANNOTATION: HANDED_OVER})
 
     def cluster_objects(self, program: Program, intents: Sequence[Intent],
                         topology: Topology | None) -> list[dict[str, Any]]:

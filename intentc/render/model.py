@@ -19,6 +19,9 @@ INTENT_LABEL = "intentc.dev/intent"
 COMMIT_ANNOTATION = "intentc.dev/commit-sha"
 SPEC_HASH_ANNOTATION = "intentc.dev/spec-hash"
 STAMP_ANNOTATIONS = (COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION)
+# Paths (comma-separated) an object hands to a controller once it exists, e.g. a
+# Kueue Job's `spec.suspend`: drift does not judge them, a re-apply leaves them alone.
+HANDED_OVER_ANNOTATION = "intentc.dev/handed-over"
 
 
 class SetupStep(enum.IntEnum):

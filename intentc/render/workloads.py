@@ -18,7 +18,7 @@ from intentc.plan.model import NodeAllocation, Placement
 from intentc.render.binding import BindRequest, PodBinding, RenderTarget
 from intentc.render.capabilities import KubeVersion
 from intentc.render.meta import labels, metadata
-from intentc.render.model import INTENT_LABEL, TENANT_LABEL, Choice
+from intentc.render.model import HANDED_OVER_ANNOTATION, INTENT_LABEL, TENANT_LABEL, Choice
 from intentc.render.nccl import nccl_env
 from intentc.render.tenants import priority_class_name
 
@@ -186,6 +186,7 @@ def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVe
         if world > 1:
             ann["intentc.dev/gang-mode"] = layout.mode
         pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
+        ann.update(binding.object_annotations)
         spec: dict[str, Any] = {"backoffLimit": JOB_BACKOFF_LIMIT, "completions": pods, "parallelism": pods}
         if layout.mode == "indexed":
             spec["completionMode"] = "Indexed"
@@ -249,7 +250,9 @@ def as_cronjob(job: dict[str, Any], intent: Intent) -> dict[str, Any]:
     """Wrap a rendered Job so it runs on the intent's schedule instead of at
     apply time (a scheduled or manual intent must not start on every merge)."""
     manual = intent.trigger.kind == TriggerKind.MANUAL.value
-    meta = job["metadata"]
+    meta = dict(job["metadata"])
+    # What a Job hands over (to Kueue) is the Jobs' business, not the CronJob's.
+    meta["annotations"] = {k: v for k, v in meta.get("annotations", {}).items() if k != HANDED_OVER_ANNOTATION}
     # The Jobs the CronJob controller creates are its, not intentc's: they
     # carry the intent and tenant labels but not managed-by, so drift
     # detection does not take them for orphans.
