@@ -112,3 +112,16 @@ def test_apply_refuses_a_target_the_cluster_does_not_serve(cluster: KubeEnv) -> 
                         "--commit", SHA, "--render-target", "kueue", "--dry-run")
     assert code == 2, output
     assert "render target 'kueue' needs Kueue (kueue.x-k8s.io/v1beta2)" in output and "does not serve" in output, output
+
+
+def test_the_daemon_refuses_it_too(cluster: KubeEnv, tmp_path: Path) -> None:
+    """The daemon checks with the same helper before it starts following a branch."""
+    code, _, output = invoke("daemon", "--repo", str(tmp_path), "--branch", "main", "-t", "cluster.yaml",
+                             "--kubeconfig", str(cluster.kubeconfig), "--listen", "", "--render-target", "kueue",
+                             "--workdir", str(tmp_path / "work"))
+    assert code == 2, output
+    assert "render target 'kueue' needs Kueue (kueue.x-k8s.io/v1beta2)" in output, output
+    code, _, output = invoke("daemon", "--repo", str(tmp_path), "--branch", "main", "-t", "cluster.yaml",
+                             "--kubeconfig", str(cluster.kubeconfig), "--listen", "", "--render-target", "dra",
+                             "--kube-version", "1.33", "--workdir", str(tmp_path / "work"))
+    assert code == 2 and "'dra' needs Kubernetes 1.34" in output, output
