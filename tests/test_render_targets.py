@@ -184,6 +184,8 @@ def test_kueue_workloads_are_suspended_queued_and_not_pinned() -> None:
     assert pod(jobs["train"])["nodeSelector"] == {"nvidia.com/gpu.product": "H100-80GB"}
     assert pod(jobs["train"])["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert jobs["train"]["metadata"]["annotations"]["intentc.dev/nodes"] == "gpu-a2,gpu-a3", "the plan, for comparison"
+    [uneven] = [c for c in r.choices if c.intent == "train-uneven"]
+    assert uneven.decision == "per-node" and "admits each of those Jobs on its own" in uneven.reason
 
 
 @pytest.mark.parametrize(("within", "prefer", "expected"), [

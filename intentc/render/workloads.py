@@ -196,7 +196,10 @@ def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVe
         out.append({"apiVersion": "batch/v1", "kind": "Job",
                     "metadata": _workload_metadata(name, intent, ann, binding), "spec": spec})
         out.extend(dict(o) for o in binding.objects)
-    choice = Choice(intent.name, layout.mode, layout.reason) if layout.reason else None
+    reason = layout.reason
+    if layout.mode == "per-node" and binding.suspend:
+        reason += "; a queue admits each of those Jobs on its own, not the gang as a whole"
+    choice = Choice(intent.name, layout.mode, reason) if reason else None
     return out, choice
 
 
