@@ -59,11 +59,8 @@ def node_manifest(node: ir.TopologyNode, levels: tuple[str, ...]) -> dict[str, A
         "metadata": {"name": node.name, "labels": labels, "annotations": {KWOK_ANNOTATION: "fake"}},
         "spec": {},
         "status": {"capacity": capacity, "allocatable": dict(capacity),
-                   # every field kubectl's client-side validation requires (1.37)
-                   "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake",
-                                "kubeProxyVersion": "fake", "machineID": node.name, "systemUUID": node.name,
-                                "bootID": node.name, "kernelVersion": "fake", "osImage": "fake",
-                                "containerRuntimeVersion": "fake"}},
+                   "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
+                                "kubeletVersion": "fake", "kubeProxyVersion": "fake"}},
     }
 
 
@@ -125,8 +122,4 @@ def add_topology(env: KubeEnv, topology_path: str, dra: bool = False, timeout: f
     names = [n.name for n in topo.nodes]
     env.kubectl_run("wait", "--for=condition=Ready", f"--timeout={int(timeout)}s",
                     *[f"node/{n}" for n in names], timeout=timeout + 10)
-    # The TaintNodesByCondition admission plugin taints every new Node not-ready; the node
-    # lifecycle controller, which would lift it once kwok reports Ready, is off in the test bed.
-    for n in names:
-        env.kubectl_run("taint", "nodes", n, "node.kubernetes.io/not-ready:NoSchedule-", check=False)
     return names

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from intentc.cli import app
 from intentc.render.capabilities import KubeVersion
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
-from tests.kube_support import invoke
-from tests.kube_support import wait_for as _wait_for
 
 pytestmark = pytest.mark.kube
 
@@ -27,6 +28,13 @@ FIXTURES = Path(__file__).parent / "fixtures"
 INTENTS = FIXTURES / "repo" / "intents"
 TOPOLOGY = FIXTURES / "testbed" / "cluster.yaml"
 SHA = "c" * 40
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    res = runner.invoke(app, list(args))
+    assert "Traceback" not in res.output, res.output
+    return res.exit_code, res.stdout
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +68,12 @@ def _pods(env: KubeEnv, namespace: str, selector: str) -> list[dict[str, Any]]:
 def test_planned_jobs_are_scheduled_on_their_planned_nodes_and_complete(cluster: KubeEnv,
                                                                       tmp_path: Path) -> None:
     out = tmp_path / "build"
-    code, text, _ = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out", str(out), "--commit", SHA,
+    code, text = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out", str(out), "--commit", SHA,
                         "--kube-version", "1.37")
     assert code == 0, text
     plan = json.loads((out / "plan.json").read_text())
     planned = {p["intent"]: sorted(a["node"] for a in p["allocations"]) for p in plan["placements"]}
-    code, text, _ = invoke("apply", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
+    code, text = invoke("apply", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
                         "--commit", SHA, "--timeout", "300", "--format", "json")
     assert code == 0, text
     doc = json.loads(text)
@@ -84,20 +92,20 @@ def test_kubectl_scale_is_drift_and_apply_restores_it(cluster: KubeEnv) -> None:
     """The sync issue's reproducer on a real 1.37 control plane: the write goes through
     the scale subresource and the Deployment controller acts on it."""
     common = [str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig), "--commit", SHA]
-    code, text, _ = invoke("apply", *common, "--timeout", "300", "--format", "json")
+    code, text = invoke("apply", *common, "--timeout", "300", "--format", "json")
     assert code == 0, text
     cluster.kubectl_run("scale", "deployment/serve", "-n", "tn-beta", "--replicas=0")
-    code, text, _ = invoke("drift", *common, "--format", "json")
+    code, text = invoke("drift", *common, "--format", "json")
     assert code == 1, text
     assert "spec.replicas" in text
-    code, text, _ = invoke("apply", *common, "--no-wait", "--format", "json")
+    code, text = invoke("apply", *common, "--no-wait", "--format", "json")
     assert code == 0, text
     doc = json.loads(text)
     repaired = [o for o in doc["objects"] if o["action"] == "repair"]
     assert [(o["kind"], o["name"]) for o in repaired] == [("Deployment", "serve")], text
     assert any("spec.replicas: 0 -> 2" in line for line in repaired[0]["diff"]), repaired
     assert cluster.kubectl_json("get", "deployment", "serve", "-n", "tn-beta")["spec"]["replicas"] == 2
-    code, text, _ = invoke("apply", *common, "--no-wait", "--format", "json")
+    code, text = invoke("apply", *common, "--no-wait", "--format", "json")
     assert code == 0, text
     again = json.loads(text)
     assert not any(o["written"] for o in again["objects"]) and not again["inventoryWritten"], \
@@ -105,6 +113,17 @@ def test_kubectl_scale_is_drift_and_apply_restores_it(cluster: KubeEnv) -> None:
 
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+def _wait_for(predicate: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last!r}")
 
 
 def test_kueue_admits_a_suspended_job(kueue_cluster: KubeEnv) -> None:

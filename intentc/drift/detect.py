@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from intentc.drift.fields import FieldDiff, diff_fields, judged_paths_skip
+from intentc.drift.fields import FieldDiff, diff_fields, ignored_paths
 from intentc.render.model import (
     COMMIT_ANNOTATION,
     INTENT_LABEL,
@@ -185,7 +185,7 @@ def modifications(desired: Mapping[str, Any], live: Mapping[str, Any],
     applied_this = _annotation(live, SPEC_HASH_ANNOTATION) == _desired_hash(desired)
     has_trie = bool(_meta(live).get("managedFields"))
     changes = []
-    for d in diff_fields(desired, live, judged_paths_skip(desired)):
+    for d in diff_fields(desired, live, ignored_paths(desired)):
         others = tuple(o for o in d.owners if o != manager)
         if not applied_this and not others:
             continue

@@ -41,7 +41,7 @@ def handed_over(desired: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(p.strip() for p in str(text).split(",") if p.strip())
 
 
-def judged_paths_skip(desired: Mapping[str, Any]) -> frozenset[str]:
+def ignored_paths(desired: Mapping[str, Any]) -> frozenset[str]:
     """What drift never compares on `desired`: provenance, and what it handed over."""
     return PROVENANCE_PATHS | handed_over(desired)
 

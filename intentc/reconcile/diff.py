@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from intentc.drift.fields import FieldDiff, diff_fields, judged_paths_skip
+from intentc.drift.fields import FieldDiff, diff_fields, ignored_paths
 from intentc.render.model import (MANAGED_BY, MANAGED_BY_LABEL, SPEC_HASH_ANNOTATION, Manifest,
                                   ObjectRef)
 from intentc.render.stamp import unstamped
@@ -67,7 +67,7 @@ def pair(desired: Sequence[Manifest], live: Mapping[ObjectRef, Mapping[str, Any]
 
 def drifted(desired: Mapping[str, Any], live: Mapping[str, Any]) -> list[FieldDiff]:
     """Fields intentc sets whose live value differs (by value; owners only name who)."""
-    return diff_fields(desired, live, judged_paths_skip(desired))
+    return diff_fields(desired, live, ignored_paths(desired))
 
 
 def decide(p: Pair) -> Action:
