@@ -179,6 +179,19 @@ def test_apply_renders_and_applies_for_kueue(cluster: KubeEnv, tmp_path: Path) -
     job = cluster.kubectl_json("get", "job", "small", "-n", "tn-bronze")
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "intentc"
     assert any(c["type"] == "Complete" and c["status"] == "True" for c in job["status"].get("conditions", []))
+    assert job["spec"]["suspend"] is False, "Kueue unsuspended it"
+    # What Kueue wrote is handed over: not drift, and a re-apply writes nothing
+    # (objects other tests applied with kubectl carry intentc's label: those are orphans here)
+    code, text, output = invoke("drift", str(d), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
+                                "--commit", SHA, "--render-target", "kueue", "--format", "json")
+    report = json.loads(text)
+    assert report["counts"]["modified"] == 0, output
+    assert not [f for f in report["findings"] if f["object"]["kind"] == "Job"], output
+    code, text, output = invoke("apply", str(d), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
+                                "--commit", SHA, "--render-target", "kueue", "--no-wait", "--format", "json")
+    assert code == 0, output
+    assert not [o for o in json.loads(text)["objects"] if o["written"]], text
+    assert cluster.kubectl_json("get", "job", "small", "-n", "tn-bronze")["spec"]["suspend"] is False
 
 
 def _fair_sharing_on(env: KubeEnv) -> bool:
