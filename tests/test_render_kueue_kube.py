@@ -186,7 +186,7 @@ def test_apply_renders_and_applies_for_kueue(cluster: KubeEnv, tmp_path: Path) -
                                 "--commit", SHA, "--render-target", "kueue", "--format", "json")
     report = json.loads(text)
     assert report["counts"]["modified"] == 0, output
-    assert not [f for f in report["findings"] if f["object"]["kind"] == "Job"], output
+    assert not [f for f in report["findings"] if f["object"]["name"] == "small"], output
     code, text, output = invoke("apply", str(d), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
                                 "--commit", SHA, "--render-target", "kueue", "--no-wait", "--format", "json")
     assert code == 0, output
