@@ -9,28 +9,35 @@ and datasets), then measures, in the same run and on the same files:
   parse cache) and warm (cache from the previous run), both cores;
 * the baseline: `check-jsonschema --schemafile schemas/intent.schema.json`
   on the YAML half only (schema validation alone: no DSL, no positions
-  beyond the schema error, no cross-file semantic passes).
+  beyond the schema error, no cross-file semantic passes);
+* KCL, when `kcl-lib` is installed (`pip install -e '.[bench]'`): every
+  intent written as a `.k` file from the IR of the same run, checked by a
+  KCL schema with the checks of intent.schema.json (benchmarks/kcl_intents.py),
+  run by kcl-lib's `exec_program` in a fresh process.
 
-Reports intents/s and per-file time ratios; writes
-benchmarks/results/bench_frontend.json.  Seeded: the same files every run.
+Every run is a fresh process measured by benchmarks.proc.measure: wall
+time, CPU time and peak RSS, with the load average it ran under.  Reports
+intents/s and ratios; writes benchmarks/results/bench_frontend.json.
+Seeded: the same files every run.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.proc import best  # noqa: E402
 from benchmarks.results import write_results  # noqa: E402
 
 TENANTS = ["team-a", "team-b", "team-c", "team-d"]
@@ -93,56 +100,58 @@ def generate(root: Path, n: int) -> tuple[Path, Path]:
     return dsl_dir, yaml_dir
 
 
-def timed(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, int]:
-    best = float("inf")
-    rc = 0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
-        best = min(best, time.perf_counter() - start)
-    return best, rc
+# A failed check comes back in err_message, not as an exception: exit non-zero on it.
+KCL_RUN = ("import os, sys, kcl_lib.api as api\n"
+           "r = api.API().exec_program(api.ExecProgramArgs(work_dir=os.path.dirname(sys.argv[1]),\n"
+           "                                               k_filename_list=sys.argv[1:]))\n"
+           "sys.exit(r.err_message or 0)\n")
 
 
-def bench(n: int, repeat: int) -> dict[str, object]:
+def kcl_available() -> bool:
+    return importlib.util.find_spec("kcl_lib") is not None
+
+
+def bench(n: int, repeat: int) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix=f"intentc-bench-{n}-"))
     cache = work / "cache"
     try:
         _, yaml_dir = generate(work / "repo", n)
         env = dict(os.environ, INTENTC_CACHE_DIR=str(cache))
         intentc = [sys.executable, "-m", "intentc", "check", str(work / "repo"), "--format", "json"]
-
-        cold = float("inf")
-        for _ in range(repeat):
-            shutil.rmtree(cache, ignore_errors=True)
-            t, rc = timed(intentc, env, 1)
-            cold = min(cold, t)
-        assert rc == 0, f"intentc check failed on generated input (exit {rc})"
-        warm, rc = timed(intentc, env, repeat)
+        cold = best(intentc, env, repeat, lambda: shutil.rmtree(cache, ignore_errors=True))
+        warm = best(intentc, env, repeat)
         yaml_files = sorted(str(p) for p in yaml_dir.iterdir())
         baseline_cmd = ["check-jsonschema", "--schemafile", str(ROOT / "schemas" / "intent.schema.json"),
                         *yaml_files]
-        base, base_rc = timed(baseline_cmd, dict(os.environ), repeat)
-        assert base_rc == 0, "check-jsonschema rejected the generated YAML"
-        files_intentc = n + 1
-        files_base = len(yaml_files)
-        per_file_intentc_cold = cold / files_intentc
-        per_file_base = base / files_base
-        return {
+        base = best(baseline_cmd, dict(os.environ), repeat)
+        row: dict[str, Any] = {
             "intents": n,
-            "files": files_intentc,
-            "intentc_check_cold_s": round(cold, 3),
-            "intentc_check_warm_s": round(warm, 3),
-            "intents_per_s_cold": round(n / cold),
-            "intents_per_s_warm": round(n / warm),
+            "files": n + 1,
+            "intentc_check_cold": cold,
+            "intentc_check_cached": warm,
+            "intentc_check_cold_s": cold["wall_s"],
+            "intentc_check_warm_s": warm["wall_s"],
+            "intents_per_s_cold": round(n / cold["wall_s"]),
             "baseline": "check-jsonschema (YAML half only, schema validation only)",
-            "baseline_s": round(base, 3),
-            "baseline_files": files_base,
-            "per_file_ms_intentc_cold": round(per_file_intentc_cold * 1000, 3),
-            "per_file_ms_intentc_warm": round(warm / files_intentc * 1000, 3),
-            "per_file_ms_baseline": round(per_file_base * 1000, 3),
-            "speedup_per_file_cold_vs_baseline": round(per_file_base / per_file_intentc_cold, 2),
-            "speedup_per_file_warm_vs_baseline": round(per_file_base / (warm / files_intentc), 2),
+            "baseline_run": base,
+            "baseline_files": len(yaml_files),
+            "per_file_ms_intentc_cold": round(cold["wall_s"] / (n + 1) * 1000, 3),
+            "per_file_ms_baseline": round(base["wall_s"] / len(yaml_files) * 1000, 3),
+            "speedup_per_file_cold_vs_baseline": round((base["wall_s"] / len(yaml_files))
+                                                       / (cold["wall_s"] / (n + 1)), 2),
         }
+        if kcl_available():
+            from benchmarks.kcl_intents import write_kcl
+            from intentc.pipeline import check
+            program = check([str(work / "repo")], use_cache=False).program
+            k_files = write_kcl(program.intents, work / "kcl")
+            kcl = best([sys.executable, "-c", KCL_RUN, *map(str, k_files)], dict(os.environ), repeat)
+            row["kcl"] = {**kcl, "what": "kcl-lib exec_program on all intents as .k files with the "
+                                         "schema checks of intent.schema.json (schema validation only)",
+                          "files": len(k_files)}
+            row["kcl_vs_intentc_cold_wall"] = round(kcl["wall_s"] / cold["wall_s"], 2)
+            row["kcl_vs_intentc_cold_peak_rss"] = round(kcl["peak_rss_mb"] / cold["peak_rss_mb"], 2)
+        return row
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -154,12 +163,17 @@ def main() -> None:
     args = ap.parse_args()
     results = [bench(n, args.repeat) for n in args.sizes]
     write_results("bench_frontend", results)
-    print(f"{'intents':>8} {'cold s':>8} {'warm s':>8} {'int/s cold':>11} {'baseline s':>11} "
-          f"{'ms/file ours':>13} {'ms/file base':>13} {'ratio':>6}")
     for r in results:
-        print(f"{r['intents']:>8} {r['intentc_check_cold_s']:>8} {r['intentc_check_warm_s']:>8} "
-              f"{r['intents_per_s_cold']:>11} {r['baseline_s']:>11} {r['per_file_ms_intentc_cold']:>13} "
-              f"{r['per_file_ms_baseline']:>13} {r['speedup_per_file_cold_vs_baseline']:>6}")
+        cold, warm, base = r["intentc_check_cold"], r["intentc_check_cached"], r["baseline_run"]
+        print(f"{r['intents']:>7} intents: intentc cold {cold['wall_s']} s {cold['peak_rss_mb']} MB, "
+              f"cached {warm['wall_s']} s {warm['peak_rss_mb']} MB | check-jsonschema (YAML half) "
+              f"{base['wall_s']} s {base['peak_rss_mb']} MB | load {cold['load_before']}")
+        if "kcl" in r:
+            k = r["kcl"]
+            print(f"{'':>16}KCL {k['wall_s']} s {k['peak_rss_mb']} MB ({r['kcl_vs_intentc_cold_wall']}x "
+                  f"intentc's cold time, {r['kcl_vs_intentc_cold_peak_rss']}x its memory)")
+        else:
+            print(f"{'':>16}KCL not measured: kcl-lib is not installed (pip install -e '.[bench]')")
 
 
 if __name__ == "__main__":

@@ -83,8 +83,12 @@ MILP_PCT_TARGET = 95.0
 
 
 def run_intentc(program: ir.Program, topo: LoadedTopology) -> Alloc:
+    """What intentc runs at plan time 0: the plan is a schedule over time, and this
+    benchmark compares placements at one instant (the rest of the jobs are queued;
+    bench_plan_time.py measures the schedule over time)."""
     plan, _ = make_plan(program, topo)
-    return {p.intent: [(a.node, a.gpus) for a in p.allocations] for p in plan.placements if p.allocations}
+    return {p.intent: [(a.node, a.gpus) for a in p.allocations] for p in plan.placements
+            if p.allocations and p.start_s == 0}
 
 
 # --------------------------------------------------------------------------

@@ -111,6 +111,20 @@ def _first_free(node: NodeState, k: int) -> tuple[int, ...]:
     return tuple(g for g in range(node.capacity) if node.free >> g & 1)[:k]
 
 
+def place_with(policy: Policy, cluster: Cluster, req: Request) -> list[tuple[NodeState, tuple[int, ...]]] | None:
+    """Where `policy` puts the gang (the first free GPUs of each node it picks), taken; None if nowhere."""
+    view = cluster.view(req.filter)
+    shares = policy(cluster, view, req, cluster.depth_of(req.within) if req.within else 0)
+    if not shares:
+        return None
+    taken = []
+    for node, k in shares:
+        gpus = _first_free(node, k)
+        cluster.take(node, gpus)
+        taken.append((node, gpus))
+    return taken
+
+
 def terms_of(program: ir.Program) -> dict[str, TenantTerms]:
     return {t.name: TenantTerms(tenant_weight(t), t.quota_gpus) for t in program.tenants}
 
@@ -123,17 +137,10 @@ def run_baseline(policy: Policy, program: ir.Program, topo: LoadedTopology) -> A
         req = Request.of(intent)
         if fair.over_quota(req.tenant, req.count):
             continue
-        view = cluster.view(req.filter)
-        depth = cluster.depth_of(req.within) if req.within else 0
-        shares = policy(cluster, view, req, depth)
-        if not shares:
+        taken = place_with(policy, cluster, req)
+        if taken is None:
             continue
-        placed = []
-        for node, k in shares:
-            gpus = _first_free(node, k)
-            cluster.take(node, gpus)
-            placed.append((node.spec.name, gpus))
-        out[intent.name] = placed
+        out[intent.name] = [(node.spec.name, gpus) for node, gpus in taken]
         fair.charge(req.tenant, req.count)
     return out
 

@@ -36,6 +36,7 @@ def build_cluster(hgx_nodes: int, hgx_per_rack: int, racks_per_zone: int,
                   gb_domains: int, gb_per_domain: int) -> LoadedTopology:
     hgx = _hgx_matrix()
     gb = default_matrix(4, "GB200")
+    # (the HGX matrix object is shared by every HGX node, so GpuChooser builds its table once)
     nodes, mats = [], []
     for i in range(hgx_nodes):
         rack = i // hgx_per_rack
@@ -44,15 +45,24 @@ def build_cluster(hgx_nodes: int, hgx_per_rack: int, racks_per_zone: int,
         nodes.append(ir.TopologyNode(name, 8, "H100-80GB", "81559Mi",
                                      domains=(("zone", f"z{zone + 1}"), ("rack", f"r{rack + 1:02d}"))))
         mats.append((name, hgx))
-    letters = "abcdefghijklmnopqrstuvwxyz"
     for d in range(gb_domains):
         for t in range(gb_per_domain):
-            name = f"gb-{letters[d]}{t:02d}"
-            clique = f"nvl72-{letters[d]}"
+            name = f"gb-{_letters(d)}{t:02d}"
+            clique = f"nvl72-{_letters(d)}"
             nodes.append(ir.TopologyNode(name, 4, "GB200", "189471Mi",
                                          domains=(("zone", "zgb"), ("rack", clique), ("nvlink", clique))))
             mats.append((name, gb))
     return LoadedTopology(ir.Topology("bench", ("zone", "rack", "nvlink", "node"), tuple(nodes)), tuple(mats))
+
+
+def _letters(d: int) -> str:
+    """a .. z, then ba, bb, ... (base 26), so clusters of any size get distinct domain names."""
+    out = ""
+    while True:
+        d, r = divmod(d, 26)
+        out = "abcdefghijklmnopqrstuvwxyz"[r] + out
+        if d == 0:
+            return out
 
 
 def _intent(name: str, tenant: str, size: int, rng: random.Random) -> ir.Intent:
@@ -88,3 +98,48 @@ def build_workload(rng: random.Random, jobs: int | None = None, demand: int | No
 
 def sla_of(intent: ir.Intent) -> str:
     return intent.constraints.sla or "P2"
+
+
+# --------------------------------------------------------------------------
+# Over time: a DAG workload with Alibaba-2023-shaped durations (bench_plan_time.py)
+# --------------------------------------------------------------------------
+
+# cluster-trace-gpu-v2023 job durations are heavy-tailed: most jobs run minutes to
+# an hour, a tail runs many hours.  A log-normal with a 45-minute median and sigma
+# 1.0 (clipped to 5 min .. 8 h) gives that shape; bigger gangs run longer
+# (training), as in the trace.  Pipelines are short (at most 3 jobs deep), so the
+# critical path stays within a working day and the GPUs, not one long chain,
+# decide the makespan as far as possible with 2,000 jobs on 3,520 GPUs.
+DURATION_MEDIAN_S = 2700
+DURATION_SIGMA = 1.0
+DEPENDS = 0.35          # share of jobs that wait for 1-2 earlier jobs of their tenant
+MAX_DEPTH = 3           # jobs per pipeline at most
+
+
+def _duration(rng: random.Random, size: int) -> int:
+    seconds = rng.lognormvariate(0, DURATION_SIGMA) * DURATION_MEDIAN_S * (1 + size.bit_length() / 4)
+    return int(min(max(seconds, 300), 8 * 3600)) // 60 * 60
+
+
+def build_dag_workload(rng: random.Random, jobs: int) -> ir.Program:
+    """`jobs` finite GPU jobs (no serve: the benchmark measures a makespan), about a third
+    of them in pipelines (`after` 1-2 recent jobs of the same tenant), each with a duration."""
+    base = build_workload(rng, jobs=jobs)
+    recent: dict[str, list[str]] = {}
+    depth: dict[str, int] = {}
+    intents = []
+    for intent in base.intents:
+        earlier = [n for n in recent.setdefault(intent.tenant, [])[-20:] if depth[n] < MAX_DEPTH]
+        after: tuple[ir.Ref, ...] = ()
+        if earlier and rng.random() < DEPENDS:
+            picks = sorted(set(rng.sample(earlier, min(len(earlier), rng.choice((1, 1, 2))))))
+            after = tuple(ir.Ref(n) for n in picks)
+        depth[intent.name] = 1 + max((depth[r.name] for r in after), default=0)
+        kind = intent.action.kind if intent.action.kind != "serve" else "inference"
+        c = intent.constraints
+        intents.append(ir.Intent(
+            intent.name, ir.Trigger("after" if after else "push", after=after), ir.Action(kind, "img"),
+            intent.context, ir.Constraints(gpus=c.gpus, sla=c.sla,
+                                           duration=f"{_duration(rng, intent.gpu_count)}s")))
+        recent[intent.tenant].append(intent.name)
+    return ir.Program(tenants=base.tenants, intents=tuple(intents))

@@ -7,7 +7,7 @@ refer to them, so a code is never reused for a different meaning.  Ranges:
   E02xx  YAML and JSON Schema     E03xx  names and references
   E04xx  domain rules             E05xx  dependency graph
   E06xx  placement                E07xx  topology and nvidia-smi files
-  E08xx  revisions and diffs
+  E08xx  revisions and diffs       E09xx  tenancy
   W0xxx  warnings (same ranges)
 """
 
@@ -19,6 +19,10 @@ CODES: dict[str, str] = {
     "E0002": "file is not valid UTF-8 text",
     "E0003": "file is binary, not text",
     "E0004": "file declares nothing",
+    "E0005": "path or symbolic link leads outside the repository",
+    "E0006": "not a regular file (FIFO, device, socket)",
+    "E0007": "file larger than the size limit",
+    "E0008": "too many errors in one file; the rest is not reported",
     # DSL syntax
     "E0101": "unexpected token",
     "E0102": "unexpected character",
@@ -69,6 +73,8 @@ CODES: dict[str, str] = {
     "E0418": "unknown drift policy",
     "E0419": "setting not valid for this action kind",
     "E0420": "unknown action kind or trigger",
+    "E0421": "integer larger than the Kubernetes field holds (int32 or int64)",
+    "E0422": "quantity Kubernetes would cap or round",
     "W0401": "GPU product not offered by any topology",
     "W0402": "model settings on an action that does not use them",
     # dependency graph
@@ -77,6 +83,8 @@ CODES: dict[str, str] = {
     # placement
     "E0601": "intent cannot be placed",
     "W0601": "preferred placement scope not met",
+    "W0602": "GPU intent without a duration: planned with the default for its kind",
+    "W0603": "`within nvlink` placed on GPUs that no NVLink joins",
     # topology files, node import and nvidia-smi matrices
     "E0701": "nvidia-smi matrix line cannot be read",
     "E0702": "unknown link type in an nvidia-smi matrix cell",
@@ -91,6 +99,25 @@ CODES: dict[str, str] = {
     "W0701": "node label value cannot be used",
     # revisions and diffs (intentc diff, intentc schema-diff)
     "E0801": "schema file is not valid JSON",
+    # sizing, failure fallback, tag policies, the Intent CRD (issue 15)
+    "E1001": "invalid parameter count",
+    "E1002": "kv_reuse must be in [0, 1]",
+    "E1003": "unknown throughput mode",
+    "E1004": "slack out of range",
+    "E1005": "retries out of range",
+    "E1006": "unknown fallback",
+    "E1007": "Job-only constraint on a serve action",
+    "E1010": "model weights do not fit in one pod's GPUs",
+    "E1011": "precision not allowed by the SLA class and tolerance",
+    "E1020": "placement breaks a tag rule",
+    "W1001": "batch: auto cannot be sized (model size or GPU memory unknown)",
+    "W1003": "Policy document outside policies/",
+    # tenancy (intentc.passes.tenancy, intentc.compile)
+    "E0901": "tenant name is a reserved namespace",
+    "E0902": "tenant group is a Kubernetes system group",
+    "E0903": "serve GPU count does not divide into its replicas",
+    "E0904": "SLA class above the tenant's ceiling",
+    "W0901": "tenant held back: its intents were not rendered",
 }
 
 

@@ -6,9 +6,15 @@ byte-identical results for the same tree.  `write_outputs` replaces
 `DIR/manifests/`, `DIR/plan.json` and `DIR/graph.json` as a unit: all new
 files are written beside the old ones first and then renamed into place,
 so a failed or interrupted compile never leaves a half-written mix.
+
+Errors that belong to one tenant hold back only that tenant
+(`intentc.holdback`): the others are rendered and written, the result is
+not `ok`, and the CLI exits 1 all the same (findings).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import os
 import re
@@ -16,27 +22,32 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import networkx as nx
 
 from intentc import graph
 from intentc.atomic import write_atomic
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
+from intentc.holdback import holdback
 from intentc.ir import Program
 from intentc.pipeline import check
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
+from intentc.plan.model import Occupancy
+from intentc.ir import Topology
 from intentc.plan.planner import make_plan
+from intentc.policy.load import load_policies
 from intentc.render import render
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import Rendered
 from intentc.render.output import manifest_files
 from intentc.render.targets import DEFAULT_TARGET
+from intentc.sources import OUTPUT_MANIFESTS, mark_output, read_text
 from intentc.topology.load import load_topology
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-MANIFESTS_DIR = "manifests"
+MANIFESTS_DIR = OUTPUT_MANIFESTS          # discovery skips it beside the output marker
 
 
 class CommitError(ValueError):
@@ -61,6 +72,10 @@ def resolve_commit(paths: Sequence[str], explicit: str | None = None) -> str:
     return sha_found
 
 
+
+# (program, topology) -> (what is taken, why): reads a cluster; injected so this module stays pure.
+LiveReader = Callable[[Program, Topology], tuple[Occupancy, tuple[str, ...]]]
+
 @dataclass(frozen=True)
 class CompileResult:
     diagnostics: tuple[Diagnostic, ...]
@@ -84,6 +99,11 @@ class CompileResult:
     def ok(self) -> bool:
         return self.rendered is not None and not has_errors(self.diagnostics)
 
+    @property
+    def held_tenants(self) -> tuple[str, ...]:
+        """Tenants whose errors held them back while the others were rendered."""
+        return self.rendered.held_tenants if self.rendered is not None else ()
+
     def files(self) -> dict[str, str]:
         """Relative path → text of every output file."""
         if self.rendered is None:
@@ -96,26 +116,38 @@ class CompileResult:
 
 def compile_paths(paths: Sequence[str], topology: str, commit: str,
                   kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
-                  seed: int = 0, jobs: int | None = None) -> CompileResult:
+                  seed: int = 0, jobs: int | None = None, exclude: Sequence[str] = (),
+                  live: LiveReader | None = None) -> CompileResult:
+    """Check, plan and render (files matching `exclude` left out).  `live`, when given, reads
+    what a cluster has free for the checked program and topology; the plan is then made on
+    that ("basis": live)."""
     sources: dict[str, str] = {}
     loaded, topo_diags = load_topology(topology)
-    try:
-        sources[Path(topology).as_posix()] = Path(topology).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass
-    checked = check(paths, jobs=jobs)
+    topo_text = read_text(topology)
+    if topo_text is not None:
+        sources[Path(topology).as_posix()] = topo_text
+    checked = check(paths, jobs=jobs, exclude=exclude)
     sources.update(checked.sources)
-    diags = list(checked.diagnostics) + topo_diags
+    policies, policy_diags, policy_texts = load_policies(paths)
+    sources.update(policy_texts)
+    diags = list(checked.diagnostics) + topo_diags + policy_diags
     if loaded is None:
         unreadable = any(d.code.startswith("E00") for d in topo_diags) or not Path(topology).is_file()
         return CompileResult(tuple(sorted_diagnostics(diags)), sources, checked.program,
                              topology_unreadable=unreadable)
     g, graph_diags = graph.build(checked.program)
-    plan, plan_diags = make_plan(checked.program, loaded, seed)
+    occupied, notes = live(checked.program, loaded.topology) if live is not None else (None, ())
+    plan, plan_diags = make_plan(checked.program, loaded, seed, occupied, policies)
+    if occupied is not None:
+        plan = dataclasses.replace(plan, basis="live", basis_notes=notes)
     diags = sorted_diagnostics(diags + graph_diags + plan_diags)
+    held: tuple[str, ...] = ()
     if has_errors(diags):
-        return CompileResult(tuple(diags), sources, checked.program, plan)
-    rendered = render(checked.program, plan, commit, kube_version, target, loaded.topology)
+        hb = holdback(checked.program, diags, g)
+        if not hb.partial:
+            return CompileResult(tuple(diags), sources, checked.program, plan)
+        held, diags = hb.tenants, sorted_diagnostics(diags + list(hb.notes))
+    rendered = render(checked.program, plan, commit, kube_version, target, loaded.topology, policies, hold=held)
     return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g)
 
 
@@ -150,4 +182,5 @@ def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:
         raise
     for rel in ("plan.json", "graph.json"):
         write_atomic(out / rel, files[rel])
+    mark_output(out)
     return sorted(files)

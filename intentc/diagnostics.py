@@ -14,16 +14,26 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
+
+from intentc.compact import Compact
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Span:
+    """Where a value was written.  Slotted (72 bytes instead of 112 with an
+    instance dictionary): a 100,000-intent repository carries three million."""
+
     file: str
     line: int
     column: int
     end_line: int
     end_column: int
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Unpickled by `make_span`: the default for slotted dataclasses
+        # (`__setstate__`, one `object.__setattr__` per field) took twice as long.
+        return make_span, (self.file, self.line, self.column, self.end_line, self.end_column)
 
     @classmethod
     def point(cls, file: str, line: int, column: int, width: int = 1) -> "Span":
@@ -37,22 +47,40 @@ class Span:
         return f"{self.file}:{self.line}:{self.column}"
 
 
+_new = object.__new__
+_SET = tuple(getattr(Span, name).__set__ for name in Span.__slots__)
+_SET_FILE, _SET_LINE, _SET_COLUMN, _SET_END_LINE, _SET_END_COLUMN = _SET
+
+
+def make_span(file: str, line: int, column: int, end_line: int, end_column: int) -> Span:
+    """`Span(...)` without the frozen dataclass `__init__` (five guarded
+    `object.__setattr__` calls): the parsers build some thirty spans per intent,
+    and this is half the cost.  Same value, same type."""
+    span = _new(Span)
+    _SET_FILE(span, file)
+    _SET_LINE(span, line)
+    _SET_COLUMN(span, column)
+    _SET_END_LINE(span, end_line)
+    _SET_END_COLUMN(span, end_column)
+    return span
+
+
 class Severity(enum.Enum):
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"
 
 
-@dataclass(frozen=True)
-class Related:
+@dataclass(frozen=True, slots=True)
+class Related(Compact):
     """A second place that belongs to the same finding (e.g. the first definition)."""
 
     message: str
     span: Span
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+@dataclass(frozen=True, slots=True)
+class Diagnostic(Compact):
     code: str
     severity: Severity
     message: str
@@ -69,6 +97,24 @@ class Diagnostic:
         return (s.file, s.line, s.column, self.code, self.message)
 
 
+# Values quoted in messages are cut to this many characters: a diagnostic
+# travels into CI annotations and daemon logs, where a whole value (a token
+# in a file that was never YAML) must not.  Source lines shown under a
+# message are cut to a window of SOURCE_WINDOW characters around the column.
+EXCERPT_CHARS = 40
+SOURCE_WINDOW = 160
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """At most `limit` characters of a value, on one line, "…" marking a cut;
+    control characters (a terminal escape in a name) are shown as \\uXXXX."""
+    text = str(value)
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else " " if c in "\n\r\t" else f"\\u{ord(c):04x}" for c in text)
+
+
 def error(code: str, message: str, span: Span, hint: str | None = None,
           related: Sequence[Related] = ()) -> Diagnostic:
     return Diagnostic(code, Severity.ERROR, message, span, hint, tuple(related))
@@ -77,6 +123,28 @@ def error(code: str, message: str, span: Span, hint: str | None = None,
 def warning(code: str, message: str, span: Span, hint: str | None = None,
             related: Sequence[Related] = ()) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, message, span, hint, tuple(related))
+
+
+MAX_PER_FILE = 1000
+
+
+def capped(diags: Sequence[Diagnostic], limit: int = MAX_PER_FILE) -> tuple[Diagnostic, ...]:
+    """One file's diagnostics, the first `limit` by position and an E0008 after them:
+    a file of 4 MiB must not turn into gigabytes of findings."""
+    if len(diags) <= limit:
+        return tuple(diags)
+    kept = sorted(diags, key=Diagnostic.sort_key)[:limit]
+    last = kept[-1].span
+    return (*kept, error("E0008", f"more than {limit} errors and warnings in this file; the rest are not reported",
+                         Span.point(last.file, last.line, last.column), hint="fix the ones above first"))
+
+
+def capped_per_file(diags: Iterable[Diagnostic], limit: int = MAX_PER_FILE) -> list[Diagnostic]:
+    """`capped` for each file of a whole run (the cross-file passes add their own findings)."""
+    by_file: dict[str, list[Diagnostic]] = {}
+    for d in diags:
+        by_file.setdefault(d.span.file, []).append(d)
+    return [d for group in by_file.values() for d in capped(group, limit)]
 
 
 def sorted_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
@@ -104,13 +172,27 @@ class OutputFormat(str, enum.Enum):
     JSON = "json"
     GITHUB = "github"
     SARIF = "sarif"
+    JUNIT = "junit"
 
 
-def _caret_block(d: Diagnostic, sources: Mapping[str, str]) -> list[str]:
+def _plain(text: str, **_style: object) -> str:
+    return text
+
+
+# What colour says: the severity (as compilers print it), the caret under the text, the hint.
+SEVERITY_COLORS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.NOTE: "cyan"}
+# Findings that the file is not an intentc file at all: its text is not shown.
+_UNQUOTED = frozenset({"E0206"})
+
+
+def _caret_block(d: Diagnostic, sources: Mapping[str, str], split: dict[str, list[str]],
+                 paint: Callable[..., str] = _plain) -> list[str]:
     text = sources.get(d.span.file)
-    if text is None:
+    if text is None or d.code in _UNQUOTED:
         return []
-    lines = text.splitlines()
+    lines = split.get(d.span.file)
+    if lines is None:                  # once per file, not per diagnostic: 20,000 errors in one file
+        lines = split[d.span.file] = text.splitlines()
     if not 1 <= d.span.line <= len(lines):
         return []
     src = lines[d.span.line - 1].expandtabs(1)
@@ -119,20 +201,34 @@ def _caret_block(d: Diagnostic, sources: Mapping[str, str]) -> list[str]:
         width = max(d.span.end_column - col, 1)
     else:
         width = max(len(src) - col + 1, 1)
+    if not src.isprintable():              # a terminal escape in the file must not reach the terminal
+        src = "".join(c if c.isprintable() else "\ufffd" for c in src)
+    if len(src) > SOURCE_WINDOW:            # a window around the column, never a whole long line
+        start = max(min(col - SOURCE_WINDOW // 2, len(src) - SOURCE_WINDOW), 0)
+        src = src[start:start + SOURCE_WINDOW]
+        col = max(col - start, 1)
     width = min(width, max(len(src) - col + 1, 1))
     gutter = f"{d.span.line:>4} | "
-    return [gutter + src, " " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width]
+    caret = paint("^" * width, fg=SEVERITY_COLORS[d.severity], bold=True)
+    return [gutter + src, " " * (len(gutter) - 2) + "| " + " " * (col - 1) + caret]
 
 
-def format_text(diags: Sequence[Diagnostic], sources: Mapping[str, str]) -> str:
+def format_text(diags: Sequence[Diagnostic], sources: Mapping[str, str], color: bool = False) -> str:
+    """The compiler-style report; with `color`, ANSI colours for a terminal
+    (the characters are the same, only escape sequences are added)."""
+    paint: Callable[..., str] = _plain
+    if color:
+        from typer import style as paint   # ANSI escapes, as click writes them
     out: list[str] = []
+    split: dict[str, list[str]] = {}
     for d in diags:
-        out.append(f"{d.span}: {d.severity.value}[{d.code}]: {d.message}")
-        out.extend(_caret_block(d, sources))
+        label = paint(f"{d.severity.value}[{d.code}]", fg=SEVERITY_COLORS[d.severity], bold=True)
+        out.append(f"{paint(str(d.span), bold=True)}: {label}: {d.message}")
+        out.extend(_caret_block(d, sources, split, paint))
         for rel in d.related:
-            out.append(f"  {rel.span}: note: {rel.message}")
+            out.append(f"  {rel.span}: {paint('note', fg='cyan')}: {rel.message}")
         if d.hint:
-            out.append(f"  = hint: {d.hint}")
+            out.append(f"  = {paint('hint', fg='green')}: {d.hint}")
     errors = sum(d.is_error for d in diags)
     warnings = sum(d.severity is Severity.WARNING for d in diags)
     if diags:
@@ -163,26 +259,13 @@ def format_json(diags: Sequence[Diagnostic]) -> str:
     return json.dumps([to_json_obj(d) for d in diags], indent=2, sort_keys=True) + "\n"
 
 
-def _gh_escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _gh_escape_prop(s: str) -> str:
-    return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
-
-
 def format_github(diags: Sequence[Diagnostic]) -> str:
     """GitHub Actions workflow commands (`::error file=...::message`)."""
-    kinds = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
-    out = []
-    for d in diags:
-        s = d.span
-        props = (f"file={_gh_escape_prop(s.file)},line={s.line},col={s.column},"
-                 f"endLine={s.end_line},endColumn={s.end_column},"
-                 f"title={_gh_escape_prop(d.code)}")
-        msg = d.message + (f"\nhint: {d.hint}" if d.hint else "")
-        out.append(f"::{kinds[d.severity]} {props}::{_gh_escape_data(msg)}")
-    return "\n".join(out) + ("\n" if out else "")
+    from intentc.annotations import Level, command, lines
+
+    kinds = {Severity.ERROR: Level.ERROR, Severity.WARNING: Level.WARNING, Severity.NOTE: Level.NOTICE}
+    return lines([command(kinds[d.severity], d.message + (f"\nhint: {d.hint}" if d.hint else ""), d.span, d.code)
+                  for d in diags])
 
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -221,24 +304,35 @@ def format_sarif(diags: Sequence[Diagnostic], tool_version: str,
                 for i, r in enumerate(d.related)
             ]
         results.append(result)
+    return sarif_log(rules, results, tool_version)
+
+
+def sarif_log(rules: Sequence[Mapping[str, object]], results: Sequence[Mapping[str, object]],
+              tool_version: str) -> str:
+    """A SARIF 2.1.0 log of one intentc run (diagnostics, or schema-diff findings)."""
     doc = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "intentc", "version": tool_version,
-                                "informationUri": "https://intentc.dev", "rules": rules}},
-            "results": results,
+                                "informationUri": "https://intentc.dev", "rules": list(rules)}},
+            "results": list(results),
         }],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 def render(diags: Sequence[Diagnostic], fmt: OutputFormat, sources: Mapping[str, str],
-           tool_version: str = "0") -> str:
+           tool_version: str = "0", color: bool = False) -> str:
+    """`diags` in `fmt`; `color` applies to text only.  JUnit lists every file
+    of `sources` (the inputs read), those without findings as passing."""
     if fmt is OutputFormat.JSON:
         return format_json(diags)
     if fmt is OutputFormat.GITHUB:
         return format_github(diags)
     if fmt is OutputFormat.SARIF:
         return format_sarif(diags, tool_version)
-    return format_text(diags, sources)
+    if fmt is OutputFormat.JUNIT:
+        from intentc.junit import format_junit
+        return format_junit(diags, list(sources))
+    return format_text(diags, sources, color)

@@ -13,6 +13,8 @@ from typing import Iterable, Sequence
 
 import git
 
+from intentc.sources import Exclusions, read_guarded, walk
+
 
 def head_commit(path: str | Path = ".") -> str | None:
     """The 40-hex SHA of HEAD for the repository containing `path`, or None
@@ -130,7 +132,7 @@ def _under(path: str, prefixes: Sequence[str]) -> bool:
 
 
 def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = ("",),
-              suffixes: Sequence[str] = ()) -> dict[str, str]:
+              suffixes: Sequence[str] = (), exclude: Sequence[str] = ()) -> dict[str, str]:
     """Repository-relative path -> blob SHA of the files under `paths`
     (repository-relative prefixes) whose names end in one of `suffixes`
     (all files when empty), at `rev` or, for None, in the working tree.
@@ -141,36 +143,48 @@ def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = (""
     wanted = tuple(suffixes)
     if rev is None:
         root = repo_root(repo_path)
-        return {p: blob_sha(data) for p, data in _walk_worktree(root, paths, wanted).items()}
+        return {p: blob_sha(data) for p, data in _walk_worktree(root, paths, wanted, exclude).items()}
     repo = _open(repo_path)
     sha = resolve(repo_path, rev)
     spec = ["."] if "" in paths or not paths else list(paths)
     out = repo.git.ls_tree("-r", "-z", "--full-tree", sha, "--", *spec)
+    # the working tree's .intentcignore applies to every revision (a bare mirror has none)
+    rules = Exclusions.of(os.path.realpath(repo.working_tree_dir), exclude) if repo.working_tree_dir else None
     listing: dict[str, str] = {}
     for record in out.split("\x00"):
         if not record:
             continue
         meta, path = record.split("\t", 1)
         _mode, kind, obj = meta.split()
-        if kind == "blob" and path.endswith(wanted or ("",)) and _under(path, paths):
+        if kind == "blob" and path.endswith(wanted or ("",)) and _under(path, paths) \
+                and not (rules is not None and rules.excluded(path)):
             listing[path] = obj
     return dict(sorted(listing.items()))
 
 
-def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str]) -> dict[str, bytes]:
-    """Files of the working tree, hidden directories skipped (as `intentc check` does)."""
+def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str],
+                   exclude: Sequence[str] = ()) -> dict[str, bytes]:
+    """Files of the working tree as `intentc check` finds them: hidden directories,
+    `.intentcignore` and intentc's own output skipped, links out of the repository,
+    FIFOs and oversized files refused (GitError)."""
     found: dict[str, bytes] = {}
+    real_root = os.path.realpath(root)
+
+    def read(full: Path) -> bytes:
+        # the guards of `intentc check`: no link out of the repository, no FIFO, a size cap
+        data, diags = read_guarded(str(full), real_root)
+        if data is None:
+            raise GitError(f"{diags[0].span.file}: {diags[0].message}", diags[0].hint)
+        return data
+
     for pre in paths:
         base = root / pre if pre else root
-        if base.is_file():
-            found[pre] = base.read_bytes()
+        if os.path.lexists(base) and not base.is_dir():
+            found[pre] = read(base)
             continue
-        for dirpath, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for name in sorted(files):
-                if not suffixes or name.endswith(tuple(suffixes)):
-                    full = Path(dirpath) / name
-                    found[full.relative_to(root).as_posix()] = full.read_bytes()
+        for name in walk(str(base), suffixes, exclude):      # what `intentc check` would read, nothing else
+            full = Path(name)
+            found[full.relative_to(root).as_posix()] = read(full)
     return dict(sorted(found.items()))
 
 
@@ -244,12 +258,12 @@ class Snapshot:
 
 
 def snapshot(repo_path: str | Path, rev: str | None, paths: Sequence[str] = ("",),
-             suffixes: Sequence[str] = ()) -> Snapshot:
+             suffixes: Sequence[str] = (), exclude: Sequence[str] = ()) -> Snapshot:
     root = repo_root(repo_path)
     if rev is None:
-        data = _walk_worktree(root, paths, tuple(suffixes))
+        data = _walk_worktree(root, paths, tuple(suffixes), exclude)
         return Snapshot(root, None, {p: blob_sha(b) for p, b in data.items()}, data)
-    return Snapshot(root, resolve(root, rev), list_tree(root, rev, paths, suffixes), {})
+    return Snapshot(root, resolve(root, rev), list_tree(root, rev, paths, suffixes, exclude), {})
 
 
 # --------------------------------------------------------------------------
@@ -306,6 +320,15 @@ def branch_head(repo_path: str | Path, branch: str) -> str:
         except RevisionError:
             continue
     raise RevisionError(branch, is_shallow(repo_path))
+
+
+def newer_than(repo_path: str | Path, rev: str, max_count: int = 10_000) -> tuple[str, ...]:
+    """SHAs of the commits on any branch or tag that `rev` does not reach (`git rev-list --all ^rev`):
+    commits the repository has that are not behind the checked-out one — e.g. the branch
+    head after `git checkout` of an older commit."""
+    repo = _open(repo_path)
+    out = repo.git.rev_list("--all", "--max-count", str(max_count), "^" + resolve(repo_path, rev))
+    return tuple(line for line in out.splitlines() if line)
 
 
 def rev_list(repo_path: str | Path, rev: str, max_count: int | None = None) -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 import networkx as nx
 
 from intentc import ir
-from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
 
 # Enumerating elementary cycles is exponential in the worst case; a repository
 # with that many cycles needs its first few fixed before the rest matter.
@@ -99,7 +99,7 @@ def _producers(intents: Mapping[str, ir.Intent]) -> tuple[dict[str, list[tuple[s
         first, first_ref = prods[0]
         for other, ref in prods[1:]:
             diags.append(error(
-                "E0503", f'dataset "{dataset}" is produced by both "{first}" and "{other}"', ref.span,
+                "E0503", f'dataset "{excerpt(dataset)}" is produced by both "{excerpt(first)}" and "{excerpt(other)}"', ref.span,
                 hint="give each output its own dataset name, or let one intent produce it",
                 related=[Related(f'"{first}" produces it here', first_ref.span)]))
     return producers, diags

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import enum
 import functools
+import operator
+import struct
 from dataclasses import dataclass, field
-from typing import Iterator
+from itertools import chain
+from typing import ClassVar, Iterator
 
-from intentc.diagnostics import Span
+from intentc.compact import Compact
+from intentc.diagnostics import Span, make_span
 
 NO_SPAN = Span("<none>", 0, 0, 0, 0)
 
@@ -39,6 +43,13 @@ class Tier(enum.Enum):
     @property
     def default_weight(self) -> int:
         return {"gold": 4, "silver": 2, "bronze": 1}[self.value]
+
+    @property
+    def default_max_sla(self) -> "SlaClass":
+        """The most urgent SLA class a tenant of this tier may use unless its
+        `max_sla` says otherwise: a cheaper tier cannot jump the queue of a
+        dearer one by marking all of its work P0 (docs/tenancy.md)."""
+        return {"gold": SlaClass.P0, "silver": SlaClass.P1, "bronze": SlaClass.P2}[self.value]
 
 
 class SlaClass(enum.Enum):
@@ -67,6 +78,23 @@ class Precision(enum.Enum):
     FP8 = "fp8"
     INT8 = "int8"
     INT4 = "int4"
+
+
+class ThroughputMode(enum.Enum):
+    """How a serving intent meets its load (docs/sizing.md): `steady` keeps the
+    planned replicas and grows batches slowly, `burst` scales replicas with
+    load inside the planned GPUs and grows batches fast."""
+
+    STEADY = "steady"
+    BURST = "burst"
+
+
+class Fallback(enum.Enum):
+    """What a Job may fall back to once its GPU retries and the smaller-batch
+    variant have failed (docs/failure-fallback.md)."""
+
+    NONE = "none"
+    CPU = "cpu"
 
 
 class ActionKind(enum.Enum):
@@ -108,24 +136,67 @@ def vocabulary(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
 # Positions
 # --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class FieldSpans:
+_KEYS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_POSITION = struct.Struct("=4I")
+_PACKERS: dict[int, struct.Struct] = {}
+_POSITION_OF = operator.attrgetter("line", "column", "end_line", "end_column")
+_FILE = operator.attrgetter("file")
+
+
+def _shared_keys(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """One tuple object per set of field names, however many nodes use it."""
+    return _KEYS.setdefault(keys, keys)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpans(Compact):
     """Where each value of a node was written, keyed by field name.
 
-    A tuple of pairs rather than a dict keeps the IR hashable and frozen.
+    Stored flat — the file once, the field names as one shared tuple, and
+    line, column, end line, end column of each field packed as 32-bit
+    integers — and turned back into `Span`s only when asked (`get`, `items`),
+    which is when a diagnostic is made.  A node carries a handful of these;
+    as (name, Span) pairs they were over half the memory of a parsed
+    repository.  Hashable and frozen like the rest of the IR.
     """
 
-    items: tuple[tuple[str, Span], ...] = ()
+    file: str = ""
+    keys: tuple[str, ...] = ()
+    positions: bytes = b""
 
     def get(self, key: str, default: Span) -> Span:
-        for k, span in self.items:
-            if k == key:
-                return span
-        return default
+        keys = self.keys
+        if key not in keys:
+            return default
+        return make_span(self.file, *_POSITION.unpack_from(self.positions, 16 * keys.index(key)))
+
+    @property
+    def items(self) -> tuple[tuple[str, Span], ...]:
+        return tuple((k, make_span(self.file, *p))
+                     for k, p in zip(self.keys, _POSITION.iter_unpack(self.positions)))
 
     @classmethod
     def of(cls, mapping: dict[str, Span]) -> "FieldSpans":
-        return cls(tuple(sorted(mapping.items())))
+        if not mapping:
+            return _NO_FIELD_SPANS
+        keys = tuple(sorted(mapping))
+        spans = list(map(mapping.__getitem__, keys))
+        files = set(map(_FILE, spans))
+        if len(files) != 1:
+            raise ValueError("the field spans of one node lie in one file")
+        packer = _PACKERS.get(len(keys)) or _PACKERS.setdefault(len(keys), struct.Struct(f"={4 * len(keys)}I"))
+        return cls(files.pop(), _shared_keys(keys), packer.pack(*chain.from_iterable(map(_POSITION_OF, spans))))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _field_spans, (self.file, self.keys, self.positions)
+
+
+def _field_spans(file: str, keys: tuple[str, ...], positions: bytes) -> FieldSpans:
+    """Unpickling: the names tuple is shared again across files."""
+    return FieldSpans(file, _shared_keys(keys), positions)
+
+
+_NO_FIELD_SPANS = FieldSpans()
 
 
 def _span() -> Span:
@@ -136,9 +207,11 @@ def _spans() -> FieldSpans:
     return field(default_factory=FieldSpans, compare=False, repr=False)  # type: ignore[return-value]
 
 
-@dataclass(frozen=True)
-class Ref:
+@dataclass(frozen=True, slots=True)
+class Ref(Compact):
     """A reference to a named declaration (tenant, dataset, intent) where it was written."""
+
+    INTERNED: ClassVar[tuple[str, ...]] = ("name",)
 
     name: str
     span: Span = _span()
@@ -148,8 +221,8 @@ class Ref:
 # Declarations
 # --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Tenant:
+@dataclass(frozen=True, slots=True)
+class Tenant(Compact):
     name: str
     tier: str | None = None            # gold | silver | bronze
     weight: int | None = None          # explicit fair-share weight; else the tier's default
@@ -158,12 +231,13 @@ class Tenant:
     quota_memory: str | None = None    # quantity string
     group: str | None = None           # bound to the namespace with a RoleBinding
     drift: str | None = None           # report | heal | rollback (default for its intents)
+    max_sla: str | None = None         # most urgent SLA class its intents may use; else the tier's default
     span: Span = _span()
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Dataset:
+@dataclass(frozen=True, slots=True)
+class Dataset(Compact):
     """A named piece of data.  Declared datasets exist outside the repository
     (external inputs) unless an intent produces them."""
 
@@ -173,16 +247,18 @@ class Dataset:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Trigger:
+@dataclass(frozen=True, slots=True)
+class Trigger(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("kind",)
+
     kind: str                           # a TriggerKind value
     after: tuple[Ref, ...] = ()
     schedule: str | None = None
     span: Span = _span()
 
 
-@dataclass(frozen=True)
-class Batch:
+@dataclass(frozen=True, slots=True)
+class Batch(Compact):
     """`batch: 32` (fixed) or `batch: auto` / `batch: auto(max 256)`."""
 
     auto: bool
@@ -190,18 +266,30 @@ class Batch:
     max: int | None = None
 
 
-@dataclass(frozen=True)
-class ModelSettings:
+@dataclass(frozen=True, slots=True)
+class ModelSettings(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("kv_cache", "precision")
+
     batch: Batch | None = None
     seq_len: int | None = None
     kv_cache: str | None = None
     precision: str | None = None
+    model_memory: str | None = None     # size of the weights, quantity string ("16Gi")
+    parameters: str | None = None       # parameter count ("8B", "350M"); × precision = weights
+    kv_reuse: float | None = None       # expected KV-cache reuse ratio, 0..1
+    throughput_mode: str | None = None  # steady | burst (a ThroughputMode value)
     span: Span = _span()
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Action:
+SETTING_KEYS = ("batch", "seq_len", "kv_cache", "precision", "model_memory", "parameters", "kv_reuse",
+                "throughput_mode")
+
+
+@dataclass(frozen=True, slots=True)
+class Action(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("kind", "image", "model")
+
     kind: str                           # an ActionKind value
     image: str
     command: tuple[str, ...] = ()
@@ -213,17 +301,28 @@ class Action:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Context:
+@dataclass(frozen=True, slots=True)
+class Context(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("drift",)
+
     tenant: Ref
     tags: tuple[str, ...] = ()
     drift: str | None = None            # overrides the tenant's drift policy
+    tag_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)  # one per tag, where known
     span: Span = _span()
     spans: FieldSpans = _spans()
 
+    def tag_span(self, index: int) -> Span:
+        """Where tag `index` was written: its own span (DSL, YAML), else the tags clause."""
+        if index < len(self.tag_spans):
+            return self.tag_spans[index]
+        return self.spans.get("tags", self.span)
 
-@dataclass(frozen=True)
-class GpuRequest:
+
+@dataclass(frozen=True, slots=True)
+class GpuRequest(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("product", "memory", "within", "prefer")
+
     count: int
     product: str | None = None          # e.g. "H100-80GB"
     memory: str | None = None           # minimum GPU memory, quantity string
@@ -233,20 +332,28 @@ class GpuRequest:
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Constraints:
+@dataclass(frozen=True, slots=True)
+class Constraints(Compact):
+    INTERNED: ClassVar[tuple[str, ...]] = ("cpu", "memory", "sla", "duration")
+
     cpu: str | None = None
     memory: str | None = None
     gpus: GpuRequest | None = None
     sla: str | None = None              # P0..P3
     tolerance: float | None = None      # success ratio the SLA tolerates, 0 < t <= 1
     duration: str | None = None         # estimated run time, e.g. "2h", "45m"
+    slack: float | None = None          # activeDeadlineSeconds = duration x (1 + slack)
+    retries: int | None = None          # the Job's backoffLimit (GPU retries on the same product)
+    fallback: str | None = None         # none | cpu (a Fallback value)
     span: Span = _span()
     spans: FieldSpans = _spans()
 
 
-@dataclass(frozen=True)
-class Intent:
+CONSTRAINT_KEYS = ("cpu", "memory", "gpus", "sla", "tolerance", "duration", "slack", "retries", "fallback")
+
+
+@dataclass(frozen=True, slots=True)
+class Intent(Compact):
     name: str
     trigger: Trigger
     action: Action
@@ -270,8 +377,8 @@ class Intent:
 # Topology (the cluster inventory the planner places onto)
 # --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class TopologyNode:
+@dataclass(frozen=True, slots=True)
+class TopologyNode(Compact):
     name: str
     gpu_count: int = 0
     gpu_product: str | None = None
@@ -281,6 +388,7 @@ class TopologyNode:
     domains: tuple[tuple[str, str], ...] = ()   # (level, domain name), outermost first
     labels: tuple[tuple[str, str], ...] = ()
     nvidia_smi_topo: str | None = None  # path (relative to the topology file) of `nvidia-smi topo -m` output
+    taints: tuple[tuple[str, str, str], ...] = ()   # (key, value, effect), sorted
     span: Span = _span()
     spans: FieldSpans = _spans()
 
@@ -291,8 +399,8 @@ class TopologyNode:
         return None
 
 
-@dataclass(frozen=True)
-class Topology:
+@dataclass(frozen=True, slots=True)
+class Topology(Compact):
     name: str
     levels: tuple[str, ...] = ("zone", "rack", "nvlink", "node")  # outermost first
     nodes: tuple[TopologyNode, ...] = ()
@@ -311,8 +419,8 @@ class Topology:
 Declaration = Tenant | Dataset | Intent | Topology
 
 
-@dataclass(frozen=True)
-class Program:
+@dataclass(frozen=True, slots=True)
+class Program(Compact):
     """Everything declared in the files given to one run, in a canonical order
     (by file path, then position), so results never depend on argument order."""
 

@@ -36,8 +36,28 @@ def parse_quantity(text: str) -> Decimal | None:
         return num * _BINARY[suffix]
     if suffix in _DECIMAL:
         return num * _DECIMAL[suffix]
-    return num * (Decimal(10) ** int(suffix[1:]))
+    if len(suffix) > 8:          # an exponent past 10^9999999 is no quantity (and int() of 5,000 digits raises)
+        return None
+    try:
+        return num * (Decimal(10) ** int(suffix[1:]))
+    except ArithmeticError:      # decimal.Overflow: beyond what Decimal holds
+        return None
 
 
 def is_quantity(text: str) -> bool:
     return parse_quantity(text) is not None
+
+
+_PARAMETERS = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]+)?)(?P<suffix>[KMBT]?)$")
+_PARAMETER_SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+
+def parse_parameters(text: str) -> int | None:
+    """A model's parameter count as written on an intent (`8B`, `350M`, `1.5B`), or None.
+
+    B is a billion (the convention of model names such as llama3-8b), not a byte.
+    """
+    m = _PARAMETERS.match(text.strip())
+    if not m:
+        return None
+    return int(Decimal(m["num"]) * _PARAMETER_SCALE[m["suffix"]])

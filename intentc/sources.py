@@ -1,21 +1,47 @@
 """Finding input files and turning bytes into text, with diagnostics instead of crashes.
 
 Kept apart from the parsers so that every surface gets the same treatment
-of unreadable paths, binary files and wrong encodings.
+of unreadable paths, binary files and wrong encodings — and the same
+defences, because a repository is written by people who may be hostile:
+
+* a symbolic link is followed only when its target stays inside the
+  repository (E0005): a link to ``~/.kube/config`` or a token file must not
+  be read, let alone echoed into CI annotations;
+* only regular files are read (E0006): a FIFO or ``/dev/zero`` named
+  ``x.yaml`` would block or never end.  Files are opened non-blocking and
+  checked with ``fstat`` on the open descriptor, so a swap between the check
+  and the read changes nothing;
+* a file larger than the limit (E0007; default 4 MiB, ``INTENTC_MAX_FILE_BYTES``)
+  is refused before it is read, and never more than the limit is read;
+* discovery skips hidden directories, what ``.intentcignore`` (gitignore
+  syntax, at the repository root) and ``--exclude`` name, and intentc's own
+  output (a ``manifests/`` directory that holds `OUTPUT_MARKER`).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator, Sequence
+
+import pathspec
 
 from intentc.diagnostics import Diagnostic, Span, error
 
 DSL_SUFFIXES = (".intent",)
 YAML_SUFFIXES = (".yaml", ".yml")
 SOURCE_SUFFIXES = DSL_SUFFIXES + YAML_SUFFIXES
+
+DEFAULT_MAX_FILE_BYTES = 4 * 2**20
+MAX_FILE_BYTES_ENV = "INTENTC_MAX_FILE_BYTES"
+IGNORE_FILE = ".intentcignore"
+# Written by `intentc compile` into its output directory; discovery never reads
+# the `manifests/` beside it, so `compile . -o build` can run twice.
+OUTPUT_MARKER = ".intentc-output"
+OUTPUT_MANIFESTS = "manifests"
 
 
 @dataclass(frozen=True)
@@ -28,11 +54,116 @@ class SourceFile:
         return self.path.endswith(DSL_SUFFIXES)
 
 
-def discover(paths: Iterable[str]) -> tuple[list[Path], list[Diagnostic]]:
+def max_file_bytes() -> int:
+    """The per-file size limit: `INTENTC_MAX_FILE_BYTES` (bytes) or 4 MiB.
+    A value that is not a positive integer leaves the default in force."""
+    raw = os.environ.get(MAX_FILE_BYTES_ENV, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return DEFAULT_MAX_FILE_BYTES
+
+
+def repository_root(directory: str) -> str:
+    """The real path of the git work tree holding `directory` (the nearest
+    ancestor with a `.git` entry), else of `directory` itself: what links may
+    point into, and where `.intentcignore` is read."""
+    return _repository_root(os.path.realpath(directory))    # cached by real path, not by "."
+
+
+@functools.lru_cache(maxsize=256)
+def _repository_root(start: str) -> str:
+    here = start
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return start
+        here = parent
+
+
+def root_of(path: str) -> str:
+    """The repository root of a path given by the user (a directory or a file)."""
+    return repository_root(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+
+
+def _ignore_file_spec(root: str) -> pathspec.PathSpec | None:
+    """`.intentcignore` of a repository root, or None (re-read when it changes:
+    the daemon and `watch` discover many times in one process)."""
+    try:
+        st = os.lstat(os.path.join(root, IGNORE_FILE))
+    except OSError:
+        return None
+    return _parse_ignore_file(root, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_ignore_file(root: str, mtime_ns: int, size: int) -> pathspec.PathSpec | None:
+    """Read through the same guarded reader as inputs: a hostile ignore file is still only a file."""
+    data, _ = read_guarded(os.path.join(root, IGNORE_FILE), root)
+    if data is None:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(data.decode("utf-8", errors="replace").splitlines())
+
+
+@dataclass(frozen=True)
+class Exclusions:
+    """What discovery leaves out under one repository root besides hidden
+    directories: the root's `.intentcignore` and the `--exclude` patterns,
+    both gitignore syntax relative to the root."""
+
+    root: str
+    specs: tuple[pathspec.PathSpec, ...]
+
+    @classmethod
+    def of(cls, root: str, exclude: Sequence[str]) -> "Exclusions":
+        specs = [_ignore_file_spec(root)]
+        if exclude:
+            specs.append(pathspec.GitIgnoreSpec.from_lines(exclude))
+        return cls(root, tuple(s for s in specs if s is not None))
+
+    def relative(self, directory: str) -> str | None:
+        """`directory` as the patterns see it ("" for the root, "a/b/" below
+        it), or None when it lies outside the root."""
+        rel = os.path.relpath(os.path.realpath(directory), self.root).replace(os.sep, "/")
+        if rel == "..":
+            return None
+        return "" if rel == "." else None if rel.startswith("../") else rel + "/"
+
+    def excluded(self, rel: str) -> bool:
+        return any(s.match_file(rel) for s in self.specs)
+
+
+def is_output_dir(files: Sequence[str]) -> bool:
+    """Whether a directory holding `files` is intentc's output (its manifests/ is not input):
+    the marker, or plan.json beside graph.json (the output of releases before the marker)."""
+    return OUTPUT_MARKER in files or ("plan.json" in files and "graph.json" in files)
+
+
+def walk(directory: str, suffixes: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[str]:
+    """Files under `directory` whose names end in one of `suffixes`, less hidden
+    directories, what `.intentcignore` and `exclude` name, and intentc's output.
+    The one walk `discover` and git's working-tree snapshots (`intentc diff`) share."""
+    rules = Exclusions.of(root_of(directory), exclude)
+    wanted = tuple(suffixes) or ("",)
+    for here, dirs, files in os.walk(directory):
+        if is_output_dir(files):
+            dirs[:] = [d for d in dirs if d != OUTPUT_MANIFESTS]
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        rel = rules.relative(here) if rules.specs else None
+        if rel is not None:
+            dirs[:] = [d for d in dirs if not rules.excluded(f"{rel}{d}/")]
+        for name in sorted(files):
+            if name.endswith(wanted) and not (rel is not None and rules.excluded(rel + name)):
+                yield os.path.join(here, name)
+
+
+def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[list[Path], list[Diagnostic]]:
     """Expand directories into their source files, sorted, without duplicates.
 
-    Hidden directories (``.git``) are skipped; a path given explicitly is
-    taken whatever its suffix, so ``intentc check notes.txt`` still reports.
+    Hidden directories (``.git``), excluded paths and intentc's own output
+    are skipped; a path given explicitly is taken whatever its suffix and
+    whatever the exclusions, so ``intentc check notes.txt`` still reports.
     Works on strings, not Path objects, until the end: walking 10,000 files
     through pathlib cost 0.4 s.
     """
@@ -40,18 +171,22 @@ def discover(paths: Iterable[str]) -> tuple[list[Path], list[Diagnostic]]:
     diags: list[Diagnostic] = []
     for raw in paths:
         if os.path.isdir(raw):
-            for root, dirs, files in os.walk(raw):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in files:
-                    if name.endswith(SOURCE_SUFFIXES):
-                        f = os.path.join(root, name)
-                        found.setdefault(display_path(f), f)
-        elif os.path.isfile(raw):
+            for f in walk(raw, SOURCE_SUFFIXES, exclude):
+                found.setdefault(display_path(f), f)
+        elif os.path.lexists(raw):
             found.setdefault(display_path(raw), raw)
         else:
             diags.append(error("E0001", f"no such file or directory: {raw}",
                                Span.whole_file(raw)))
     return [Path(found[k]) for k in sorted(found)], diags
+
+
+def mark_output(directory: str | Path) -> None:
+    """Mark a directory intentc writes so that discovery skips its manifests/."""
+    marker = Path(directory) / OUTPUT_MARKER
+    if not marker.is_file():
+        marker.write_text("Written by intentc compile: intentc never reads this directory as input.\n",
+                          encoding="utf-8")
 
 
 def display_path(path: str | Path) -> str:
@@ -87,13 +222,67 @@ def decode(path: str, data: bytes) -> tuple[str | None, list[Diagnostic]]:
     return text.replace("\r\n", "\n").replace("\r", "\n"), []
 
 
-def read_source(p: Path) -> tuple[SourceFile | None, list[Diagnostic]]:
-    shown = display_path(str(p))
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_guarded(path: str, root: str | None = None) -> tuple[bytes | None, list[Diagnostic]]:
+    """The bytes of `path`, or the diagnostic that says why they are not read:
+    a link leaving `root` (default: the repository holding `path`), anything
+    but a regular file, a file over the size limit, an OS error."""
+    shown = display_path(path)
+    span = Span.whole_file(shown)
+    root = root or root_of(path)
+    if os.path.commonpath([os.path.realpath(path), root]) != root:
+        what = "is a symbolic link that points" if os.path.islink(path) else "lies"
+        return None, [error("E0005", f"{shown} {what} outside the repository; it is not read",
+                            span, hint="copy the file into the repository, or link to a file inside it")]
     try:
-        data = p.read_bytes()
+        st = os.stat(path)
     except OSError as exc:
-        return None, [error("E0001", f"cannot read {shown}: {exc.strerror or exc}",
-                            Span.whole_file(shown))]
+        return None, [error("E0001", f"cannot read {shown}: {exc.strerror or exc}", span)]
+    if not stat.S_ISREG(st.st_mode):
+        return None, [error("E0006", f"{shown} is {_kind(st.st_mode)}; only regular files are read", span)]
+    limit = max_file_bytes()
+    if st.st_size > limit:
+        return None, [_too_large(shown, st.st_size, limit)]
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        return None, [error("E0001", f"cannot read {shown}: {exc.strerror or exc}", span)]
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)      # what was opened, not what the path named a moment ago
+        if not stat.S_ISREG(st.st_mode):
+            return None, [error("E0006", f"{shown} is {_kind(st.st_mode)}; only regular files are read", span)]
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        return None, [_too_large(shown, len(data), limit)]
+    return data, []
+
+
+def _too_large(shown: str, size: int, limit: int) -> Diagnostic:
+    more = "more than " if size == limit + 1 else ""
+    return error("E0007", f"file is {more}{size} bytes, over the limit of {limit} bytes",
+                 Span.whole_file(shown),
+                 hint=f"split it into several files, or raise the limit with {MAX_FILE_BYTES_ENV}")
+
+
+def read_text(path: str | Path) -> str | None:
+    """The text of a file through the same guards, or None (for caret excerpts)."""
+    source, _ = read_source(Path(path))
+    return source.text if source is not None else None
+
+
+def read_source(p: Path, root: str | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
+    shown = display_path(str(p))
+    data, diags = read_guarded(str(p), root)
+    if data is None:
+        return None, diags
     text, diags = decode(shown, data)
     if text is None:
         return None, diags

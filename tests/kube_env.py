@@ -139,7 +139,7 @@ class KubeEnv:
             [str(self.assets / "kube-apiserver"),
              f"--etcd-servers=http://127.0.0.1:{self.etcd_port}", f"--cert-dir={d}",
              f"--secure-port={self.api_port}", "--bind-address=127.0.0.1",
-             "--advertise-address=127.0.0.1",
+             "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
              "--service-cluster-ip-range=10.0.0.0/24",
              "--service-account-issuer=https://kubernetes.default.svc",
              f"--service-account-key-file={d / 'sa.pub'}",
@@ -157,9 +157,8 @@ class KubeEnv:
 
     # -- optional components ------------------------------------------------
     def _common(self) -> list[str]:
-        k = str(self.kubeconfig)
-        return [f"--kubeconfig={k}", f"--authentication-kubeconfig={k}", f"--authorization-kubeconfig={k}",
-                "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+        # No delegated authentication: their own endpoints serve only health checks here.
+        return [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
                 f"--cert-dir={self.dir / 'serving'}"]
 
     def start_controller_manager(self) -> None:
@@ -167,18 +166,20 @@ class KubeEnv:
             str(self.assets / "kube-controller-manager"), *self._common(),
             f"--service-account-private-key-file={self.dir / 'sa.key'}",
             "--use-service-account-credentials=false",
-            # node lifecycle must not evict kwok's pods while a node's lease renews slowly
-            "--controllers=*,-nodeipam,-csrsigning,-nodelifecycle",
+            # node lifecycle stays on: it lifts the not-ready taint the API server puts on a new
+            # Node once kwok reports it Ready (and kwok renews the nodes' leases)
+            "--controllers=*,-nodeipam,-csrsigning",
             "--concurrent-job-syncs=10", "--v=1"])
 
     def start_scheduler(self) -> None:
         self._spawn("kube-scheduler", [str(self.assets / "kube-scheduler"), *self._common(), "--v=1"])
 
     def start_kwok(self) -> None:
-        """kwok with its default stages: nodes it manages go Ready, their pods Running,
-        pods owned by a Job Succeeded (after a short delay)."""
+        """kwok with its own "fast" stages (kwok-stages.yaml, from its module): nodes it
+        manages go Ready and renew a lease, their pods go Running, pods of a Job Succeeded."""
         self._spawn("kwok", [
             str(self.assets / "kwok"), f"--kubeconfig={self.kubeconfig}",
+            f"--config={self.assets / 'kwok-stages.yaml'}",
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
             "--node-lease-duration-seconds=40", "--cidr=10.244.0.1/16", "--node-ip=10.1.0.1",
@@ -196,6 +197,16 @@ class KubeEnv:
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                         "-subj", "/CN=kueue-webhook", "-keyout", str(certs / "tls.key"),
                         "-out", str(certs / "tls.crt")], check=True, capture_output=True)
+        # Kueue 0.17 reads its metrics certificate from a fixed path when it does not manage
+        # certificates itself (cmd/kueue/main.go): put the test certificate there.
+        fixed = Path("/etc/kueue/metrics/certs")
+        try:
+            fixed.mkdir(parents=True, exist_ok=True)
+            for name in ("tls.crt", "tls.key"):
+                shutil.copyfile(certs / name, fixed / name)
+        except OSError as e:
+            raise RuntimeError(f"Kueue needs its metrics certificate in {fixed} and that is not writable "
+                               f"here ({e.strerror}); run the Kueue tests as root, as CI does") from None
         health = free_port()
         config = self.dir / "kueue-config.yaml"
         config.write_text(json.dumps({
@@ -209,8 +220,11 @@ class KubeEnv:
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": ["batch/job"]},
         }))
+        # Topology-aware scheduling on (the kueue render target uses it); the on-demand
+        # visibility API server off (it serves from a fixed certificate path, /visibility).
         self._spawn("kueue", [str(self.assets / "kueue"), f"--config={config}",
-                              f"--kubeconfig={self.kubeconfig}", "--zap-log-level=2"])
+                              f"--kubeconfig={self.kubeconfig}", "--zap-log-level=2",
+                              "--feature-gates=TopologyAwareScheduling=true,VisibilityOnDemand=false"])
         self._wait_http(f"http://127.0.0.1:{health}/readyz", "kueue", timeout)
 
     def _wait_http(self, url: str, name: str, timeout: float) -> None:
@@ -322,3 +336,23 @@ def write_requests(metrics_text: str, resources: frozenset[str] = WORKLOAD_RESOU
             if lb.get("verb") in WRITE_VERBS and lb.get("resource") in resources and not lb.get("dry_run"):
                 out[lb["verb"]] = out.get(lb["verb"], 0) + int(s.value)
     return out
+
+
+def finished_job_status(job: Any, failed: bool = False, reason: str = "BackoffLimitExceeded",
+                        message: str = "Job has reached the specified backoff limit") -> dict[str, Any]:
+    """A Job status as the Job controller writes it when the Job ends — the shape a
+    1.31+ API server insists on (start/completion times, SuccessCriteriaMet or
+    FailureTarget before Complete or Failed, counts that match the spec)."""
+    stamp = "2026-01-01T00:00:00Z"
+    spec = (job or {}).get("spec") or {}
+    completions = int(spec.get("completions") or 1)
+    if failed:
+        conditions = [{"type": "FailureTarget", "status": "True", "reason": reason, "message": message},
+                      {"type": "Failed", "status": "True", "reason": reason, "message": message}]
+        return {"startTime": stamp, "failed": int(spec.get("backoffLimit") or 0) + 1, "conditions": conditions}
+    status: dict[str, Any] = {
+        "startTime": stamp, "completionTime": stamp, "succeeded": completions,
+        "conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]}
+    if spec.get("completionMode") == "Indexed":
+        status["completedIndexes"] = "0" if completions == 1 else f"0-{completions - 1}"
+    return status

@@ -58,9 +58,7 @@ def node_manifest(node: ir.TopologyNode, levels: tuple[str, ...]) -> dict[str, A
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": node.name, "labels": labels, "annotations": {KWOK_ANNOTATION: "fake"}},
         "spec": {},
-        "status": {"capacity": capacity, "allocatable": dict(capacity),
-                   "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
-                                "kubeletVersion": "fake", "kubeProxyVersion": "fake"}},
+        "status": {"capacity": capacity, "allocatable": dict(capacity)},   # kwok fills in the rest
     }
 
 

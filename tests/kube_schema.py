@@ -30,7 +30,9 @@ _DICT = re.compile(r"^Dict\[str, (.+)\]$")
 
 # Versions the client no longer ships models for, checked against their
 # successor (the fields intentc renders are the same in both).
-_SUCCESSOR = {("batch/v1beta1", "CronJob"): "batch/v1"}
+_SUCCESSOR = {("batch/v1beta1", "CronJob"): "batch/v1",
+              ("policy/v1beta1", "PodDisruptionBudget"): "policy/v1",
+              ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): "autoscaling/v2"}
 
 
 def model_class(api_version: str, kind: str) -> type[Any] | None:

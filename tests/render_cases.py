@@ -8,7 +8,7 @@ GPU counts, serving) without depending on the planner's choices.
 from __future__ import annotations
 
 from intentc import ir
-from intentc.plan.model import Metrics, NodeAllocation, Placement, Plan, TenantShare
+from intentc.plan.model import BatchSizing, Metrics, NodeAllocation, Placement, Plan, TenantShare
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40
@@ -79,4 +79,5 @@ def sample_plan() -> Plan:
         placements=placements, unplaced=(),
         tenants=(TenantShare("team-a", 4, 32, 44, 44), TenantShare("team-b", 1, None, 6, 6)),
         metrics=Metrics(64, 50, 0, 2, 0.9, 7200),
+        batches=(BatchSizing("embed", 256, 256, 1248, "as plan/batch.py would size it"),),
     )

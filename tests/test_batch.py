@@ -4,6 +4,7 @@ sequential loads give the same program, spans included, and the same diagnostics
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 
@@ -75,3 +76,41 @@ def test_unreadable_cache_is_ignored(repo: Path, tmp_path: Path) -> None:
     for f in cache.iterdir():
         f.write_bytes(b"not a pickle")
     assert _fingerprint(batch.load([str(repo)], cache_dir=str(cache))) == _fingerprint(first)
+
+
+def test_cache_is_written_per_entry_and_only_when_it_changes(repo: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = batch.load([str(repo)], cache_dir=str(cache))
+    (store,) = cache.iterdir()
+    entries = batch.ParseCache(str(cache), [os.path.abspath(repo)]).index
+    assert len(entries) == len(list(repo.rglob("*.intent"))) + len(list(repo.rglob("*.yaml")))
+    before = store.stat().st_mtime_ns
+    os.utime(store, ns=(before - 10**9, before - 10**9))          # a rewrite would move it forward
+    again = batch.load([str(repo)], cache_dir=str(cache))
+    assert store.stat().st_mtime_ns == before - 10**9
+    assert _fingerprint(again) == _fingerprint(first)
+    (repo / "extra.intent").write_text('dataset extra { uri: "s3://x/extra" }\n')
+    batch.load([str(repo)], cache_dir=str(cache))
+    assert len(batch.ParseCache(str(cache), [os.path.abspath(repo)]).index) == len(entries) + 1
+
+
+def test_carets_of_cached_and_cross_file_findings_read_their_text(tmp_path: Path) -> None:
+    """The loader keeps no texts of files the cache answered or that parsed
+    cleanly; a diagnostic pointing into one still shows its source line."""
+    from intentc.diagnostics import format_text
+    from intentc.pipeline import check
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "t.intent").write_text("tenant a { tier: gold }\n")
+    (tree / "j.intent").write_text('intent j {\n  trigger: on push\n  action: batch image "b:1"\n'
+                                   "  context: tenant nope\n}\n")
+    (tree / "bad.intent").write_text("tenant b {\n  tier gold\n}\n")
+    cache = str(tmp_path / "cache")
+    outputs = []
+    for _ in range(2):                      # cold, then answered by the cache
+        result = check([str(tree)], jobs=1, cache_dir=cache)
+        outputs.append(format_text(list(result.diagnostics), result.sources))
+    assert outputs[0] == outputs[1]
+    assert "   4 |   context: tenant nope" in outputs[0]
+    assert "   2 |   tier gold" in outputs[0]

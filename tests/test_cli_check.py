@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -80,3 +81,122 @@ def test_every_command_has_help_with_examples() -> None:
         code, out = run(name, "--help")
         assert code == 0, name
         assert "Examples" in out or name == "topology", name
+
+
+# -- JUnit --------------------------------------------------------------------
+
+def test_junit_format_one_testcase_per_file(tmp_path: Path) -> None:
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    shutil.copy(BAD / "repo.intent", tmp_path / "bad.intent")
+    (tmp_path / "warn.intent").write_text((WARN_ONLY / "repo.intent").read_text().replace("team-a", "team-w"))
+    shutil.copy(WARN_ONLY / "cluster.yaml", tmp_path / "cluster.yaml")     # the GPU products warned about
+    (tmp_path / "fine.intent").write_text('dataset extra { uri: "s3://acme/extra" }\n')
+    res = CliRunner().invoke(app, ["check", str(tmp_path), "-o", "junit"])
+    assert res.exit_code == 1
+    root = ET.fromstring(res.stdout)
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = {Path(c.get("name", "")).name: c for c in suite.findall("testcase")}
+    assert set(cases) == {"bad.intent", "warn.intent", "fine.intent", "cluster.yaml"}
+    assert suite.get("tests") == "4" and suite.get("failures") == "1"
+    failures = cases["bad.intent"].findall("failure")
+    assert failures and all(f.get("type", "").startswith("E") for f in failures)
+    first = failures[0]
+    assert first.get("type") == "E0301" and first.get("message", "").startswith('7:19: E0301: unknown tenant "team-b"')
+    assert 'bad.intent:7:19: error[E0301]: unknown tenant "team-b"' in (first.text or "")
+    assert "(hint: declare it with a `tenant` block" in (first.text or "")
+    assert cases["fine.intent"].find("failure") is None
+    warn = cases["warn.intent"]
+    assert warn.find("failure") is None and "warning[" in (warn.findtext("system-out") or "")
+    again = CliRunner().invoke(app, ["check", str(tmp_path), "-o", "junit"])
+    assert again.stdout == res.stdout                                     # no timestamps: byte-identical
+
+
+# -- colour ---------------------------------------------------------------------
+
+def test_color_flag_and_environment() -> None:
+    from intentc.cli.app import ColorMode, wants_color
+
+    assert wants_color(ColorMode.AUTO, {}, True) and not wants_color(ColorMode.AUTO, {}, False)
+    assert not wants_color(ColorMode.AUTO, {"NO_COLOR": "1"}, True)
+    assert wants_color(ColorMode.AUTO, {"FORCE_COLOR": "1"}, False)
+    assert not wants_color(ColorMode.AUTO, {"NO_COLOR": "1", "FORCE_COLOR": "1"}, True)   # NO_COLOR wins
+    assert wants_color(ColorMode.AUTO, {"NO_COLOR": ""}, True)                           # empty means unset
+    assert wants_color(ColorMode.ALWAYS, {"NO_COLOR": "1"}, False)
+    assert not wants_color(ColorMode.NEVER, {"FORCE_COLOR": "1"}, True)
+
+
+def test_color_in_text_diagnostics_only() -> None:
+    import re
+
+    runner = CliRunner()
+    plain = runner.invoke(app, ["check", str(BAD)], env={"NO_COLOR": "", "FORCE_COLOR": ""}).stdout
+    assert "\x1b[" not in plain                                          # not a terminal
+    colored = runner.invoke(app, ["--color", "always", "check", str(BAD)]).stdout
+    assert "\x1b[31m" in colored                                         # red: error
+    assert re.sub(r"\x1b\[[0-9;]*m", "", colored) == plain              # the same characters, only escapes added
+    assert runner.invoke(app, ["check", str(BAD)], env={"FORCE_COLOR": "1"}).stdout == colored
+    assert runner.invoke(app, ["--color", "never", "check", str(BAD)], env={"FORCE_COLOR": "1"}).stdout == plain
+    as_json = runner.invoke(app, ["--color", "always", "check", str(BAD), "-o", "json"]).stdout
+    assert "\x1b[" not in as_json and json.loads(as_json)
+
+
+# -- progress -------------------------------------------------------------------
+
+def test_progress_lines_only_after_a_while_and_only_on_stderr() -> None:
+    import io
+
+    from intentc.cli.progress import INTERVAL, StderrProgress
+
+    now = [0.0]
+    stream = io.StringIO()
+    progress = StderrProgress(stream, is_terminal=False, clock=lambda: now[0])
+    progress("parsing", 10, 100)
+    now[0] = INTERVAL / 2
+    progress("parsing", 50, 100)
+    assert stream.getvalue() == ""                       # a quick run prints nothing
+    now[0] = INTERVAL
+    progress("parsing", 60, 100)
+    now[0] = INTERVAL * 1.5
+    progress("parsing", 70, 100)                         # too soon after the last line
+    now[0] = INTERVAL * 2
+    progress("parsing", 90, 100)
+    assert stream.getvalue().splitlines() == [f"intentc: parsing: 60/100 ({INTERVAL:.0f}s)",
+                                              f"intentc: parsing: 90/100 ({INTERVAL * 2:.0f}s)"]
+
+
+def test_check_reports_parsing_progress(monkeypatch: Any) -> None:
+    from intentc.cli import progress as cli_progress
+    from intentc.pipeline import check
+
+    heard: list[tuple[str, int, int]] = []
+    result = check([str(ROOT / "intents")], jobs=1, use_cache=False,
+                   progress=lambda what, done, total: heard.append((what, done, total)))
+    files = len(result.sources)
+    assert heard[-1] == ("parsing", files, files) and [d for _, d, _ in heard] == sorted(d for _, d, _ in heard)
+
+    monkeypatch.setattr(cli_progress, "INTERVAL", 0.0)      # every report becomes a line
+    try:
+        runner = CliRunner(mix_stderr=False)                  # type: ignore[call-arg]  # click < 8.2
+    except TypeError:
+        runner = CliRunner()                                  # click >= 8.2 keeps them apart anyway
+    res = runner.invoke(app, ["check", str(ROOT / "intents"), "-o", "json"])
+    assert res.exit_code == 0 and json.loads(res.stdout) == []            # stdout: the JSON alone
+    assert f"intentc: parsing: {files}/{files}" in res.stderr
+
+
+def test_progress_on_a_terminal_is_a_transient_live_line() -> None:
+    import io
+
+    from intentc.cli.progress import LIVE_DELAY, StderrProgress
+
+    now = [0.0]
+    stream = io.StringIO()
+    with StderrProgress(stream, is_terminal=True, clock=lambda: now[0]) as progress:
+        progress("parsing", 1, 4)
+        assert stream.getvalue() == ""                   # no flicker from a quick run
+        now[0] = LIVE_DELAY
+        progress("parsing", 2, 4)
+    assert "parsing" in stream.getvalue() and "2/4" in stream.getvalue()

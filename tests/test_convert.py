@@ -92,3 +92,86 @@ def test_ir_equality_ignores_spans_only() -> None:
     b = _parse("b.intent", '\n\n  tenant   t {tier:gold}\n')
     assert a == b
     assert dataclasses.replace(a.tenants[0], tier="silver") != b.tenants[0]
+
+
+# -- comments ---------------------------------------------------------------------
+
+COMMENTED = """\
+# Pipeline of the NLP team.
+# Owner: nlp-platform, #ml-infra on chat
+
+tenant team-nlp {
+  tier: gold  # fair share 4
+  # the monthly budget
+  quota: gpus 96, cpu 1536, memory 12Ti  # reviewed by finance
+}
+
+# The nightly embedding job.
+intent embed-corpus {
+  # runs on every push
+  trigger: on push
+  action: inference model "llama3-8b" image "ghcr.io/acme/vllm:0.6#sha" {
+    # long prompts
+    seq_len: 4096  # tokens
+  }
+  context: tenant team-nlp  # who pays
+  constraints: gpus 8 x "H100-80GB"
+}
+
+# end of the pipeline
+"""
+
+
+def test_comments_survive_dsl_to_yaml_to_dsl() -> None:
+    from intentc.frontend.dsl_print import format_source
+
+    yaml_text, diags = convert(SourceFile("a.intent", COMMENTED), Surface.YAML)
+    assert yaml_text is not None, diags
+    assert yaml_text.startswith("# Pipeline of the NLP team.\n# Owner: nlp-platform, #ml-infra on chat\n\n")
+    assert "  tier: gold  # fair share 4\n" in yaml_text
+    assert "---\n# The nightly embedding job.\napiVersion:" in yaml_text
+    assert "spec:\n  # runs on every push\n  trigger: push\n" in yaml_text
+    assert "    tenant: team-nlp  # who pays\n" in yaml_text        # on the first line of the clause's value
+    assert "  quota:\n    # the monthly budget\n    gpus: 96  # reviewed by finance\n" in yaml_text
+    assert "    settings:\n      # long prompts\n      seq_len: 4096  # tokens\n" in yaml_text
+    assert yaml_text.endswith("      product: H100-80GB\n# end of the pipeline\n")
+    assert _parse("a.yaml", yaml_text) == _parse("a.intent", COMMENTED)
+    back, diags = convert(SourceFile("a.yaml", yaml_text), Surface.DSL)
+    assert back is not None, diags
+    canonical, _ = format_source(SourceFile("a.intent", COMMENTED))
+    assert back == canonical                   # every comment back in its place, in `intentc fmt` layout
+    again, _ = convert(SourceFile("b.intent", back), Surface.YAML)
+    assert again == yaml_text                  # and stable from there on
+
+
+def test_yaml_comments_are_found_by_the_yaml_scanner() -> None:
+    from intentc.frontend.comments import yaml_comments
+
+    text = ('# yaml-language-server: $schema=../schemas/intent.schema.json\n# header\n'
+            'apiVersion: intentc.dev/v1alpha1  # trailing\nkind: Intent\nmetadata:\n  name: "x # not a comment"\n'
+            'spec:\n  action:\n    command: |\n      echo "# not one either"\n    # before image\n    image: a\n')
+    found = [(c.line, c.column, c.text, c.trailing) for c in yaml_comments(text)]
+    assert found == [(2, 1, "# header", False), (3, 35, "# trailing", True), (11, 5, "# before image", False)]
+
+
+def test_a_yaml_file_s_comments_become_dsl_comments() -> None:
+    path = next(p for p in EXAMPLES if p.suffix == ".yaml" and "\n#" in p.read_text())
+    text = path.read_text()
+    own = [line.strip() for line in text.splitlines()
+           if line.lstrip().startswith("#") and "yaml-language-server" not in line]
+    assert own, f"{path.name} has no comment to carry"
+    dsl, _ = convert(SourceFile(path.name, text), Surface.DSL)
+    assert dsl is not None
+    assert [line.strip() for line in dsl.splitlines() if line.lstrip().startswith("#")][:len(own)] == own
+
+
+@pytest.mark.parametrize("path", [p for p in EXAMPLES if p.suffix == ".intent"],
+                         ids=[p.name for p in EXAMPLES if p.suffix == ".intent"])
+def test_example_files_keep_every_comment_through_yaml(path: Path) -> None:
+    from intentc.frontend.dsl_print import format_source
+
+    text = path.read_text()
+    yaml_text, _ = convert(SourceFile(path.name, text), Surface.YAML)
+    assert yaml_text is not None
+    back, _ = convert(SourceFile("converted.yaml", yaml_text), Surface.DSL)
+    assert back == format_source(SourceFile(path.name, text))[0]

@@ -9,6 +9,7 @@ asserts on how long anything took.
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import subprocess
@@ -27,7 +28,7 @@ from intentc.drift.quarantine import QUARANTINE_KEY, Quarantine
 from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.render.model import COMMIT_ANNOTATION, ObjectRef
-from tests.kube_env import KubeEnv, free_port
+from tests.kube_env import KubeEnv, finished_job_status, free_port
 from tests.test_drift_kube import DriftRepo, edit_as
 
 pytestmark = pytest.mark.kube
@@ -53,9 +54,7 @@ def commit_of(body: dict[str, Any] | None) -> str | None:
 
 
 def job_done(c: KubeClient, ref: ObjectRef, failed: bool = False) -> None:
-    cond = ({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "all pods failed"}
-            if failed else {"type": "Complete", "status": "True"})
-    c.patch_status(ref, {"conditions": [cond], **({"failed": 1} if failed else {"succeeded": 1})})
+    c.patch_status(ref, finished_job_status(c.get(ref), failed=failed, message="all pods failed"))
 
 
 def deployment_available(c: KubeClient, ref: ObjectRef) -> None:
@@ -141,7 +140,9 @@ def test_failed_rollout_is_rolled_back_and_the_bad_commit_is_not_reapplied(
     job = repo.ref("Job", "prep")
     settle(c, repo, good)
     wait_for("last known-good = first commit", lambda: inventory(c, repo.target).last_known_good == good)
-    assert sample(metrics(r.daemon), "intentc_last_applied_commit_info", commit=good) == 1.0
+    # the inventory is written before the apply returns (and releases its Lease); the metric after
+    wait_for("the metric names the first commit",
+             lambda: sample(metrics(r.daemon), "intentc_last_applied_commit_info", commit=good) == 1.0)
 
     bad = repo.commit("broken prep image", prep_image="busybox:2.0-broken")
     wait_for("the bad commit's Job", lambda: commit_of(c.get(job)) == bad)
@@ -255,7 +256,7 @@ def test_daemon_endpoints_and_clean_sigterm(kube_env: KubeEnv, tmp_path: Path) -
         [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo.dir), "--branch", "main",
          "-t", "clusters/small.yaml", "--kubeconfig", str(kube_env.kubeconfig), "--target", repo.target,
          "--listen", f"127.0.0.1:{port}", "--interval", "1", "--workdir", str(tmp_path / "work"),
-         "--rollout-timeout", "2"],
+         "--rollout-timeout", "2", "--log-format", "json"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
 
@@ -284,7 +285,10 @@ def test_daemon_endpoints_and_clean_sigterm(kube_env: KubeEnv, tmp_path: Path) -
             raise
     out = proc.stdout.read().decode() if proc.stdout else ""
     assert code == 0, out
-    assert "shutting down" in out and "stopped" in out
+    records = [json.loads(line) for line in out.splitlines() if line.strip()]   # --log-format json: every line
+    messages = [r["msg"] for r in records if r["logger"] == "intentc.daemon"]
+    assert any("shutting down" in m for m in messages) and "stopped" in messages
+    assert {r["level"] for r in records} <= {"debug", "info", "warning", "error", "critical"}
 
 
 DEPLOY = ROOT / "examples" / "deploy"
@@ -304,7 +308,8 @@ def test_deploy_manifests_apply_and_their_role_is_enough(kube_env: KubeEnv, tmp_
     from intentc.reconcile.sync import ApplyOptions, Reconciler
 
     admin = KubeClient.connect(str(kube_env.kubeconfig))
-    docs = [d for f in sorted(DEPLOY.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d]
+    files = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+    docs = [d for f in files for d in yaml.safe_load_all((DEPLOY / f).read_text()) if d]
     assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service"} <= {d["kind"] for d in docs}
     for d in docs:
         admin.apply(d, dry_run=d["kind"] in ("Deployment", "Service"), field_manager="deploy-test")

@@ -64,3 +64,25 @@ def test_only_heals_of_applied_desired_objects_are_due() -> None:
     assert ledger.heals_due([report, unknown, heal(missing)], desired, applied=set(), now=0.0) == []
     [(decision, m)] = ledger.heals_due([heal(missing)], desired, applied={B}, now=0.0)
     assert decision.finding is missing and m.ref == B
+
+
+def test_a_heal_waits_for_the_earlier_waves_to_be_healthy() -> None:
+    """After a rollout timed out in wave 1, healing must not create wave 2's Job (it is `after` wave 1)."""
+    from intentc.drift.policy import wave_blocker
+    from intentc.render import render
+    from intentc.render.model import SETUP_STEPS
+    from tests.render_cases import SHA_A, sample_plan, sample_program
+
+    manifests = render(sample_program(), sample_plan(), SHA_A).manifests
+    waves = sorted({m.step for m in manifests if m.step >= SETUP_STEPS})
+    assert len(waves) >= 2
+    later = next(m for m in manifests if m.step == waves[1])
+    first = [m for m in manifests if m.step == waves[0]]
+    setup = next(m for m in manifests if m.step < SETUP_STEPS)
+    assert wave_blocker(setup, manifests, {}) is None, "setup objects never wait"
+    reason = wave_blocker(later, manifests, {})
+    assert reason is not None and "is not done" in reason
+    done = {"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1,
+                       "availableReplicas": 99, "readyReplicas": 99, "updatedReplicas": 99, "replicas": 99}}
+    live = {m.ref: {**dict(m.body), **done} for m in first}
+    assert wave_blocker(later, manifests, live) is None, [wave_blocker(later, manifests, live)]

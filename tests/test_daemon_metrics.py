@@ -32,8 +32,9 @@ def test_probes_and_metrics() -> None:
     server = HealthServer("127.0.0.1:0", metrics, lambda: (True, "turning"),
                           lambda: (state["ready"], "ok" if state["ready"] else "no plan in force yet")).start()
     try:
-        assert get(server.port, "/healthz")[::2] == (200, "turning\n")
-        assert get(server.port, "/readyz")[::2] == (503, "no plan in force yet\n")
+        # terse bodies: the reasons go to the log, not to whoever reaches the port
+        assert get(server.port, "/healthz")[::2] == (200, "ok\n")
+        assert get(server.port, "/readyz")[::2] == (503, "not ready\n")
         state["ready"] = True
         assert get(server.port, "/readyz")[0] == 200
         assert get(server.port, "/other")[0] == 404
@@ -73,3 +74,26 @@ def test_parse_listen(text: str, expected: tuple[str, int]) -> None:
 def test_parse_listen_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parse_listen(text)
+
+
+def test_a_busy_listen_port_is_a_clear_exit_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """No traceback: the daemon says which address is taken and what to do."""
+    import socket
+
+    from typer.testing import CliRunner
+
+    from intentc.cli import app
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n"
+                          "users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+                          "current-context: x\n")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        res = CliRunner().invoke(app, ["daemon", "--repo", str(tmp_path), "--topology", "cluster.yaml",
+                                       "--kubeconfig", str(kubeconfig), "--listen", f"127.0.0.1:{port}",
+                                       "--workdir", str(tmp_path / "work")])
+    assert res.exit_code == 2, res.output
+    assert f"127.0.0.1:{port}" in res.output and "Traceback" not in res.output

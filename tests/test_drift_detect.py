@@ -203,6 +203,17 @@ def test_foreign_commit_and_missing_stamp() -> None:
     assert finding.drift is DriftClass.FOREIGN and "no intentc.dev/commit-sha" in finding.message
 
 
+def test_a_commit_newer_than_the_checked_out_one_is_said_as_such() -> None:
+    """After checking out an older commit, objects applied from the branch head are not foreign."""
+    desired, _ = applied(deployment(image="old:1"), OLD)
+    _, live = applied(deployment(image="new:2"), NEW)
+    report = detect([desired], [live], history=History((OLD,), newer=(NEW,)))
+    [finding] = [f for f in report.drifted if f.drift is not DriftClass.MODIFIED]
+    assert finding.drift is DriftClass.STALE
+    assert "newer than the checked-out commit" in finding.message
+    assert classes(detect([desired], [live], history=History((OLD,))))["foreign"] == ["serve"]
+
+
 def test_stale_and_modified_at_once() -> None:
     _, live = applied(deployment(image="img:1", replicas=2), commit=OLD)
     live["spec"]["replicas"] = 9
@@ -320,3 +331,42 @@ def _with_defaults(value: object) -> object:
     if isinstance(value, list):
         return [_with_defaults(v) if isinstance(v, dict) else v for v in value]
     return value
+
+
+def test_a_shared_cluster_object_is_judged_by_content_not_by_commit() -> None:
+    """The Intent CRD is applied alike by every repository on a cluster: the commit it
+    carries is the last applier's, which this repository's history need not know."""
+    from intentc.drift.detect import History, detect
+    from intentc.render import crd_manifest
+    from intentc.render.capabilities import KubeVersion
+
+    mine = crd_manifest(KubeVersion(1, 29), "a" * 40)
+    theirs = crd_manifest(KubeVersion(1, 29), "b" * 40)       # same content, another repository's commit
+
+    history = History(("a" * 40,))
+    same = detect([mine.body], [dict(theirs.body)], history=history)
+    assert [f.drift.value for f in same.findings] == ["in-sync"]
+    other = crd_manifest(KubeVersion(1, 24), "b" * 40)        # different content: no CEL rules
+    changed = detect([mine.body], [dict(other.body)], history=history)
+    assert [f.drift.value for f in changed.findings] != ["in-sync"]
+    assert "foreign" not in [f.drift.value for f in changed.findings]
+
+
+def test_resuming_a_fallback_variant_is_not_drift_but_any_other_change_is() -> None:
+    """The daemon resumes a suspended fallback variant (docs/failure-fallback.md) by flipping
+    `spec.suspend`: that field of a variant is the controller's.  Any other changed value is
+    drift whoever wrote it, intentc's own field manager included."""
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "train-fallback-batch", "namespace": "team-a",
+                        "labels": {"app.kubernetes.io/managed-by": "intentc", "intentc.dev/intent": "train",
+                                   "intentc.dev/tenant": "team-a"},
+                        "annotations": {"intentc.dev/fallback-of": "train"}},
+           "spec": {"suspend": True, "parallelism": 1}}
+    desired, _ = stamp(job, NEW)
+    live = copy.deepcopy(desired)
+    live["spec"]["suspend"] = False
+    assert not detect([desired], [live], history=HISTORY).has_drift
+    live["spec"]["parallelism"] = 4
+    [finding] = detect([desired], [live], history=HISTORY).drifted
+    assert [c.path for c in finding.changes] == ["spec.parallelism"]
+

@@ -28,7 +28,7 @@ from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import COMMIT_ANNOTATION, Manifest, ObjectRef
-from tests.kube_env import KubeEnv
+from tests.kube_env import KubeEnv, finished_job_status
 
 pytestmark = pytest.mark.kube
 runner = CliRunner()
@@ -155,13 +155,12 @@ def test_applied_state_is_in_sync_and_status_updates_are_not_drift(repo: DriftRe
     assert not mine(repo.observe(), repo.tenant)
     c = repo.client()
     # controllers write status through the status subresource: never drift
-    c.patch_status(repo.ref("Job", "prep"), {"succeeded": 1, "conditions": [
-        {"type": "Complete", "status": "True", "lastProbeTime": None, "lastTransitionTime": None}]})
+    c.patch_status(repo.ref("Job", "prep"), finished_job_status(c.get(repo.ref("Job", "prep"))))
     c.patch_status(repo.ref("Deployment", "web"), {"replicas": 2, "updatedReplicas": 2, "availableReplicas": 2,
                                                    "readyReplicas": 2, "observedGeneration": 1})
     report = repo.observe()
     assert not mine(report, repo.tenant), [f.message for f in report.drifted]
-    assert report.counts()[DriftClass.IN_SYNC] == 4
+    assert report.counts()[DriftClass.IN_SYNC] == 6        # 4 of the tenant, its ResourceQuota, the Intent CRD
 
 
 def test_edit_by_another_field_manager_is_modified_naming_it_and_heal_restores(repo: DriftRepo) -> None:
@@ -261,7 +260,7 @@ def test_cli_drift_exit_codes_and_json(repo: DriftRepo) -> None:
             "--kubeconfig", str(repo.env.kubeconfig), "--target", repo.target]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert "in sync: 4 objects" in res.stdout
+    assert "in sync: 6 objects" in res.stdout      # 4 of the tenant, its ResourceQuota, the Intent CRD
     edit_as(repo.client(), repo.ref("Deployment", "web"), {"spec": {"replicas": 3}}, "kubectl-edit")
     res = runner.invoke(app, args + ["--format", "json"])
     assert res.exit_code == 1, res.output
@@ -275,3 +274,28 @@ def test_cli_drift_exit_codes_and_json(repo: DriftRepo) -> None:
     assert "spec.replicas: 2 -> 3  (by kubectl-edit)" in text.stdout
     bad = runner.invoke(app, args[:-4] + ["--kubeconfig", str(repo.dir / "nope"), "--target", repo.target])
     assert bad.exit_code == 2 and "kubeconfig not found" in bad.output
+
+
+def test_cli_drift_github_annotations_and_merged_kubeconfig(repo: DriftRepo, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`drift -o github` on a real cluster, connected through a KUBECONFIG of two
+    files: the cluster and user in one, the context in the other."""
+    import yaml
+
+    config = yaml.safe_load(Path(repo.env.kubeconfig).read_text())
+    contexts = {"apiVersion": "v1", "kind": "Config", "contexts": config.pop("contexts"),
+                "current-context": config.pop("current-context")}
+    (tmp_path / "clusters").write_text(yaml.safe_dump(config))
+    (tmp_path / "contexts").write_text(yaml.safe_dump(contexts))
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'clusters'}:{tmp_path / 'contexts'}")
+    repo.apply()
+    edit_as(repo.client(), repo.ref("Deployment", "web"), {"spec": {"replicas": 3}}, "kubectl-edit")
+    res = runner.invoke(app, ["drift", str(repo.dir / "intents"), "-t", str(repo.dir / "clusters" / "small.yaml"),
+                              "--target", repo.target, "-o", "github"])
+    assert res.exit_code == 1, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("::notice title=intentc drift%3A target") and "1 modified" in lines[0]
+    [web] = [line for line in lines if "modified Deployment" in line]
+    # on the declaration of intent web (line 13 of the repository's one intent file)
+    assert web.startswith(f"::error file={repo.dir / 'intents' / 'team.intent'},line=13,col=1,title=")
+    assert web.endswith("%0Aspec.replicas: 2 -> 3 (by kubectl-edit)")

@@ -109,7 +109,8 @@ def test_every_field_span_points_at_its_value(path: Path) -> None:
                 shown = json.loads(written) if written.startswith('"') else written
                 assert str(shown) == str(value) or float(shown) == value, (key, written, value)
                 checked += 1
-        for ref in [v for v in vars(node).values() if type(v).__name__ == "Ref"]:
+        fields = [getattr(node, f.name) for f in dataclasses.fields(node)]
+        for ref in [v for v in fields if type(v).__name__ == "Ref"]:
             assert _source_of(text, ref.span).strip('"') == ref.name
     assert checked
 
@@ -298,3 +299,11 @@ def _mutated(draw: st.DrawFn) -> str:
 @given(_mutated())
 def test_mutated_valid_files_never_raise(text: str) -> None:
     _check_never_raises(text)
+
+
+def test_the_lalr_loop_is_lark_cythons() -> None:
+    """The grammar is lark's; the loop that drives its table is lark-cython's
+    compiled one, fed by our lexer (docs/frontend-scale.md)."""
+    assert type(dsl._PARSER.parser.parser).__module__ == "lark_cython.lark_cython"
+    result = dsl.parse_full(SourceFile("x.intent", "tenant t { tier: gold }\nintent {\n"))
+    assert [d.code for d in result.diagnostics] == ["E0101"] and len(result.program.tenants) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import git
@@ -47,6 +48,34 @@ def test_read_tree_at_revision_and_working_tree(repo: git.Repo) -> None:
     assert work == {"intents/a.intent": b"three\n"}
     # reading a revision never touches the working tree
     assert (root / "intents/a.intent").read_text() == "three\n"
+
+
+def test_working_tree_is_read_as_check_reads_it(repo: git.Repo, tmp_path: Path) -> None:
+    """`intentc diff` with the working tree as head: intentc's output and .intentcignore'd paths
+    are not read; a link out of the repository or a FIFO is a GitError, not a read."""
+    root = Path(repo.working_tree_dir or ".")
+    (root / "intents/build/manifests").mkdir(parents=True)
+    (root / "intents/build/manifests/00-x.yaml").write_text("kind: Namespace\n")
+    (root / "intents/build/.intentc-output").write_text("")
+    (root / "intents/vendor").mkdir()
+    (root / "intents/vendor/v.yaml").write_text("v: 1\n")
+    (root / ".intentcignore").write_text("vendor/\n")
+    work = gitrepo.read_tree(root, None, ("intents",), (".intent", ".yaml", ".yml"))
+    assert sorted(work) == ["intents/a.intent", "intents/c.yml", "intents/sub/b.yaml"]
+    (root / ".intentcignore").write_text("vendor/\nsub/\n")      # revisions are listed by the same rule
+    assert sorted(gitrepo.read_tree(root, "HEAD", ("intents",), (".intent", ".yaml", ".yml"))) == \
+        ["intents/a.intent", "intents/c.yml"]
+    assert sorted(gitrepo.snapshot(root, "HEAD", ("intents",), (".intent", ".yml"), ["*.yml"]).listing) == \
+        sorted(gitrepo.snapshot(root, None, ("intents",), (".intent", ".yml"), ["*.yml"]).listing) == \
+        ["intents/a.intent"]                                        # --exclude, both sides alike
+    (tmp_path / "token").write_text("secret\n")
+    (root / "intents/leak.yaml").symlink_to(tmp_path / "token")
+    with pytest.raises(gitrepo.GitError, match="outside the repository"):
+        gitrepo.read_tree(root, None, ("intents",), (".yaml",))
+    (root / "intents/leak.yaml").unlink()
+    os.mkfifo(root / "intents/pipe.yaml")
+    with pytest.raises(gitrepo.GitError, match="FIFO"):
+        gitrepo.read_tree(root, None, ("intents",), (".yaml",))
 
 
 def test_listing_uses_git_blob_ids(repo: git.Repo) -> None:

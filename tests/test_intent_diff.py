@@ -267,7 +267,8 @@ def test_plan_diff_reschedule_and_capacity(repo: git.Repo) -> None:
     assert report.plan is not None
     impacts = {i.intent: i.impact for i in report.impacts}
     assert impacts["train"] is ImpactClass.CAPACITY
-    assert [c.intent for c in report.plan.capacity if not c.placeable] == ["train"]
+    # serve runs after train, which can never be placed: it can never start either (reason "dependency")
+    assert [c.intent for c in report.plan.capacity if not c.placeable] == ["serve", "train"]
     shares = {s.tenant: (s.old_requested, s.new_requested) for s in report.plan.shares}
     assert shares["team-a"] == (10, 22)
 
@@ -437,3 +438,27 @@ def test_what_the_render_target_creates(repo: git.Repo, monkeypatch: pytest.Monk
     assert "objects (dra):\n  train: Job team-a/train" in res.stdout, "no topology: no plan, no device claim"
     res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--render-target", "slurm"])
     assert res.exit_code == 2 and "unknown render target 'slurm'" in res.output
+# --------------------------------------------------------------------------
+# --format github: workflow annotations on the head-side positions
+# --------------------------------------------------------------------------
+
+def test_github_annotations(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    commit(repo, {"intents/pipeline.intent": edit(edit(PIPELINE, 'prep:1.0', 'prep:1.1'), 'gpus 8 x', 'gpus 16 x'),
+                  "intents/serve.yaml": None}, "bump")
+    report = run_diff(repo, topology=TOPOLOGY)
+    lines = render_report(report, "github").splitlines()
+    assert lines[0].startswith("::notice title=intentc diff::HEAD~1") and lines[0].endswith("HEAD: 1 removed, 2 changed")
+    by_title = {line.split("title=")[1].split("::")[0]: line for line in lines[1:]}
+    prep = by_title["intentc diff%3A intent prep changed"]
+    assert prep.startswith("::notice file=intents/pipeline.intent,line=2,col=1,")
+    assert "action.image: \"ghcr.io/acme/prep:1.0\" -> \"ghcr.io/acme/prep:1.1\"" in prep
+    train = by_title["intentc diff%3A intent train changed"]
+    assert train.startswith("::warning file=intents/pipeline.intent,line=11,")      # 16 GPUs: no node has them
+    assert "constraints.gpus.count: 8 -> 16%0Aimpact capacity" in train
+    unplaceable = by_title["intentc diff%3A train no longer placeable"]
+    assert unplaceable.startswith("::warning file=intents/pipeline.intent,line=11,")
+    serve = by_title["intentc diff%3A intent serve removed"]
+    assert serve.startswith("::notice title=")            # nothing on the head side to annotate
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-t", "topo.yaml", "-o", "github"])
+    assert res.exit_code == 1 and res.stdout.splitlines()[1:] == lines[1:]      # the CLI labels add SHAs

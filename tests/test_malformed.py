@@ -44,6 +44,10 @@ def yaml_intent(spec: str) -> str:
                    "spec:\n" + spec)
 
 
+def schedule(expr: str) -> str:
+    return dsl_intent(f'  trigger: ‸schedule {expr}\n  action: batch image "b:1"\n  context: tenant team-a\n')
+
+
 YSPEC = ("  trigger: push\n  action:\n    kind: inference\n    image: vllm:1\n"
          "  context:\n    tenant: team-a\n")
 
@@ -179,6 +183,30 @@ ROWS: list[Row] = [
               '  produces: out\n}\nintent b {\n  trigger: manual\n  action: batch image "b:1"\n'
               '  context: tenant team-a\n  produces: ‸out\n}\n', "E0503"),
     row("replicas-on-batch", "a.intent", job(action='batch image "b:1" replicas ‸2'), "E0419"),
+    # --- values the API server would refuse or silently change ------------
+    row("cron-fields-out-of-range", "a.intent", schedule('"99 25 32 13 8"'), "E0417"),
+    row("cron-step-zero", "a.intent", schedule('"*/0 * * * *"'), "E0417"),
+    row("cron-tz-prefix", "a.intent", schedule('"CRON_TZ=UTC 0 2 * * *"'), "E0417"),
+    row("cron-quartz-last-day", "a.intent", schedule('"0 0 L * *"'), "E0417"),
+    row("cron-sunday-as-7", "a.intent", schedule('"0 0 * * 7"'), "E0417"),
+    row("cron-six-fields-yaml", "a.yaml",
+        yaml_intent(YSPEC.replace("  trigger: push\n", '  trigger:\n    ‸schedule: "0 0 2 * * *"\n')), "E0417"),
+    row("replicas-beyond-int32", "a.intent",
+        job(action='serve image "v:1" replicas ‸2147483648'), "E0421"),
+    row("replicas-beyond-int32-yaml", "a.yaml",
+        yaml_intent(YSPEC.replace("kind: inference", "kind: serve") + "").replace(
+            "    image: vllm:1\n", "    image: vllm:1\n    replicas: ‸4294967296\n"), "E0421"),
+    row("gpu-count-beyond-int32", "a.intent", job('gpus ‸2147483648 x "H100-80GB"'), "E0421"),
+    row("gpu-quota-beyond-int64", "a.intent", "tenant team-a { quota: gpus ‸9223372036854775808 }\n", "E0421"),
+    row("memory-beyond-int64", "a.intent", job("memory ‸9Ei"), "E0422"),
+    row("cpu-finer-than-milli", "a.intent", job("cpu ‸100u"), "E0422"),
+    row("quota-memory-beyond-int64-yaml", "a.yaml",
+        "apiVersion: intentc.dev/v1alpha1\nkind: Tenant\nmetadata:\n  name: t\nspec:\n"
+        "  quota:\n    memory: ‸1e19\n", "E0422"),
+    row("gpu-count-not-integer-yaml", "a.yaml",
+        yaml_intent(YSPEC + "  constraints:\n    gpus:\n      count: ‸eight\n"), "E0211"),
+    row("duration-5000-digits", "a.intent", job("duration ‸" + "9" * 5000 + "s"), "E0415"),
+    row("quantity-exponent-overflow", "a.intent", job("memory ‸1e999999999"), "E0411"),
 ]
 
 

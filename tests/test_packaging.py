@@ -20,6 +20,10 @@ def test_wheel_carries_grammar_and_schemas_and_checks_outside_the_checkout(tmp_p
     names = zipfile.ZipFile(wheel).namelist()
     assert "intentc/grammar/intent.lark" in names
     assert {f"intentc/schemas/{k}.schema.json" for k in ("intent", "tenant", "dataset", "topology", "plan")} <= set(names)
+    info = next(n for n in names if n.endswith(".dist-info/METADATA")).rpartition("/")[0]
+    metadata = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()         # the SPDX form, not a License: text
+    assert f"{info}/licenses/LICENSE" in names
 
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

@@ -12,7 +12,9 @@ from intentc.pipeline import check
 from intentc.plan.gpuset import GpuChooser
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.metrics import jain_index
-from intentc.plan.model import Plan, TenantShare
+from intentc.plan.model import NodeAllocation, Placement, Plan, TenantShare
+from intentc.plan.placer import Request
+from intentc.plan.repack import Seated, _movers
 from intentc.plan.planner import make_plan
 from intentc.topology.load import LoadedTopology, load_topology
 from intentc.topology.matrix import GpuInfo, GpuMatrix, Link, LinkInfo
@@ -42,11 +44,21 @@ def loaded(*nodes: ir.TopologyNode, levels: tuple[str, ...] = ("zone", "rack", "
 
 def job(name: str, tenant: str = "team-a", gpus: int = 1, product: str | None = None,
         memory: str | None = None, within: str | None = None, prefer: str | None = None,
-        sla: str | None = None) -> ir.Intent:
+        sla: str | None = None, duration: str | None = "1h", kind: str = "batch") -> ir.Intent:
     req = ir.GpuRequest(gpus, product, memory, within, prefer) if gpus else None
-    constraints = ir.Constraints(gpus=req, sla=sla, spans=ir.FieldSpans.of({"gpus": GPUS_SPAN}))
-    return ir.Intent(name, ir.Trigger("push"), ir.Action("batch", "img"), ir.Context(ir.Ref(tenant)),
+    constraints = ir.Constraints(gpus=req, sla=sla, duration=duration, spans=ir.FieldSpans.of({"gpus": GPUS_SPAN}))
+    return ir.Intent(name, ir.Trigger("push"), ir.Action(kind, "img"), ir.Context(ir.Ref(tenant)),
                      constraints)
+
+
+def serve(name: str, **kw: object) -> ir.Intent:
+    """An open-ended intent: it holds its GPUs for the whole plan."""
+    return job(name, kind="serve", duration=None, **kw)  # type: ignore[arg-type]
+
+
+def queued(plan: Plan) -> list[str]:
+    """Intents that wait for GPUs (or quota) after they are ready, by name."""
+    return [p.intent for p in plan.placements if p.start_s > p.ready_s]
 
 
 def program(*intents: ir.Intent, tenants: tuple[ir.Tenant, ...] = ()) -> ir.Program:
@@ -121,9 +133,10 @@ def test_no_protection_for_a_gang_that_comes_too_late() -> None:
             [node(f"nvl-{i}", 4, "GB200", "186Gi", zone="z", rack="r2", nvlink="clique-1") for i in range(4)]
     smalls = [job(f"s{i}", gpus=1) for i in range(12)] + [job("t-eight", gpus=8, within="node")]
     plan, _ = make_plan(program(*smalls, job("z-gang", gpus=16, within="nvlink", sla="P3")), loaded(*nodes))
-    assert plan.placement("t-eight") is not None
-    assert [u.intent for u in plan.unplaced] == ["z-gang"]
-    assert plan.metrics.gpus_allocated == 20
+    assert plan.placement("t-eight").start_s == 0  # type: ignore[union-attr]
+    assert queued(plan) == ["z-gang"] and not plan.unplaced
+    assert plan.placement("z-gang").start_s == 3600  # type: ignore[union-attr]
+    assert plan.metrics.idle_gpus_on_used_nodes == 0
 
 
 def test_a_single_node_job_moves_to_make_room_for_a_refused_one() -> None:
@@ -145,7 +158,7 @@ def test_no_move_when_the_movers_have_nowhere_to_go() -> None:
     # 11 GPUs are free, but the one-GPU job on the HGX node is pinned to H100 and no
     # other node has one: it cannot move, so the refusal stands and nothing changes.
     nodes = [node("hgx-1", zone="z", rack="r1"), node("a100-1", 4, "A100-40GB", "40Gi", zone="z", rack="r1")]
-    intents = (job("a-one", gpus=1, product="H100-80GB", sla="P0"), job("c-eight", gpus=8, within="node"))
+    intents = (serve("a-one", gpus=1, product="H100-80GB", sla="P0"), job("c-eight", gpus=8, within="node"))
     plan, _ = make_plan(program(*intents), loaded(*nodes))
     assert [(u.intent, u.reason) for u in plan.unplaced] == [("c-eight", "fragmentation")]
     assert gpus_of(plan, "a-one") == {"hgx-1": (0,)} and plan.metrics.gpus_allocated == 1
@@ -176,12 +189,11 @@ def test_within_node_and_gang_all_or_nothing() -> None:
     nodes = [node("n1", zone="z", rack="r"), node("n2", zone="z", rack="r")]
     plan, diags = make_plan(program(job("a", gpus=6), job("b", gpus=6), job("c", gpus=6, within="node")),
                             loaded(*nodes))
-    assert [d.code for d in diags] == ["E0601"]
-    # 4 GPUs are free (2 + 2) but no node has 6: c gets nothing, not 4
-    assert plan.placement("c") is None
-    [u] = plan.unplaced
-    assert u.reason == "capacity"
-    assert sum(p.gpu_count for p in plan.placements) == 12
+    assert not diags and not plan.unplaced
+    # 4 GPUs are free (2 + 2) but no node has 6: c gets nothing, not 4, until a ends
+    c = plan.placement("c")
+    assert c is not None and c.start_s == 3600 and c.gpu_count == 6 and len(c.nodes) == 1
+    assert queued(plan) == ["c"] and plan.metrics.gpus_allocated == 12
 
 
 def test_prefer_falls_back_with_a_warning() -> None:
@@ -197,11 +209,11 @@ def test_prefer_falls_back_with_a_warning() -> None:
 
 def test_prefer_unmet_for_lack_of_room_suggests_within() -> None:
     nodes = [node("n1", zone="z", rack="r"), node("n2", zone="z", rack="r")]
-    intents = (job("a1", gpus=6), job("a2", gpus=6), job("b", gpus=4, prefer="node", sla="P3"))
+    intents = (serve("a1", gpus=6), serve("a2", gpus=6), job("b", gpus=4, prefer="node", sla="P3"))
     plan, diags = make_plan(program(*intents), loaded(*nodes))
     assert plan.placement("b") is not None
     [d] = diags
-    assert "no node domain had 4 free GPUs; placed across one rack instead" in d.message
+    assert "no node domain had 4 free GPUs when it started; placed across one rack instead" in d.message
     assert d.hint is not None and "within node" in d.hint
 
 
@@ -281,8 +293,8 @@ def test_gpu_set_leaves_the_rest_aligned() -> None:
 def test_sla_class_goes_first_whatever_the_name() -> None:
     plan, _ = make_plan(program(job("aaa-batch", "t1", gpus=8), job("zzz-urgent", "t2", gpus=8, sla="P0")),
                         loaded(node("n1", zone="z", rack="r")))
-    assert plan.placement("zzz-urgent") is not None
-    assert [u.intent for u in plan.unplaced] == ["aaa-batch"]
+    assert plan.placement("zzz-urgent").start_s == 0  # type: ignore[union-attr]
+    assert queued(plan) == ["aaa-batch"] and plan.placement("aaa-batch").start_s == 3600  # type: ignore[union-attr]
 
 
 def test_smaller_gangs_first_within_a_tenant_and_class() -> None:
@@ -291,17 +303,17 @@ def test_smaller_gangs_first_within_a_tenant_and_class() -> None:
     intents = (job("a-train", "t1", gpus=8), job("b-eval", "t1", gpus=1), job("c-eval", "t1", gpus=1),
                job("d-tune", "t1", gpus=2))
     plan, _ = make_plan(program(*intents), loaded(node("n1", zone="z", rack="r")))
-    assert [u.intent for u in plan.unplaced] == ["a-train"]
+    assert queued(plan) == ["a-train"]
     # ... but never across SLA classes: a P1 gang still beats P2 singles.
     urgent = (job("a-train", "t1", gpus=8, sla="P1"),) + intents[1:]
     plan, _ = make_plan(program(*urgent), loaded(node("n1", zone="z", rack="r")))
-    assert [u.intent for u in plan.unplaced] == ["b-eval", "c-eval", "d-tune"]
+    assert queued(plan) == ["b-eval", "c-eval", "d-tune"]
 
 
 def test_missing_sla_is_p2() -> None:
     plan, _ = make_plan(program(job("a-none", "t1", gpus=8), job("b-p3", "t1", gpus=8, sla="P3")),
                         loaded(node("n1", zone="z", rack="r")))
-    assert plan.placement("a-none") is not None and plan.placement("b-p3") is None
+    assert queued(plan) == ["b-p3"]
 
 
 def test_weighted_fair_share() -> None:
@@ -312,23 +324,32 @@ def test_weighted_fair_share() -> None:
               [job(f"h{i:02d}", "heavy") for i in range(20)]
     nodes = [node(f"n{i}", zone="z", rack="r") for i in range(3)]     # 24 GPUs for 60 requests
     plan, _ = make_plan(program(*intents, tenants=tenants), loaded(*nodes))
-    got = {t.tenant: t.allocated_gpus for t in plan.tenants}
+    got: dict[str, int] = {}
+    for p in plan.placements:
+        if p.start_s == 0:
+            got[p.tenant] = got.get(p.tenant, 0) + p.gpu_count
     # After 22 GPUs all three sit exactly at allocated/weight = 2 (2/1, 8/4, 12/6); the
     # last two go by name: bronze-team, then gold-team.
     assert got == {"bronze-team": 3, "gold-team": 9, "heavy": 12}
     weights = {t.tenant: t.weight for t in plan.tenants}
     assert weights == {"gold-team": 4, "bronze-team": 1, "heavy": 6}
-    assert plan.metrics.jain_fairness == 0.970012          # x = 3, 2.25, 2
+    # everything runs in the end, each wave of 24 shared by weight among the tenants still waiting
+    assert not plan.unplaced and plan.metrics.makespan_s == 3 * 3600
 
 
 def test_quota_caps_a_tenant() -> None:
     tenants = (ir.Tenant("capped", quota_gpus=4),)
     plan, diags = make_plan(program(job("a", "capped", gpus=2), job("b", "capped", gpus=2),
-                                    job("c", "capped", gpus=2), tenants=tenants),
+                                    job("c", "capped", gpus=2), job("d", "capped", gpus=6), tenants=tenants),
                             loaded(node("n1", zone="z", rack="r")))
+    # at every instant the tenant holds at most 4 GPUs: c waits for a or b, though 4 GPUs are idle
+    assert queued(plan) == ["c"] and plan.placement("c").start_s == 3600  # type: ignore[union-attr]
+    [share] = [t for t in plan.tenants if t.tenant == "capped"]
+    assert share.allocated_gpus == 4
+    # a gang bigger than the quota can never run
     [u] = plan.unplaced
-    assert (u.intent, u.reason) == ("c", "quota")
-    assert u.message == "cannot place 2 GPUs: tenant capped would exceed its quota of 4 GPUs (4 already allocated)"
+    assert (u.intent, u.reason) == ("d", "quota")
+    assert u.message == "cannot place 6 GPUs: tenant capped has a quota of 4 GPUs"
     assert [d.code for d in diags] == ["E0601"]
 
 
@@ -345,12 +366,14 @@ def test_quota_caps_a_tenant() -> None:
     ([job("x", gpus=16, product="H100-80GB", within="nvlink")], "no-domain",
      "cannot place 16 × H100-80GB within nvlink: the largest nvlink domain has 8 H100-80GB GPUs"),
     ([job("x", gpus=40)], "no-domain", "cannot place 40 GPUs: the cluster has 32 GPUs"),
-    ([job("a", gpus=5), job("b", gpus=5), job("c", gpus=5), job("d", gpus=5), job("x", gpus=8, within="rack")],
+    ([serve("a", gpus=5), serve("b", gpus=5), serve("c", gpus=5), serve("d", gpus=5),
+      job("x", gpus=8, within="rack")],
      "fragmentation",
      ("cannot place 8 GPUs within rack: 12 GPUs are free but no rack domain has 8 of them together "
-      "(the most in one is 6)")),
-    ([job("a", gpus=8), job("b", gpus=8), job("c", gpus=8), job("x", gpus=12)], "capacity",
-     "cannot place 12 GPUs: only 8 of 32 GPUs are free"),
+      "(the most in one is 6) once every finite intent has ended (the rest are held open-ended)")),
+    ([serve("a", gpus=8), serve("b", gpus=8), serve("c", gpus=8), job("x", gpus=12)], "capacity",
+     "cannot place 12 GPUs: only 8 of 32 GPUs are free once every finite intent has ended (the rest are "
+     "held open-ended)"),
 ])
 def test_unplaced_reasons(intents: list[ir.Intent], reason: str, message: str) -> None:
     nodes = [node(f"n{i}", zone="z", rack=f"r{i // 2}") for i in range(4)]
@@ -429,3 +452,48 @@ def test_golden_small_example(monkeypatch: pytest.MonkeyPatch) -> None:
     assert_golden(case / "plan.json", plan_to_json(plan))
     lines = [f"{d.span}: {d.severity.value}[{d.code}]: {d.message}" for d in diags]
     assert_golden(case / "diagnostics.txt", "\n".join(lines) + "\n")
+
+
+# --------------------------------------------------------------------------
+# Issue 12 placement fixes
+# --------------------------------------------------------------------------
+
+def test_unpinned_job_leaves_the_scarce_product_to_the_job_pinned_to_it() -> None:
+    # Equal fits (same links, only the product differs).  By name the unpinned job
+    # would take the only H100 node at time 0; the pinned job, ready 10 minutes later
+    # (too late to move the other one), would then wait an hour while the A100 node idles.
+    nodes = [node("a-h100", zone="z", rack="r"), node("b-a100", product="A100-80GB", zone="z", rack="r")]
+    same = default_matrix(8, "H100-80GB")
+    pinned = job("p-h100", gpus=8, product="H100-80GB", within="node")
+    pinned = ir.Intent(pinned.name, ir.Trigger("after", after=(ir.Ref("prep"),)), pinned.action, pinned.context,
+                       pinned.constraints)
+    intents = (job("u-any", gpus=8, within="node"), job("prep", gpus=0, duration="10m"), pinned)
+    plan, _ = make_plan(program(*intents), loaded(*nodes, matrices={"a-h100": same, "b-a100": same}))
+    assert gpus_of(plan, "u-any").keys() == {"b-a100"}
+    assert gpus_of(plan, "p-h100").keys() == {"a-h100"}
+    assert plan.placement("p-h100").start_s == 600 and not queued(plan)  # type: ignore[union-attr]
+
+
+def test_repack_offers_every_minimal_set_of_moves_cheapest_first() -> None:
+    # Occupants of 4, 2 and 1 GPUs, 3 more GPUs needed: the old rule offered only the
+    # 4-GPU job (largest first); when it has nowhere to go, the 2 + 1 pair may.
+    def seat(name: str, n: int) -> Seated:
+        alloc = NodeAllocation("hgx-1", tuple(range(n)))
+        return Seated(Request(name, "t", n, None, None, None, None), Placement(name, "t", (alloc,), ()))
+    sets = _movers([seat("x-four", 4), seat("y-two", 2), seat("z-one", 1)], 3)
+    assert [[s.placement.intent for s in chosen] for chosen in sets] == [["y-two", "z-one"], ["x-four"]]
+    assert _movers([seat("x-four", 4)], 5) == [] and _movers([seat("x-four", 4)], 0) == []
+
+
+def test_within_nvlink_on_a_node_without_nvlink_warns_at_the_clause() -> None:
+    within_span = Span("jobs.intent", 7, 30, 7, 44)
+    nodes = [node("pcie-1", 4, "L40S", "48Gi", zone="z", rack="r")]
+    req = ir.GpuRequest(2, None, None, "nvlink", None, spans=ir.FieldSpans.of({"within": within_span}))
+    intent = ir.Intent("x", ir.Trigger("push"), ir.Action("batch", "img"), ir.Context(ir.Ref("t")),
+                       ir.Constraints(gpus=req, duration="1h", spans=ir.FieldSpans.of({"gpus": GPUS_SPAN})))
+    all_sys = matrix(4, {}, SYS)
+    plan, diags = make_plan(program(intent), loaded(*nodes, matrices={"pcie-1": all_sys}))
+    [d] = diags
+    assert d.code == "W0603" and not d.is_error and d.span == within_span
+    assert "node pcie-1 has no NVLink between GPUs 0, 1 (weakest link SYS)" in d.message
+    assert plan.placement("x").interconnect == "pcie"  # type: ignore[union-attr]

@@ -70,7 +70,7 @@ def test_cli_json_is_exactly_the_document(in_case: Path) -> None:
 
 def test_cli_out_writes_the_file(in_case: Path, tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
-    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-f", "json", "--out", str(out)])
+    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-o", "json", "--out", str(out)])
     assert result.exit_code == 1 and result.stdout == ""
     assert out.read_text(encoding="utf-8") == plan_to_json(_plan())
 
@@ -89,19 +89,21 @@ def test_cli_text_table(in_case: Path) -> None:
 
 def test_cli_html_picture(in_case: Path, tmp_path: Path) -> None:
     out = tmp_path / "cluster.html"
-    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-f", "html", "-o", str(out)])
+    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-o", "html", "--out", str(out)])
     assert result.exit_code == 1
     page = out.read_text(encoding="utf-8")
     assert page == render_html(_plan(), load_topology("cluster.yaml")[0].topology)  # type: ignore[union-attr]
     # self-contained: no scripts, stylesheets, images or fonts fetched from anywhere
     assert not re.search(r"<script|<link|<img|@import|url\(|src=", page)
     assert re.findall(r"https?://[^\"' ]+", page) == ["http://www.w3.org/2000/svg"] * page.count("<svg")
-    # one cell per GPU (40), coloured by job; a legend entry per GPU job plus "free"
-    assert page.count("<rect") == 40
-    assert page.count('<title>gb-1 GPU 0: pretrain</title>') == 1
-    assert page.count('class="swatch"') == 5
-    for domain in ("zone <b>z1</b>", "rack <b>r1</b>", "nvlink <b>nvl-a</b>"):
-        assert domain in page
+    # one bar per contiguous run of GPUs of each placed intent, coloured by tenant (a class per tenant)
+    plan = _plan()
+    bars = sum(len([g for i, g in enumerate(a.gpus) if i == 0 or a.gpus[i - 1] != g - 1])
+               for p in plan.placements for a in p.allocations)
+    assert page.count("<rect") == bars > 0
+    assert page.count('class="swatch"') == len(plan.tenants) + 4          # tenants, then P0-P3
+    assert "<title>pretrain · " in page
+    assert 'id="by-sla"' in page
 
 
 def test_cli_html_default_out(in_case: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -111,7 +113,7 @@ def test_cli_html_default_out(in_case: Path, monkeypatch: pytest.MonkeyPatch, tm
     for f in (CASE / "topo").iterdir():
         (tmp_path / "topo" / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-f", "html"])
+    result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-o", "html"])
     assert result.exit_code == 1
     assert (tmp_path / "plan.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
@@ -132,7 +134,7 @@ def test_cli_clean_plan_exits_0(tmp_path: Path) -> None:
         "  trigger: push\n  action: {kind: batch, image: img}\n  context: {tenant: t}\n"
         "  constraints: {gpus: {count: 2}}\n", encoding="utf-8")
     result = runner.invoke(app, ["plan", str(tmp_path / "jobs.yaml"), "-t", str(tmp_path / "cluster.yaml"),
-                                 "-f", "json"])
+                                 "-o", "json"])
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["placements"][0]["allocations"][0]["node"] == "n1"

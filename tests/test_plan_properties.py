@@ -20,13 +20,14 @@ from hypothesis import strategies as st
 
 from intentc import ir
 from intentc.plan import planner
-from intentc.plan.jsonio import plan_to_json
+from intentc.plan.jsonio import plan_to_json, plan_to_obj
 from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
 from intentc.quantity import parse_quantity
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuInfo, GpuMatrix, Link, LinkInfo
 from intentc.topology.nvsmi import default_matrix
+from tests.plan_verify import order_violations, over_capacity, overlaps
 
 PRODUCTS = ("H100-80GB", "A100-40GB", "GB200", "L40S")
 MEMORY = {"H100-80GB": "81559Mi", "A100-40GB": "40Gi", "GB200": "186Gi", "L40S": None}
@@ -107,23 +108,29 @@ def _effective_level(levels: tuple[str, ...], scope: str) -> str:
     return "node"
 
 
+def _held_at(plan: Plan, t: int, tenant: str | None = None) -> int:
+    return sum(p.gpu_count for p in plan.placements
+               if p.start_s <= t and (p.end_s is None or t < p.end_s) and tenant in (None, p.tenant))
+
+
 def _check_invariants(program: ir.Program, topo: LoadedTopology, plan: Plan) -> None:
     nodes = {n.name: n for n in topo.topology.nodes}
     intents = {i.name: i for i in program.intents}
     tenants = {t.name: t for t in program.tenants}
-    seen: set[tuple[str, int]] = set()
+    doc = plan_to_obj(plan)
+    # never two intents on one GPU at overlapping times, never beyond the node's GPUs
+    assert overlaps(doc) == []
+    assert over_capacity(doc, {n: nodes[n].gpu_count for n in nodes}) == []
+    after = {i.name: [r.name for r in i.trigger.after if r.name in intents] for i in program.intents}
+    assert order_violations(doc, after) == []
     for p in plan.placements:
         intent = intents[p.intent]
         req = intent.constraints.gpus
         # gangs: all or nothing
         assert p.gpu_count == intent.gpu_count
+        assert p.ready_s <= p.start_s and (p.end_s is None or p.start_s <= p.end_s)
         for a in p.allocations:
             assert a.gpus and list(a.gpus) == sorted(set(a.gpus))
-            for g in a.gpus:
-                # never twice, never beyond the node's GPUs
-                assert (a.node, g) not in seen
-                seen.add((a.node, g))
-                assert 0 <= g < nodes[a.node].gpu_count
         if req is None:
             assert p.allocations == () and p.interconnect == "none"
             continue
@@ -147,13 +154,15 @@ def _check_invariants(program: ir.Program, topo: LoadedTopology, plan: Plan) -> 
     unplaced = {u.intent for u in plan.unplaced}
     assert not placed & unplaced
     assert placed | unplaced == set(intents)
-    assert all(intents[u].gpu_count > 0 for u in unplaced)
+    assert all(intents[u.intent].gpu_count > 0 or u.reason == "dependency" for u in plan.unplaced)
+    instants = sorted({p.start_s for p in plan.placements})
     for share in plan.tenants:
         t = tenants.get(share.tenant)
+        peak = max((_held_at(plan, i, share.tenant) for i in instants), default=0)
         if t is not None and t.quota_gpus is not None:
-            assert share.allocated_gpus <= t.quota_gpus
-        assert share.allocated_gpus == sum(p.gpu_count for p in plan.placements if p.tenant == share.tenant)
-    assert plan.metrics.gpus_allocated == len(seen)
+            assert peak <= t.quota_gpus           # quotas hold at every instant
+        assert share.allocated_gpus == peak
+    assert plan.metrics.gpus_allocated == max((_held_at(plan, i) for i in instants), default=0)
     assert plan.metrics.gpus_total == sum(max(n.gpu_count, 0) for n in nodes.values())
     assert 0 <= plan.metrics.jain_fairness <= 1
 
@@ -179,7 +188,8 @@ def test_invariants_hold(topo: LoadedTopology, program: ir.Program, seed: int) -
     e0601 = [d for d in diags if d.code == "E0601"]
     # (identical messages at one span are reported once)
     assert {d.message for d in e0601} == {u.message for u in plan.unplaced}
-    assert {u.reason for u in plan.unplaced} <= {"no-product", "quota", "no-domain", "fragmentation", "capacity"}
+    assert {u.reason for u in plan.unplaced} <= {"no-product", "quota", "no-domain", "fragmentation", "capacity",
+                                                 "dependency"}
 
 
 @PROPS
@@ -225,9 +235,9 @@ def _crowded(pick: Callable[[list[Any]], Any], between: Callable[[int, int], int
         within = "nvlink" if count > 8 else pick([None, "node"]) if count > 1 else None
         product = pick([None, None, None, "H100-80GB"]) if count <= 8 else None
         intents.append(ir.Intent(
-            f"j{i:02d}", ir.Trigger("push"), ir.Action("batch", "img"), ir.Context(ir.Ref(pick(["t1", "t2"]))),
+            f"j{i:02d}", ir.Trigger("push"), ir.Action(pick(["batch"] * 5 + ["serve"]), "img"), ir.Context(ir.Ref(pick(["t1", "t2"]))),
             ir.Constraints(gpus=ir.GpuRequest(count, product, None, within, None),
-                           sla=pick(["P0", "P1", "P2", "P3"]))))
+                           sla=pick(["P0", "P1", "P2", "P3"]), duration=pick(["10m", "30m", "1h", "2h", "5h"]))))
     return topo, ir.Program(tenants=(ir.Tenant("t1"), ir.Tenant("t2")), intents=tuple(intents))
 
 
@@ -246,21 +256,118 @@ def test_invariants_hold_when_jobs_move(case: tuple[LoadedTopology, ir.Program],
     assert plan_to_json(make_plan(shuffled_program, shuffled_topo)[0]) == plan_to_json(plan)
 
 
-def _by_class(plan: Plan, program: ir.Program) -> tuple[int, ...]:
-    placed = {p.intent for p in plan.placements if p.allocations}
-    return tuple(sum(1 for i in program.intents if i.constraints.sla == sla and i.name in placed)
-                 for sla in ("P0", "P1", "P2", "P3"))
+def _admits(intent: ir.Intent, n: ir.TopologyNode) -> bool:
+    """The documented filter, computed here: product (any case) and memory with 3 % slack."""
+    req = intent.constraints.gpus
+    if req is None or n.gpu_count <= 0:
+        return False
+    if req.product and (n.gpu_product or "").lower() != req.product.lower():
+        return False
+    if req.memory:
+        want = parse_quantity(req.memory)
+        return n.gpu_memory is not None and parse_quantity(n.gpu_memory) >= want * Decimal("0.97")  # type: ignore[operator]
+    return True
 
 
-def test_moving_jobs_is_never_behind_in_sla_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Over 300 seeded crowded instances, moving jobs to make room changes some
-    outcomes, and every change places more of the first SLA class that differs
-    (it may then refuse more small jobs of lower classes: those come later)."""
-    rng = random.Random(7)
-    cases = [_crowded(rng.choice, rng.randint) for _ in range(300)]
-    with_moves = [_by_class(make_plan(program, topo)[0], program) for topo, program in cases]
-    monkeypatch.setattr(planner, "make_room", lambda *args, **kwargs: None)
-    without = [_by_class(make_plan(program, topo)[0], program) for topo, program in cases]
-    changed = [(a, b) for a, b in zip(with_moves, without) if a != b]
-    assert changed
-    assert all(a > b for a, b in changed)           # tuples compare P0 first
+def _fits(intent: ir.Intent, topo: LoadedTopology, plan: Plan, at: int, ignore: frozenset[str]) -> bool:
+    """Could `intent` get its GPUs at time `at` if the intents in `ignore` held nothing?  By count
+    inside one domain of its `within` level (the whole cluster without one), on the nodes its
+    filter admits: the documented feasibility rule, computed from plan.json alone."""
+    req = intent.constraints.gpus
+    assert req is not None
+    free = {n.name: n.gpu_count for n in topo.topology.nodes if _admits(intent, n)}
+    for p in plan.placements:
+        if p.intent in ignore or p.intent == intent.name or not (p.start_s <= at and (p.end_s is None or at < p.end_s)):
+            continue
+        for a in p.allocations:
+            if a.node in free:
+                free[a.node] -= len(a.gpus)
+    level = _effective_level(topo.topology.levels, req.within) if req.within else None
+    nodes = {n.name: n for n in topo.topology.nodes}
+    groups: dict[str, int] = {}
+    for name, f in free.items():
+        key = "" if level is None else name if level == "node" else (nodes[name].domain(level) or "\0" + name)
+        groups[key] = groups.get(key, 0) + f
+    return any(f >= req.count for f in groups.values())
+
+
+def _inversions(program: ir.Program, topo: LoadedTopology, plan: Plan) -> list[str]:
+    """Lower-class intents whose GPUs kept a waiting higher-class one (waiting for GPUs, not for its
+    own quota) from starting: at some instant while both hold / wait, the higher one would have
+    fitted had the lower one not held its GPUs, and does not fit with them held."""
+    intents = {i.name: i for i in program.intents}
+    quota = {t.name: t.quota_gpus for t in program.tenants}
+    rank = {p.intent: int(p.sla[1]) for p in plan.placements}
+    by = {p.intent: p for p in plan.placements}
+    instants = sorted({p.start_s for p in plan.placements} | {p.end_s for p in plan.placements if p.end_s is not None})
+    out = []
+    for x in plan.placements:
+        if x.start_s == x.ready_s or not x.allocations:
+            continue
+        # a dependency that is a server makes x ready the moment it starts: what started at
+        # that same instant before the server may have been decided before x was ready
+        served = {by[r.name].start_s for r in intents[x.intent].trigger.after
+                  if r.name in by and by[r.name].end_s is None}
+        for y in plan.placements:
+            if rank[y.intent] <= rank[x.intent] or not y.allocations or not x.ready_s <= y.start_s < x.start_s:
+                continue
+            if y.start_s == x.ready_s and y.start_s in served:
+                continue
+            until = x.start_s if y.end_s is None else min(y.end_s, x.start_s)
+            for at in (i for i in instants if y.start_s <= i < until):
+                q = quota.get(x.tenant)
+                if q is not None and _held_at(plan, at, x.tenant) + x.gpu_count > q:
+                    continue
+                if _fits(intents[x.intent], topo, plan, at, frozenset({y.intent})) and \
+                        not _fits(intents[x.intent], topo, plan, at, frozenset()):
+                    out.append(f"{y.intent} ({y.sla}) held GPUs at {at} that {x.intent} ({x.sla}), waiting "
+                               f"since {x.ready_s}, could have started on")
+                    break
+    return out
+
+
+@PROPS
+@given(crowded())
+def test_a_lower_class_never_delays_a_higher_one(case: tuple[LoadedTopology, ir.Program]) -> None:
+    """The README's rule, over random heterogeneous clusters (HGX nodes and NVLink trays, pinned and
+    unpinned jobs, serve and finite ones): a higher class is never held back to make room for a lower one."""
+    topo, program = case
+    plan, _ = make_plan(program, topo)
+    _check_invariants(program, topo, plan)
+    assert _inversions(program, topo, plan) == []
+
+
+@PROPS
+@given(topologies(), programs(), st.integers(0, 3))
+def test_no_sla_inversion_on_random_topologies(topo: LoadedTopology, program: ir.Program, seed: int) -> None:
+    plan, _ = make_plan(program, topo, seed)
+    assert _inversions(program, topo, plan) == []
+
+
+def _reproducer() -> tuple[LoadedTopology, ir.Program]:
+    """Issue 12: one 8-GPU H100 node and five 4-GPU GB200 trays in one NVLink domain."""
+    nodes = [ir.TopologyNode("h100", 8, "H100-80GB", MEMORY["H100-80GB"], domains=(("rack", "r1"),))]
+    nodes += [ir.TopologyNode(f"tray-{i}", 4, "GB200", MEMORY["GB200"], domains=(("rack", "r2"), ("nvlink", "c1")))
+              for i in range(5)]
+    topo = LoadedTopology(ir.Topology("repro", ("rack", "nvlink", "node"), tuple(nodes)),
+                          tuple((n.name, default_matrix(n.gpu_count, n.gpu_product)) for n in nodes))
+
+    def intent(name: str, sla: str, count: int, product: str | None = None, within: str | None = None) -> ir.Intent:
+        return ir.Intent(name, ir.Trigger("push"), ir.Action("batch", "img"), ir.Context(ir.Ref("t")),
+                         ir.Constraints(gpus=ir.GpuRequest(count, product, None, within, None), sla=sla,
+                                        duration="1h"))
+    return topo, ir.Program(tenants=(ir.Tenant("t"),), intents=(
+        intent("a", "P1", 4), intent("b", "P1", 4), intent("c", "P2", 4, "H100-80GB", "node"),
+        intent("d", "P3", 8, None, "node"), intent("g", "P3", 12, None, "nvlink")))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_issue_reproducer_places_c_before_d_takes_the_h100s(seed: int) -> None:
+    topo, program = _reproducer()
+    plan, diags = make_plan(program, topo, seed)
+    assert not plan.unplaced and not [d for d in diags if d.is_error]
+    c, d = plan.placement("c"), plan.placement("d")
+    assert c is not None and d is not None
+    assert c.start_s == 0 and c.nodes == ("h100",)
+    assert d.start_s >= c.end_s  # type: ignore[operator]
+    assert _inversions(program, topo, plan) == []

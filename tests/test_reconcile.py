@@ -28,7 +28,7 @@ from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import COMMIT_ANNOTATION, MANAGED_BY_LABEL, SPEC_HASH_ANNOTATION, ObjectRef
 from intentc.render.stamp import spec_hash
-from tests.kube_env import KubeEnv, write_requests
+from tests.kube_env import KubeEnv, finished_job_status, write_requests
 
 pytestmark = pytest.mark.kube
 
@@ -270,7 +270,9 @@ def test_dry_run_writes_nothing(ws: Workspace, kube_env: KubeEnv) -> None:
     writes = write_requests(kube_env.metrics())
     code, doc, out = ws.apply("--dry-run")
     assert code == 0, out
-    assert {a for k, a in actions(doc).items() if not k.startswith("PriorityClass")} == {"create"}
+    # cluster-scoped objects every target shares (an earlier test made them): PriorityClasses, the Intent CRD
+    shared = ("PriorityClass", "CustomResourceDefinition")
+    assert {a for k, a in actions(doc).items() if not k.startswith(shared)} == {"create"}
     assert ws.live() == {} and ws.client().get(inventory_ref(ws.target)) is None
     assert write_requests(kube_env.metrics()) == writes
     assert ws.apply("--no-wait")[0] == 0
@@ -292,7 +294,7 @@ def test_dry_run_writes_nothing(ws: Workspace, kube_env: KubeEnv) -> None:
 
 def _complete_jobs(c: KubeClient, refs: list[ObjectRef]) -> None:
     for ref in refs:
-        c.patch_status(ref, {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]})
+        c.patch_status(ref, finished_job_status(c.get(ref)))
 
 
 def test_wait_gates_waves_on_health(ws: Workspace) -> None:
@@ -305,12 +307,15 @@ def test_wait_gates_waves_on_health(ws: Workspace) -> None:
     code, doc, out = ws.apply("--wait", "--timeout", "1")
     assert code == 1 and "wave-1" in doc["message"]
     train = ObjectRef("batch/v1", "Job", ws.alpha, "train")
-    c.patch_status(train, {"failed": 3, "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                                                          "message": "Job has reached the specified backoff limit"}]})
+    c.patch_status(train, finished_job_status(c.get(train), failed=True))
     code, doc, out = ws.apply("--wait", "--timeout", "5")
     assert code == 1
     assert "failed" in doc["message"] and "BackoffLimitExceeded" in doc["message"]
     assert f"Deployment {ws.beta}/serve" not in ws.live()
+    # Failed is terminal (1.31+ refuses to take it back): the operator deletes the Job to run it again
+    c.delete(train)
+    code, doc, out = ws.apply("--wait", "--timeout", "1")
+    assert code == 1 and "wave-1" in doc["message"], "the re-created Job is waited for"
     _complete_jobs(c, [train])
     code, doc, out = ws.apply("--wait", "--timeout", "1")
     assert code == 1 and "wave-2" in doc["message"], "the last wave is applied, then waited for"
@@ -408,3 +413,17 @@ def test_a_large_inventory_is_gzipped_and_the_quarantine_survives_the_switch(kub
         assert ("inventory.json" in (body.get("data") or {})) == (key == "data")
         assert "d" * 40 in quarantine.Quarantine.from_configmap(body)
     assert len(json.dumps(big.configmap())) < 1024 * 1024 < len(big.to_json())
+
+
+def test_apply_progress_goes_to_stderr_only(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
+    from intentc.cli import progress as cli_progress
+
+    monkeypatch.setattr(cli_progress, "INTERVAL", 0.0)      # every report becomes a line
+    res = runner.invoke(app, ["apply", str(ws.dir / "intents"), "-t", str(ws.dir / "clusters" / "small.yaml"),
+                              "--kubeconfig", str(ws.env.kubeconfig), "--target", ws.target, "-o", "json",
+                              "--no-wait"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["result"] == "succeeded"           # stdout: the JSON document alone
+    lines = res.stderr.splitlines()
+    assert "intentc: namespaces: applying: 2/2" in "\n".join(lines), lines
+    assert any(re.fullmatch(r"intentc: wave-\d+: applying: (\d+)/\1 \(\d+s\)", line) for line in lines), lines

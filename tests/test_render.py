@@ -35,9 +35,9 @@ def bundle(r: Rendered) -> str:
     return "".join(f"# {name}\n{text}" for name, text in manifest_files(r.manifests).items())
 
 
-def find(r: Rendered, kind: str, name: str) -> dict[str, Any]:
+def find(r: Rendered, kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
     for m in r.manifests:
-        if m.ref.kind == kind and m.ref.name == name:
+        if m.ref.kind == kind and m.ref.name == name and namespace in (None, m.ref.namespace):
             return dict(m.body)
     raise AssertionError(f"no {kind} {name} in {[str(m.ref) for m in r.manifests]}")
 
@@ -100,7 +100,8 @@ def test_labels_annotations_and_apply_steps() -> None:
             assert meta["labels"][INTENT_LABEL] == m.intent
             assert meta["labels"][TENANT_LABEL] == meta["namespace"] == m.tenant
     kinds = [m.ref.kind for m in r.manifests]
-    assert kinds[:8] == ["Namespace", "Namespace", "RoleBinding", "ResourceQuota"] + ["PriorityClass"] * 4
+    assert kinds[:10] == ["CustomResourceDefinition", "Namespace", "Namespace", "RoleBinding", "ResourceQuota",
+                          "ResourceQuota"] + ["PriorityClass"] * 4
     assert [m.step for m in r.manifests] == sorted(m.step for m in r.manifests)
 
 
@@ -115,7 +116,12 @@ def test_tenant_objects() -> None:
     quota = find(r, "ResourceQuota", "intentc-tenant-quota")
     assert quota["spec"]["hard"] == {"requests.nvidia.com/gpu": "32", "requests.cpu": "256", "requests.memory": "2Ti"}
     # team-b has neither group nor quota: no RoleBinding, no ResourceQuota
-    assert [m.ref.namespace for m in r.manifests if m.ref.kind in ("RoleBinding", "ResourceQuota")] == ["team-a", "team-a"]
+    # every tenant is bounded: team-b declares no quota and gets the GPUs the plan gave it
+    assert [m.ref.namespace for m in r.manifests if m.ref.kind in ("RoleBinding", "ResourceQuota")] == \
+        ["team-a", "team-a", "team-b"]
+    planned_b = next(s.allocated_gpus for s in sample_plan().tenants if s.tenant == "team-b")
+    assert find(r, "ResourceQuota", "intentc-tenant-quota", "team-b")["spec"]["hard"] == \
+        {"requests.nvidia.com/gpu": str(planned_b)}
     values = [find(r, "PriorityClass", f"intentc-p{i}")["value"] for i in range(4)]
     assert values == sorted(values, reverse=True) and len(set(values)) == 4
 
@@ -133,7 +139,7 @@ def test_gpu_binding_on_one_nvlink_node() -> None:
     assert ann["intentc.dev/interconnect"] == "nvlink"
     env = env_of(job)
     assert env["NCCL_P2P_LEVEL"] == "NVL"
-    assert env["INTENTC_BATCH"] == "auto:256" and env["INTENTC_KV_CACHE"] == "retain"
+    assert env["INTENTC_BATCH"] == "256" and env["INTENTC_KV_CACHE"] == "retain"   # the plan's sizing
     assert "NCCL_IB_HCA" not in env
 
 
@@ -203,9 +209,12 @@ def test_serving_replicas_share_the_planned_gpus() -> None:
     r = render(replace(prog, intents=tuple(three if i.name == "chat" else i for i in prog.intents)),
                sample_plan(), SHA_A)
     dep = find(r, "Deployment", "chat")
-    assert dep["spec"]["replicas"] == 3
-    assert pod_spec(dep)["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
-    assert [c.decision for c in r.choices if c.intent == "chat"] == ["rounded-up"]
+    # 2 planned GPUs never become 3 × 1: replicas are cut to what the plan holds (E0903 refuses
+    # such an intent at check time; this is the renderer's own guard).
+    per_replica = int(pod_spec(dep)["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+    assert dep["spec"]["replicas"] * per_replica == 2
+    assert (dep["spec"]["replicas"], per_replica) == (2, 1)
+    assert [c.decision for c in r.choices if c.intent == "chat"] == ["replicas-cut"]
 
 
 def _hashes(r: Rendered) -> dict[str, str]:

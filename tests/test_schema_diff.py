@@ -78,8 +78,18 @@ RULE_CASES: list[tuple[str, Any, Any, Any, int]] = [
     ("composition-changed", {"properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
      {"properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer", "maximum": 3}, {"type": "null"}]}}},
      {"a": 7}, 1),
-    ("keyword-changed", {"properties": {"a": {"type": "integer", "multipleOf": 2}}},
-     {"properties": {"a": {"type": "integer", "multipleOf": 4}}}, {"a": 6}, 1),
+    ("keyword-changed", {"properties": {"a": {"type": "array", "contains": {"type": "integer"}}}},
+     {"properties": {"a": {"type": "array", "contains": {"type": "integer", "minimum": 5}}}}, {"a": [1]}, 1),
+    ("dependency-added", {"properties": {"a": {}, "b": {}}},
+     {"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}}, {"a": 1}, 1),
+    ("dependency-removed", {"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}},
+     {"properties": {"a": {}, "b": {}}}, {"a": 1, "b": 2}, 0),
+    ("property-names-changed", {"type": "object"}, {"type": "object", "propertyNames": {"maxLength": 3}},
+     {"abcd": 1}, 1),
+    ("not-changed", {"properties": {"a": {"type": "integer"}}},
+     {"properties": {"a": {"type": "integer", "not": {"const": 3}}}}, {"a": 3}, 1),
+    ("conditional-changed", {"properties": {"a": {}, "b": {}}},
+     {"properties": {"a": {}, "b": {}}, "if": {"required": ["a"]}, "then": {"required": ["b"]}}, {"a": 1}, 1),
 ]
 
 # (rule, keyword, base value, head value, document value, affected)
@@ -100,6 +110,14 @@ BOUND_CASES: list[tuple[str, str, Any, Any, Any, int]] = [
     ("min-items-loosened", "minItems", 2, 1, ["x", "y"], 0),
     ("max-items-tightened", "maxItems", 3, 1, ["x", "y"], 1),
     ("max-items-loosened", "maxItems", 1, 3, ["x"], 0),
+    ("multiple-of-tightened", "multipleOf", 2, 4, 6, 1),
+    ("multiple-of-loosened", "multipleOf", 4, 2, 8, 0),
+    ("unique-items-added", "uniqueItems", None, True, ["x", "x"], 1),
+    ("unique-items-removed", "uniqueItems", True, None, ["x"], 0),
+    ("min-properties-tightened", "minProperties", None, 2, {"x": 1}, 1),
+    ("min-properties-loosened", "minProperties", 2, 1, {"x": 1, "y": 2}, 0),
+    ("max-properties-tightened", "maxProperties", 3, 1, {"x": 1, "y": 2}, 1),
+    ("max-properties-loosened", "maxProperties", 1, 3, {"x": 1}, 0),
 ]
 
 # A changed $ref is flagged, and the difference between the two targets is classified as well.
@@ -277,8 +295,9 @@ runner = CliRunner()
 
 
 def test_cli_exit_codes_and_fail_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo = make_repo(tmp_path, {"properties": {"a": {"pattern": "^a"}}}, {"properties": {"a": {"pattern": "^b"}}},
-                     {"a": "abc"})
+    # the same language, spelt differently: no counter-example, so "maybe" (WARN)
+    repo = make_repo(tmp_path, {"properties": {"a": {"pattern": "^a"}}},
+                     {"properties": {"a": {"pattern": "^(a|a)"}}}, {"a": "abc"})
     monkeypatch.chdir(repo.working_tree_dir or ".")
     res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD"])
     assert res.exit_code == 0, res.output          # a WARN does not fail by default
@@ -299,9 +318,11 @@ def test_cli_default_change_always_fails(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_cli_working_tree_is_the_default_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    repo = make_repo(tmp_path, {"properties": {"a": {}}}, {"properties": {"a": {}}}, {"a": 1})
+    closed = {"properties": {"a": {}}, "additionalProperties": False}
+    repo = make_repo(tmp_path, closed, closed, {"a": 1})
     root = Path(repo.working_tree_dir or ".")
-    (root / "schemas/thing.schema.json").write_text(schema_text({"properties": {}}) or "")
+    (root / "schemas/thing.schema.json").write_text(
+        schema_text({"properties": {}, "additionalProperties": False}) or "")
     monkeypatch.chdir(root)
     res = runner.invoke(app, ["schema-diff", "--base", "HEAD"])
     assert res.exit_code == 1 and "SD101 property-removed" in res.output and "working tree" in res.output
@@ -337,3 +358,51 @@ def test_golden_outputs(tmp_path: Path) -> None:
     golden = Path(__file__).parent / "golden" / "diff"
     for fmt, suffix in (("text", "txt"), ("markdown", "md"), ("json", "json"), ("github", "github")):
         assert_golden(golden / f"schema_diff.{suffix}", render(report, fmt, Level.ERR))
+
+
+def test_sarif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path, {"properties": {"a": {"enum": ["x", "y"]}, "b": {"default": 1}}},
+                     {"properties": {"a": {"enum": ["x"]}, "b": {"default": 2}}}, {"a": "y"})
+    plain = report_between(repo)
+    acked = next(e.finding.fingerprint for e in plain.entries if e.finding.rule.id == "SD302")
+    report = report_between(repo, acks=frozenset({acked}))
+    doc = json.loads(render(report, "sarif", Level.ERR))
+    assert doc["version"] == "2.1.0"
+    run_ = doc["runs"][0]
+    rules = run_["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == sorted({e.finding.rule.id for e in report.entries})
+    by_rule = {r["ruleId"]: r for r in run_["results"]}
+    enum = by_rule["SD211"]
+    assert enum["level"] == "error" and rules[enum["ruleIndex"]]["name"] == "enum-value-removed"
+    assert "breaks 1 document of the base revision" in enum["message"]["text"]
+    location = enum["locations"][0]
+    assert location["physicalLocation"]["artifactLocation"]["uri"] == "schemas/thing.schema.json"
+    assert location["physicalLocation"]["region"]["startLine"] > 1
+    assert location["logicalLocations"][0]["fullyQualifiedName"].endswith("/properties/a/enum")
+    assert enum["partialFingerprints"]["intentcSchemaFinding/v1"] != acked
+    assert "suppressions" not in enum and enum["properties"]["failing"]
+    default = by_rule["SD302"]
+    assert default["suppressions"][0]["kind"] == "external" and not default["properties"]["failing"]
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD", "-o", "sarif"])
+    assert res.exit_code == 1 and json.loads(res.stdout)["runs"][0]["results"]
+
+
+def test_a_maybe_that_breaks_a_real_document_is_err(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No boundary value or sample finds the one string the head now excludes, so the
+    change alone is "maybe" (WARN); a base document uses that string, so it is ERR and
+    fails CI, with the document's line."""
+    base = {"properties": {"a": {"type": "string", "pattern": "^[a-z]{8}$"}}}
+    head = {"properties": {"a": {"type": "string", "pattern": "^(?!zqxjkvbw)[a-z]{8}$"}}}
+    repo = make_repo(tmp_path, base, head, {"a": "abcdefgh"})
+    (entry,) = report_between(repo).entries
+    assert entry.finding.severity is Level.WARN and entry.level is Level.WARN   # nothing breaks: maybe
+    repo2 = make_repo(tmp_path / "two", base, head, {"a": "zqxjkvbw"})
+    (entry2,) = report_between(repo2).entries
+    assert entry2.finding.severity is Level.WARN and entry2.level is Level.ERR
+    assert [(a.file, a.line, a.breaks) for a in entry2.affected] == [("intents/doc.yaml", 5, True)]
+    monkeypatch.chdir(repo2.working_tree_dir or ".")
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD"])
+    assert res.exit_code == 1
+    assert "ERR SD502 pattern-changed" in res.output and "intents/doc.yaml:5:" in res.output
+    assert "now invalid" in res.output and "makes documents of the base invalid" in res.output

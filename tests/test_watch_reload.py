@@ -11,6 +11,7 @@ import pytest
 
 from intentc.compile import compile_paths
 from intentc.daemon.reload import Reloader, write_changed
+from intentc.sources import OUTPUT_MARKER
 
 REPO = Path(__file__).resolve().parents[1]
 COMMIT = "c" * 40
@@ -135,6 +136,16 @@ def test_unchanged_bytes_and_foreign_files_are_ignored(tree: Path) -> None:
     (tree / "intents" / ".hidden" / "x.intent").write_text("garbage {")
     result = r.update([target, tree / "intents" / "notes.txt", tree / "intents" / ".hidden" / "x.intent"])
     assert result.ok and result.reparsed == () and result.rerendered == ()
+    # what check leaves out, watch does too (no .git here: the root is the directory given)
+    (tree / "intents" / ".intentcignore").write_text("drafts/\n")
+    (tree / "intents" / "drafts").mkdir()
+    (tree / "intents" / "drafts" / "wip.intent").write_text("garbage {")
+    out = tree / "intents" / "out"
+    (out / "manifests").mkdir(parents=True)
+    (out / OUTPUT_MARKER).write_text("")
+    (out / "manifests" / "00-x.yaml").write_text("kind: Namespace\n")
+    result = r.update([tree / "intents" / "drafts" / "wip.intent", out / "manifests" / "00-x.yaml"])
+    assert result.ok and result.reparsed == ()
 
 
 def test_new_file_is_picked_up(tree: Path) -> None:
@@ -171,8 +182,10 @@ def test_outputs_are_written_only_when_changed(tree: Path) -> None:
     written, removed = write_changed(snap2, out, snap.files())
     assert written and all("build-rag-index" in w for w in written) and removed == []
     assert not list(out.rglob(".*.tmp"))
-    on_disk = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()}
+    on_disk = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*")
+               if p.is_file() and p.name != OUTPUT_MARKER}
     assert on_disk == full_compile(tree)
+    assert (out / OUTPUT_MARKER).is_file()     # the next discovery does not read out/manifests
 
 
 def test_readers_always_see_a_whole_snapshot(tree: Path) -> None:
@@ -284,3 +297,16 @@ def test_watch_command_end_to_end(tree: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
     assert code == 0, proc.stderr.read() if proc.stderr else ""
+
+
+def test_repository_tag_rules_apply_to_the_daemon_as_to_compile(tree: Path) -> None:
+    (tree / ".git").mkdir()
+    (tree / "policies").mkdir()
+    (tree / "policies" / "online.yaml").write_text(
+        "apiVersion: intentc.dev/v1alpha1\nkind: Policy\nmetadata: {name: online}\n"
+        "spec: {tag: online, requires: [disruption-budget]}\n")
+    result = reloader(tree).load()
+    assert result.ok and result.snapshot is not None
+    files = result.snapshot.files()
+    assert files == full_compile(tree)
+    assert any("poddisruptionbudget" in name and "serve-chat" in name for name in files)

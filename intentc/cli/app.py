@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import enum
+import os
 import sys
-from typing import NoReturn
+from typing import Any, Mapping, NoReturn
 
 import typer
 
@@ -15,13 +17,62 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 
+
+class ColorMode(str, enum.Enum):
+    AUTO = "auto"
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+COLOR_KEY = "color"
+# Set by the root callback, which runs first in every invocation (typer vendors
+# click from 0.2x on, so click's own context stack is not a portable place).
+_settings: dict[str, ColorMode] = {}
+
+
+def wants_color(mode: ColorMode, environ: Mapping[str, str], is_terminal: bool) -> bool:
+    """--color always/never decide; in auto, a non-empty NO_COLOR turns colour off,
+    then a non-empty FORCE_COLOR turns it on, else a terminal gets colour."""
+    if mode is not ColorMode.AUTO:
+        return mode is ColorMode.ALWAYS
+    if environ.get("NO_COLOR"):
+        return False
+    if environ.get("FORCE_COLOR"):
+        return True
+    return is_terminal
+
+
+def _argument_placeholders() -> None:
+    """Recent typer releases print an argument's Python type after its name in
+    --help ("PATH... <list[str]>"), and ignore the metavar doing so, which
+    options honour.  Give arguments that have a metavar the same treatment.
+    Older releases have no such method and print the metavar alone already."""
+    from typer import core
+
+    argument = getattr(core, "TyperArgument", None)
+    original = getattr(argument, "display_type_rich", None)
+    if argument is None or original is None:
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> Any:
+        return None if self.metavar is not None else original(self, ctx)
+
+    argument.display_type_rich = display_type_rich
+
+
+_argument_placeholders()
+
+# `-h` is `--help` on every command (click contexts inherit this from the root).
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     name="intentc",
     help="GitOps compiler and drift controller for AI batch and inference workloads.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,       # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings=CONTEXT_SETTINGS,
 )
 
 
@@ -35,17 +86,29 @@ def version_callback(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=version_callback, is_eager=True,
                                  help="Print the version and exit."),
+    color: ColorMode = typer.Option(ColorMode.AUTO, "--color",
+                                    help="Colour diagnostics: auto (on a terminal, unless NO_COLOR is set; "
+                                         "FORCE_COLOR forces it), always, never."),
 ) -> None:
     """intentc: compile intents to plans and manifests, apply them, watch for drift."""
+    _settings[COLOR_KEY] = color
+
+
+def use_color(to_stderr: bool) -> bool:
+    """Whether text written to stdout (or stderr) gets colour: --color, else
+    NO_COLOR / FORCE_COLOR (the common conventions), else whether it is a terminal."""
+    stream = sys.stderr if to_stderr else sys.stdout
+    return wants_color(_settings.get(COLOR_KEY, ColorMode.AUTO), os.environ, stream.isatty())
 
 
 def emit_diagnostics(diags: list[Diagnostic], fmt: OutputFormat, sources: dict[str, str],
                      to_stderr: bool = False) -> None:
     """Print diagnostics; commands whose stdout is a result (a plan, a graph)
     send them to stderr so the result stays machine-readable."""
-    out = render(diags, fmt, sources, __version__)
+    color = fmt is OutputFormat.TEXT and use_color(to_stderr)
+    out = render(diags, fmt, sources, __version__, color=color)
     if out:
-        typer.echo(out, nl=False, err=to_stderr)
+        typer.echo(out, nl=False, err=to_stderr, color=color or None)   # click strips escapes off a terminal
 
 
 # A path that cannot be read is an environment problem, not a finding in the intents.

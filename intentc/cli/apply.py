@@ -6,7 +6,7 @@ import enum
 
 import typer
 
-from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics
+from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics, exit_for
 from intentc.cli.common import (
     Commit,
     HealthTimeout,
@@ -14,6 +14,7 @@ from intentc.cli.common import (
     Kubeconfig,
     KubeContext,
     KubeVersionOverride,
+    Exclude,
     Paths,
     RenderTarget,
     Seed,
@@ -22,7 +23,9 @@ from intentc.cli.common import (
     check_target_served,
     commit_or_exit,
     connect_or_exit,
+    format_option,
 )
+from intentc.cli.progress import StderrProgress
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
 from intentc.render.targets import DEFAULT_TARGET
@@ -46,8 +49,9 @@ class ApplyFormat(str, enum.Enum):
 Order: namespaces, RBAC, quotas, priority classes, then the plan's waves;
 with --wait (default) a wave starts when the previous one is healthy.
 Objects whose intentc.dev/spec-hash already matches get no request.
-Exit 0 applied, 1 failed (conflict, invalid object, failed Job, timeout),
-2 cluster unreachable / bad kubeconfig / usage.
+Exit 0 applied, 1 failed (conflict, invalid object, failed Job, timeout,
+or a tenant held back by its errors: the other tenants are applied, the held
+one is neither applied nor pruned), 2 cluster unreachable / bad kubeconfig / usage.
 """)
 def apply(
     paths: Paths,
@@ -63,9 +67,12 @@ def apply(
     commit: Commit = None,
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
-    workers: int = typer.Option(8, "--workers", min=1, help="Concurrent requests within a step."),
+    workers: int = typer.Option(8, "--workers", min=1, metavar="N", help="Concurrent requests within a step."),
+    lock_timeout: float = typer.Option(600.0, "--lock-timeout", min=0.0, metavar="SECONDS",
+                                       help="Seconds to wait while another apply holds the target."),
     seed: Seed = 0,
-    format: ApplyFormat = typer.Option(ApplyFormat.TEXT, "--format", "-f", help="Output format."),
+    format: ApplyFormat = format_option(ApplyFormat.TEXT),
+    exclude: Exclude = None,
 ) -> None:
     """Compile, then server-side apply the result to a cluster, wave by wave."""
     from intentc.compile import compile_paths
@@ -76,17 +83,23 @@ def apply(
     client, version = connect_or_exit(kubeconfig, context, kube_version, pool_size=max(workers, 4))
     check_render_target(render_target, version)
     check_target_served(client, render_target)
-    result = compile_paths(paths, str(topology), sha, version, render_target, seed)
+    result = compile_paths(paths, str(topology), sha, version, render_target, seed, exclude=exclude or ())
     diag_format = OutputFormat.JSON if format is ApplyFormat.JSON else OutputFormat.TEXT
-    if result.topology_unreadable or not result.ok or result.rendered is None:
+    if result.topology_unreadable or result.rendered is None:
         emit_diagnostics(list(result.diagnostics), diag_format, result.sources)
-        raise typer.Exit(EXIT_USAGE if result.topology_unreadable else EXIT_FINDINGS)
+        if result.topology_unreadable:
+            raise typer.Exit(EXIT_USAGE)
+        exit_for(list(result.diagnostics))
     emit_diagnostics(list(result.diagnostics), OutputFormat.TEXT, result.sources, to_stderr=True)
     options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout,
-                           force_conflicts=force_conflicts, workers=workers)
+                           force_conflicts=force_conflicts, workers=workers, lock_wait=lock_timeout)
     try:
-        outcome = Reconciler(client, options).apply(result.rendered)
+        with StderrProgress() as progress:
+            outcome = Reconciler(client, options, progress=progress).apply(result.rendered)
     finally:
         client.close()
     typer.echo(outcome.to_json() if format is ApplyFormat.JSON else outcome.to_text(), nl=False)
+    if result.held_tenants:     # the others were applied; the run still has findings
+        typer.echo(f"held back (not applied, not pruned): {', '.join(result.held_tenants)}", err=True)
+        raise typer.Exit(max(outcome.exit_code, EXIT_FINDINGS))
     raise typer.Exit(outcome.exit_code)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
 
-from intentc.cli.app import app, emit_diagnostics, exit_for
-from intentc.cli.common import Jobs, Paths
-from intentc.diagnostics import OutputFormat
+from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
+from intentc.cli.common import Exclude, Jobs, Paths, format_option
+from intentc.cli.progress import StderrProgress
+from intentc.diagnostics import OutputFormat, sorted_diagnostics
 
 
 @app.command(epilog="""Examples:
@@ -15,20 +19,50 @@ from intentc.diagnostics import OutputFormat
 
   intentc check intents/ --format github      # annotations on the PR
 
+  intentc check intents/ -o junit > report.xml   # a test report for CI
+
   intentc check a.intent b.yaml --strict      # warnings fail too
+
+  intentc check intents/ --topology clusters/prod.yaml   # also plan: placement and tag rules
 """)
 def check(
     paths: Paths,
-    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Output format."),
+    format: OutputFormat = format_option(OutputFormat.TEXT, "Output format (junit: one test case per file)."),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
     jobs: Jobs = 0,
+    topology: Optional[Path] = typer.Option(
+        None, "--topology", "-t", metavar="FILE", help="Also plan onto this Topology: placement errors, batch sizing and "
+                                       "the tag rules that need a plan (docs/policies.md)."),
+    exclude: Exclude = None,
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
     from intentc.pipeline import check as run_check
+    from intentc.policy.load import load_policies
 
-    result = run_check(paths, jobs=jobs or None)
+    with StderrProgress() as progress:
+        result = run_check(paths, jobs=jobs or None, progress=progress, exclude=exclude or ())
     diags = list(result.diagnostics)
-    emit_diagnostics(diags, format, result.sources)
+    sources = dict(result.sources)
+    policies, policy_diags, policy_texts = load_policies(paths)
+    diags += policy_diags
+    sources.update(policy_texts)
+    if topology is not None:
+        from intentc.plan.planner import make_plan
+        from intentc.topology.load import load_topology
+
+        loaded, topo_diags = load_topology(str(topology))
+        diags += topo_diags
+        try:
+            sources[topology.as_posix()] = topology.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            pass
+        if loaded is None and (not topology.is_file() or any(d.code.startswith("E00") for d in topo_diags)):
+            emit_diagnostics(sorted_diagnostics(diags), format, sources)
+            raise typer.Exit(EXIT_USAGE)
+        if loaded is not None:
+            diags += make_plan(result.program, loaded, 0, policies=policies)[1]
+    diags = sorted_diagnostics(diags)
+    emit_diagnostics(diags, format, sources)
     if format is OutputFormat.TEXT and not diags:
         p = result.program
         typer.echo(f"ok: {len(p.intents)} intents, {len(p.tenants)} tenants, "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Iterator, List, Optional, Sequence
 
 import typer
 
@@ -30,34 +30,82 @@ if TYPE_CHECKING:
 
 
 # Inputs
-Paths = Annotated[List[str], typer.Argument(help="Files or directories (searched for *.intent, *.yaml, *.yml).")]
-TopologyFile = Annotated[Path, typer.Option("--topology", "-t", help="The Topology file to place onto.")]
-RepoTopologyFile = Annotated[str, typer.Option("--topology", "-t", help="Topology file (path in the repository).")]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Parallel parsers (0: one per core).")]
+Paths = Annotated[List[str], typer.Argument(
+    metavar="PATH", help="Files or directories (searched for *.intent, *.yaml, *.yml).")]
+TopologyFile = Annotated[Path, typer.Option(
+    "--topology", "-t", metavar="FILE", help="The Topology file to place onto.")]
+RepoTopologyFile = Annotated[str, typer.Option(
+    "--topology", "-t", metavar="FILE", help="Topology file (path in the repository).")]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel parsers (0: one per core).")]
+Exclude = Annotated[Optional[List[str]], typer.Option(
+    "--exclude", metavar="PATTERN",
+    help="Leave out files matching this gitignore-style pattern, relative to the repository root "
+         "(repeatable; .intentcignore at the root is read too).")]
 
 # Git revisions
-BaseRevision = Annotated[str, typer.Option("--base", help="Base revision (branch, tag, SHA, HEAD~3, ...).")]
-HeadRevision = Annotated[Optional[str], typer.Option("--head", help="Head revision (default: the working tree).")]
+BaseRevision = Annotated[str, typer.Option(
+    "--base", metavar="REV", help="Base revision (branch, tag, SHA, HEAD~3, ...).")]
+HeadRevision = Annotated[Optional[str], typer.Option(
+    "--head", metavar="REV", help="Head revision (default: the working tree).")]
 MergeBase = Annotated[bool, typer.Option("--merge-base", help="Compare against the merge base of --base "
                                                               "and the head, as a pull request does.")]
-Commit = Annotated[Optional[str], typer.Option("--commit", help="Commit SHA to stamp (default: git HEAD).")]
+Commit = Annotated[Optional[str], typer.Option(
+    "--commit", metavar="SHA", help="Commit SHA to stamp (default: git HEAD).")]
 
 # Compiling
-RenderTarget = Annotated[str, typer.Option("--render-target", help="How GPUs are bound.")]
-Seed = Annotated[int, typer.Option("--seed", min=0, help="Planner tie-break seed.")]
+RenderTarget = Annotated[str, typer.Option("--render-target", metavar="NAME", help="How GPUs are bound.")]
+Seed = Annotated[int, typer.Option("--seed", min=0, metavar="N", help="Planner tie-break seed.")]
 
 # The cluster
-Kubeconfig = Annotated[Optional[str], typer.Option("--kubeconfig",
-                                                   help="Kubeconfig file (default $KUBECONFIG, ~/.kube/config, in-cluster).")]
-KubeContext = Annotated[Optional[str], typer.Option("--context", help="Kubeconfig context (default: current).")]
+Kubeconfig = Annotated[Optional[str], typer.Option(
+    "--kubeconfig", metavar="FILE",
+    help="Kubeconfig file (default: the files $KUBECONFIG lists, merged as kubectl does; "
+         "~/.kube/config; in-cluster).")]
+KubeContext = Annotated[Optional[str], typer.Option(
+    "--context", metavar="NAME", help="Kubeconfig context (default: current).")]
 KubeVersionOverride = Annotated[Optional[str], typer.Option(
-    "--kube-version", help="Render for this MAJOR.MINOR instead of asking the server.")]
-InventoryTarget = Annotated[str, typer.Option("--target", help="Inventory name (one per cluster target).")]
-HealthTimeout = Annotated[float, typer.Option("--timeout", min=0.0, help="Seconds to wait for health, in all.")]
+    "--kube-version", metavar="MAJOR.MINOR", help="Render for this MAJOR.MINOR instead of asking the server.")]
+InventoryTarget = Annotated[str, typer.Option(
+    "--target", metavar="NAME", help="Inventory name (one per cluster target).")]
+HealthTimeout = Annotated[float, typer.Option(
+    "--timeout", min=0.0, metavar="SECONDS", help="Seconds to wait for health, in all.")]
 
-# Output
+# Output.  As in kubectl, -o is the output format in every command (a path to
+# write is --out, with -d where it is a directory) and -f a file to read.
 DiagnosticsFormat = Annotated[OutputFormat, typer.Option("--diagnostics-format",
                                                          help="Format of the diagnostics (on stderr).")]
+
+
+def format_option(default: Any, help: str = "Output format.") -> Any:
+    """The --format/-o option of a command; `default` is a member of its format enum."""
+    return typer.Option(default, "--format", "-o", help=help)
+
+
+LiveKubeconfig = Annotated[Optional[str], typer.Option(
+    "--kubeconfig", metavar="FILE",
+    help="Plan on what this cluster has free now (nodes, cordons, taints, GPUs other pods hold); "
+         "without --kubeconfig or --context the plan is an empty-cluster preview.")]
+LiveContext = Annotated[Optional[str], typer.Option(
+    "--context", metavar="NAME", help="Kubeconfig context of the cluster to plan on (implies a live plan).")]
+
+
+def live_occupancy_or_exit(kubeconfig: str | None, context: str | None, program: Any,
+                           topology: Any) -> tuple[Any, tuple[str, ...]]:
+    """(Occupancy, notes) read from the cluster; exit 2 when it cannot be read."""
+    from intentc.kube.client import KubeClient
+    from intentc.kube.cluster_state import read_cluster_state
+    from intentc.kube.errors import KubeError
+    from intentc.plan.live import occupancy
+
+    try:
+        client = KubeClient.connect(kubeconfig, context)
+        try:
+            state = read_cluster_state(client)
+        finally:
+            client.close()
+    except KubeError as e:
+        usage_error(f"cannot read the cluster to plan on: {e.message}")
+    return occupancy(topology, state.nodes, state.pods, [t.name for t in program.tenants])
 
 
 def parse_kube_version(text: str | None, default: KubeVersion | None = None) -> KubeVersion | None:
@@ -122,6 +170,10 @@ def connect_or_exit(kubeconfig: str | None, context: str | None, kube_version: s
 
     try:
         client = KubeClient.connect(kubeconfig, context, pool_size=pool_size)
+        ready, why = client.storage_ready()       # first: with etcd gone, other requests hang for a minute
+        if not ready:
+            usage_error(f"the API server at {client.host} reports its storage (etcd) unavailable"
+                        f"{': ' + why if why else ''}; nothing was read or written")
         version = parse_kube_version(kube_version) or KubeVersion.parse(client.version())
     except KubeError as e:
         usage_error(e.message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Optional
 
@@ -12,15 +13,20 @@ from intentc.cli.app import (
     EXIT_USAGE,
     app,
     emit_diagnostics,
+    exit_for,
     usage_error,
 )
 from intentc.cli.common import (
+    Exclude,
     Jobs,
+    LiveContext,
+    LiveKubeconfig,
     Paths,
     Seed,
     TopologyFile,
     check_render_target,
     commit_or_exit,
+    live_occupancy_or_exit,
     parse_kube_version,
 )
 from intentc.diagnostics import OutputFormat
@@ -34,7 +40,7 @@ from intentc.render.targets import DEFAULT_TARGET, TARGETS
 
   intentc compile intents/ --topology clusters/prod.yaml --out build/ --kube-version 1.29
 
-  intentc compile intents/ -t clusters/prod.yaml -o build/ --commit $GITHUB_SHA --format github
+  intentc compile intents/ -t clusters/prod.yaml -d build/ --commit $GITHUB_SHA --format github
 
 Writes build/manifests/NN-kind-namespace-name.yaml (NN = apply step: 00
 namespaces, 01 RBAC, 02 quotas, 03 priority classes, 04+ waves),
@@ -44,19 +50,27 @@ target Kubernetes {DEFAULT_KUBE_VERSION} (the oldest supported) and apply anywhe
 def compile(
     paths: Paths,
     topology: TopologyFile,
-    out: Path = typer.Option(..., "--out", "-o", help="Output directory."),
-    commit: Optional[str] = typer.Option(None, "--commit",
+    # compile writes a tree: -o names where, as `kubectl kustomize -o PATH` does (the one
+    # command whose -o is not a format; its diagnostics format is --format).
+    out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Output directory."),
+    commit: Optional[str] = typer.Option(None, "--commit", metavar="SHA",
                                          help="Commit SHA to stamp (default: git HEAD of the first path)."),
     kube_version: Optional[str] = typer.Option(
-        None, "--kube-version", help=f"Target Kubernetes MAJOR.MINOR (default {DEFAULT_KUBE_VERSION})."),
-    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target",
+        None, "--kube-version", metavar="MAJOR.MINOR", help=f"Target Kubernetes MAJOR.MINOR (default {DEFAULT_KUBE_VERSION})."),
+    render_target: str = typer.Option(DEFAULT_TARGET, "--render-target", metavar="NAME",
                                       help=f"How GPUs are bound: {', '.join(sorted(TARGETS))}."),
     seed: Seed = 0,
-    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Diagnostics format."),
+    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", help="Diagnostics format."),
     jobs: Jobs = 0,
+    kubeconfig: LiveKubeconfig = None,
+    context: LiveContext = None,
+    exclude: Exclude = None,
 ) -> None:
-    """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors
-    (nothing is written then)."""
+    """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors.
+
+    Errors inside one tenant's declarations hold back that tenant only: the other
+    tenants' manifests are written and the exit code is still 1.  Any other error
+    (syntax, cycles, topology) writes nothing."""
     from intentc.compile import compile_paths, write_outputs
     from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 
@@ -64,12 +78,16 @@ def compile(
     assert version is not None
     check_render_target(render_target, version)
     sha = commit_or_exit(paths, commit)
-    result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None)
+    live = None
+    if kubeconfig is not None or context is not None:
+        live = functools.partial(live_occupancy_or_exit, kubeconfig, context)
+    result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None,
+                           exclude or (), live)
     emit_diagnostics(list(result.diagnostics), format, result.sources)
     if result.topology_unreadable:
         raise typer.Exit(EXIT_USAGE)
-    if not result.ok or result.rendered is None:
-        raise typer.Exit(EXIT_FINDINGS)
+    if result.rendered is None:
+        exit_for(list(result.diagnostics))     # the exit code `check` gives for the same files
     try:
         written = write_outputs(result, out)
     except OSError as e:
@@ -79,3 +97,7 @@ def compile(
     manifests = sum(1 for w in written if w.startswith("manifests/"))
     typer.echo(f"wrote {manifests} manifests, plan.json and graph.json to {out.as_posix()} "
                f"(commit {sha[:12]}, Kubernetes {version}, {render_target})", err=True)
+    if result.held_tenants:
+        typer.echo(f"held back (errors above; nothing of theirs written): {', '.join(result.held_tenants)}",
+                   err=True)
+        raise typer.Exit(EXIT_FINDINGS)

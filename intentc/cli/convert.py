@@ -9,6 +9,7 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_FINDINGS, app, emit_diagnostics, usage_error
+from intentc.cli.common import format_option
 from intentc.convert import Surface
 from intentc.diagnostics import OutputFormat
 from intentc.sources import read_source
@@ -21,11 +22,10 @@ from intentc.sources import read_source
   intentc convert intents/vision/pipeline.yaml --to dsl --out intents/vision/pipeline.intent
 """)
 def convert(
-    file: Path = typer.Argument(..., help="An .intent or .yaml file."),
+    file: Path = typer.Argument(..., metavar="FILE", help="An .intent or .yaml file."),
     to: Surface = typer.Option(..., "--to", help="Target surface."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write here instead of stdout."),
-    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f",
-                                        help="Format of diagnostics."),
+    out: Optional[Path] = typer.Option(None, "--out", metavar="FILE", help="Write here instead of stdout."),
+    format: OutputFormat = format_option(OutputFormat.TEXT, "Format of diagnostics."),
 ) -> None:
     """Convert intents between the DSL and YAML; the result compiles to the same IR."""
     if not file.is_file():

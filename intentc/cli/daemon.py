@@ -29,8 +29,11 @@ from intentc.cli.common import (
     check_render_target,
     check_target_served,
     commit_or_exit,
+    format_option,
     parse_kube_version,
 )
+from intentc.daemon.logformat import LogFormat, LogLevel
+from intentc.daemon.logformat import configure as configure_logging
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
 from intentc.render.targets import DEFAULT_TARGET
@@ -57,6 +60,8 @@ def _on_signals(stop: Callable[[], None]) -> None:
 
   intentc daemon --repo . --local -t clusters/dev.yaml --kubeconfig ~/.kube/kind   # hot reload
 
+  intentc daemon --repo /srv/intents -t clusters/prod.yaml --log-format json   # for a log pipeline
+
 Follows the branch (fetch and poll every --interval seconds), compiles each
 new commit from git history and applies it wave by wave; watches the
 managed kinds and runs drift detection on every event and every --resync
@@ -68,39 +73,40 @@ failing intents ask for `drift: rollback`.  Serves /healthz, /readyz and
 """)
 def daemon(
     *,  # keyword-only, so the required --topology below (no `=` default) can stay after --branch, its place in --help
-    repo: str = typer.Option(..., "--repo", help="Git repository: a local path or a URL to mirror."),
-    branch: str = typer.Option("main", "--branch", help="Branch to follow."),
+    repo: str = typer.Option(..., "--repo", metavar="URL|DIR", help="Git repository: a local path or a URL to mirror."),
+    branch: str = typer.Option("main", "--branch", metavar="NAME", help="Branch to follow."),
     topology: RepoTopologyFile,
-    path: List[str] = typer.Option(["intents"], "--path", help="Intent paths in the repository (repeatable)."),
+    path: List[str] = typer.Option(["intents"], "--path", metavar="PATH", help="Intent paths in the repository (repeatable)."),
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
-    interval: float = typer.Option(30.0, "--interval", min=0.1, help="Seconds between git polls."),
-    resync: float = typer.Option(300.0, "--resync", min=1.0, help="Seconds between full drift passes."),
-    listen: str = typer.Option(":9090", "--listen", help="HOST:PORT for /healthz /readyz /metrics ('' disables)."),
+    interval: float = typer.Option(30.0, "--interval", min=0.1, metavar="SECONDS", help="Seconds between git polls."),
+    resync: float = typer.Option(300.0, "--resync", min=1.0, metavar="SECONDS", help="Seconds between full drift passes."),
+    listen: str = typer.Option("127.0.0.1:9090", "--listen", metavar="HOST:PORT",
+                               help="HOST:PORT for /healthz /readyz /metrics: loopback by default; ':9090' or "
+                                    "'0.0.0.0:9090' for kubelet probes from outside the pod ('' disables)."),
     target: InventoryTarget = DEFAULT_TARGET_NAME,
-    workdir: Path = typer.Option(Path("/tmp/intentc-daemon"), "--workdir", help="Mirror and scratch space."),
-    rollout_timeout: float = typer.Option(600.0, "--rollout-timeout", min=0.0,
+    workdir: Path = typer.Option(Path("/tmp/intentc-daemon"), "--workdir", metavar="DIR", help="Mirror and scratch space."),
+    rollout_timeout: float = typer.Option(600.0, "--rollout-timeout", min=0.0, metavar="SECONDS",
                                           help="Seconds a rollout may take to become healthy."),
     prune: bool = typer.Option(False, "--prune", help="Delete managed objects a new commit no longer wants."),
     local: bool = typer.Option(False, "--local", help="Follow the working tree of --repo (hot reload) instead of the branch."),
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
     seed: Seed = 0,
-    log_level: str = typer.Option("info", "--log-level", help="debug | info | warning | error."),
+    log_level: LogLevel = typer.Option(LogLevel.INFO, "--log-level", help="Least severe level logged."),
+    log_format: LogFormat = typer.Option(LogFormat.TEXT, "--log-format",
+                                         help="text, or json: one JSON object per line (time, level, logger, msg)."),
 ) -> None:
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
     from intentc.compile import CommitError, resolve_commit
     from intentc.daemon.http import parse_listen
-    from intentc.daemon.loop import Daemon, DaemonConfig
+    from intentc.daemon.loop import Daemon, DaemonConfig, ListenError
     from intentc.gitrepo import GitError
     from intentc.kube.client import KubeClient
     from intentc.kube.errors import KubeError
 
     check_render_target(render_target)
-    level = getattr(logging, log_level.upper(), None)
-    if not isinstance(level, int):
-        usage_error(f"--log-level must be debug, info, warning or error, got {log_level!r}")
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(log_level, log_format)
     if listen:
         try:
             parse_listen(listen)
@@ -129,7 +135,7 @@ def daemon(
     _on_signals(d.stop)
     try:
         code = d.run()
-    except GitError as e:
+    except (GitError, ListenError) as e:
         usage_error(str(e))
     finally:
         client.close()
@@ -173,12 +179,12 @@ in --out) as they were.  Files are replaced atomically.  Ctrl-C stops.
 def watch(
     paths: Paths,
     topology: TopologyFile,
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Keep this output directory up to date."),
+    out: Optional[Path] = typer.Option(None, "--out", "-d", metavar="DIR", help="Keep this output directory up to date."),
     commit: Commit = None,
-    kube_version: Optional[str] = typer.Option(None, "--kube-version", help="Target Kubernetes MAJOR.MINOR."),
+    kube_version: Optional[str] = typer.Option(None, "--kube-version", metavar="MAJOR.MINOR", help="Target Kubernetes MAJOR.MINOR."),
     render_target: RenderTarget = DEFAULT_TARGET,
     seed: Seed = 0,
-    format: WatchFormat = typer.Option(WatchFormat.TEXT, "--format", "-f", help="Output format."),
+    format: WatchFormat = format_option(WatchFormat.TEXT),
 ) -> None:
     """Recompile incrementally whenever an intent file changes."""
     from intentc.daemon.reload import Reloader, follow, write_changed

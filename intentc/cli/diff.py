@@ -22,10 +22,11 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
-from intentc.cli.common import BaseRevision, HeadRevision, Jobs, MergeBase, RenderTarget, check_render_target
+from intentc.cli.common import (BaseRevision, Exclude, HeadRevision, Jobs, MergeBase, RenderTarget,
+                                check_render_target, format_option)
 from intentc.diagnostics import OutputFormat, has_errors
 from intentc.render.targets import DEFAULT_TARGET
-from intentc.sources import SOURCE_SUFFIXES, decode
+from intentc.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
 
 # The diff machinery (GitPython, deepdiff, jsonschema, the renderer, the planner)
 # is imported inside the commands: every `intentc` invocation imports this
@@ -37,12 +38,14 @@ class SchemaDiffFormat(str, enum.Enum):
     JSON = "json"
     MARKDOWN = "markdown"
     GITHUB = "github"
+    SARIF = "sarif"
 
 
 class DiffFormat(str, enum.Enum):
     TEXT = "text"
     JSON = "json"
     MARKDOWN = "markdown"
+    GITHUB = "github"
 
 
 class FailOn(str, enum.Enum):
@@ -78,19 +81,21 @@ def _revisions(root: Path, base: str, head: str | None, merge_base: bool) -> tup
 
   intentc schema-diff --base origin/main --format github --fail-on WARN
 
+  intentc schema-diff --base origin/main -o sarif > schema-diff.sarif   # code scanning upload
+
   intentc schema-diff --base origin/main --ack-file .intentc-acks   # acknowledged findings do not fail
 """)
 def schema_diff(
     base: BaseRevision,
     head: HeadRevision = None,
-    paths: List[str] = typer.Argument(None, help="Where the YAML documents checked for breakage live "
-                                                 "(default: intents)."),
-    schemas: str = typer.Option("schemas", "--schemas", help="Directory of the JSON Schemas."),
-    format: SchemaDiffFormat = typer.Option(SchemaDiffFormat.TEXT, "--format", "-f", help="Output format."),
+    paths: List[str] = typer.Argument(None, metavar="PATH", help="Where the documents (YAML and DSL) checked "
+                                                                 "for breakage live (default: intents)."),
+    schemas: str = typer.Option("schemas", "--schemas", metavar="DIR", help="Directory of the JSON Schemas."),
+    format: SchemaDiffFormat = format_option(SchemaDiffFormat.TEXT),
     fail_on: FailOn = typer.Option(FailOn.ERR, "--fail-on", help="Exit 1 when a finding of this severity "
                                                                  "or higher is not acknowledged."),
-    ack: List[str] = typer.Option([], "--ack", help="Acknowledge a finding by fingerprint (repeatable)."),
-    ack_file: Optional[Path] = typer.Option(None, "--ack-file", help="File of acknowledged fingerprints, "
+    ack: List[str] = typer.Option([], "--ack", metavar="FINGERPRINT", help="Acknowledge a finding by fingerprint (repeatable)."),
+    ack_file: Optional[Path] = typer.Option(None, "--ack-file", metavar="FILE", help="File of acknowledged fingerprints, "
                                                                      "one per line, # comments."),
     merge_base: MergeBase = False,
 ) -> None:
@@ -109,7 +114,7 @@ def schema_diff(
         doc_dirs = gitrepo.repo_relative(root, paths or ["intents"])
         base_schemas = gitrepo.read_tree(root, base_sha, schema_dirs, (".json",))
         head_schemas = gitrepo.read_tree(root, head_sha, schema_dirs, (".json",))
-        documents = gitrepo.read_tree(root, base_sha, doc_dirs, (".yaml", ".yml"))
+        documents = gitrepo.read_tree(root, base_sha, doc_dirs, (".yaml", ".yml") + DSL_SUFFIXES)
     except gitrepo.GitError as exc:
         usage_error(str(exc))
     acknowledged = set(ack)
@@ -137,6 +142,8 @@ def schema_diff(
 
   intentc diff --base HEAD~3 --head HEAD intents/nlp --format json
 
+  intentc diff --base origin/main --merge-base --format github   # annotations on the PR
+
   intentc diff --base origin/main --topology examples/topologies/cluster.yaml   # plus the plan diff
 
   intentc diff --base origin/main -t examples/topologies/cluster.yaml --render-target kueue --format markdown
@@ -144,16 +151,17 @@ def schema_diff(
 def diff(
     base: BaseRevision,
     head: HeadRevision = None,
-    paths: List[str] = typer.Argument(None, help="Files or directories to compare (default: intents)."),
-    topology: Optional[str] = typer.Option(None, "--topology", "-t", help="Topology file: also diff the plans "
+    paths: List[str] = typer.Argument(None, metavar="PATH", help="Files or directories to compare (default: intents)."),
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", metavar="FILE", help="Topology file: also diff the plans "
                                                                           "(both sides on this topology)."),
-    format: DiffFormat = typer.Option(DiffFormat.TEXT, "--format", "-f", help="Output format."),
+    format: DiffFormat = format_option(DiffFormat.TEXT),
     merge_base: MergeBase = False,
     cache_dir: Optional[str] = typer.Option(
-        None, "--cache-dir", help="Parse cache directory (default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
+        None, "--cache-dir", metavar="DIR", help="Parse cache directory (default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Parse every file, use and write no cache."),
     jobs: Jobs = 0,
     render_target: RenderTarget = DEFAULT_TARGET,
+    exclude: Exclude = None,
 ) -> None:
     """Show what changes semantically between two revisions: intents, tenants and datasets
     (field by field, with positions), the dependency graph and, with --topology, the plan.
@@ -175,8 +183,8 @@ def diff(
             root = gitrepo.repo_root(".")
             base_sha, head_sha, base_label, head_label = _revisions(root, base, head, merge_base)
             prefixes = gitrepo.repo_relative(root, paths or ["intents"])
-            base_snap = gitrepo.snapshot(root, base_sha, prefixes, SOURCE_SUFFIXES)
-            head_snap = gitrepo.snapshot(root, head_sha, prefixes, SOURCE_SUFFIXES)
+            base_snap = gitrepo.snapshot(root, base_sha, prefixes, SOURCE_SUFFIXES, exclude or ())
+            head_snap = gitrepo.snapshot(root, head_sha, prefixes, SOURCE_SUFFIXES, exclude or ())
         except gitrepo.GitError as exc:
             usage_error(str(exc))
         loaded = None

@@ -35,6 +35,7 @@ from intentc.cli.common import (
     cluster_errors,
     commit_or_exit,
     connect_or_exit,
+    format_option,
 )
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME, LAST_GOOD
@@ -42,11 +43,18 @@ from intentc.render.targets import DEFAULT_TARGET
 
 if TYPE_CHECKING:
     from intentc.drift.detect import History, Report
+    from intentc.ir import Program
 
 
 class ReportFormat(str, enum.Enum):
     TEXT = "text"
     JSON = "json"
+
+
+class DriftFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+    GITHUB = "github"
 
 
 def _history(paths: list[str], sha: str) -> History | None:
@@ -55,8 +63,9 @@ def _history(paths: list[str], sha: str) -> History | None:
     from intentc.drift.detect import History
 
     first = Path(paths[0]) if paths else Path(".")
+    where = first if first.is_dir() else first.parent
     try:
-        return History(gitrepo.rev_list(first if first.is_dir() else first.parent, sha))
+        return History(gitrepo.rev_list(where, sha), gitrepo.newer_than(where, sha))
     except gitrepo.GitError:
         return None
 
@@ -98,15 +107,41 @@ def report_text(report: Report, target: str, commit: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report_github(report: Report, target: str, commit: str, program: Program | None) -> str:
+    """Workflow commands: one annotation per drifted object, on the declaration
+    of the intent (or tenant) it was rendered from; objects that belong to
+    neither (orphans) go on the run.  An object changed, missing or from an
+    unknown commit is an error; an orphan or a stale one a warning."""
+    from intentc import annotations as gh
+    from intentc.drift.detect import DriftClass
+
+    warn = {DriftClass.ORPHAN, DriftClass.STALE}
+    out = [gh.command(gh.Level.NOTICE, report_text(report, target, commit).splitlines()[-1],
+                      title=f"intentc drift: target {target}, commit {commit[:12]}")]
+    for f in report.drifted:
+        decl = None
+        if program is not None:
+            decl = (program.intent(f.intent) if f.intent else None) or (program.tenant(f.tenant) if f.tenant else None)
+        body = [f"{f.ref}: {f.message}"] + [f"{c.path}: {_show(c.desired)} -> {_show(c.live)} (by {c.manager})"
+                                            for c in f.changes]
+        level = gh.Level.WARNING if f.drift in warn else gh.Level.ERROR
+        out.append(gh.command(level, "\n".join(body), decl.span if decl is not None else None,
+                              f"intentc drift: {f.drift.value} {f.ref}", end=False))
+    return gh.lines(out)
+
+
 @app.command(epilog="""Examples:
 
   intentc drift intents/ --topology clusters/prod.yaml
 
+  intentc drift intents/ -t clusters/prod.yaml --format github   # annotations in a scheduled workflow
+
   intentc drift intents/ -t clusters/prod.yaml --context prod-eu --format json
 
 Classes: modified (a field intentc sets was changed by another field
-manager, named), missing, orphan (labelled managed-by=intentc, neither
-desired nor in the inventory), stale (applied from a commit older than the
+manager, named), missing, orphan (labelled managed-by=intentc and neither
+desired nor in any inventory, or in this target's inventory but no longer
+desired: an apply without --prune or an interrupted prune left it), stale (applied from a commit older than the
 one that changed it), foreign (commit-sha not in the repository's history).
 Fields only other managers set (defaults, HPA, status) are never drift.
 Exit 0 in sync, 1 drift found, 2 errors (compile, kubeconfig, cluster).
@@ -117,11 +152,11 @@ def drift(
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
     target: InventoryTarget = DEFAULT_TARGET_NAME,
-    commit: Optional[str] = typer.Option(None, "--commit", help="Commit SHA the intents are at (default: git HEAD)."),
+    commit: Optional[str] = typer.Option(None, "--commit", metavar="SHA", help="Commit SHA the intents are at (default: git HEAD)."),
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
     seed: Seed = 0,
-    format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
+    format: DriftFormat = format_option(DriftFormat.TEXT),
 ) -> None:
     """Compare the cluster with the compiled intents (read-only); exit 1 on drift."""
     from intentc.compile import compile_paths
@@ -133,7 +168,8 @@ def drift(
     check_render_target(render_target, version)
     try:
         result = compile_paths(paths, str(topology), sha, version, render_target, seed)
-        diag_format = OutputFormat.JSON if format is ReportFormat.JSON else OutputFormat.TEXT
+        diag_format = {DriftFormat.JSON: OutputFormat.JSON, DriftFormat.GITHUB: OutputFormat.GITHUB}.get(
+            format, OutputFormat.TEXT)
         if not result.ok or result.rendered is None:
             emit_diagnostics(list(result.diagnostics), diag_format, result.sources, to_stderr=True)
             typer.echo("intentc: error: the intents do not compile; nothing to compare", err=True)
@@ -142,9 +178,11 @@ def drift(
             report, _ = observe(client, result.rendered.manifests, target, _history(paths, sha))
     finally:
         client.close()
-    if format is ReportFormat.JSON:
+    if format is DriftFormat.JSON:
         doc = {"target": target, "commit": sha, **report.to_json()}
         typer.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
+    elif format is DriftFormat.GITHUB:
+        typer.echo(report_github(report, target, sha, result.program), nl=False)
     else:
         typer.echo(report_text(report, target, sha), nl=False)
     raise typer.Exit(EXIT_FINDINGS if report.has_drift else EXIT_OK)
@@ -166,10 +204,10 @@ Exit 0 rolled back, 1 the apply failed, 2 nothing to roll back to / errors.
 """)
 def rollback(
     *,  # keyword-only, so the required --topology below (no `=` default) can stay after --to, its place in --help
-    to: str = typer.Option(..., "--to", help=f"`{LAST_GOOD}` (from the inventory) or a git revision."),
+    to: str = typer.Option(..., "--to", metavar="REV", help=f"`{LAST_GOOD}` (from the inventory) or a git revision."),
     topology: RepoTopologyFile,
-    repo: Path = typer.Option(Path("."), "--repo", help="The git repository of the intents."),
-    path: List[str] = typer.Option(["intents"], "--path", help="Intent paths inside the repository (repeatable)."),
+    repo: Path = typer.Option(Path("."), "--repo", metavar="DIR", help="The git repository of the intents."),
+    path: List[str] = typer.Option(["intents"], "--path", metavar="PATH", help="Intent paths inside the repository (repeatable)."),
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
     target: InventoryTarget = DEFAULT_TARGET_NAME,
@@ -177,11 +215,11 @@ def rollback(
     prune: bool = typer.Option(True, "--prune/--no-prune", help="Delete objects only the rolled-back commit had."),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for each wave to be healthy."),
     timeout: HealthTimeout = 300.0,
-    reason: str = typer.Option("rolled back by hand", "--reason", help="Recorded with the quarantine and the Event."),
+    reason: str = typer.Option("rolled back by hand", "--reason", metavar="MESSAGE", help="Recorded with the quarantine and the Event."),
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
     seed: Seed = 0,
-    format: ReportFormat = typer.Option(ReportFormat.TEXT, "--format", "-f", help="Output format."),
+    format: ReportFormat = format_option(ReportFormat.TEXT),
 ) -> None:
     """Apply an earlier commit (default: the last known-good one) and quarantine the current one."""
     from intentc import gitrepo

@@ -9,8 +9,9 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics
+from intentc.cli.common import Exclude, format_option
 from intentc.diagnostics import OutputFormat, Span, error
-from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_path
+from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_path, read_guarded
 
 
 @app.command(epilog="""Examples:
@@ -22,16 +23,16 @@ from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_
   intentc fmt --diff intents/a.intent  # show what would change, write nothing
 """)
 def fmt(
-    paths: List[str] = typer.Argument(..., help="Files or directories (searched for *.intent)."),
+    paths: List[str] = typer.Argument(..., metavar="PATH", help="Files or directories (searched for *.intent)."),
     check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 if a file would change."),
     diff: bool = typer.Option(False, "--diff", help="Print a unified diff instead of writing."),
-    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f",
-                                        help="Format of diagnostics."),
+    format: OutputFormat = format_option(OutputFormat.TEXT, "Format of diagnostics."),
+    exclude: Exclude = None,
 ) -> None:
     """Format *.intent files (idempotent; files with errors are never touched)."""
     from intentc.frontend.dsl_print import format_source
 
-    files, diags = discover(paths)
+    files, diags = discover(paths, exclude or ())
     unreadable = bool(diags)
     sources: dict[str, str] = {}
     changed: list[str] = []
@@ -39,11 +40,10 @@ def fmt(
         if not f.name.endswith(DSL_SUFFIXES):
             continue
         shown = display_path(f)
-        try:
-            data = f.read_bytes()
-        except OSError as exc:
-            unreadable = True
-            diags.append(error("E0001", f"cannot read {shown}: {exc.strerror or exc}", Span.whole_file(shown)))
+        data, read_diags = read_guarded(str(f))
+        if data is None:
+            unreadable = unreadable or any(d.code == "E0001" for d in read_diags)
+            diags.extend(read_diags)
             continue
         text, read_diags = decode(shown, data)
         diags.extend(read_diags)

@@ -7,7 +7,7 @@ import enum
 import typer
 
 from intentc.cli.app import app, emit_diagnostics, exit_for
-from intentc.cli.common import DiagnosticsFormat, Jobs, Paths
+from intentc.cli.common import DiagnosticsFormat, Exclude, Jobs, Paths, format_option
 from intentc.diagnostics import OutputFormat
 
 
@@ -27,16 +27,17 @@ class GraphFormat(str, enum.Enum):
 """)
 def graph(
     paths: Paths,
-    format: GraphFormat = typer.Option(GraphFormat.DOT, "--format", "-f", help="Graph output format."),
+    format: GraphFormat = format_option(GraphFormat.DOT, "Graph output format."),
     diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
     jobs: Jobs = 0,
+    exclude: Exclude = None,
 ) -> None:
     """Print the dependency graph (edges from `after` and from datasets) with waves and the
     critical path; cycles and missing datasets are reported on stderr and exit 1."""
     from intentc import graph as depgraph
     from intentc.pipeline import check as run_check
 
-    result = run_check(paths, jobs=jobs or None)
+    result = run_check(paths, jobs=jobs or None, exclude=exclude or ())
     g = result.graph
     diags = list(result.diagnostics)
     emit_diagnostics(diags, diagnostics_format, result.sources, to_stderr=True)

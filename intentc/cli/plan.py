@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from pathlib import Path
 
@@ -9,8 +10,10 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
-from intentc.cli.common import DiagnosticsFormat, Jobs, Paths, TopologyFile
+from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, LiveContext, LiveKubeconfig, Paths,
+                                TopologyFile, format_option, live_occupancy_or_exit)
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
+from intentc.sources import read_text
 
 
 class PlanFormat(str, enum.Enum):
@@ -31,42 +34,62 @@ DEFAULT_HTML = "plan.html"
   intentc plan intents/ --topology clusters/prod.yaml --format html --out plan.html
 
   intentc plan intents/ --topology clusters/prod.yaml --format json --seed 7 --out plan.json
+
+  intentc plan intents/ --topology clusters/prod.yaml --context prod-eu    # on what the cluster has free now
+
+Without --kubeconfig/--context the plan is a preview on the empty topology
+(plan.json: "basis": {"kind": "preview"}); with them it leaves out what the
+cluster cannot give now — missing, cordoned, NotReady or tainted nodes, GPUs
+held by pods this target does not own (other intentc targets included) —
+and says why ("basis": {"kind": "live", "notes": [...]}).
 """)
 def plan(
     paths: Paths,
     topology: TopologyFile,
-    format: PlanFormat = typer.Option(PlanFormat.TEXT, "--format", "-f",
-                                      help="text: tables; json: plan.json; html: a picture of the cluster."),
-    out: Path | None = typer.Option(None, "--out", "-o",
+    format: PlanFormat = format_option(PlanFormat.TEXT, "text: tables; json: plan.json; html: a GPU timeline per node."),
+    out: Path | None = typer.Option(None, "--out", metavar="FILE",
                                        help=f"Write the result here (html default: {DEFAULT_HTML})."),
-    seed: int = typer.Option(0, "--seed", min=0, help="Breaks exact ties between equally good nodes."),
+    seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Breaks exact ties between equally good nodes."),
     diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
     jobs: Jobs = 0,
+    kubeconfig: LiveKubeconfig = None,
+    context: LiveContext = None,
+    exclude: Exclude = None,
 ) -> None:
-    """Place every intent onto the topology: gangs all-or-nothing, `within`/`prefer` scopes,
-    SLA order and weighted fair share.  Unplaceable intents are reported (E0601) and exit 1;
+    """Schedule every intent onto the topology over time (start and end in plan time; what does
+    not fit yet is queued): gangs all-or-nothing, `within`/`prefer` scopes, SLA order, weighted
+    fair share and quotas at every instant.  Intents that can never run are reported (E0601) and exit 1;
     an unreadable topology file exits 2."""
     from intentc.pipeline import check as run_check
     from intentc.plan.html import render_html
     from intentc.plan.jsonio import plan_to_json
+    from intentc.plan.model import Occupancy
     from intentc.plan.planner import make_plan
     from intentc.plan.text import render_text
+    from intentc.policy.load import load_policies
     from intentc.topology.load import load_topology
 
     loaded, topo_diags = load_topology(str(topology))
     sources: dict[str, str] = {}
-    try:
-        sources[topology.as_posix()] = topology.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        pass
+    topo_text = read_text(topology)
+    if topo_text is not None:
+        sources[topology.as_posix()] = topo_text
     if loaded is None:
         emit_diagnostics(sorted_diagnostics(topo_diags), diagnostics_format, sources, to_stderr=True)
         unreadable = any(d.code.startswith("E00") for d in topo_diags) or not topology.is_file()
         raise typer.Exit(EXIT_USAGE if unreadable else 1)
-    result = run_check(paths, jobs=jobs or None)
+    result = run_check(paths, jobs=jobs or None, exclude=exclude or ())
     sources.update(result.sources)
-    the_plan, plan_diags = make_plan(result.program, loaded, seed)
-    diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + plan_diags)
+    policies, policy_diags, policy_texts = load_policies(paths)
+    sources.update(policy_texts)
+    occupied: Occupancy | None = None
+    notes: tuple[str, ...] = ()
+    if kubeconfig is not None or context is not None:
+        occupied, notes = live_occupancy_or_exit(kubeconfig, context, result.program, loaded.topology)
+    the_plan, plan_diags = make_plan(result.program, loaded, seed, occupied, policies)
+    if occupied is not None:
+        the_plan = dataclasses.replace(the_plan, basis="live", basis_notes=notes)
+    diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + policy_diags + plan_diags)
     emit_diagnostics(diags, diagnostics_format, sources, to_stderr=True)
 
     if format is PlanFormat.JSON:

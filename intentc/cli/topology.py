@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for, usage_error
+from intentc.cli.app import CONTEXT_SETTINGS, EXIT_USAGE, app, emit_diagnostics, exit_for, usage_error
+from intentc.cli.common import format_option
 from intentc.diagnostics import (
     Diagnostic,
     OutputFormat,
@@ -30,6 +31,7 @@ topology_app = typer.Typer(
     help="Cluster topology: import node labels, inspect nvidia-smi matrices.",
     no_args_is_help=True,
     rich_markup_mode=None,
+    context_settings=CONTEXT_SETTINGS,
     epilog="""Examples:
 
   intentc topology import --nodes nodes.json --name prod --out clusters/prod.yaml
@@ -70,14 +72,14 @@ def _read_json(path: str) -> tuple[object | None, dict[str, str], list[Diagnosti
   intentc topology import --nodes nodes.json --name lab --rack-label example.com/rack
 """)
 def import_(
-    nodes: str = typer.Option(..., "--nodes", help="Output of `kubectl get nodes -o json`."),
-    name: str = typer.Option(..., "--name", help="Topology name (a DNS-1123 label)."),
-    rack_label: str = typer.Option(RACK_LABEL, "--rack-label", help="Node label naming the rack."),
-    zone_label: str = typer.Option(ZONE_LABEL, "--zone-label", help="Node label naming the zone."),
+    nodes: str = typer.Option(..., "--nodes", "-f", metavar="FILE", help="Output of `kubectl get nodes -o json`."),
+    name: str = typer.Option(..., "--name", metavar="NAME", help="Topology name (a DNS-1123 label)."),
+    rack_label: str = typer.Option(RACK_LABEL, "--rack-label", metavar="LABEL", help="Node label naming the rack."),
+    zone_label: str = typer.Option(ZONE_LABEL, "--zone-label", metavar="LABEL", help="Node label naming the zone."),
     keep_label: list[str] | None = typer.Option(
-        None, "--keep-label", help="Label prefix to copy into the file (repeatable; replaces the default list)."),
-    out: str | None = typer.Option(None, "--out", "-o", help="Write the YAML here instead of stdout."),
-    format: OutputFormat = typer.Option(OutputFormat.TEXT, "--format", "-f", help="Diagnostics format."),
+        None, "--keep-label", metavar="PREFIX", help="Label prefix to copy into the file (repeatable; replaces the default list)."),
+    out: str | None = typer.Option(None, "--out", metavar="FILE", help="Write the YAML here instead of stdout."),
+    format: OutputFormat = format_option(OutputFormat.TEXT, "Diagnostics format."),
 ) -> None:
     """Turn node labels (GPU Feature Discovery, zone, rack) into a Topology YAML file."""
     from intentc.topology import nodes_import
@@ -142,8 +144,8 @@ def _text_report(path: str, m: GpuMatrix) -> str:
   intentc topology inspect --nvidia-smi hgx-h100.txt --format json | jq '.gpus[0]'
 """)
 def inspect(
-    nvidia_smi: str = typer.Option(..., "--nvidia-smi", help="A saved `nvidia-smi topo -m` output."),
-    format: InspectFormat = typer.Option(InspectFormat.TEXT, "--format", "-f", help="Output format."),
+    nvidia_smi: str = typer.Option(..., "--nvidia-smi", "-f", metavar="FILE", help="A saved `nvidia-smi topo -m` output."),
+    format: InspectFormat = format_option(InspectFormat.TEXT),
 ) -> None:
     """Show what intentc reads from an `nvidia-smi topo -m` file: each GPU's NUMA node and
     CPU affinity, its nearest NICs, and the link between every GPU pair."""

@@ -5,13 +5,23 @@ Kubernetes probe needs distinct liveness and readiness answers, so the
 three endpoints share this server instead.  Liveness means "the loop is
 still turning" (a stuck loop is restarted by the kubelet); readiness means
 "the first sync finished and the API server answered recently".
+
+Whoever can reach the port learns only what the bodies say, so they are
+terse (`ok`, `not ready`): the reasons — API server URLs, RBAC refusals —
+go to the daemon's log when they change.  The server binds where `--listen`
+says, loopback by default; metrics carry no secrets but are not
+authenticated here — put kube-rbac-proxy in front (SECURITY.md).  A client
+that hangs up mid-answer (a scraper timing out) is not an error worth a
+traceback.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from typing import Any, Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -20,12 +30,28 @@ from intentc.daemon.metrics import DaemonMetrics
 Probe = Callable[[], tuple[bool, str]]
 
 
+DEFAULT_LISTEN = "127.0.0.1:9090"
+log = logging.getLogger("intentc.daemon")
+
+
 def parse_listen(value: str) -> tuple[str, int]:
-    """`:9090`, `0.0.0.0:9090`, `127.0.0.1:0` → (host, port); ValueError otherwise."""
+    """`:9090` (every interface, said explicitly), `0.0.0.0:9090`, `127.0.0.1:0` → (host, port);
+    ValueError otherwise."""
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"--listen wants HOST:PORT or :PORT, got {value!r}")
     return (host or "0.0.0.0"), int(port)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A peer that went away (broken pipe, reset) is routine; anything else is logged once."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):
+            return
+        log.warning("health/metrics request from %s failed: %r", client_address[0], exc)
 
 
 class HealthServer:
@@ -47,8 +73,8 @@ class HealthServer:
 
             def _probe(self, probe: Probe) -> None:
                 ok, why = probe()
-                self._send(200 if ok else 503, (why or ("ok" if ok else "not ok")).encode() + b"\n",
-                           "text/plain; charset=utf-8")
+                owner.note(self.path, ok, why)
+                self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n", "text/plain; charset=utf-8")
 
             def _send(self, code: int, body: bytes, ctype: str) -> None:
                 self.send_response(code)
@@ -63,9 +89,20 @@ class HealthServer:
         self.metrics = metrics
         self.live = live
         self.ready = ready
-        self.server = ThreadingHTTPServer((host, port), Handler)
+        self._said: dict[str, tuple[bool, str]] = {}
+        self._lock = threading.Lock()
+        self.server = _QuietServer((host, port), Handler)
         self.server.daemon_threads = True
         self._thread = threading.Thread(target=self.server.serve_forever, name="intentc-http", daemon=True)
+
+    def note(self, path: str, ok: bool, why: str) -> None:
+        """Log a probe's reason when its answer changes (the body does not carry it)."""
+        with self._lock:
+            if self._said.get(path) == (ok, why):
+                return
+            self._said[path] = (ok, why)
+        log.log(logging.INFO if ok else logging.WARNING, "%s: %s", path.split("?", 1)[0],
+                why or ("ok" if ok else "not ok"))
 
     @property
     def port(self) -> int:

@@ -37,7 +37,7 @@ from intentc.drift import events, quarantine
 from intentc.drift.consistency import Verdict, check_rollout
 from intentc.drift.detect import History, detect
 from intentc.drift.live import Managed, complete, heal, own_plumbing, read_managed
-from intentc.drift.policy import Decision, Policies, asking_for_rollback, decide
+from intentc.drift.policy import Decision, Policies, asking_for_rollback, decide, wave_blocker
 from intentc.drift.rollback import RollbackError, RollbackOutcome
 from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
@@ -61,7 +61,7 @@ class DaemonConfig:
     local: bool = False                 # follow the working tree (hot reload), not the branch
     interval: float = 30.0              # git poll period (s)
     resync: float = 300.0               # full detection period (s)
-    listen: str | None = ":9090"
+    listen: str | None = "127.0.0.1:9090"
     target: str = "default"
     workdir: str = "/tmp/intentc-daemon"
     rollout_timeout: float = 600.0
@@ -86,6 +86,10 @@ class _State:
     busy: str = ""                      # "" | "rollout" | "rollback"
     attempted: set[str] = field(default_factory=set)
     pending: Desired | None = None      # local mode: a plan that arrived during a rollout
+
+
+class ListenError(Exception):
+    """The health/metrics address cannot be bound (busy, or not ours): a usage error."""
 
 
 class Daemon:
@@ -137,7 +141,11 @@ class Daemon:
         """Block until `stop()`; the exit code is 0 after a clean shutdown."""
         cfg = self.config
         if cfg.listen:
-            self.http = HealthServer(cfg.listen, self.metrics, self.live, self.ready).start()
+            try:
+                self.http = HealthServer(cfg.listen, self.metrics, self.live, self.ready).start()
+            except OSError as e:
+                raise ListenError(f"cannot serve /healthz, /readyz and /metrics on {cfg.listen}: "
+                                  f"{e.strerror or e} (choose another --listen address)") from None
             log.info("serving /healthz /readyz /metrics on port %d", self.http.port)
         try:
             self._start_source()
@@ -277,6 +285,11 @@ class Daemon:
             if self.state.desired is None and inventory.commit:
                 self._adopt(inventory.commit)
             return
+        if desired.held:
+            self.metrics.errors.labels("compile").inc()
+            log.error("commit %s: tenants held back by their errors (neither applied nor pruned): %s\n%s",
+                      head[:12], ", ".join(desired.held),
+                      format_text([d for d in compiled.diagnostics if d.is_error], compiled.sources).rstrip())
         self._rollout(desired)
 
     def _adopt(self, commit: str | None) -> None:
@@ -509,7 +522,12 @@ class Daemon:
         inventory = self.state.inventory
         applied = {e.ref for e in inventory.entries if e.state == "applied"} if inventory is not None else set()
         decisions = decide(report, Policies.from_program(desired.program))
+        live = self._cache()
         for d, manifest in self.ledger.heals_due(decisions, desired.by_ref, applied, self.clock()):
+            blocked = wave_blocker(manifest, desired.by_ref.values(), live)
+            if blocked is not None:
+                log.info("heal of %s waits: %s", manifest.ref, blocked)
+                continue
             self._safe("heal", partial(self._heal_one, d, manifest))
 
     def _heal_one(self, d: Decision, manifest: Manifest) -> None:
@@ -528,6 +546,8 @@ class Daemon:
 
 def _report_crash(fut: Future[None]) -> None:
     """A bug in a rollout must not pass silently (the reactor would wait forever)."""
+    if fut.cancelled():       # shutdown dropped a queued (retried) rollout: nothing crashed
+        return
     exc = fut.exception()
     if exc is not None:
         log.error("rollout worker crashed: %r", exc)

@@ -51,7 +51,8 @@ from intentc.pipeline import prefer_specific
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Placement, Plan
 from intentc.plan.planner import make_plan
-from intentc.render import intent_manifests, priority_class_manifests, target_manifests, tenant_manifests
+from intentc.policy.load import load_policies
+from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, target_manifests, tenant_manifests
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (
     Choice,
@@ -61,7 +62,16 @@ from intentc.render.model import (
 )
 from intentc.render.output import manifest_filename, step_width, to_yaml
 from intentc.render.targets import DEFAULT_TARGET, get_target
-from intentc.sources import SOURCE_SUFFIXES, discover, read_source
+from intentc.sources import (
+    OUTPUT_MARKER,
+    SOURCE_SUFFIXES,
+    Exclusions,
+    discover,
+    mark_output,
+    read_source,
+    read_text,
+    root_of,
+)
 from intentc.topology.load import LoadedTopology, load_topology
 
 
@@ -86,11 +96,12 @@ class IntentRender:
     manifests: tuple[Manifest, ...]
     choice: Choice | None
     texts: tuple[str, ...] = ()                   # the manifests as YAML, in the same order
+    decided: tuple[Any, ...] = ()                 # the plan's batch sizing and strategy for it
 
-    def fits(self, intent: Intent, placement: Placement | None, wave: int) -> bool:
+    def fits(self, intent: Intent, placement: Placement | None, wave: int, decided: tuple[Any, ...] = ()) -> bool:
         # identity first: an unchanged file hands back the very same IR objects
         return ((self.intent is intent or self.intent == intent) and self.wave == wave
-                and (self.placement is placement or self.placement == placement))
+                and (self.placement is placement or self.placement == placement) and self.decided == decided)
 
 
 @dataclass(frozen=True)
@@ -141,10 +152,12 @@ class ReloadResult:
 def _planning_key(intent: Intent) -> tuple[Any, ...]:
     """Everything about an intent that the graph and the planner read.
 
-    Image, command, model settings, replicas, port, tags and drift policy
-    are absent: changing them cannot move a placement or a wave."""
+    Image, command, port and drift policy are absent: changing them cannot
+    move a placement or a wave.  Model settings and replicas size `batch: auto`
+    (plan/batch.py); tags carry the planner's tag rules (intentc/policy)."""
     return (intent.name, intent.tenant, intent.trigger, intent.action.kind, intent.constraints,
-            intent.consumes, intent.produces)
+            intent.consumes, intent.produces, intent.action.settings, intent.action.replicas,
+            intent.context.tags)
 
 
 def _tenant_key(tenant: Tenant) -> tuple[Any, ...]:
@@ -170,6 +183,8 @@ class Reloader:
                  kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
                  seed: int = 0) -> None:
         self.paths = tuple(paths)
+        # Tag rules (intentc/policy): read once, as `compile` does; editing policies/ needs a restart.
+        self.policies, self._policy_diags, self._policy_texts = load_policies(self.paths)
         self.topology_path = topology
         self.commit = commit
         self.kube_version = kube_version
@@ -205,7 +220,13 @@ class Reloader:
                 rel = full.relative_to(root)
             except ValueError:
                 continue
-            if any(part.startswith(".") for part in rel.parts[:-1]) or not full.name.endswith(SOURCE_SUFFIXES):
+            if any(part.startswith(".") for part in rel.parts[:-1]) or not full.name.endswith(SOURCE_SUFFIXES) \
+                    or (full.parent.name == MANIFESTS_DIR and (full.parent.parent / OUTPUT_MARKER).is_file()):
+                # what compile wrote is never an input
+                return None
+            rules = Exclusions.of(root_of(given), ())
+            rel_dir = rules.relative(str(full.parent)) if rules.specs else None
+            if rel_dir is not None and rules.excluded(rel_dir + full.name):      # .intentcignore, as discover
                 return None
             return (Path(given) / rel).as_posix()
         return None
@@ -267,10 +288,7 @@ class Reloader:
 
     def _load_topology(self) -> None:
         loaded, diags = load_topology(self.topology_path)
-        try:
-            text: str | None = Path(self.topology_path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = None
+        text = read_text(self.topology_path)
         self._topology = (loaded, tuple(diags), text)
         self._topology_generation += 1
 
@@ -296,8 +314,8 @@ class Reloader:
             else:
                 global_diags = [d for p in GLOBAL_PASSES for d in p(program)[1]]
             diags.extend(global_diags)
-            diags = list(prefer_specific(diags)) + list(topo_diags)
-            sources = dict(self._texts)
+            diags = list(prefer_specific(diags)) + list(topo_diags) + list(self._policy_diags)
+            sources = {**self._policy_texts, **self._texts}
             if topo_text is not None:
                 sources[Path(self.topology_path).as_posix()] = topo_text
 
@@ -316,7 +334,7 @@ class Reloader:
                 plan_diags = list(previous.plan_diagnostics)
             else:
                 g, graph_diags = graph.build(program)
-                plan, found = make_plan(program, loaded, self.seed)
+                plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
                 plan_diags = graph_diags + found
                 plan_json, graph_json = plan_to_json(plan), graph.to_json(g, graph.waves(g))
             diags = sorted_diagnostics(diags + plan_diags)
@@ -345,13 +363,19 @@ class Reloader:
         same dataset URIs, no other intent's inputs can have changed."""
         tgt = get_target(self.target)
         commit, version = self.commit, self.kube_version
-        setup = tenant_manifests(program, commit, tgt.gpu_quota)
+        setup = tenant_manifests(program, commit, plan, self.policies, tgt.gpu_quota) + [crd_manifest(version, commit)]
         if previous is not None and previous.topology is not topology:
             previous = None           # a target may render the topology itself (flavors, cliques)
         same_data = previous is not None and previous.uris == uris
         fast = previous is not None and changed is not None and same_data and previous.plan is plan
         renders: dict[str, IntentRender]
         todo: list[tuple[Intent, Placement | None, int]] = []
+        batch_of = {b.intent: b for b in plan.batches}
+        strategy_of = {st.intent: st for st in plan.strategies}
+
+        def decided_of(name: str) -> tuple[Any, ...]:
+            return (batch_of.get(name), strategy_of.get(name))
+
         if fast and previous is not None and changed is not None:
             # the plan is the same object: same SLA classes, same placements and waves
             setup.extend(m for m in previous.setup if m.ref.kind == "PriorityClass")
@@ -359,7 +383,7 @@ class Reloader:
             for f in changed:
                 for intent in f.result.program.intents:
                     hit = renders.get(intent.name)
-                    if hit is not None and not hit.fits(intent, hit.placement, hit.wave):
+                    if hit is not None and not hit.fits(intent, hit.placement, hit.wave, hit.decided):
                         todo.append((intent, hit.placement, hit.wave))
         else:
             scheduled = {name for wave in plan.waves for name in wave}
@@ -373,16 +397,18 @@ class Reloader:
             for intent in intents:
                 wave, placement = waves[intent.name], placements.get(intent.name)
                 hit = cache.get(intent.name)
-                if hit is None or not hit.fits(intent, placement, wave) or (
+                if hit is None or not hit.fits(intent, placement, wave, decided_of(intent.name)) or (
                         not same_data and hit.data != _data_of(intent, uris)):
                     todo.append((intent, placement, wave))
                 else:
                     renders[intent.name] = hit
         setup.extend(target_manifests(tgt, program, program.intents, topology, commit))
         for intent, placement, wave in todo:
-            made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit, topology)
+            made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit,
+                                            batch_of.get(intent.name), self.policies, strategy_of.get(intent.name),
+                                            topology)
             renders[intent.name] = IntentRender(intent, placement, wave, _data_of(intent, uris), made, choice,
-                                                tuple(to_yaml(m.body) for m in made))
+                                                tuple(to_yaml(m.body) for m in made), decided_of(intent.name))
         old_by_ref = ({m.ref: (m, t) for m, t in zip(previous.setup, previous.setup_texts, strict=True)}
                       if previous is not None else {})
         setup_texts = []
@@ -451,6 +477,8 @@ def write_changed(snapshot: Snapshot, out_dir: str | Path, previous: Mapping[str
         if old.get(rel) != text:
             write_atomic(out / rel, text)
             written.append(rel)
+    if out.is_dir():
+        mark_output(out)
     removed = []
     for rel in sorted(set(old) - set(files)):
         if rel.startswith(f"{MANIFESTS_DIR}/"):

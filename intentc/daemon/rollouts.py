@@ -55,7 +55,8 @@ class Reloaded:
 
 def run_rollout(client: KubeClient, desired: Desired, options: ApplyOptions, version: KubeVersion,
                 render_target: str, sleep: Callable[[float], None]) -> Done:
-    rendered = Rendered(desired.manifests, str(version), render_target, desired.commit)
+    rendered = Rendered(desired.manifests, str(version), render_target, desired.commit,
+                        held_tenants=desired.held)
     try:
         return Done("rollout", desired, Reconciler(client, options, sleep=sleep).apply(rendered))
     except Stopped:

@@ -30,10 +30,12 @@ class Desired:
     program: Program
     origin: str                      # "git" | "local"
     by_ref: Mapping[ObjectRef, Manifest] = field(default_factory=dict, compare=False, repr=False)
+    held: tuple[str, ...] = ()       # tenants held back by their errors: neither applied nor pruned
 
     @classmethod
-    def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str) -> Desired:
-        return cls(commit, manifests, program, origin, {m.ref: m for m in manifests})
+    def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str,
+           held: tuple[str, ...] = ()) -> Desired:
+        return cls(commit, manifests, program, origin, {m.ref: m for m in manifests}, held)
 
     @property
     def kinds(self) -> frozenset[tuple[str, str]]:
@@ -41,9 +43,12 @@ class Desired:
 
 
 def from_compile(result: CompileResult, origin: str) -> Desired | None:
-    if not result.ok or result.rendered is None or result.program is None:
+    """What to roll out; a commit whose errors each belong to one tenant rolls
+    out for the other tenants (intentc.holdback), as `intentc apply` does."""
+    if result.rendered is None or result.program is None or (not result.ok and not result.held_tenants):
         return None
-    return Desired.of(result.rendered.commit, result.rendered.manifests, result.program, origin)
+    return Desired.of(result.rendered.commit, result.rendered.manifests, result.program, origin,
+                      result.held_tenants)
 
 
 class GitSource:

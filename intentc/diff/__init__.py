@@ -11,7 +11,11 @@ compiled programs); reading revisions is `intentc.gitrepo`'s job.
   report.py, format.py    `DiffReport` and its text / json / markdown views
   schema_rules.py         the schema-diff rule catalogue (stable ids, severities)
   schema_refs.py          one revision's schemas with `$ref`s resolved
-  schema_diff.py          keyword-by-keyword comparison -> findings with fingerprints
-  schema_impact.py        which base YAML documents a finding breaks, with positions
-  schema_report.py, schema_format.py   `SchemaReport` and its text / json / markdown / github views
+  schema_diff.py          walk of both revisions -> classified findings with fingerprints
+  schema_inline.py        self-contained fragments (`$ref`s inlined) to decide and sample on
+  schema_prove.py         sound proof that a change admits every value it admitted before
+  schema_witness.py       counter-examples: boundary values, then hypothesis-jsonschema sampling
+  schema_verdict.py       each finding's verdict: INFO proved, ERR with a counter-example, else WARN
+  schema_impact.py        which base documents (YAML and DSL) a finding breaks, with positions
+  schema_report.py, schema_format.py   `SchemaReport` and its text / json / markdown / github / sarif views
 """

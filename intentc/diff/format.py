@@ -10,6 +10,7 @@ from typing import Any
 
 from intentc.diagnostics import Span
 from intentc.diff.graph_diff import Edge
+from intentc.diff.impact import ImpactClass
 from intentc.diff.intents import DeclChange, FieldChange, Status
 from intentc.diff.report import DiffReport
 
@@ -88,6 +89,7 @@ def format_text(report: DiffReport) -> str:
         out += [f"  tenant {s.tenant}: {s.old_allocated} -> {s.new_allocated} GPUs allocated "
                 f"(requested {s.old_requested} -> {s.new_requested}, weight {s.old_weight} -> {s.new_weight})"
                 for s in p.shares]
+        out += [f"  batch {b.intent}: {b.old} -> {b.new} ({b.derivation})" for b in p.batches]
     if report.impacts:
         out.append("impact:")
         out += [f"  {i.impact.value:<13} {i.intent}: {'; '.join(i.reasons)}" for i in report.impacts]
@@ -127,6 +129,7 @@ def to_json_obj(report: DiffReport) -> dict[str, Any]:
             "moved": [asdict(m) for m in p.moved],
             "capacity": [asdict(c) for c in p.capacity],
             "shares": [asdict(s) for s in p.shares],
+            "batches": [asdict(b) for b in p.batches],
         },
         "impacts": [{"intent": i.intent, "impact": i.impact.value, "reasons": list(i.reasons),
                      "changed": i.changed} for i in report.impacts],
@@ -194,12 +197,52 @@ def format_markdown(report: DiffReport) -> str:
         out += [f"- `{c.intent}` {'placeable again' if c.placeable else 'no longer placeable: ' + _md(c.message)}"
                 for c in p.capacity]
         out += [f"- tenant `{s.tenant}`: {s.old_allocated} \u2192 {s.new_allocated} GPUs" for s in p.shares]
+        out += [f"- `{b.intent}` batch: {b.old} \u2192 {b.new} ({_md(b.derivation)})" for b in p.batches]
         out.append("")
     out.append("</details>")
     return "\n".join(out) + "\n"
 
 
-FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown}
+# Impacts a reviewer should not miss: the intent stops fitting, or its pods move.
+_WARN_IMPACTS = frozenset({ImpactClass.CAPACITY, ImpactClass.RESCHEDULE})
+
+
+def format_github(report: DiffReport) -> str:
+    """Workflow commands: the summary on the run, then one annotation per changed
+    declaration at its head position (a removed one has none on the head side,
+    so it goes on the run), its field changes in the message.  Intents whose
+    impact is capacity or reschedule, and intents no longer placeable, are
+    warnings; new dependency cycles are errors; the rest are notices."""
+    from intentc import annotations as gh
+
+    impact = {i.intent: i for i in report.impacts}
+    out = [gh.command(gh.Level.NOTICE, f"{report.base} .. {report.head}: {_counts(report)}", title="intentc diff")]
+    for c in report.declarations:
+        i = impact.get(c.name) if c.kind == "intent" else None
+        level = gh.Level.WARNING if i is not None and i.impact in _WARN_IMPACTS else gh.Level.NOTICE
+        renamed = f" (was {c.old_name})" if c.status is Status.RENAMED else ""
+        body = [f"{c.kind} {c.name} {c.status.value}{renamed}"] + [_field_line(f) for f in c.changes]
+        if i is not None:
+            body.append(f"impact {i.impact.value}: {'; '.join(i.reasons)}")
+        span = None if c.status is Status.REMOVED else c.head_span
+        out.append(gh.command(level, "\n".join(body), span, f"intentc diff: {c.kind} {c.name} {c.status.value}"))
+    heads = {c.name: c.head_span for c in report.declarations if c.kind == "intent"}
+    for i in report.impacts:
+        if not i.changed:
+            level = gh.Level.WARNING if i.impact in _WARN_IMPACTS else gh.Level.NOTICE
+            out.append(gh.command(level, f"intent {i.intent}: {'; '.join(i.reasons)}", heads.get(i.intent),
+                                  f"intentc diff: {i.intent} {i.impact.value}"))
+    for cycle in report.graph.new_cycles:
+        out.append(gh.command(gh.Level.ERROR, " -> ".join(cycle + (cycle[0],)), title="intentc diff: new cycle"))
+    if report.plan is not None:
+        for cap in report.plan.capacity:
+            if not cap.placeable:
+                out.append(gh.command(gh.Level.WARNING, f"{cap.intent}: {cap.message}", heads.get(cap.intent),
+                                      f"intentc diff: {cap.intent} no longer placeable"))
+    return gh.lines(out)
+
+
+FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github}
 
 
 def render_report(report: DiffReport, fmt: str) -> str:

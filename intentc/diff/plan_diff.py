@@ -39,15 +39,26 @@ class ShareChange:
 
 
 @dataclass(frozen=True)
+class BatchChange:
+    """The planner's `batch: auto` size changed (plan/batch.py): another placement, or other inputs."""
+
+    intent: str
+    old: int
+    new: int
+    derivation: str             # the head's
+
+
+@dataclass(frozen=True)
 class PlanDiff:
     topology: str
     moved: tuple[PlacementMove, ...] = ()
     capacity: tuple[CapacityChange, ...] = ()
     shares: tuple[ShareChange, ...] = ()
+    batches: tuple[BatchChange, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.moved or self.capacity or self.shares)
+        return not (self.moved or self.capacity or self.shares or self.batches)
 
 
 def _ranges(gpus: tuple[int, ...]) -> str:
@@ -95,6 +106,9 @@ def diff_plans(base: Plan, head: Plan) -> PlanDiff:
         if (b.allocated_gpus, b.requested_gpus, b.weight) != (t.allocated_gpus, t.requested_gpus, t.weight):
             shares.append(ShareChange(t.tenant, b.allocated_gpus, t.allocated_gpus, b.requested_gpus,
                                       t.requested_gpus, b.weight, t.weight))
+    base_batches = {b.intent: b for b in base.batches}
+    batches = [BatchChange(b.intent, base_batches[b.intent].size, b.size, b.derivation) for b in head.batches
+               if b.intent in base_batches and base_batches[b.intent].size != b.size]
     return PlanDiff(head.topology, tuple(sorted(moved, key=lambda m: m.intent)),
                     tuple(sorted(capacity, key=lambda c: (c.placeable, c.intent))),
-                    tuple(sorted(shares, key=lambda s: s.tenant)))
+                    tuple(sorted(shares, key=lambda s: s.tenant)), tuple(batches))

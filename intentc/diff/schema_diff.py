@@ -30,7 +30,8 @@ from intentc.diff.schema_refs import (
     effective,
     escape,
 )
-from intentc.diff.schema_rules import BOUNDS, Rule, rule
+from intentc.diff.schema_prove import lower_ok, numeric_interval, upper_ok
+from intentc.diff.schema_rules import BOUNDS, INTERVAL_SIDES, Level, Rule, rule
 
 DataPath = tuple[str, ...]            # instance location pattern, "*" = any key / index
 
@@ -44,6 +45,8 @@ ANNOTATIONS = frozenset({
 HANDLED = frozenset({
     "$ref", "type", "enum", "const", "default", "pattern", "required", "properties",
     "additionalProperties", "patternProperties", "items", "prefixItems", "oneOf", "anyOf", "allOf",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems",
+    "dependentRequired", "propertyNames", "not", "if", "then", "else",
 }) | frozenset(BOUNDS)
 
 
@@ -83,6 +86,15 @@ class SchemaFinding:
     message: str
     check: Check
     uses: tuple[Use, ...] = ()
+    level: Level | None = None       # the verdict; None until settled (then the rule's own level applies)
+    example: tuple[Json, ...] = ()   # a counter-example: a value the base accepts and the head rejects
+    example_at: DataPath = ()        # ... at this instance location
+    reason: str = ""                 # how the verdict was reached (proved / counter-example / not decided)
+
+    @property
+    def severity(self) -> Level:
+        """The verdict when one was reached, else the rule's catalogue severity."""
+        return self.level if self.level is not None else self.rule.level
 
     @property
     def fingerprint(self) -> str:
@@ -120,20 +132,52 @@ def _subset(a: frozenset[str] | None, b: frozenset[str] | None) -> bool:
     return all(_covers(b, t) for t in a)
 
 
+@dataclass(frozen=True)
+class Lift:
+    """The outermost node holding a combinator a finding is inside of.  A change inside
+    an `anyOf`/`oneOf` branch breaks a document only if the whole combinator rejects it
+    (another branch may accept it; a loosened `oneOf` branch may now overlap another),
+    so such findings are settled on this node, with the finding at `data_path`'s end."""
+
+    base: Node
+    head: Node
+    data_path: DataPath
+    exclusive: bool          # a `oneOf` on the way: loosening a branch can break documents
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a finding's verdict is decided on: the two schema nodes it was found at
+    or, for a property added or removed, each side's schema for that property name."""
+
+    base: Node
+    head: Node
+    name: str | None = None
+    lift: Lift | None = None                 # inside a combinator branch: where the verdict is decided
+
+
 @dataclass
 class _Walk:
     base: SchemaSet
     head: SchemaSet
     root: str
     found: dict[str, SchemaFinding] = field(default_factory=dict)
+    subjects: dict[str, Subject] = field(default_factory=dict)
+    node: tuple[Node, Node] | None = None
+    lift: Lift | None = None          # the combinator holder the current node is inside of
+    next_lift: Lift | None = None     # set by `_composition` for the branch it compares next
 
     def emit(self, name: str, side: str, loc: Loc, old: Json, new: Json, message: str,
-             check: Check, dpath: DataPath, guards: tuple[tuple[DataPath, str], ...]) -> None:
+             check: Check, dpath: DataPath, guards: tuple[tuple[DataPath, str], ...],
+             subject: Subject | None = None) -> None:
         r = rule(name)
         use = Use(self.root, dpath, guards)
         candidate = SchemaFinding(r, loc[0], loc[1], side, old, new, message, check, (use,))
         key = candidate.fingerprint
         prior = self.found.get(key)
+        if key not in self.subjects and (subject is not None or self.node is not None):
+            self.subjects[key] = subject if subject is not None else \
+                Subject(*self.node, lift=self.lift)  # type: ignore[misc]
         if prior is None:
             self.found[key] = candidate
         elif use not in prior.uses:
@@ -143,20 +187,26 @@ class _Walk:
     def compare(self, braw: Json, hraw: Json, bloc: Loc, hloc: Loc, dpath: DataPath,
                 guards: tuple[tuple[DataPath, str], ...], stack: frozenset[tuple[Loc, Loc]]) -> None:
         b, h = effective(self.base, braw, bloc), effective(self.head, hraw, hloc)
+        lift, self.next_lift = self.next_lift or self.lift, None
         if (b.loc, h.loc) in stack:
             return                                  # a recursive schema: already being compared
         stack = stack | {(b.loc, h.loc)}
         where = ".".join(dpath) or "(document)"
         env = (dpath, guards)
+        outer, self.node = self.node, (b, h)
+        outer_lift, self.lift = self.lift, lift
         self._refs(b, h, hloc, where, env)
         self._type(b, h, where, env)
         self._values(b, h, where, env)
+        self._intervals(b, h, where, env)
         self._bounds(b, h, where, env)
+        self._keywords(b, h, where, env)
         self._pattern(b, h, where, env)
         self._object(b, h, where, dpath, guards, stack)
         self._arrays(b, h, dpath, guards, stack)
         self._composition(b, h, where, dpath, guards, stack)
         self._other(b, h, where, env)
+        self.node, self.lift = outer, outer_lift
 
     # -- helpers ------------------------------------------------------------
     def _kw_loc(self, node: Node, kw: str) -> Loc:
@@ -233,8 +283,82 @@ class _Walk:
             self.emit("default-changed", "head", self._kw_loc(h, "default"), db, dh,
                       f"{where}: default {_show(db)} -> {_show(dh)}", absent, *env)
 
+    def _intervals(self, b: Node, h: Node, where: str, env: tuple[DataPath, Any]) -> None:
+        """minimum/exclusiveMinimum and maximum/exclusiveMaximum as the interval they describe:
+        `exclusiveMaximum: 10` -> `maximum: 10` admits one more value, it tightens nothing."""
+        integer = _types(b) == {"integer"} and _types(h) == {"integer"}
+        lo_b, hi_b = numeric_interval(_numeric(b.keywords), integer)
+        lo_h, hi_h = numeric_interval(_numeric(h.keywords), integer)
+        for (side, inclusive, exclusive), vb, vh, ok in (
+                (INTERVAL_SIDES[0], lo_b, lo_h, lower_ok), (INTERVAL_SIDES[1], hi_b, hi_h, upper_ok)):
+            kb = {k: b.keywords[k] for k in (inclusive, exclusive) if _is_number(b.keywords.get(k))}
+            kh = {k: h.keywords[k] for k in (inclusive, exclusive) if _is_number(h.keywords.get(k))}
+            if kb == kh:
+                continue
+            tightened = not ok(vb, vh)
+            if not tightened and ok(vh, vb):
+                continue                                  # the same bound, spelt differently
+            kw = _defining(kh or kb, exclusive)
+            tight, loose, _ = BOUNDS[kw]
+            rname = tight if tightened else loose
+            if set(kb) == set(kh) == {kw}:
+                old, new, text = kb[kw], kh[kw], f"{kw} {_show(kb[kw])} -> {_show(kh[kw])}"
+            elif len(kb) <= 1 and len(kh) <= 1 and set(kb) | set(kh) == {kw}:
+                old, new = kb.get(kw), kh.get(kw)
+                text = f"{kw} {_show(old)} -> {_show(new)}"
+            else:
+                old, new = kb or None, kh or None
+                text = f"{_describe(kb, side)} -> {_describe(kh, side)}"
+            loc = self._kw_loc(h, kw) if kw in h.keywords else (h.loc[0], f"{h.loc[1]}/{kw}")
+            self.emit(rname, "head", loc, old, new, f"{where}: {text}",
+                      Check(CheckKind.INVALID, kh, kb or None), *env)
+
+    def _keywords(self, b: Node, h: Node, where: str, env: tuple[DataPath, Any]) -> None:
+        """multipleOf, uniqueItems, dependentRequired, propertyNames, not, if/then/else."""
+        mb, mh = b.keywords.get("multipleOf"), h.keywords.get("multipleOf")
+        if mb != mh and _number_or_none(mb) and _number_or_none(mh):
+            tightened = mh is not None and (mb is None or not _divides(mh, mb))
+            loc = self._kw_loc(h, "multipleOf") if mh is not None else (h.loc[0], h.loc[1] + "/multipleOf")
+            self.emit("multiple-of-tightened" if tightened else "multiple-of-loosened", "head", loc, mb, mh,
+                      f"{where}: multipleOf {_show(mb)} -> {_show(mh)}",
+                      Check(CheckKind.INVALID, {"multipleOf": mh} if mh is not None else {},
+                            {"multipleOf": mb} if mb is not None else None), *env)
+        ub, uh = b.keywords.get("uniqueItems") is True, h.keywords.get("uniqueItems") is True
+        if ub != uh:
+            loc = self._kw_loc(h, "uniqueItems") if "uniqueItems" in h.keywords \
+                else (h.loc[0], h.loc[1] + "/uniqueItems")
+            self.emit("unique-items-added" if uh else "unique-items-removed", "head", loc, ub, uh,
+                      f"{where}: uniqueItems {_show(ub)} -> {_show(uh)}",
+                      Check(CheckKind.INVALID, {"uniqueItems": uh}, {"uniqueItems": ub}), *env)
+        db, dh = _props(b.keywords.get("dependentRequired")), _props(h.keywords.get("dependentRequired"))
+        for key in sorted(set(db) | set(dh)):
+            need_b, need_h = set(_strs(db.get(key))), set(_strs(dh.get(key)))
+            if need_b == need_h:
+                continue
+            added = not need_h <= need_b
+            loc = self._kw_loc(h, "dependentRequired") if dh else (h.loc[0], h.loc[1] + "/dependentRequired")
+            self.emit("dependency-added" if added else "dependency-removed", "head", loc, {key: sorted(need_b)},
+                      {key: sorted(need_h)}, f"{where}: with {key}, required {_show(sorted(need_b))} -> "
+                      f"{_show(sorted(need_h))}",
+                      Check(CheckKind.INVALID, {"dependentRequired": {key: sorted(need_h)}},
+                            {"dependentRequired": {key: sorted(need_b)}}), *env)
+        for kws, name in ((("propertyNames",), "property-names-changed"), (("not",), "not-changed"),
+                          (("if", "then", "else"), "conditional-changed")):
+            vb = {k: b.keywords[k] for k in kws if k in b.keywords}
+            vh = {k: h.keywords[k] for k in kws if k in h.keywords}
+            if canonical_json(vb) == canonical_json(vh):
+                continue
+            kw = next((k for k in kws if k in vh), kws[0])
+            loc = self._kw_loc(h, kw) if kw in h.keywords else (h.loc[0], f"{h.loc[1]}/{kw}")
+            old = vb.get(kws[0]) if len(kws) == 1 else (vb or None)
+            new = vh.get(kws[0]) if len(kws) == 1 else (vh or None)
+            self.emit(name, "head", loc, old, new, f"{where}: {'/'.join(kws)} {_show(old)} -> {_show(new)}",
+                      self._node_check(b, h), *env)
+
     def _bounds(self, b: Node, h: Node, where: str, env: tuple[DataPath, Any]) -> None:
         for kw, (tight, loose, larger_is_stricter) in BOUNDS.items():
+            if kw in _NUMERIC:
+                continue
             vb, vh = b.keywords.get(kw), h.keywords.get(kw)
             if vb == vh or not _number_or_none(vb) or not _number_or_none(vh):
                 continue
@@ -283,14 +407,14 @@ class _Walk:
                 deprecated = bool(effective(self.base, pb[name], ploc_b).keywords.get("deprecated"))
                 self.emit("deprecated-property-removed" if deprecated else "property-removed", "base", ploc_b,
                           name, None, f"{cwhere}: property removed" + (" (it was deprecated)" if deprecated else ""),
-                          Check(CheckKind.PRESENT), child, guards)
+                          Check(CheckKind.PRESENT), child, guards, Subject(b, h, name, self.lift))
             elif name in ph and name not in pb:
                 if newly_required:
                     self.emit("required-property-added", "head", ploc_h, None, name,
                               f"{cwhere}: new required property", Check(CheckKind.ABSENT), child, guards)
                 else:
                     self.emit("property-added", "head", ploc_h, None, name, f"{cwhere}: new optional property",
-                              Check(CheckKind.PRESENT), child, guards)
+                              Check(CheckKind.PRESENT), child, guards, Subject(b, h, name, self.lift))
             elif newly_required and name not in pb:
                 self.emit("required-property-added", "head", self._kw_loc(h, "required"), None, name,
                           f"{cwhere}: new required property", Check(CheckKind.ABSENT), child, guards)
@@ -329,6 +453,14 @@ class _Walk:
             self.compare(ab, ah, self._kw_loc(b, "additionalProperties"), self._kw_loc(h, "additionalProperties"),
                          dpath + ("*",), guards, stack)
         ppb, pph = b.keywords.get("patternProperties"), h.keywords.get("patternProperties")
+        only = sorted(set(_props(ppb)) ^ set(_props(pph)))
+        for pat in only:
+            added = pat in _props(pph)
+            loc = self._kw_loc(h, "patternProperties") if added else (h.loc[0], h.loc[1] + "/patternProperties")
+            self.emit("keyword-changed", "head", (loc[0], f"{loc[1]}/{escape(pat)}") if added else loc,
+                      None if added else {pat: _props(ppb)[pat]}, {pat: _props(pph)[pat]} if added else None,
+                      f"{where}: patternProperties {pat!r} " + ("added" if added else "removed"),
+                      self._node_check(b, h), dpath, guards)
         if isinstance(ppb, dict) and isinstance(pph, dict):
             for pat in sorted(set(ppb) & set(pph)):
                 self.compare(ppb[pat], pph[pat], (self._kw_loc(b, "patternProperties")[0],
@@ -349,6 +481,11 @@ class _Walk:
                 lb, lh = self._kw_loc(b, "prefixItems"), self._kw_loc(h, "prefixItems")
                 self.compare(xb[i] if i < len(xb) else True, xh[i] if i < len(xh) else True,
                              (lb[0], f"{lb[1]}/{i}"), (lh[0], f"{lh[1]}/{i}"), dpath + (str(i),), guards, stack)
+        elif isinstance(xb, list) or isinstance(xh, list):
+            loc = self._kw_loc(h, "prefixItems") if isinstance(xh, list) else (h.loc[0], h.loc[1] + "/prefixItems")
+            self.emit("keyword-changed", "head", loc, xb, xh,
+                      f"{'.'.join(dpath) or '(document)'}: prefixItems {_show(xb)} -> {_show(xh)}",
+                      self._node_check(b, h), dpath, guards)
 
     def _composition(self, b: Node, h: Node, where: str, dpath: DataPath,
                      guards: tuple[tuple[DataPath, str], ...], stack: frozenset[tuple[Loc, Loc]]) -> None:
@@ -367,6 +504,9 @@ class _Walk:
             for i, j in pairs:
                 bl, hl = (lb[0], f"{lb[1]}/{i}"), (lh[0], f"{lh[1]}/{j}")
                 branch_guard = guards if kw == "allOf" else guards + ((dpath, self.base.uri_of(bl)),)
+                holder = self.lift or Lift(b, h, dpath, False)
+                self.next_lift = Lift(holder.base, holder.head, holder.data_path,
+                                      holder.exclusive or kw == "oneOf")
                 self.compare(xb[i], xh[j], bl, hl, dpath, branch_guard, stack)
 
     def _other(self, b: Node, h: Node, where: str, env: tuple[DataPath, Any]) -> None:
@@ -391,6 +531,40 @@ _MISSING: Any = _Missing()
 
 def _show(v: Json) -> str:
     return "(none)" if v is None else canonical_json(v)
+
+
+_NUMERIC = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def _is_number(v: Json) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _numeric(keywords: Mapping[str, Json]) -> dict[str, Json]:
+    return {k: keywords[k] for k in _NUMERIC if _is_number(keywords.get(k))}
+
+
+def _defining(kws: Mapping[str, Json], exclusive: str) -> str:
+    """The keyword that sets a side's bound: the exclusive one when it is at least as strict."""
+    if len(kws) == 1:
+        return next(iter(kws))
+    inclusive = "minimum" if exclusive == "exclusiveMinimum" else "maximum"
+    ve, vi = kws[exclusive], kws[inclusive]
+    stricter = ve >= vi if exclusive == "exclusiveMinimum" else ve <= vi
+    return exclusive if stricter else inclusive
+
+
+def _describe(kws: Mapping[str, Json], side: str) -> str:
+    return " and ".join(f"{k} {_show(v)}" for k, v in sorted(kws.items())) or f"(no {side} bound)"
+
+
+def _divides(m: Json, n: Json) -> bool:
+    """`n` is a whole multiple of `m` (every multiple of `n` is one of `m`)."""
+    from fractions import Fraction
+    try:
+        return (Fraction(str(n)) / Fraction(str(m))).denominator == 1
+    except (ZeroDivisionError, ValueError):
+        return False
 
 
 def _number_or_none(v: Json) -> bool:
@@ -429,11 +603,17 @@ def _pair_branches(xb: list[Json], xh: list[Json]) -> list[tuple[int, int]] | No
 # Entry point
 # --------------------------------------------------------------------------
 
-def compare_schemas(base_docs: Mapping[str, Json], head_docs: Mapping[str, Json]) -> list[SchemaFinding]:
-    """Every classified change between two revisions of a schema directory.
-    Keys are schema file paths (the same path on both sides = the same schema)."""
+def compare_schemas(base_docs: Mapping[str, Json], head_docs: Mapping[str, Json],
+                    sample: bool = True) -> list[SchemaFinding]:
+    """Every classified change between two revisions of a schema directory, each
+    with its verdict (`SchemaFinding.severity`).  Keys are schema file paths (the
+    same path on both sides = the same schema).  `sample=False` decides by proof
+    and boundary values only, without hypothesis sampling."""
+    from intentc.diff.schema_verdict import Settler
+
     base, head = SchemaSet.of(base_docs), SchemaSet.of(head_docs)
     found: dict[str, SchemaFinding] = {}
+    subjects: dict[str, Subject] = {}
     for path in sorted(set(base.docs) | set(head.docs)):
         if path not in head.docs:
             f = SchemaFinding(rule("schema-removed"), path, "", "base", path, None,
@@ -447,13 +627,17 @@ def compare_schemas(base_docs: Mapping[str, Json], head_docs: Mapping[str, Json]
             continue
         walk = _Walk(base, head, path)
         walk.compare(base.docs[path], head.docs[path], (path, ""), (path, ""), (), (), frozenset())
+        for key, subject in walk.subjects.items():
+            subjects.setdefault(key, subject)
         for key, f in walk.found.items():
             prior = found.get(key)
             found[key] = f if prior is None else SchemaFinding(
                 prior.rule, prior.schema, prior.pointer, prior.side, prior.old, prior.new, prior.message,
                 prior.check, prior.uses + tuple(u for u in f.uses if u not in prior.uses))
-    return sorted(found.values(), key=lambda f: (-f.rule.level.rank, f.schema, f.pointer, f.rule.id,
-                                                 canonical_json(f.old), canonical_json(f.new)))
+    settler = Settler(base, head, sample)
+    settled = [settler.settle(f, subjects.get(key)) for key, f in sorted(found.items())]
+    return sorted(settled, key=lambda f: (-f.severity.rank, f.schema, f.pointer, f.rule.id,
+                                          canonical_json(f.old), canonical_json(f.new)))
 
 
 def iter_uses(findings: list[SchemaFinding]) -> Iterator[tuple[SchemaFinding, Use]]:

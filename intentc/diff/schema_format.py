@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 
+from intentc.diagnostics import Span
 from intentc.diff.schema_refs import canonical_json
+from intentc.diff.schema_impact import Affected
 from intentc.diff.schema_report import Entry, SchemaReport
 from intentc.diff.schema_rules import Level
 
 SHOWN_DOCUMENTS = 10     # per finding, in text and markdown; JSON lists all of them
+SHOWN_EXAMPLE = 200      # characters of a counter-example in text views; JSON has it whole
 
 
 def _value(v: object) -> str:
@@ -22,11 +25,47 @@ def _where(e: Entry) -> str:
 
 
 def _affects(e: Entry) -> str:
-    verb = "breaks" if e.finding.rule.level is not Level.INFO else "affects"
+    verb = "breaks" if e.level is Level.ERR else "affects"
     if e.finding.rule.name.startswith("default-"):
         verb = "changes the meaning of"
     n = e.documents
     return f"{verb} {n} document{'s' if n != 1 else ''} of the base revision"
+
+
+def _counter_example(e: Entry) -> str | None:
+    """`location = value` of the counter-example, the value cut for text views."""
+    f = e.finding
+    if not f.example:
+        return None
+    value = canonical_json(f.example[0])
+    if len(value) > SHOWN_EXAMPLE:
+        value = value[:SHOWN_EXAMPLE] + "\u2026 (in full in --format json)"
+    return f"{'.'.join(f.example_at) or '(document)'} = {value}"
+
+
+def _example(e: Entry) -> str | None:
+    ce = _counter_example(e)
+    return f"{ce} is valid in the base schema and invalid in the head" if ce else None
+
+
+def _verdict(e: Entry) -> str | None:
+    """Why the severity differs from the rule's default, when it does; or that it is a "maybe"."""
+    f = e.finding
+    if e.level is f.rule.level:
+        return f.reason if f.reason.startswith("maybe") else None     # say "maybe" when it is one
+    if e.breaking_documents and f.severity is not Level.ERR:
+        return f"{e.level.value}, not the rule's default {f.rule.level.value}: it makes documents of the base invalid"
+    return f"{e.level.value}, not the rule's default {f.rule.level.value}: {f.reason}"
+
+
+def _now_invalid(e: Entry, a: Affected) -> bool:
+    """Marked on the findings that break the document, not on every finding that touches it."""
+    return a.breaks and e.level is Level.ERR
+
+
+def _doc_line(e: Entry, a: Affected) -> str:
+    mark = " - now invalid" if _now_invalid(e, a) else ""
+    return f"{a.file}:{a.line}:{a.column}: {a.kind} {a.name} ({a.at}){mark}"
 
 
 def format_text(report: SchemaReport, threshold: Level) -> str:
@@ -34,16 +73,21 @@ def format_text(report: SchemaReport, threshold: Level) -> str:
     for e in report.entries:
         f = e.finding
         ack = " (acknowledged)" if e.acknowledged else ""
-        out.append(f"{_where(e)}: {f.rule.level.value} {f.rule.id} {f.rule.name}: {f.message}{ack}")
+        out.append(f"{_where(e)}: {e.level.value} {f.rule.id} {f.rule.name}: {f.message}{ack}")
         out.append(f"  fingerprint {f.fingerprint}; {_affects(e)}")
+        verdict, example = _verdict(e), _example(e)
+        if verdict:
+            out.append(f"  verdict: {verdict}")
+        if example:
+            out.append(f"  counter-example: {example}")
         for a in e.affected[:SHOWN_DOCUMENTS]:
-            out.append(f"    {a.file}:{a.line}:{a.column}: {a.kind} {a.name} ({a.at})")
+            out.append(f"    {_doc_line(e, a)}")
         if len(e.affected) > SHOWN_DOCUMENTS:
             out.append(f"    ... and {len(e.affected) - SHOWN_DOCUMENTS} more")
     counts = report.counts()
     failing = len(report.failing(threshold))
     out.append(f"{counts['ERR']} ERR, {counts['WARN']} WARN, {counts['INFO']} INFO; "
-               f"{report.documents_checked} YAML documents checked; "
+               f"{report.documents_checked} documents checked; "
                f"{failing} finding(s) at or above {threshold.value}")
     return "\n".join(out) + "\n"
 
@@ -59,7 +103,11 @@ def to_json_obj(report: SchemaReport, threshold: Level) -> dict[str, object]:
         "findings": [{
             "rule": e.finding.rule.id,
             "name": e.finding.rule.name,
-            "severity": e.finding.rule.level.value,
+            "severity": e.level.value,
+            "rule_severity": e.finding.rule.level.value,
+            "verdict": e.finding.reason,
+            **({"counter_example": e.finding.example[0],
+                "counter_example_at": ".".join(e.finding.example_at) or "(document)"} if e.finding.example else {}),
             "schema": e.finding.schema,
             "side": e.finding.side,
             "pointer": e.finding.pointer,
@@ -72,7 +120,7 @@ def to_json_obj(report: SchemaReport, threshold: Level) -> dict[str, object]:
             "acknowledged": e.acknowledged,
             "documents": e.documents,
             "affected": [{"file": a.file, "line": a.line, "column": a.column, "kind": a.kind,
-                          "name": a.name, "at": a.at} for a in e.affected],
+                          "name": a.name, "at": a.at, "breaks": a.breaks} for a in e.affected],
         } for e in report.entries],
     }
 
@@ -91,7 +139,7 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
     icon = "\u274c" if failing else "\u2705"
     headline = (f"`{report.base}` \u2192 `{report.head}`: **{counts['ERR']} ERR**, {counts['WARN']} WARN, "
                 f"{counts['INFO']} INFO ({len(failing)} at or above {threshold.value}, "
-                f"{report.documents_checked} YAML documents of the base checked)")
+                f"{report.documents_checked} documents of the base checked)")
     out = ["<!-- intentc:schema-diff -->", f"### {icon} intentc schema-diff", headline, ""]
     if not report.entries:
         out.append("No schema changes.")
@@ -99,19 +147,23 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
     out += ["| severity | rule | where | change | documents | fingerprint |", "|---|---|---|---|---|---|"]
     for e in report.entries:
         f = e.finding
-        sev = f.rule.level.value + (" (ack)" if e.acknowledged else "")
+        sev = e.level.value + (" (ack)" if e.acknowledged else "")
         out.append(f"| {sev} | `{f.rule.id}` {f.rule.name} | `{_md(_where(e))}` | {_md(f.message)} | "
                    f"{e.documents} | `{f.fingerprint}` |")
-    details = [e for e in report.entries if e.affected]
+    details = [e for e in report.entries if e.affected or e.finding.example]
     if details:
-        out += ["", "<details><summary>Affected documents</summary>", ""]
+        out += ["", "<details><summary>Affected documents and counter-examples</summary>", ""]
         for e in details:
             f = e.finding
             out.append(f"**{f.rule.id} {f.rule.name}** `{_md(f.pointer or '/')}` "
                        f"({_value(f.old)} \u2192 {_value(f.new)}): {_affects(e)}")
             out.append("")
+            ce = _counter_example(e)
+            if ce:
+                out.append(f"- counter-example: `{_md(ce)}` is valid in the base schema and invalid in the head")
             for a in e.affected[:SHOWN_DOCUMENTS]:
-                out.append(f"- `{a.file}:{a.line}:{a.column}` {a.kind} `{a.name}` at `{a.at}`")
+                out.append(f"- `{a.file}:{a.line}:{a.column}` {a.kind} `{a.name}` at `{a.at}`"
+                           + (" (now invalid)" if _now_invalid(e, a) else ""))
             if len(e.affected) > SHOWN_DOCUMENTS:
                 out.append(f"- \u2026 and {len(e.affected) - SHOWN_DOCUMENTS} more")
             out.append("")
@@ -121,28 +173,71 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
     return "\n".join(out) + "\n"
 
 
-def _gh(s: str, prop: bool = False) -> str:
-    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return s.replace(":", "%3A").replace(",", "%2C") if prop else s
-
-
 def format_github(report: SchemaReport, threshold: Level) -> str:
     """Workflow commands: one annotation per finding on the schema line; only
     head-side positions can be annotated on the pull request's files."""
-    kinds = {Level.ERR: "error", Level.WARN: "warning", Level.INFO: "notice"}
+    from intentc import annotations as gh
+
+    kinds = {Level.ERR: gh.Level.ERROR, Level.WARN: gh.Level.WARNING, Level.INFO: gh.Level.NOTICE}
     out = []
     for e in report.entries:
         f = e.finding
-        kind = "notice" if e.acknowledged else kinds[f.rule.level]
+        kind = gh.Level.NOTICE if e.acknowledged else kinds[e.level]
         msg = f"{f.message}; {_affects(e)} (fingerprint {f.fingerprint})"
+        example = _example(e)
+        if example:
+            msg += f"\ncounter-example: {example}"
         for a in e.affected[:SHOWN_DOCUMENTS]:
-            msg += f"\n{a.file}:{a.line}:{a.column} {a.kind} {a.name} ({a.at})"
-        loc = f"file={_gh(f.schema, True)},line={e.line},col={e.column}," if f.side == "head" else ""
-        out.append(f"::{kind} {loc}title={_gh(f.rule.id + ' ' + f.rule.name, True)}::{_gh(msg)}")
-    return "\n".join(out) + ("\n" if out else "")
+            mark = " now invalid" if _now_invalid(e, a) else ""
+            msg += f"\n{a.file}:{a.line}:{a.column} {a.kind} {a.name} ({a.at}){mark}"
+        at = Span.point(f.schema, e.line, e.column) if f.side == "head" else None
+        out.append(gh.command(kind, msg, at, f"{f.rule.id} {f.rule.name}", end=False))
+    return gh.lines(out)
 
 
-FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github}
+def format_sarif(report: SchemaReport, threshold: Level) -> str:
+    """SARIF 2.1.0 for code-scanning views: one rule per rule id that fired, one
+    result per finding at its verdict's level, on the schema line (head side; a
+    removal points at the base file), the documents it affects as related
+    locations; the fingerprint is the result's partial fingerprint, and an
+    acknowledged finding carries an external suppression."""
+    from intentc import __version__
+    from intentc.diagnostics import sarif_log
+
+    levels = {Level.ERR: "error", Level.WARN: "warning", Level.INFO: "note"}
+    fired = sorted({e.finding.rule.id: e.finding.rule for e in report.entries}.items())
+    index = {rule_id: n for n, (rule_id, _) in enumerate(fired)}
+    rules = [{"id": rule_id, "name": rule.name, "shortDescription": {"text": rule.summary},
+              "defaultConfiguration": {"level": levels[rule.level]}} for rule_id, rule in fired]
+    results = []
+    for e in report.entries:
+        f = e.finding
+        example = _example(e)
+        text = f"{f.message}; {_affects(e)}" + (f"; counter-example: {example}" if example else "")
+        result: dict[str, object] = {
+            "ruleId": f.rule.id, "ruleIndex": index[f.rule.id], "level": levels[e.level],
+            "message": {"text": text},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.schema},
+                                                "region": {"startLine": e.line, "startColumn": e.column}},
+                           "logicalLocations": [{"fullyQualifiedName": f.pointer or "/"}]}],
+            "partialFingerprints": {"intentcSchemaFinding/v1": f.fingerprint},
+            "properties": {"side": f.side, "documents": e.documents,
+                           "failing": not e.acknowledged and e.level.rank >= threshold.rank},
+        }
+        if e.affected:
+            result["relatedLocations"] = [
+                {"id": n, "message": {"text": f"{a.kind} {a.name} ({a.at})" + (" now invalid" if _now_invalid(e, a) else "")},
+                 "physicalLocation": {"artifactLocation": {"uri": a.file},
+                                      "region": {"startLine": a.line, "startColumn": a.column}}}
+                for n, a in enumerate(e.affected)]
+        if e.acknowledged:
+            result["suppressions"] = [{"kind": "external", "justification": "acknowledged (--ack / --ack-file)"}]
+        results.append(result)
+    return sarif_log(rules, results, __version__)
+
+
+FORMATS = {"text": format_text, "json": format_json, "markdown": format_markdown, "github": format_github,
+           "sarif": format_sarif}
 
 
 def render(report: SchemaReport, fmt: str, threshold: Level) -> str:

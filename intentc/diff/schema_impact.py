@@ -1,4 +1,4 @@
-"""Which YAML documents a schema finding actually affects, and where.
+"""Which base documents (YAML and DSL) a schema finding actually affects, and where.
 
 The base revision's documents are the ones a schema change can break (they
 were written against the base schemas).  Each finding carries the instance
@@ -11,11 +11,19 @@ the check holds at one of those locations:
 * INVALID  - the value passed the base keyword and fails the head one.
 
 Positions come from PyYAML's C composer, which keeps line/column marks and
-is fast; the DSL surface has no JSON Schema, so only YAML documents count.
+is fast.  DSL (`.intent`) files describe the same documents: they are parsed
+and lowered to the YAML document shape (the `convert --to yaml` printer), and
+each value keeps the DSL position it was written at, so a schema change
+counts and points at DSL intents exactly like YAML ones.
+
+A document *breaks* when it is valid under its base schema and invalid under
+the head schema as a whole; a finding that affects a breaking document is
+breaking whatever its rule's default severity.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
@@ -29,6 +37,7 @@ from referencing.jsonschema import DRAFT202012
 
 from intentc.diff.schema_diff import CheckKind, DataPath, SchemaFinding, Use
 from intentc.diff.schema_refs import Json, SchemaSet, canonical_json, effective
+from intentc.sources import DSL_SUFFIXES
 
 Path_ = tuple[str | int, ...]
 YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -42,6 +51,7 @@ class Affected:
     kind: str
     name: str
     at: str             # the instance location, e.g. "spec.constraints.duration"
+    breaks: bool = False  # the whole document was valid under the base schema and is invalid under the head
 
 
 @dataclass(frozen=True)
@@ -54,10 +64,14 @@ class Document:
 
 
 def load_documents(files: Mapping[str, str]) -> list[Document]:
-    """intentc YAML documents (apiVersion intentc.dev/...) with the position of every value.
-    Unparseable files are skipped: `intentc check` is the place that reports them."""
+    """intentc documents (apiVersion intentc.dev/...) of YAML and DSL files, with the
+    position of every value.  Unparseable files are skipped: `intentc check` is the
+    place that reports them."""
     docs: list[Document] = []
     for path in sorted(files):
+        if path.endswith(DSL_SUFFIXES):
+            docs.extend(dsl_documents(path, files[path]))
+            continue
         if not path.endswith((".yaml", ".yml")):
             continue
         try:
@@ -80,6 +94,45 @@ def load_documents(files: Mapping[str, str]) -> list[Document]:
             name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
             docs.append(Document(path, data["kind"], name, data, positions))
     return docs
+
+
+def dsl_documents(path: str, text: str) -> list[Document]:
+    """The documents a DSL file lowers to, in the YAML document shape, positioned in the DSL text."""
+    import json
+
+    from intentc.frontend.dsl import parse
+    from intentc.frontend.yaml_emit import documents
+    from intentc.sources import SourceFile
+
+    program, diags = parse(SourceFile(path, text))
+    if any(d.is_error for d in diags):
+        return []
+    decls = [*program.tenants, *program.datasets, *program.intents, *program.topologies]
+    out: list[Document] = []
+    for decl, (kind, doc) in zip(decls, documents(program)):
+        data = json.loads(json.dumps(doc))
+        positions: dict[Path_, tuple[int, int]] = {}
+        _ir_marks(decl, (), positions)
+        _ir_marks(decl, ("spec",), positions)
+        out.append(Document(path, kind, getattr(decl, "name", ""), data, positions))
+    return out
+
+
+def _ir_marks(obj: Any, path: Path_, out: dict[Path_, tuple[int, int]]) -> None:
+    """IR spans as document positions: a node's span for its path, its field spans for its keys."""
+    span = getattr(obj, "span", None)
+    if span is not None and getattr(span, "line", 0) > 0:
+        out.setdefault(path, (span.line, span.column))
+    spans = getattr(obj, "spans", None)
+    for key, sp in getattr(spans, "items", ()):
+        if sp.line > 0:
+            out.setdefault(path + (key,), (sp.line, sp.column))
+    if not dataclasses.is_dataclass(obj) or not path:
+        return
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value) and hasattr(value, "span"):
+            _ir_marks(value, path + (f.name,), out)
 
 
 def node_marks(node: yaml.Node, path: Path_, out: dict[Path_, tuple[int, int]]) -> None:
@@ -184,6 +237,15 @@ def affected_documents(findings: list[SchemaFinding], base: SchemaSet, head: Sch
         if d.kind in roots:
             by_root.setdefault(roots[d.kind], []).append(d)
     out: dict[str, tuple[Affected, ...]] = {}
+    breaks: dict[int, bool] = {}
+
+    def broken(doc: Document, root: str) -> bool:
+        if id(doc) not in breaks:
+            before = base_v.valid({"$ref": base.uri_of((root, ""))}, doc.data)
+            after = root in head.docs and head_v.valid({"$ref": head.uri_of((root, ""))}, doc.data)
+            breaks[id(doc)] = before and not after
+        return breaks[id(doc)]
+
     for f in findings:
         seen: dict[tuple[str, int, int, str], Affected] = {}
         for use in f.uses:
@@ -191,7 +253,8 @@ def affected_documents(findings: list[SchemaFinding], base: SchemaSet, head: Sch
                 for path in _matches(f, use, doc, base_v, head_v):
                     line, col = _position(doc, path)
                     at = ".".join(str(t) for t in path) or "(document)"
-                    seen.setdefault((doc.file, line, col, at), Affected(doc.file, line, col, doc.kind, doc.name, at))
+                    seen.setdefault((doc.file, line, col, at), Affected(doc.file, line, col, doc.kind, doc.name, at,
+                                                                        broken(doc, use.root)))
         out[f.fingerprint] = tuple(seen[k] for k in sorted(seen))
     return out
 

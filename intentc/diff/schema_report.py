@@ -13,7 +13,7 @@ from typing import Mapping
 import yaml
 
 from intentc.diagnostics import Diagnostic, Span, error
-from intentc.diff.schema_diff import SchemaFinding, compare_schemas
+from intentc.diff.schema_diff import CheckKind, SchemaFinding, compare_schemas
 from intentc.diff.schema_impact import (
     Affected,
     YamlLoader,
@@ -23,7 +23,13 @@ from intentc.diff.schema_impact import (
 )
 from intentc.diff.schema_refs import Json, SchemaSet
 from intentc.diff.schema_rules import Level
+from intentc.diff.schema_verdict import STILL_ACCEPTED
 from intentc.sources import decode
+
+
+# Rules whose affected documents are the ones that set / lack the property the change is about.
+DOCUMENT_RULES = frozenset({"required-property-added", "property-became-required", "property-added",
+                            "property-removed", "deprecated-property-removed", "schema-removed"})
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,23 @@ class Entry:
     def documents(self) -> int:
         return len({(a.file, a.kind, a.name) for a in self.affected})
 
+    @property
+    def breaking_documents(self) -> tuple[Affected, ...]:
+        """Affected documents of the base that this change makes invalid.  A finding
+        proved compatible (or one that only loosens) cannot be what broke them."""
+        f = self.finding
+        if f.severity is Level.INFO or f.reason == STILL_ACCEPTED:
+            return ()
+        if f.check.kind is not CheckKind.INVALID and f.rule.name not in DOCUMENT_RULES:
+            return ()
+        return tuple(a for a in self.affected if a.breaks)
+
+    @property
+    def level(self) -> Level:
+        """The verdict: a finding that makes a real document of the base invalid is ERR,
+        whatever its rule's default severity."""
+        return Level.ERR if self.breaking_documents else self.finding.severity
+
 
 @dataclass(frozen=True)
 class SchemaReport:
@@ -48,11 +71,10 @@ class SchemaReport:
     diagnostics: tuple[Diagnostic, ...] = ()
 
     def counts(self) -> dict[str, int]:
-        return {lvl.value: sum(e.finding.rule.level is lvl for e in self.entries) for lvl in reversed(Level)}
+        return {lvl.value: sum(e.level is lvl for e in self.entries) for lvl in reversed(Level)}
 
     def failing(self, threshold: Level) -> list[Entry]:
-        return [e for e in self.entries
-                if e.finding.rule.level.rank >= threshold.rank and not e.acknowledged]
+        return [e for e in self.entries if e.level.rank >= threshold.rank and not e.acknowledged]
 
 
 def parse_schemas(files: Mapping[str, bytes]) -> tuple[dict[str, Json], dict[str, str], list[Diagnostic]]:
@@ -99,14 +121,14 @@ def _position(positions: Mapping[str, tuple[int, int]], pointer: str) -> tuple[i
 
 def schema_diff(base_files: Mapping[str, bytes], head_files: Mapping[str, bytes],
                 base_documents: Mapping[str, bytes], base_label: str = "base", head_label: str = "head",
-                acknowledged: frozenset[str] = frozenset()) -> SchemaReport:
+                acknowledged: frozenset[str] = frozenset(), sample: bool = True) -> SchemaReport:
     """Classify every change between two revisions of the schemas, and say
-    which of the base revision's YAML documents each change affects."""
+    which of the base revision's documents (YAML and DSL) each change affects."""
     base_docs, base_texts, d1 = parse_schemas(base_files)
     head_docs, head_texts, d2 = parse_schemas(head_files)
-    findings = compare_schemas(base_docs, head_docs)
+    findings = compare_schemas(base_docs, head_docs, sample)
     texts: dict[str, str] = {}
-    for path, data in sorted(base_documents.items()):
+    for path, data in sorted(base_documents.items()):     # YAML and DSL (.intent) files
         text, _ = decode(path, data)
         if text is not None:
             texts[path] = text
@@ -118,6 +140,7 @@ def schema_diff(base_files: Mapping[str, bytes], head_files: Mapping[str, bytes]
     for f in findings:
         line, col = _position(positions.get((f.side, f.schema), {}), f.pointer)
         entries.append(Entry(f, line, col, affected.get(f.fingerprint, ()), f.fingerprint in acknowledged))
+    entries.sort(key=lambda e: -e.level.rank)           # stable: the catalogue order within a severity
     return SchemaReport(base_label, head_label, tuple(entries), len(documents), tuple(d1 + d2))
 
 

@@ -2,14 +2,17 @@
 
 Rule ids are part of the interface (CI annotations, acknowledgements and
 docs/schema-diff-rules.md refer to them), so an id is never reused for a
-different meaning; new rules get new ids.  The severity says what a change
-does to YAML documents that were valid under the base schema:
+different meaning; new rules get new ids.  The rule's severity is its
+*default*: what the change usually does to documents that were valid under
+the base schema.  Each finding then gets a verdict (`schema_verdict`):
+compatible when proved, breaking when a counter-example is found or a real
+document of the base becomes invalid, "maybe" otherwise.
 
 * ``ERR``  breaking: some valid documents become invalid, or their meaning
   changes silently (every ``default`` change: running workloads change
   without anyone editing an intent);
-* ``WARN`` maybe-breaking: cannot be decided from the schemas alone
-  (a changed regular expression, a changed ``$ref`` target);
+* ``WARN`` maybe-breaking: not decided (a changed regular expression for
+  which no counter-example was found), or a planned removal;
 * ``INFO`` compatible: every valid document stays valid and means the same.
 """
 
@@ -54,6 +57,10 @@ _RULES: tuple[Rule, ...] = (
          "`additionalProperties: false` now rejects properties the base accepted"),
     Rule("SD109", "additional-properties-opened", Level.INFO,
          "`additionalProperties` no longer rejects unknown properties"),
+    Rule("SD111", "dependency-added", Level.ERR,
+         "`dependentRequired` asks for more properties when a property is present"),
+    Rule("SD112", "dependency-removed", Level.INFO, "`dependentRequired` asks for fewer properties"),
+    Rule("SD113", "property-names-changed", Level.WARN, "`propertyNames` changed (decided by the verdict)"),
     # types and values
     Rule("SD201", "type-narrowed", Level.ERR, "the type accepts fewer kinds of values"),
     Rule("SD202", "type-widened", Level.INFO, "the type accepts more kinds of values"),
@@ -77,6 +84,9 @@ _RULES: tuple[Rule, ...] = (
     Rule("SD406", "exclusive-minimum-loosened", Level.INFO, "`exclusiveMinimum` removed or lowered"),
     Rule("SD407", "exclusive-maximum-tightened", Level.ERR, "`exclusiveMaximum` added or lowered"),
     Rule("SD408", "exclusive-maximum-loosened", Level.INFO, "`exclusiveMaximum` removed or raised"),
+    Rule("SD409", "multiple-of-tightened", Level.ERR,
+         "`multipleOf` added, or changed to a value the old one is no multiple of"),
+    Rule("SD410", "multiple-of-loosened", Level.INFO, "`multipleOf` removed, or changed to a divisor of the old one"),
     Rule("SD411", "min-length-tightened", Level.ERR, "`minLength` added or raised"),
     Rule("SD412", "min-length-loosened", Level.INFO, "`minLength` removed or lowered"),
     Rule("SD413", "max-length-tightened", Level.ERR, "`maxLength` added or lowered"),
@@ -85,6 +95,12 @@ _RULES: tuple[Rule, ...] = (
     Rule("SD422", "min-items-loosened", Level.INFO, "`minItems` removed or lowered"),
     Rule("SD423", "max-items-tightened", Level.ERR, "`maxItems` added or lowered"),
     Rule("SD424", "max-items-loosened", Level.INFO, "`maxItems` removed or raised"),
+    Rule("SD425", "unique-items-added", Level.ERR, "`uniqueItems: true` now rejects arrays with repeated items"),
+    Rule("SD426", "unique-items-removed", Level.INFO, "`uniqueItems: true` was lifted"),
+    Rule("SD431", "min-properties-tightened", Level.ERR, "`minProperties` added or raised"),
+    Rule("SD432", "min-properties-loosened", Level.INFO, "`minProperties` removed or lowered"),
+    Rule("SD433", "max-properties-tightened", Level.ERR, "`maxProperties` added or lowered"),
+    Rule("SD434", "max-properties-loosened", Level.INFO, "`maxProperties` removed or raised"),
     # patterns
     Rule("SD501", "pattern-added", Level.ERR, "strings must now match a pattern"),
     Rule("SD502", "pattern-changed", Level.WARN, "the pattern changed (may reject values the old one accepted)"),
@@ -93,6 +109,8 @@ _RULES: tuple[Rule, ...] = (
     Rule("SD601", "ref-changed", Level.WARN, "a `$ref` points at a different definition"),
     Rule("SD602", "composition-changed", Level.WARN, "`oneOf`/`anyOf`/`allOf` gained or lost branches"),
     Rule("SD603", "keyword-changed", Level.WARN, "another validation keyword changed (not classified further)"),
+    Rule("SD604", "not-changed", Level.WARN, "a `not` was added, removed or changed"),
+    Rule("SD605", "conditional-changed", Level.WARN, "`if`/`then`/`else` was added, removed or changed"),
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in _RULES}
@@ -110,7 +128,14 @@ BOUNDS: dict[str, tuple[str, str, bool]] = {
     "maxLength": ("max-length-tightened", "max-length-loosened", False),
     "minItems": ("min-items-tightened", "min-items-loosened", True),
     "maxItems": ("max-items-tightened", "max-items-loosened", False),
+    "minProperties": ("min-properties-tightened", "min-properties-loosened", True),
+    "maxProperties": ("max-properties-tightened", "max-properties-loosened", False),
 }
+# The numeric bounds, compared as the interval they describe together: (side, inclusive, exclusive).
+INTERVAL_SIDES: tuple[tuple[str, str, str], ...] = (
+    ("lower", "minimum", "exclusiveMinimum"),
+    ("upper", "maximum", "exclusiveMaximum"),
+)
 
 
 def rule(name: str) -> Rule:

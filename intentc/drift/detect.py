@@ -13,7 +13,9 @@ Classes (one object can be in two, e.g. stale *and* modified):
   field manager (named, from `managedFields`), with `path: desired -> live`;
 * `missing`   — desired but absent from the cluster;
 * `orphan`    — labelled `managed-by: intentc` but neither desired nor in
-  the inventory (created by hand, or by a lost apply);
+  the inventory (created by hand, or by a lost apply); or in this target's
+  own inventory but no longer desired (an apply without `--prune`, or a
+  prune cut off midway, left it running);
 * `stale`     — applied from a commit older than the one whose plan changed
   it (its spec-hash is not the desired one);
 * `foreign`   — its `commit-sha` is not in the repository's history.
@@ -32,6 +34,7 @@ from intentc.render.model import (
     INTENT_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    SHARED_ANNOTATION,
     SPEC_HASH_ANNOTATION,
     TENANT_LABEL,
     ObjectRef,
@@ -56,17 +59,25 @@ DRIFT_CLASSES = tuple(DriftClass)
 
 @dataclass(frozen=True)
 class History:
-    """The commits of the followed branch, newest first (what `git log` lists).
+    """The commits of the followed branch, newest first (what `git log` lists),
+    and the repository's commits that are not behind the checked-out one (`newer`:
+    after checking out an older commit, the branch head is one of them).
 
     Only the order matters here; the git module produces it."""
 
     commits: tuple[str, ...]
+    newer: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_pos", {sha: i for i, sha in enumerate(self.commits)})
+        object.__setattr__(self, "_newer", frozenset(self.newer))
 
     def knows(self, sha: str) -> bool:
         return sha in self._pos  # type: ignore[attr-defined]
+
+    def is_newer(self, sha: str) -> bool:
+        """In the repository, but not behind the checked-out commit."""
+        return sha in self._newer  # type: ignore[attr-defined]
 
     def older(self, a: str, b: str) -> bool:
         """True when `a` was committed before `b` (both known)."""
@@ -207,6 +218,12 @@ def _provenance(ref: ObjectRef, desired: Mapping[str, Any], live: Mapping[str, A
     def finding(cls: DriftClass, why: str) -> Finding:
         return Finding(ref, cls, why, intent, tenant, live_commit=live_commit, desired_commit=want_commit)
 
+    if history is not None and live_commit is not None and history.is_newer(live_commit):
+        if same_spec:
+            return None
+        head = history.commits[0][:12] if history.commits else "?"
+        return finding(DriftClass.STALE, f"applied from {live_commit[:12]}, newer than the checked-out commit "
+                                         f"{head} (check out the branch head to compare with it)")
     if history is not None and (live_commit is None or not history.knows(live_commit)):
         why = (f"applied from commit {live_commit[:12]}, which is not in the repository's history"
                if live_commit else f"carries no {COMMIT_ANNOTATION} annotation")
@@ -242,19 +259,22 @@ def _index(bodies: Iterable[Mapping[str, Any]]) -> dict[ObjectRef, Mapping[str, 
 
 def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any]],
            inventory: Iterable[ObjectRef] = (), history: History | None = None,
-           manager: str = FIELD_MANAGER, exclude: Iterable[ObjectRef] = ()) -> Report:
+           manager: str = FIELD_MANAGER, exclude: Iterable[ObjectRef] = (),
+           own: Iterable[ObjectRef] = ()) -> Report:
     """Compare what should run with what runs.  Pure: same input, same report.
 
     `live` holds the cluster objects the caller fetched: the desired ones
     that exist and everything labelled `managed-by: intentc`.  `inventory`
-    is what the last apply recorded as managed; objects in it that are no
-    longer desired are prune candidates (apply's business), not drift.
+    is what the applies of every target recorded as managed, `own` what this
+    target's did: an object in `own` that is no longer desired is an orphan
+    (prune it), one only in another target's inventory is that target's.
     `history` enables `stale` ordering and `foreign`; without it (no git
     repository at hand) provenance is judged by spec-hash alone.
     """
     want = _index(desired)
     have = {_loose(r): (r, b) for r, b in _index(live).items()}
     managed = {_loose(r) for r in inventory}
+    ours = {_loose(r) for r in own}
     skip = {_loose(r) for r in exclude}
     findings: list[Finding] = []
     for ref, body in want.items():
@@ -266,7 +286,9 @@ def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any
             continue
         live_body = hit[1]
         found: list[Finding] = []
-        prov = _provenance(ref, body, live_body, history)
+        # a cluster-wide object all repositories apply alike carries the last applier's commit
+        shared = _annotation(body, SHARED_ANNOTATION) is not None
+        prov = _provenance(ref, body, live_body, None if shared else history)
         if prov is not None:
             found.append(prov)
         changes = modifications(body, live_body, manager)
@@ -277,9 +299,17 @@ def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any
         findings.extend(found or [Finding(ref, DriftClass.IN_SYNC, "in sync", intent, tenant)])
     wanted = {_loose(r) for r in want}
     for key, (ref, body) in have.items():
-        if key in wanted or key in managed or key in skip:
+        if key in wanted or key in skip:
             continue
         if _label(body, MANAGED_BY_LABEL) != MANAGED_BY:
+            continue        # never intentc's, or taken out of its hands by removing the label
+        if key in ours:
+            findings.append(Finding(ref, DriftClass.ORPHAN,
+                                    "in the inventory but no longer desired (an apply without --prune, or an "
+                                    "interrupted prune, left it): `intentc apply --prune` deletes it",
+                                    *_owner(body), live_commit=_annotation(body, COMMIT_ANNOTATION)))
+            continue
+        if key in managed:
             continue
         findings.append(Finding(ref, DriftClass.ORPHAN,
                                 "labelled as managed by intentc, but neither desired nor in the inventory",

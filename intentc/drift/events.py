@@ -3,16 +3,23 @@
 `kubectl describe` and `kubectl get events` are where an operator looks
 first; an Event on the affected object (and on the inventory, for a
 rollback) explains the change without reading the daemon's logs.
+
+Repeats are aggregated the way client-go's event recorder does: the same
+reason and message about the same object is one Event whose `count` and
+`lastTimestamp` move, not a new Event per heal (a flapping object would
+otherwise flood etcd).  The Event's name is derived from what it says, so
+the aggregation survives a daemon restart.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import UTC, datetime
 from typing import Any, Mapping
 
-from intentc.kube.client import KubeClient
-from intentc.kube.errors import KubeError
+from intentc.kube.client import MERGE_PATCH, KubeClient
+from intentc.kube.errors import AlreadyExists, KubeError
 from intentc.render.model import ObjectRef
 
 COMPONENT = "intentc"
@@ -34,22 +41,40 @@ def event_body(ref: ObjectRef, reason: str, message: str, kind: str = "Warning",
         involved["uid"] = uid
     return {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"generateName": f"{ref.name}.intentc-", "namespace": ref.namespace or "default"},
+        "metadata": {"name": event_name(ref, reason, message), "namespace": ref.namespace or "default"},
         "involvedObject": involved, "reason": reason, "message": message[:1024], "type": kind,
         "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }
 
 
+def event_name(ref: ObjectRef, reason: str, message: str) -> str:
+    """One name per (object, reason, message): what makes two Events "the same"."""
+    digest = hashlib.sha256("\0".join((ref.api_version, ref.kind, ref.namespace, ref.name, reason,
+                                        message[:1024])).encode()).hexdigest()[:16]
+    return f"{ref.name[:200]}.{digest}"
+
+
+def repeated(existing: Mapping[str, Any], at: str | None = None) -> dict[str, Any]:
+    """The merge patch that records one more occurrence of an existing Event."""
+    return {"count": int(existing.get("count") or 1) + 1, "lastTimestamp": at or _now()}
+
+
 def emit(client: KubeClient, ref: ObjectRef, reason: str, message: str, kind: str = "Warning",
          live: Mapping[str, Any] | None = None) -> bool:
-    """Create the Event; a failure is logged, never raised (an Event is a
-    courtesy, not part of the change it reports)."""
+    """Record the Event (a new one, or one more occurrence of the same); a failure
+    is logged, never raised (an Event is a courtesy, not part of the change it reports)."""
     uid = str((live or {}).get("metadata", {}).get("uid") or "") or None
     body = event_body(ref, reason, message, kind, uid)
-    path = client.resource("v1", "Event").path(body["metadata"]["namespace"])
+    ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    path = client.resource("v1", "Event").path(ns)
     try:
-        client.request("POST", path, (), body, "application/json")
+        try:
+            client.request("POST", path, (), body, "application/json")
+        except AlreadyExists:
+            existing = client.get(ObjectRef("v1", "Event", ns, name)) or {}
+            client.request("PATCH", client.resource("v1", "Event").path(ns, name), (), repeated(existing),
+                           MERGE_PATCH)
         return True
     except KubeError as e:
         log.warning("could not record event %s on %s: %s", reason, ref, e.message)

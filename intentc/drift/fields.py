@@ -35,6 +35,11 @@ PROVENANCE_PATHS = frozenset({
     f'metadata.annotations["{COMMIT_ANNOTATION}"]',
     f'metadata.annotations["{SPEC_HASH_ANNOTATION}"]',
 })
+# A fallback variant (render/fallback.py) is rendered suspended and resumed by the daemon
+# when its predecessor fails: its `spec.suspend` is the controller's to toggle, not drift.
+FALLBACK_OF_ANNOTATION = "intentc.dev/fallback-of"
+CONTROLLER_PATHS = frozenset({"spec.suspend"})
+
 
 def handed_over(desired: Mapping[str, Any]) -> frozenset[str]:
     text = (desired.get("metadata", {}).get("annotations") or {}).get(HANDED_OVER_ANNOTATION, "")
@@ -42,8 +47,11 @@ def handed_over(desired: Mapping[str, Any]) -> frozenset[str]:
 
 
 def ignored_paths(desired: Mapping[str, Any]) -> frozenset[str]:
-    """What drift never compares on `desired`: provenance, and what it handed over."""
-    return PROVENANCE_PATHS | handed_over(desired)
+    """What drift never compares on `desired`: provenance, what it handed over (to Kueue),
+    and a fallback variant's suspend."""
+    annotations = (desired.get("metadata") or {}).get("annotations") or {}
+    variant = CONTROLLER_PATHS if FALLBACK_OF_ANNOTATION in annotations else frozenset()
+    return PROVENANCE_PATHS | handed_over(desired) | variant
 
 
 def without_handed_over(body: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -83,7 +83,8 @@ def observe(client: KubeClient, manifests: Sequence[Manifest], target: str, hist
     Raises KubeError (unreachable, denied) and ValueError (unreadable inventory)."""
     managed = read_managed(client, target)
     live = fetch_live(client, manifests, managed.inventory)
-    report = detect([m.body for m in manifests], live.values(), managed.refs, history, exclude=managed.plumbing)
+    report = detect([m.body for m in manifests], live.values(), managed.refs, history, exclude=managed.plumbing,
+                    own=managed.inventory.refs())
     return report, managed.inventory
 
 

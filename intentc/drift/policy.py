@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from intentc.drift.detect import DriftClass, Finding, Report
 from intentc.ir import DriftPolicy, Program
+from intentc.reconcile.health import HealthStatus, health_of
+from intentc.render.model import SETUP_STEPS, Manifest, ObjectRef, step_label
 
 DEFAULT_POLICY = DriftPolicy.REPORT
 HEALABLE = frozenset({DriftClass.MODIFIED, DriftClass.MISSING, DriftClass.STALE, DriftClass.FOREIGN})
@@ -96,3 +98,19 @@ def asking_for_rollback(owners: Iterable[tuple[str | None, str | None]], policie
         if policies.resolve(intent, tenant) is DriftPolicy.ROLLBACK:
             out.add(intent or f"tenant/{tenant}")
     return tuple(sorted(out))
+
+
+def wave_blocker(manifest: Manifest, desired: Iterable[Manifest],
+                 live: Mapping[ObjectRef, Mapping[str, Any]]) -> str | None:
+    """Why healing `manifest` must wait, or None: a heal respects waves and `after`
+    exactly as a rollout does, so an object of wave N is (re)created only when every
+    object of the earlier waves is healthy on the cluster.  Setup objects
+    (namespaces, RBAC, quotas, priority classes) never wait."""
+    if manifest.step < SETUP_STEPS:
+        return None
+    for m in sorted(desired, key=lambda m: m.sort_key):
+        if SETUP_STEPS <= m.step < manifest.step:
+            health = health_of(live.get(m.ref))
+            if health.status is not HealthStatus.HEALTHY:
+                return f"{step_label(m.step)} is not done: {m.ref} is {health.status.value}"
+    return None

@@ -26,20 +26,23 @@ import gc
 import hashlib
 import os
 import pickle
+import struct
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from intentc import __version__
-from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.ir import Program
+from intentc.progress import Progress, silent
 from intentc.sources import SourceFile, discover, read_source
 
 # Below this many files to parse, starting workers costs more than it saves.
 PARALLEL_THRESHOLD = 400
 CACHE_ENV = "INTENTC_CACHE_DIR"
+PARSING = "parsing"      # what `progress` is told
 _PICKLE = pickle.HIGHEST_PROTOCOL
 
 
@@ -65,7 +68,7 @@ def _parse_guarded(source: SourceFile) -> FileResult:
     try:
         parsed = parse_source(source)
         _, local = run_passes(parsed.program, LOCAL_PASSES)
-        return FileResult(parsed.program, parsed.diagnostics + tuple(local))
+        return FileResult(parsed.program, capped(parsed.diagnostics + tuple(local)))
     except RecursionError:
         return FileResult(Program(), (error("E0203", "input nested too deeply to process",
                                             Span.point(source.path, 1, 1)),))
@@ -97,33 +100,89 @@ def _key(source: SourceFile) -> str:
                            digest_size=20).hexdigest()
 
 
+_TRAILER = struct.Struct("=Q")      # where the index starts
+
+
 class ParseCache:
     """One file per set of input roots (the paths given on the command line),
     mapping a file's content key to its pickled result; adding or editing a
-    file reparses only that file."""
+    file reparses only that file.
+
+    The file holds the pickles back to back, then an index (key -> offset,
+    length) and the index's offset.  Opening a cache reads only the index;
+    each pickle is read when its file is loaded (`read`) and dropped once
+    unpickled, and a new cache is written pickle by pickle as results arrive
+    (`writer`): no run holds every pickle of a 100,000-file repository at once
+    (reading them all first had the cached run peak 120 MB above the cold one)."""
 
     def __init__(self, directory: str, roots: Sequence[str]) -> None:
         ident = hashlib.sha256(("\0".join(roots) + "\0" + _compiler_fingerprint()).encode())
-        self.file = Path(directory) / f"parse-{ident.hexdigest()[:24]}.pickle"
-        self.entries: dict[str, bytes] = {}
+        self.file = Path(directory) / f"parse-{ident.hexdigest()[:24]}.cache"
+        self.index: dict[str, tuple[int, int]] = {}
+        self._fd: int | None = None
         try:
-            with self.file.open("rb") as fh, collector_paused():
-                loaded = pickle.load(fh)
-            if isinstance(loaded, dict):
-                self.entries = loaded
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError):
-            self.entries = {}
+            fd = os.open(self.file, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            size = os.fstat(fd).st_size
+            (start,) = _TRAILER.unpack(os.pread(fd, _TRAILER.size, size - _TRAILER.size))
+            with collector_paused():
+                index = pickle.loads(os.pread(fd, size - _TRAILER.size - start, start))
+            if not isinstance(index, dict):
+                raise TypeError("not a parse cache index")
+            self.index, self._fd = index, fd
+        except (OSError, struct.error, pickle.UnpicklingError, EOFError, AttributeError, TypeError,
+                ValueError, MemoryError):
+            os.close(fd)
 
-    def save(self, entries: dict[str, bytes]) -> None:
-        """Atomic replace, so a concurrent or interrupted run never reads half a cache."""
+    def read(self, key: str) -> bytes:
+        offset, length = self.index[key]
+        assert self._fd is not None
+        return os.pread(self._fd, length, offset)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator[Callable[[str, bytes], None]]:
+        """`add(key, pickle)` for each entry of the new cache; the file is
+        replaced atomically when the block ends, so a concurrent or interrupted
+        run never reads half a cache.  A cache that cannot be written only costs speed."""
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(entries, fh, protocol=_PICKLE)
-            os.replace(tmp, self.file)
         except OSError:
-            pass  # a cache that cannot be written only costs speed
+            yield lambda key, blob: None
+            return
+        fh = os.fdopen(fd, "wb")
+        index: dict[str, tuple[int, int]] = {}
+        failed = False
+
+        def add(key: str, blob: bytes) -> None:
+            nonlocal failed
+            if not failed:
+                try:
+                    index[key] = (fh.tell(), len(blob))
+                    fh.write(blob)
+                except OSError:
+                    failed = True
+
+        try:
+            yield add
+            if not failed:
+                with contextlib.suppress(OSError):
+                    start = fh.tell()
+                    pickle.dump(index, fh, _PICKLE)
+                    fh.write(_TRAILER.pack(start))
+                    fh.close()
+                    os.replace(tmp, self.file)
+        finally:
+            fh.close()
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def default_cache_dir() -> str | None:
@@ -139,48 +198,107 @@ def _workers(n_sources: int, jobs: int | None) -> int:
     return 1 if n_sources < PARALLEL_THRESHOLD else max(workers, 1)
 
 
-def parse_all(sources: list[SourceFile], jobs: int | None) -> list[bytes]:
-    """Each source's FileResult, pickled; in parallel when it pays off."""
+def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[bytes]:
+    """Each source's FileResult, pickled, in order; in parallel when it pays off.
+
+    A generator, so the caller can unpickle each result as it arrives and drop
+    the bytes: holding every pickle of a 100,000-file repository at once cost
+    some 150 MB of peak memory for nothing when there is no cache to fill."""
     workers = _workers(len(sources), jobs)
     if workers == 1:
-        return _parse_to_pickles(sources)
+        with collector_paused():
+            for s in sources:
+                yield pickle.dumps(_parse_guarded(s), _PICKLE)
+        return
     size = max(len(sources) // (workers * 4), 50)
     chunks = [sources[i:i + size] for i in range(0, len(sources), size)]
+    del sources       # the caller hands its list over: each text now goes with its chunk
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return [r for part in pool.map(_parse_to_pickles, chunks) for r in part]
+        parts = pool.map(_parse_to_pickles, chunks)
+        del chunks    # the pool holds each chunk until it is parsed, no longer
+        for part in parts:
+            yield from part
 
 
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
-         use_cache: bool = True) -> Loaded:
-    """Every file under `paths`, parsed, with the diagnostics of reading,
-    parsing and the local passes; the global passes are the caller's."""
-    files, diags = discover(paths)
-    sources: list[SourceFile] = []
+         use_cache: bool = True, progress: Progress = silent, exclude: Sequence[str] = ()) -> Loaded:
+    """Every file under `paths` (less `exclude`, gitignore patterns), parsed, with the
+    diagnostics of reading, parsing and the local passes; the global passes are the
+    caller's.  `progress` hears how many of the files are parsed (cached ones count at once).
+
+    Memory is what a 100,000-file repository is checked within, so nothing is
+    kept longer than needed: a text is dropped once its file is parsed, or
+    once hashed when the cache has its result (`Loaded.sources` keeps the
+    texts it still has of files that reported something; `intentc.pipeline`
+    reads back any other a diagnostic points into), and each pickle once it
+    is unpickled and, when the cache changed, written."""
+    directory = (cache_dir or default_cache_dir()) if use_cache else None
+    cache = ParseCache(directory, sorted(os.path.abspath(p) for p in paths)) if directory else None
+    try:
+        return _load(paths, jobs, cache, progress, exclude)
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def _load(paths: Sequence[str], jobs: int | None, cache: ParseCache | None, progress: Progress,
+          exclude: Sequence[str]) -> Loaded:
+    files, diags = discover(paths, exclude)
+    keys: list[str] = []
+    pending: dict[int, SourceFile] = {}     # read, not parsed yet (texts of cached files are not kept)
     for f in files:
         src, read_diags = read_source(f)
         diags.extend(read_diags)
-        if src is not None:
-            sources.append(src)
+        if src is None:
+            continue
+        i = len(keys)
+        keys.append(_key(src) if cache is not None else "")
+        cached = cache is not None and keys[i] in cache.index
+        pending[i] = SourceFile(src.path, "") if cached else src
+    count = len(keys)
+    todo = [i for i in range(count) if cache is None or keys[i] not in cache.index]
+    todo_set = set(todo)
+    # An unchanged cache is not written again.
+    rewrite = cache is not None and (bool(todo) or len(cache.index) != count)
+    texts: dict[str, str] = {}
+    parsed: dict[int, FileResult] = {}
 
-    directory = (cache_dir or default_cache_dir()) if use_cache else None
-    if directory is None and _workers(len(sources), jobs) == 1:
-        with collector_paused():       # nothing to store or ship: skip the pickles
-            results = [_parse_guarded(s) for s in sources]
-        return _loaded(results, diags, sources)
-    cache = ParseCache(directory, sorted(os.path.abspath(p) for p in paths)) if directory else None
-    keys = [_key(s) for s in sources]
-    known = cache.entries if cache else {}
-    todo = [(k, s) for k, s in zip(keys, sources) if k not in known]
-    fresh = dict(zip((k for k, _ in todo), parse_all([s for _, s in todo], jobs)))
-    blobs = [known.get(k) or fresh[k] for k in keys]
-    with collector_paused():
-        results = [pickle.loads(b) for b in blobs]
-    if cache is not None and (todo or len(known) != len(keys)):
-        cache.save(dict(zip(keys, blobs)))
+    finished = count - len(todo)          # cached results count at once
+    progress(PARSING, finished, count)
 
-    return _loaded(results, diags, sources)
+    def done(i: int, result: FileResult) -> FileResult:
+        nonlocal finished
+        src = pending.pop(i)
+        if result.diagnostics and src.text:
+            texts[src.path] = src.text
+        if i in todo_set:
+            finished += 1
+            if finished % 50 == 0 or finished == count:
+                progress(PARSING, finished, count)
+        return result
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(collector_paused())
+        if cache is None and _workers(len(todo), jobs) == 1:   # nothing to store or ship: no pickles
+            return _loaded([done(i, _parse_guarded(pending[i])) for i in todo], diags, texts)
+        add = stack.enter_context(cache.writer()) if cache is not None and rewrite else None
+        for i, blob in zip(todo, parse_all([pending[i] for i in todo], jobs)):
+            parsed[i] = done(i, pickle.loads(blob))
+            if add is not None:
+                add(keys[i], blob)
+        results: list[FileResult] = []
+        for i in range(count):
+            if i in parsed:
+                results.append(parsed.pop(i))
+                continue
+            assert cache is not None
+            blob = cache.read(keys[i])
+            results.append(done(i, pickle.loads(blob)))
+            if add is not None:
+                add(keys[i], blob)
+    return _loaded(results, diags, texts)
 
 
-def _loaded(results: list[FileResult], diags: list[Diagnostic], sources: list[SourceFile]) -> Loaded:
+def _loaded(results: list[FileResult], diags: list[Diagnostic], texts: dict[str, str]) -> Loaded:
     program, parse_diags = merge(results)
-    return Loaded(program, tuple(diags + parse_diags), {s.path: s.text for s in sources})
+    return Loaded(program, tuple(diags + parse_diags), texts)

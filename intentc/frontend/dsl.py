@@ -36,9 +36,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import lark
+import lark_cython
+from lark_cython import lark_cython as _cy
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
+from lark.parsers.lalr_analysis import Reduce
 from lark.utils import TextSlice
 
 from intentc.diagnostics import Diagnostic, Span, error
@@ -79,21 +82,17 @@ class ParseResult:
 # A line that opens a top-level block: where parsing restarts after an error.
 _BOUNDARY = re.compile(r"^[ \t]*((?:tenant|dataset|intent)[ \t]+[^\s{}#,]+[ \t]*(?:\{|#|$))", re.M)
 
-def _token(kind: str, value: str, pos: int, line: int, col: int, end_col: int, end_pos: int) -> Token:
-    """`Token(...)` without its keyword-compatibility shim: a tenth of the lexing time."""
-    tok = str.__new__(Token, value)
-    tok.type, tok.value, tok.start_pos, tok.end_pos = kind, value, pos, end_pos
-    tok.line, tok.column, tok.end_line, tok.end_column = line, col, line, end_col
-    return tok
-
-
-class _Lexer(Lexer):
+class _Lexer(_cy.Lexer, Lexer):
     """One master regex over the text; a WORD becomes a keyword only when the
     parser, in its current state, accepts that keyword.
 
     This is what lark's contextual lexer does, minus its per-state lexers
     and the separate match per ignored token, which made lexing half of the
-    parse time.  Patterns come from the grammar's own terminals."""
+    parse time.  Patterns come from the grammar's own terminals.
+
+    It speaks lark-cython's lexer interface (`next_token` on a
+    `lark_cython` lexer state, `lark_cython.Token`s, `EOFError` at the end),
+    so the compiled LALR loop pulls tokens without a generator in between."""
 
     __future_interface__ = 2
 
@@ -112,15 +111,27 @@ class _Lexer(Lexer):
                         "(?P<PUNCT>[" + "".join(re.escape(p) for p in sorted(punct)) + "])"]
         self.scan = re.compile("|".join(alternatives)).match
 
-    def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Token]:
-        sl = lexer_state.text
-        text, pos, end = sl.text, sl.start, sl.end
-        line, line_start = lexer_state.line_ctr.line, lexer_state.line_ctr.line_start_pos
-        states = parser_state.parse_conf.states
-        keywords, punct, scan, comments = self.keywords, self.punct, self.scan, _LOWER.comments
+    def make_lexer_state(self, text: Any) -> Any:
+        """A state at the start of `text` (a str, or a `TextSlice` when parsing
+        restarts after an error: positions stay absolute)."""
+        sl = TextSlice.cast_from(text)
+        ctr = _cy.LineCounter("\n")
+        if sl.start:
+            ctr.char_pos = sl.start
+            ctr.line = sl.text.count("\n", 0, sl.start) + 1
+            ctr.line_start_pos = sl.text.rfind("\n", 0, sl.start) + 1
+        return _cy.LexerState(sl.text, ctr)
+
+    def next_token(self, lexer_state: Any, parser_state: Any) -> Any:
+        ctr = lexer_state.line_ctr
+        text: str = lexer_state.text
+        pos, line, line_start = ctr.char_pos, ctr.line, ctr.line_start_pos
+        end = len(text)
+        scan = self.scan
         while pos < end:
-            m = scan(text, pos, end)
+            m = scan(text, pos)
             if m is None:
+                ctr.char_pos, ctr.line, ctr.line_start_pos = pos, line, line_start
                 raise UnexpectedCharacters(text, pos, line, pos - line_start + 1, state=parser_state)
             kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a named group
             npos = m.end()
@@ -134,17 +145,28 @@ class _Lexer(Lexer):
             value = m.group()
             col = pos - line_start + 1
             if kind == "WORD":
-                kw = keywords.get(value)
-                if kw is not None and kw in states[parser_state.position]:
+                kw = self.keywords.get(value)
+                if kw is not None and kw in _STATES[parser_state.position]:
                     kind = kw
             elif kind == "PUNCT":
-                kind = punct[value]
-            tok = _token(kind, value, pos, line, col, col + npos - pos, npos)
+                kind = self.punct[value]
+            tok = _cy.Token(kind, value, pos, line, col, line, col + npos - pos, npos)
             pos = npos
             if kind == "COMMENT":
-                comments.append(tok)
+                _LOWER.comments.append(tok)
                 continue
-            yield tok
+            ctr.char_pos, ctr.line, ctr.line_start_pos = pos, line, line_start
+            return tok
+        ctr.char_pos, ctr.line, ctr.line_start_pos = pos, line, line_start
+        raise EOFError(self)
+
+    def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Any]:
+        """lark's generator interface (the interactive parser's `iter_parse`)."""
+        try:
+            while True:
+                yield self.next_token(lexer_state, parser_state)
+        except EOFError:
+            return
 
 
 def _cache_file() -> str | bool:
@@ -163,7 +185,71 @@ def _cache_file() -> str | bool:
 
 _LOWER = Lowering()
 _PARSER = Lark(grammar_text(), parser="lalr", lexer=_Lexer, transformer=_LOWER,
-               keep_all_tokens=True, maybe_placeholders=False, cache=_cache_file())
+               keep_all_tokens=True, maybe_placeholders=False, cache=_cache_file(),
+               _plugins=lark_cython.plugins)
+_STATES: dict[int, dict[str, Any]] = _PARSER.parser.parser._parse_table.states
+
+
+def _plain_lookups(states: dict[int, dict[str, Any]], callbacks: dict[Any, Any]) -> None:
+    """Make the LALR loop's two dictionary lookups per reduction plain C lookups.
+
+    A grammar loaded from lark's cache has its rules twice — in the parse table
+    and as the keys of the callbacks — and each `callbacks[rule]` fell back to
+    lark's Python `Rule.__eq__`; each goto `states[s][rule.origin.name]` looked
+    up a lark `Token` whose Python `__eq__` ran against the table's `str` keys.
+    Re-keying the callbacks by the table's own rule objects and making the
+    names plain `str` removes some 60 Python calls per file; nothing else changes."""
+    rules = {id(arg): arg for row in states.values() for action, arg in row.values() if action is Reduce}
+    by_value = {rule: callbacks[rule] for rule in rules.values()}
+    callbacks.clear()
+    callbacks.update(by_value)
+    for rule in rules.values():
+        rule.origin.name = str(rule.origin.name)
+
+
+class _Run:
+    """What a repetition (lark's internal ``__x_star_n`` rules) reduces to:
+    its items, which the enclosing rule inlines through `.children`."""
+
+    __slots__ = ("children",)
+
+    def __init__(self, children: list[Any]) -> None:
+        self.children = children
+
+
+def _run_callback(expansion: list[Any]) -> Any:
+    """The reduction of one alternative of a repetition, without lark's
+    child filter and `Tree`: a repetition of N items was N filter calls
+    and N trees, all thrown away by the enclosing rule.  Same items, same order."""
+    inline = [not sym.is_term and sym.name.startswith("_") for sym in expansion]
+    if not any(inline):
+        return _Run                       # the parser hands over a fresh list
+    if inline[0] and not any(inline[1:]):
+        def grow(c: list[Any]) -> _Run:   # left recursion: `__run item ...`
+            run: _Run = c[0]
+            run.children += c[1:]
+            return run
+        return grow
+
+    def flatten(c: list[Any]) -> _Run:
+        items: list[Any] = []
+        for child, expand in zip(c, inline):
+            if expand:
+                items += child.children
+            else:
+                items.append(child)
+        return _Run(items)
+    return flatten
+
+
+def _plain_repetitions(callbacks: dict[Any, Any]) -> None:
+    for rule in callbacks:
+        if rule.origin.name.startswith("__"):
+            callbacks[rule] = _run_callback(rule.expansion)
+
+
+_plain_lookups(_STATES, _PARSER.parser.parser_conf.callbacks)
+_plain_repetitions(_PARSER.parser.parser_conf.callbacks)
 _LOCK = threading.Lock()   # `_LOWER` holds the state of the parse in progress
 
 
@@ -208,6 +294,11 @@ def _salvage(exc: UnexpectedInput) -> None:
         pass
 
 
+# Each restart after a syntax error costs a parse: a file of 300,000 broken
+# blocks would take minutes and print as many errors.  Compilers stop too.
+MAX_SYNTAX_ERRORS = 100
+
+
 def _run(text: str) -> None:
     """Parse `text`; on each syntax error, report, salvage, restart at the next block.
 
@@ -220,7 +311,7 @@ def _run(text: str) -> None:
         exc: UnexpectedInput = first
     boundaries: list[int] | None = None
     base = 0
-    while True:
+    for _ in range(MAX_SYNTAX_ERRORS):
         _LOWER.diags.append(dsl_errors.syntax_diagnostic(exc, text, _LOWER.path, _HINTS))
         _salvage(exc)
         at = _offset(exc)
@@ -237,6 +328,10 @@ def _run(text: str) -> None:
             return
         except UnexpectedInput as again:
             exc = again
+    where = dsl_errors.syntax_diagnostic(exc, text, _LOWER.path, _HINTS).span
+    _LOWER.diags.append(error("E0008", f"more than {MAX_SYNTAX_ERRORS} syntax errors in this file; "
+                                       f"the rest of it is not read", Span.point(where.file, where.line, where.column),
+                              hint="fix the errors above first"))
 
 
 def _comments(tokens: list[Token], text: str) -> tuple[Comment, ...]:

@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from lark import Token
+from lark_cython import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.parsers.lalr_analysis import Shift
 
-from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ EXAMPLES: tuple[BadInput, ...] = (
     BadInput("unknown-tenant-clause", "tenant t {\n  owner: \"x\"\n}\n", "E0101", 2, 3,
              "a tenant has the clauses tier, weight, quota, group and drift"),
     BadInput("unknown-setting", _I.replace('"b:1"', '"b:1" {\n    batchsize: 3\n  }'),
-             "E0101", 4, 5, "the settings are batch, seq_len, kv_cache and precision"),
+             "E0101", 4, 5, "the settings are batch, seq_len, kv_cache, precision, model_memory, parameters, "
+             "kv_reuse and throughput_mode"),
     BadInput("unquoted-group", "tenant t { group: team-t-devs }\n", "E0101", 1, 19,
              "this value is a string: put it in double quotes"),
     BadInput("unquoted-image", 'intent j {\n  action: batch image ghcr.io/acme/x:1\n}\n',
@@ -117,6 +118,9 @@ _ROLE = {
     "KV_CACHE": "a kv_cache policy (recycle, retain or evict)", "PRECISION": "a precision (e.g. bf16)",
     "BATCH": "a batch size", "TAGS": "a tag", "WITHIN": "a scope (nvlink, node, rack or zone)",
     "PREFER": "a scope (nvlink, node, rack or zone)", "X": 'a GPU product (e.g. "H100-80GB")',
+    "MODEL_MEMORY": "a quantity (e.g. 16Gi)", "PARAMETERS": "a parameter count (e.g. 8B)",
+    "KV_REUSE": "a number (e.g. 0.8)", "THROUGHPUT_MODE": "a throughput mode (steady or burst)",
+    "SLACK": "a number (e.g. 0.5)", "RETRIES": "a number", "FALLBACK": "a fallback (none or cpu)",
 }
 
 # Sets of keywords named as one thing; a group is used when all its members are acceptable.
@@ -130,11 +134,12 @@ _GROUPS: tuple[tuple[frozenset[str], str], ...] = (
     (frozenset({"ON", "AFTER", "SCHEDULE"}), 'a trigger (on push, after NAME, schedule "CRON" or manual)'),
     (frozenset({"IMAGE", "MODEL", "COMMAND", "REPLICAS", "PORT"}),
      "an action part (image, model, command, replicas, port)"),
-    (frozenset({"BATCH", "SEQ_LEN", "KV_CACHE", "PRECISION"}),
-     "a setting (batch, seq_len, kv_cache, precision)"),
+    (frozenset({"BATCH", "SEQ_LEN", "KV_CACHE", "PRECISION", "MODEL_MEMORY", "PARAMETERS", "KV_REUSE",
+                "THROUGHPUT_MODE"}),
+     "a setting (batch, seq_len, kv_cache, precision, model_memory, parameters, kv_reuse, throughput_mode)"),
     (frozenset({"TENANT", "TAGS", "DRIFT"}), "a context item (tenant, tags, drift)"),
-    (frozenset({"CPU", "MEMORY", "GPUS", "SLA", "TOLERANCE", "DURATION"}),
-     "a constraint (cpu, memory, gpus, sla, tolerance, duration)"),
+    (frozenset({"CPU", "MEMORY", "GPUS", "SLA", "TOLERANCE", "DURATION", "SLACK", "RETRIES", "FALLBACK"}),
+     "a constraint (cpu, memory, gpus, sla, tolerance, duration, slack, retries, fallback)"),
     (frozenset({"GPUS", "CPU", "MEMORY"}), "a quota (gpus, cpu, memory)"),
     (frozenset({"X", "MEMORY", "WITHIN", "PREFER"}), "a GPU option (x, memory, within, prefer)"),
 )
@@ -145,8 +150,7 @@ _OPENERS = frozenset({"LBRACE", "LSQB", "LPAR"})
 _CLOSERS = frozenset({"RBRACE", "RSQB", "RPAR"})
 
 
-def short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+short = excerpt
 
 
 def _char(ch: str) -> str:
@@ -174,7 +178,7 @@ def _step(states: Any, stack: list[int], term: str) -> list[int] | None:
 def acceptable(parser_state: Any) -> frozenset[str]:
     """Terminals that would really be shifted next (lark's table also lists
     the merged LALR lookaheads, which would name tokens of unrelated blocks)."""
-    states = parser_state.parse_conf.states
+    states = parser_state.parse_conf.parse_table.states
     stack = parser_state.state_stack
     return frozenset(t for t in states[parser_state.position]
                      if t.isupper() and _step(states, stack, t) is not None)
@@ -184,7 +188,7 @@ def _missing_comma(parser_state: Any, acc: frozenset[str], token: Token) -> bool
     """True when the token would be fine right after a ',' (`cpu 4 memory 8Gi`, `consumes: a b`)."""
     if "COMMA" not in acc:
         return False
-    states = parser_state.parse_conf.states
+    states = parser_state.parse_conf.parse_table.states
     after = _step(states, parser_state.state_stack, "COMMA")
     if after is None:
         return False
@@ -320,7 +324,7 @@ def syntax_diagnostic(exc: UnexpectedInput, text: str, path: str,
     span = Span(path, tok.line, tok.column, tok.end_line, tok.end_column)  # type: ignore[arg-type]
     related = []
     if ip is not None and _missing_comma(ip.parser_state, acc, tok):
-        hint = f"is a ',' missing before '{tok.value}'? items of one clause are separated by commas"
+        hint = f"is a ',' missing before '{short(tok.value)}'? items of one clause are separated by commas"
     if tok.value in _DECL_KEYWORDS and opener is not None and "RBRACE" in acc:
         hint = hint or f"is a '}}' missing? {where or 'the block'} is still open"
         related = [Related("the block opened here is still open", opener)]

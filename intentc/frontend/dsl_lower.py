@@ -14,11 +14,14 @@ import json
 import re
 from typing import Any, Iterable
 
-from lark import Token, Transformer
+from lark import Transformer
+from lark_cython import Token
 
-from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.diagnostics import Diagnostic, Related, Span, error, make_span
 from intentc.frontend import dsl_errors
 from intentc.ir import (
+    CONSTRAINT_KEYS,
+    SETTING_KEYS,
     Action,
     Batch,
     Constraints,
@@ -42,7 +45,7 @@ _FLOAT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]-?[0-9]+)?")
 # A line that plausibly opens a declaration: where recovery restarts.
 
 _TENANT_KEYS = {"TIER": "tier", "SLA": "tier", "WEIGHT": "weight", "QUOTA": "quota",
-                "GROUP": "group", "DRIFT": "drift"}
+                "GROUP": "group", "DRIFT": "drift", "MAX_SLA": "max_sla"}
 _GPU_OPTIONS = {"X": "product", "MEMORY": "memory", "WITHIN": "within", "PREFER": "prefer"}
 _ESCAPES = 'the escapes are \\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uHHHH with four hex digits (as in JSON)'
 _REQUIRED = {
@@ -68,10 +71,10 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     # -- helpers -----------------------------------------------------------
 
     def _sp(self, t: Token) -> Span:
-        return Span(self.path, t.line, t.column, t.end_line, t.end_column)  # type: ignore[arg-type]
+        return make_span(self.path, t.line, t.column, t.end_line, t.end_column)
 
     def _cover(self, a: Span, b: Span) -> Span:
-        return Span(self.path, a.line, a.column, b.end_line, b.end_column)
+        return make_span(self.path, a.line, a.column, b.end_line, b.end_column)
 
     def _text(self, t: Token) -> str:
         v: str = t.value
@@ -156,7 +159,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         u = self._unique(c[3:-1], where)
         fields: dict[str, Any] = {}
         spans = {"name": self._sp(c[1])}
-        self._take(u, ("tier", "weight", "group", "drift"), fields, spans)
+        self._take(u, ("tier", "weight", "group", "drift", "max_sla"), fields, spans)
         if "quota" in u:
             quota = self._unique(u["quota"][0], f"the quota of {where}")
             self._take(quota, ("gpus", "cpu", "memory"), fields, spans, prefix="quota_")
@@ -273,13 +276,15 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     def string_list(self, c: list[Any]) -> tuple[tuple[str, ...], Span]:
         return tuple(self._text(t) for t in c[1:-1:2]), self._cover(self._sp(c[0]), self._sp(c[-1]))
 
-    value_list = string_list
+    def value_list(self, c: list[Any]) -> tuple[tuple[str, ...], Span, tuple[Span, ...]]:
+        toks = c[1:-1:2]
+        return (tuple(self._text(t) for t in toks), self._cover(self._sp(c[0]), self._sp(c[-1])),
+                tuple(self._sp(t) for t in toks))
 
     def settings(self, c: list[Any]) -> ModelSettings:
         fields: dict[str, Any] = {}
         spans: dict[str, Span] = {}
-        self._take(self._unique(c[1:-1], "the settings"), ("batch", "seq_len", "kv_cache", "precision"),
-                   fields, spans)
+        self._take(self._unique(c[1:-1], "the settings"), SETTING_KEYS, fields, spans)
         return ModelSettings(span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
                              **fields)
 
@@ -291,6 +296,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
             return "batch", batch, span, kw
         if t == "SEQ_LEN":
             return "seq_len", self._int(v, "seq_len"), self._sp(v), kw
+        if t == "KV_REUSE":
+            return "kv_reuse", self._float(v, "kv_reuse"), self._sp(v), kw
         return t.lower(), self._text(v), self._sp(v), kw
 
     def batch(self, c: list[Any]) -> tuple[Batch | None, Span]:
@@ -310,8 +317,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         if kw.type == "TENANT":
             return "tenant", Ref(self._text(v), self._sp(v)), self._sp(v), kw
         if kw.type == "TAGS":
-            values, span = v
-            return "tags", values, span, kw
+            values, span, each = v
+            return "tags", (values, each), span, kw
         return "drift", self._text(v), self._sp(v), kw
 
     def _context(self, items: list[_Item]) -> Context | None:
@@ -323,6 +330,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         fields: dict[str, Any] = {}
         spans: dict[str, Span] = {}
         self._take(u, ("tenant", "tags", "drift"), fields, spans)
+        if "tags" in fields:
+            fields["tags"], fields["tag_spans"] = fields["tags"]
         return Context(span=self._items_span(items), spans=FieldSpans.of(spans), **fields)
 
     def constraint_item(self, c: list[Any]) -> _Item:
@@ -331,15 +340,17 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         if t == "GPUS":
             gpus, span = v
             return "gpus", gpus, span, kw
-        if t == "TOLERANCE":
-            return "tolerance", self._float(v, "tolerance"), self._sp(v), kw
+        if t in ("TOLERANCE", "SLACK"):
+            return t.lower(), self._float(v, t.lower()), self._sp(v), kw
+        if t == "RETRIES":
+            return "retries", self._int(v, "retries"), self._sp(v), kw
         return t.lower(), self._text(v), self._sp(v), kw
 
     def _constraints(self, items: list[_Item]) -> Constraints:
         fields: dict[str, Any] = {}
         spans: dict[str, Span] = {}
         self._take(self._unique(items, "the constraints"),
-                   ("cpu", "memory", "gpus", "sla", "tolerance", "duration"), fields, spans)
+                   CONSTRAINT_KEYS, fields, spans)
         return Constraints(span=self._items_span(items), spans=FieldSpans.of(spans), **fields)
 
     def gpus(self, c: list[Any]) -> tuple[GpuRequest | None, Span]:

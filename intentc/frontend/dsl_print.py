@@ -27,7 +27,7 @@ from typing import Sequence
 
 from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend.dsl import Comment, parse_full
-from intentc.ir import (Action, Batch, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
+from intentc.ir import (CONSTRAINT_KEYS, SETTING_KEYS, Action, Batch, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
                         Program, Tenant, Trigger)
 from intentc.sources import SourceFile
 
@@ -106,6 +106,8 @@ class _Layout:
             self.add(1, f"group: {quote(t.group)}", sp.get("group", t.span))
         if t.drift is not None:
             self.add(1, f"drift: {word(t.drift)}", sp.get("drift", t.span))
+        if t.max_sla is not None:
+            self.add(1, f"max_sla: {word(t.max_sla)}", sp.get("max_sla", t.span))
         self.close(0, t.span)
 
     def dataset(self, d: Dataset) -> None:
@@ -148,15 +150,12 @@ class _Layout:
         self.close(1, s.span)
 
     def _settings(self, s: ModelSettings) -> None:
-        sp = s.spans
         if s.batch is not None and _batch(s.batch):
-            self.add(2, f"batch: {_batch(s.batch)}", sp.get("batch", s.span))
-        if s.seq_len is not None:
-            self.add(2, f"seq_len: {number(s.seq_len)}", sp.get("seq_len", s.span))
-        if s.kv_cache is not None:
-            self.add(2, f"kv_cache: {word(s.kv_cache)}", sp.get("kv_cache", s.span))
-        if s.precision is not None:
-            self.add(2, f"precision: {word(s.precision)}", sp.get("precision", s.span))
+            self.add(2, f"batch: {_batch(s.batch)}", s.spans.get("batch", s.span))
+        for key in SETTING_KEYS[1:]:
+            value = getattr(s, key)
+            if value is not None:
+                self.add(2, f"{key}: {_value(value)}", s.spans.get(key, s.span))
 
 
 def _trigger(t: Trigger) -> str:
@@ -195,20 +194,16 @@ def _gpus(g: GpuRequest) -> str:
     return " ".join(parts)
 
 
+def _value(value: str | int | float) -> str:
+    return number(value) if isinstance(value, (int, float)) else word(value)
+
+
 def _constraints(c: Constraints) -> str:
     items = []
-    if c.cpu is not None:
-        items.append(f"cpu {word(c.cpu)}")
-    if c.memory is not None:
-        items.append(f"memory {word(c.memory)}")
-    if c.gpus is not None:
-        items.append(f"gpus {_gpus(c.gpus)}")
-    if c.sla is not None:
-        items.append(f"sla {word(c.sla)}")
-    if c.tolerance is not None:
-        items.append(f"tolerance {number(c.tolerance)}")
-    if c.duration is not None:
-        items.append(f"duration {word(c.duration)}")
+    for key in CONSTRAINT_KEYS:          # the grammar's order, which the printer keeps
+        value = getattr(c, key)
+        if value is not None:
+            items.append(f"gpus {_gpus(value)}" if key == "gpus" else f"{key} {_value(value)}")
     return ", ".join(items)
 
 

@@ -25,7 +25,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diagnostics import Diagnostic, Span, error, excerpt, make_span
 from intentc.suggest import did_you_mean
 
 _fast: Any
@@ -36,7 +36,8 @@ except ImportError:  # pragma: no cover - exercised only where the wheel is miss
 
 API_VERSION = "intentc.dev/v1alpha1"
 KINDS = ("Intent", "Tenant", "Dataset", "Topology")
-SCHEMA_FILES = {kind: f"{kind.lower()}.schema.json" for kind in KINDS}
+POLICY_KIND = "Policy"      # read from policies/*.yaml by intentc.policy.load, not with the intents
+SCHEMA_FILES = {kind: f"{kind.lower()}.schema.json" for kind in (*KINDS, POLICY_KIND)}
 COMMON_FILE = "common.schema.json"
 
 # 0-based (line, column, end_line, end_column) as the YAML parser reports them.
@@ -70,27 +71,16 @@ class YList(list[Any]):
         self.pos: list[Pos] = []
 
 
-_new_object = object.__new__
-_set_attribute = object.__setattr__
-_SPAN_HAS_DICT = not hasattr(Span, "__slots__")
-
-
 def to_span(file: str, p: Pos) -> Span:
     """1-based, end-exclusive; an empty value still gets a one-column span.
 
     A YAML intent carries some thirty spans, and the frozen dataclass
-    ``__init__`` (five guarded attribute writes) was a third of lowering
-    time; filling the instance dictionary in one write builds the same value.
+    ``__init__`` was a third of lowering time: `make_span` builds the same value.
     """
     line, col, end_line, end_col = p
     if end_line < line or (end_line == line and end_col <= col):
         end_line, end_col = line, col + 1
-    if not _SPAN_HAS_DICT:
-        return Span(file, line + 1, col + 1, end_line + 1, end_col + 1)
-    span = _new_object(Span)
-    _set_attribute(span, "__dict__", {"file": file, "line": line + 1, "column": col + 1,
-                                      "end_line": end_line + 1, "end_column": end_col + 1})
-    return span
+    return make_span(file, line + 1, col + 1, end_line + 1, end_col + 1)
 
 
 # --------------------------------------------------------------------------
@@ -211,8 +201,7 @@ def json_type(value: object) -> str:
 def describe_value(value: object) -> str:
     kind = json_type(value)
     if kind == "string":
-        text = str(value)
-        return f'"{text[:40]}..."' if len(text) > 40 else f'"{text}"'
+        return f'"{excerpt(value)}"'
     if kind == "boolean":
         return "true" if value else "false"
     if kind in ("integer", "number"):
@@ -262,8 +251,8 @@ class _Locator:
         last = path[-1]
         if isinstance(last, int):
             parent = next((p for p in reversed(path[:-1]) if isinstance(p, str)), "list")
-            return f"{parent}[{last}]"
-        return str(last)
+            return f"{excerpt(parent)}[{last}]"
+        return excerpt(last)
 
 
 def _branch_types(branch: dict[str, Any]) -> set[str]:
@@ -319,7 +308,7 @@ def _message(err: ValidationError, loc: _Locator) -> list[tuple[str, str, Span, 
         # a propertyNames failure: the key itself is wrong
         kspan = to_span(loc.file, node.pos[err.instance][0]) if isinstance(node, YMap) else loc.value_span(path)
         title = err.schema.get("title", "name")
-        return [(code, f'key "{err.instance}" in {loc.name(path)} is not a valid {title}', kspan,
+        return [(code, f'key "{excerpt(err.instance)}" in {loc.name(path)} is not a valid {title}', kspan,
                  err.schema.get("description"))]
     where = loc.name(path)
     if len(path) >= 2 and list(err.absolute_schema_path)[-2:-1] == ["additionalProperties"]:
@@ -337,7 +326,7 @@ def _message(err: ValidationError, loc: _Locator) -> list[tuple[str, str, Span, 
                 continue
             kspan = to_span(loc.file, inst.pos[key][0]) if isinstance(inst, YMap) else loc.value_span(path)
             hint = "allowed here: " + ", ".join(allowed) if allowed else None
-            out.append((code, f'unknown property "{key}" in {where}{did_you_mean(key, allowed)}', kspan, hint))
+            out.append((code, f'unknown property "{excerpt(key)}" in {where}{did_you_mean(key, allowed)}', kspan, hint))
         return out
     span = loc.value_span(path)
     got = describe_value(inst)
@@ -383,6 +372,10 @@ def _message(err: ValidationError, loc: _Locator) -> list[tuple[str, str, Span, 
     return [(code, f"{where}: {err.message}", span, None)]
 
 
+# A list of two million wrong items gave as many errors: 6 GB and two minutes.
+MAX_ERRORS_PER_DOCUMENT = 100
+
+
 def schema_diagnostics(doc: YMap, kind: str, file: str,
                        skip_top: Sequence[str] = ("apiVersion", "kind")) -> list[Diagnostic]:
     """Validate one document against its kind's schema.
@@ -395,6 +388,12 @@ def schema_diagnostics(doc: YMap, kind: str, file: str,
     loc = _Locator(doc, file, kind, skip_top)
     found: dict[tuple[object, ...], Diagnostic] = {}
     for top in validator(kind).iter_errors(doc):
+        if len(found) >= MAX_ERRORS_PER_DOCUMENT:      # errors come lazily: stop asking
+            last = max(found.values(), key=Diagnostic.sort_key).span
+            span = Span.point(last.file, last.line, last.column)
+            found[("E0008",)] = error("E0008", f"more than {MAX_ERRORS_PER_DOCUMENT} schema errors in this "
+                                               "document; the rest are not reported", span)
+            break
         for leaf in _leaf_errors(top):
             path = list(leaf.absolute_path)
             if len(path) == 1 and path[0] in skip_top:

@@ -10,13 +10,15 @@ ruamel.yaml's round trip stays where comments matter (``yaml_emit``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
-from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diagnostics import Diagnostic, Span, error, excerpt, warning
 from intentc.frontend.schema import (
     API_VERSION,
     KINDS,
+    POLICY_KIND,
     Pos,
     YList,
     YMap,
@@ -24,6 +26,8 @@ from intentc.frontend.schema import (
     to_span,
 )
 from intentc.ir import (
+    CONSTRAINT_KEYS,
+    SETTING_KEYS,
     Action,
     Batch,
     Constraints,
@@ -121,6 +125,13 @@ class _Lower:
         v = m.get(key)
         return tuple(x for x in v if isinstance(x, str)) if isinstance(v, list) else ()
 
+    def item_spans(self, m: YMap, key: str) -> tuple[Span, ...]:
+        """The spans of the string items of a list (what `strs` returns), in order."""
+        v = m.get(key)
+        if not isinstance(v, YList):
+            return ()
+        return tuple(to_span(self.file, at) for x, at in zip(v, v.pos) if isinstance(x, str))
+
     def refs(self, m: YMap, key: str) -> tuple[Ref, ...]:
         v = m.get(key)
         if isinstance(v, str):
@@ -138,8 +149,9 @@ class _Lower:
             name=name, tier=self.str_of(spec, "tier"), weight=self.int_of(spec, "weight"),
             quota_gpus=self.int_of(quota, "gpus"), quota_cpu=self.quantity(quota, "cpu"),
             quota_memory=self.quantity(quota, "memory"), group=self.str_of(spec, "group"),
-            drift=self.str_of(spec, "drift"), span=self.span(doc.at),
-            spans=self.spans(spec, {"tier": "tier", "weight": "weight", "group": "group", "drift": "drift"},
+            drift=self.str_of(spec, "drift"), max_sla=self.str_of(spec, "max_sla"), span=self.span(doc.at),
+            spans=self.spans(spec, {"tier": "tier", "weight": "weight", "group": "group", "drift": "drift",
+                                    "max_sla": "max_sla"},
                              {"name": name_span, "quota_gpus": self.vspan(quota, "gpus"),
                               "quota_cpu": self.vspan(quota, "cpu"), "quota_memory": self.vspan(quota, "memory")}))
 
@@ -173,8 +185,10 @@ class _Lower:
             batch = Batch(auto=True, max=self.int_of(b, "max"))
         return ModelSettings(
             batch=batch, seq_len=self.int_of(m, "seq_len"), kv_cache=self.str_of(m, "kv_cache"),
-            precision=self.str_of(m, "precision"), span=self.span(m.at),
-            spans=self.spans(m, {k: k for k in ("batch", "seq_len", "kv_cache", "precision")}))
+            precision=self.str_of(m, "precision"), model_memory=self.quantity(m, "model_memory"),
+            parameters=self.quantity(m, "parameters"), kv_reuse=self.float_of(m, "kv_reuse"),
+            throughput_mode=self.str_of(m, "throughput_mode"), span=self.span(m.at),
+            spans=self.spans(m, {k: k for k in SETTING_KEYS}))
 
     def action(self, spec: YMap) -> Action:
         a = self.map_of(spec, "action")
@@ -193,7 +207,7 @@ class _Lower:
         tenant = self.str_of(c, "tenant")
         return Context(
             tenant=Ref(tenant or "", self.vspan(c, "tenant") or span), tags=self.strs(c, "tags"),
-            drift=self.str_of(c, "drift"), span=span,
+            drift=self.str_of(c, "drift"), tag_spans=self.item_spans(c, "tags"), span=span,
             spans=self.spans(c, {k: k for k in ("tenant", "tags", "drift")}))
 
     def constraints(self, spec: YMap) -> Constraints:
@@ -202,17 +216,21 @@ class _Lower:
         c = self.map_of(spec, "constraints")
         g = c.get("gpus")
         gpus = None
-        if isinstance(g, YMap):
+        count = self.int_of(g, "count") if isinstance(g, YMap) else None
+        if isinstance(g, YMap) and count is not None:
+            # a count that is missing or not an integer was reported by the schema (E0210,
+            # E0211); as in the DSL, there is then no GPU request to check further
             gpus = GpuRequest(
-                count=self.int_of(g, "count") or 0, product=self.str_of(g, "product"),
+                count=count, product=self.str_of(g, "product"),
                 memory=self.quantity(g, "memory"), within=self.str_of(g, "within"),
                 prefer=self.str_of(g, "prefer"), span=self.span(g.at),
                 spans=self.spans(g, {k: k for k in ("count", "product", "memory", "within", "prefer")}))
         return Constraints(
             cpu=self.quantity(c, "cpu"), memory=self.quantity(c, "memory"), gpus=gpus,
             sla=self.str_of(c, "sla"), tolerance=self.float_of(c, "tolerance"),
-            duration=self.str_of(c, "duration"), span=self.span(c.at),
-            spans=self.spans(c, {k: k for k in ("cpu", "memory", "sla", "tolerance", "duration", "gpus")}))
+            duration=self.str_of(c, "duration"), slack=self.float_of(c, "slack"),
+            retries=self.int_of(c, "retries"), fallback=self.str_of(c, "fallback"), span=self.span(c.at),
+            spans=self.spans(c, {k: k for k in CONSTRAINT_KEYS}))
 
     def intent(self, doc: YMap, name: str, name_span: Span) -> Intent:
         spec = self.map_of(doc, "spec")
@@ -238,11 +256,17 @@ class _Lower:
             gpu_memory=self.quantity(gpu, "memory"), cpu=self.quantity(n, "cpu"),
             memory=self.quantity(n, "memory"), domains=tuple(domains),
             labels=tuple(sorted((k, v) for k, v in labels.items() if isinstance(v, str))),
-            nvidia_smi_topo=self.str_of(n, "nvidiaSmiTopo"), span=self.span(n.at),
+            nvidia_smi_topo=self.str_of(n, "nvidiaSmiTopo"), taints=self.taints(n), span=self.span(n.at),
             spans=self.spans(n, {"name": "name", "cpu": "cpu", "memory": "memory",
                                  "nvidia_smi_topo": "nvidiaSmiTopo"},
                              {"gpu_count": self.vspan(gpu, "count"), "gpu_product": self.vspan(gpu, "product"),
                               "gpu_memory": self.vspan(gpu, "memory")}))
+
+    def taints(self, n: YMap) -> tuple[tuple[str, str, str], ...]:
+        v = n.get("taints")
+        items = [t for t in v if isinstance(t, YMap)] if isinstance(v, list) else []
+        return tuple(sorted((self.str_of(t, "key") or "", self.str_of(t, "value") or "",
+                             self.str_of(t, "effect") or "") for t in items))
 
     def topology(self, doc: YMap, name: str, name_span: Span) -> Topology:
         spec = self.map_of(doc, "spec")
@@ -258,6 +282,12 @@ def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
     kind = doc.get("kind")
     if doc.get("apiVersion") == API_VERSION and kind in KINDS:
         return str(kind)
+    if doc.get("apiVersion") == API_VERSION and kind == POLICY_KIND:
+        if "policies" not in Path(file).parts[:-1]:
+            diags.append(warning("W1003", "a Policy is read from policies/*.yaml only; this one is ignored",
+                                 to_span(file, doc.pos["kind"][1]),
+                                 hint="move it into the repository's policies/ directory (docs/policies.md)"))
+        return None                                    # intentc.policy.load reads it
     first_key = to_span(file, next(iter(doc.pos.values()))[0]) if doc.pos else to_span(file, doc.at)
     kinds = ", ".join(KINDS)
     api = doc.get("apiVersion")
@@ -265,14 +295,14 @@ def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
         diags.append(error("E0210", 'missing required property "apiVersion"', first_key,
                            hint=f"add `apiVersion: {API_VERSION}`"))
     elif api != API_VERSION:
-        shown = f'"{api}"' if isinstance(api, str) else repr(api)
+        shown = f'"{excerpt(api)}"' if isinstance(api, str) else excerpt(repr(api))
         diags.append(error("E0204", f"unknown apiVersion {shown}{did_you_mean(api, [API_VERSION])}",
                            to_span(file, doc.pos["apiVersion"][1]), hint=f"intentc reads {API_VERSION}"))
     if "kind" not in doc:
         diags.append(error("E0210", f'missing required property "kind" (one of {kinds})', first_key))
         return None
     if kind not in KINDS:
-        shown = f'"{kind}"' if isinstance(kind, str) else repr(kind)
+        shown = f'"{excerpt(kind)}"' if isinstance(kind, str) else excerpt(repr(kind))
         diags.append(error("E0204", f"unknown kind {shown}{did_you_mean(kind, KINDS)}",
                            to_span(file, doc.pos["kind"][1]), hint=f"kinds: {kinds}"))
         return None
@@ -293,7 +323,9 @@ def parse(source: SourceFile) -> tuple[Program, list[Diagnostic]]:
             continue                                   # an empty document (`---` at the end)
         documents += 1
         if not isinstance(root, YMap):
-            what = "a list" if isinstance(root, list) else f'the scalar "{root}"'
+            # never the scalar itself: a file that is not YAML at all (a token, a key)
+            # parses as one scalar, and this message goes into CI annotations and logs
+            what = "a list" if isinstance(root, list) else f"a scalar of {len(str(root))} characters"
             diags.append(error("E0206", f"a YAML document must be a mapping (apiVersion, kind, metadata, spec), "
                                         f"got {what}", to_span(source.path, at)))
             continue

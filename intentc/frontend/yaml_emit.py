@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -77,7 +77,8 @@ def _document(kind: str, name: str, spec: CommentedMap | None) -> CommentedMap:
 def _tenant(t: Tenant) -> CommentedMap:
     quota = _map([("gpus", t.quota_gpus), ("cpu", t.quota_cpu), ("memory", t.quota_memory)])
     return _document("Tenant", t.name, _map([("tier", t.tier), ("weight", t.weight), ("quota", quota),
-                                             ("group", t.group), ("drift", t.drift)]))
+                                             ("group", t.group), ("drift", t.drift),
+                                             ("max_sla", t.max_sla)]))
 
 
 def _dataset(d: Dataset) -> CommentedMap:
@@ -104,7 +105,8 @@ def _settings(s: ModelSettings | None) -> CommentedMap | None:
     if s is None:
         return None
     return _map([("batch", _batch(s.batch)), ("seq_len", s.seq_len), ("kv_cache", s.kv_cache),
-                 ("precision", s.precision)])
+                 ("precision", s.precision), ("model_memory", s.model_memory), ("parameters", s.parameters),
+                 ("kv_reuse", s.kv_reuse), ("throughput_mode", s.throughput_mode)])
 
 
 def _action(a: Action) -> CommentedMap:
@@ -123,7 +125,8 @@ def _constraints(c: Constraints) -> CommentedMap:
         gpus = _map([("count", g.count), ("product", g.product), ("memory", g.memory),
                      ("within", g.within), ("prefer", g.prefer)])
     return _map([("cpu", c.cpu), ("memory", c.memory), ("gpus", gpus), ("sla", c.sla),
-                 ("tolerance", c.tolerance), ("duration", c.duration)])
+                 ("tolerance", c.tolerance), ("duration", c.duration), ("slack", c.slack),
+                 ("retries", c.retries), ("fallback", c.fallback)])
 
 
 def _intent(i: Intent) -> CommentedMap:
@@ -140,7 +143,8 @@ def _node(n: TopologyNode) -> CommentedMap:
         gpu = _map([("product", n.gpu_product), ("count", n.gpu_count), ("memory", n.gpu_memory)])
     return _map([("name", n.name), ("gpu", gpu), ("cpu", n.cpu), ("memory", n.memory),
                  ("domains", _map(n.domains)), ("labels", _map(n.labels)),
-                 ("nvidiaSmiTopo", n.nvidia_smi_topo)])
+                 ("nvidiaSmiTopo", n.nvidia_smi_topo),
+                 ("taints", tuple(_map([("key", k), ("value", v or None), ("effect", e)]) for k, v, e in n.taints))])
 
 
 def _topology(t: Topology) -> CommentedMap:
@@ -194,7 +198,14 @@ def dump_program(program: Program, schema_base: str | None = None) -> str:
     the yaml-language-server modeline so editors validate it.  Without it no
     modeline is written: a guessed location would be a broken link.
     """
-    docs = documents(program)
+    return dump_documents(documents(program), schema_base)
+
+
+def dump_documents(docs: list[tuple[str, CommentedMap]], schema_base: str | None = None,
+                   header: Sequence[str] = (), footer: Sequence[str] = ()) -> str:
+    """`dump_program` for documents built (and perhaps commented) already;
+    `header` and `footer` hold comment lines for the top and the end of the file."""
+    top = "".join(f"{line}\n" for line in header) + ("\n" if header else "")
     if not docs:
         return ""
     y = _dumper()
@@ -203,7 +214,7 @@ def dump_program(program: Program, schema_base: str | None = None) -> str:
         buf = io.StringIO()
         y.dump(doc, buf)
         parts.append(buf.getvalue())
-    body = "---\n".join(parts)
+    body = top + "---\n".join(parts) + "".join(f"{line}\n" for line in footer)
     if schema_base is None:
         return body
     base = schema_base.rstrip("/")

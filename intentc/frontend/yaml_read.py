@@ -39,7 +39,7 @@ from yaml.events import (
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
-from intentc.diagnostics import Diagnostic, Related, error
+from intentc.diagnostics import Diagnostic, Related, error, excerpt
 from intentc.frontend.schema import (
     Pos,
     YList,
@@ -229,7 +229,7 @@ class Reader:
                 assert isinstance(key, str)
                 if key in obj.pos:
                     first = obj.pos[key][0]
-                    self.err("E0205", f'duplicate key "{key}" in {f.label}', f.key_at,
+                    self.err("E0205", f'duplicate key "{excerpt(key)}" in {f.label}', f.key_at,
                              hint="a key may appear once per mapping; the first value is used",
                              related=(Related("first written here", to_span(self.file, first)),))
                     return
@@ -247,7 +247,7 @@ class Reader:
                 return "document"
             f = stack[-1]
             if f.is_map:
-                return f.key if isinstance(f.key, str) else f.label
+                return excerpt(f.key) if isinstance(f.key, str) else f.label
             return f"{f.label}[{len(f.obj)}]"
 
         while True:
@@ -308,7 +308,7 @@ class Reader:
                 start = (s.line + off, s.column, s.line + off, s.column)
                 made: YMap | YList = YMap(start) if t is MappingStartEvent else YList(start)
                 if ev.tag and ev.tag not in ("!", _T + "map", _T + "seq", _T + "omap"):
-                    self.err("E0211", f'unsupported YAML tag "{_short(ev.tag)}"', start)
+                    self.err("E0211", f'unsupported YAML tag "{excerpt(_short(ev.tag))}"', start)
                 if ev.anchor:
                     anchors[ev.anchor] = None
                 stack.append(_Frame(made, child_label(), ev.anchor, start))
@@ -330,13 +330,13 @@ class Reader:
                 s, e = ev.start_mark, ev.end_mark
                 at = (s.line + off, s.column, e.line + off, e.column)
                 if ev.anchor not in anchors:
-                    self.err("E0201", f'YAML syntax error: unknown alias "*{ev.anchor}"', at,
-                             hint=f'define the anchor "&{ev.anchor}" before using it')
+                    self.err("E0201", f'YAML syntax error: unknown alias "*{excerpt(ev.anchor)}"', at,
+                             hint=f'define the anchor "&{excerpt(ev.anchor)}" before using it')
                     attach(None, at, 1, 0, "")
                     continue
                 target = anchors[ev.anchor]
                 if target is None:
-                    self.err("E0202", f'alias "*{ev.anchor}" refers to a value that contains it', at)
+                    self.err("E0202", f'alias "*{excerpt(ev.anchor)}" refers to a value that contains it', at)
                     skipping = True
                     continue
                 value, size, height = target
@@ -387,7 +387,7 @@ class Reader:
             if tag == _FLOAT:
                 return _CONSTRUCT.construct_yaml_float(ScalarNode(tag, raw))
         except (ValueError, TypeError, IndexError):
-            self.err("E0211", f'"{raw}" is not a valid {_short(tag)} value', at)
+            self.err("E0211", f'"{excerpt(raw)}" is not a valid {_short(tag)} value', at)
             return raw
         if tag not in _KNOWN_SCALAR_TAGS:
             self.err("E0211", f'unsupported YAML tag "{_short(tag)}"', at,

@@ -16,14 +16,15 @@ import json
 import logging
 import os
 import threading
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from typing import TYPE_CHECKING
 
 import urllib3
+import yaml
 
 from intentc.kube.errors import ConfigError, KubeError, NotFound, Unreachable
+from intentc.kube.kubeconfig import kubeconfig_files, load_merged
 from intentc.kube.resources import KNOWN, Resource
 from intentc.render.model import ObjectRef
 
@@ -56,27 +57,34 @@ class KubeClient:
     @classmethod
     def connect(cls, kubeconfig: str | None = None, context: str | None = None,
                 pool_size: int = 16) -> "KubeClient":
-        """From a kubeconfig (flag, $KUBECONFIG, ~/.kube/config) or, with none
-        of those present inside a pod, the in-cluster service account."""
+        """From a kubeconfig (flag, else the files $KUBECONFIG lists, merged as
+        kubectl merges them, else ~/.kube/config) or, with none of those present
+        inside a pod, the in-cluster service account."""
         from kubernetes import client as k8s
         from kubernetes import config as k8s_config
         from kubernetes.config.config_exception import ConfigException
 
         cfg = k8s.Configuration()
-        path = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-        first = os.path.expanduser(path.split(os.pathsep)[0])
+        chosen = kubeconfig_files(kubeconfig)
+        shown = os.pathsep.join(chosen.files or chosen.wanted)
         try:
-            if kubeconfig is None and not Path(first).exists() and os.environ.get("KUBERNETES_SERVICE_HOST"):
-                k8s_config.load_incluster_config(client_configuration=cfg)
+            if not chosen.files:
+                if not chosen.explicit and os.environ.get("KUBERNETES_SERVICE_HOST"):
+                    k8s_config.load_incluster_config(client_configuration=cfg)
+                else:
+                    raise ConfigError(f"kubeconfig not found: {shown} (pass --kubeconfig or set KUBECONFIG)")
             else:
-                if not Path(first).exists():
-                    raise ConfigError(f"kubeconfig not found: {first} (pass --kubeconfig or set KUBECONFIG)")
-                k8s_config.load_kube_config(config_file=first, context=context,
-                                            client_configuration=cfg, persist_config=False)
+                load_merged(chosen.files, context, cfg)
+        except ConfigError:
+            raise
         except ConfigException as e:
-            raise ConfigError(f"cannot load kubeconfig {first}: {e}") from None
-        except (OSError, ValueError) as e:
-            raise ConfigError(f"cannot load kubeconfig {first}: {e}") from None
+            raise ConfigError(f"cannot load kubeconfig {shown}: {_excerpt(str(e))}") from None
+        except (OSError, ValueError, yaml.YAMLError) as e:
+            raise ConfigError(f"cannot load kubeconfig {shown}: {_excerpt(str(e))}") from None
+        except Exception as e:  # noqa: BLE001 - the loader raises anything on malformed YAML/shapes
+            raise ConfigError(f"cannot load kubeconfig {shown}: {_config_problem(e)}") from None
+        if not str(cfg.host).startswith(("https://", "http://")):
+            raise ConfigError(f"cannot load kubeconfig {shown}: the cluster's server is not an http(s) URL")
         cfg.connection_pool_maxsize = pool_size
         # One retry on a broken connection, without urllib3 logging each attempt to stderr.
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
@@ -114,6 +122,26 @@ class KubeClient:
         if not 200 <= resp.status < 300:
             raise KubeError.from_status(resp.status, data or b"")
         return json.loads(data) if data else None
+
+    def storage_ready(self) -> tuple[bool, str]:
+        """The API server's own view of etcd (`/readyz/etcd`, readable by every
+        authenticated user).  A server without that check counts as ready."""
+        try:
+            m, url, hdrs, payload, _ = self.api.param_serialize(
+                "GET", "/readyz/etcd", header_params={"Accept": "text/plain"}, auth_settings=["BearerToken"])
+            resp = self.api.call_api(m, url, header_params=hdrs, body=payload, _request_timeout=(5.0, 10.0))
+            status, text = resp.status, resp.read().decode("utf-8", "replace")
+        except urllib3.exceptions.ReadTimeoutError:
+            return False, "no answer from its etcd check within 10 s"
+        except urllib3.exceptions.HTTPError as e:
+            raise Unreachable(f"cannot reach the API server at {self.host}: {_reason(e)}") from None
+        except api_exception() as e:
+            if e.status == 0:
+                raise Unreachable(f"cannot reach the API server at {self.host}: {e.reason}") from None
+            status, text = int(e.status), str(e.body or "")
+        if status in (401, 403, 404):
+            return True, ""
+        return 200 <= status < 300, _excerpt(text)
 
     # -- discovery ----------------------------------------------------------
     def version(self) -> str:
@@ -154,9 +182,11 @@ class KubeClient:
             return None
 
     def list(self, api_version: str, kind: str, namespace: str = "",
-             label_selector: str = "") -> list[dict[str, Any]]:
+             label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]:
         res = self.resource(api_version, kind)
         query = [("labelSelector", label_selector)] if label_selector else []
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
         data = self.request("GET", res.path(namespace), query)
         items = data.get("items") or []
         for item in items:      # list items omit their own apiVersion/kind
@@ -173,6 +203,17 @@ class KubeClient:
         if dry_run:
             query.append(("dryRun", "All"))
         return dict(self.request("PATCH", self._path(ObjectRef.of(body)), query, dict(body), APPLY_PATCH))
+
+    def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a new object; AlreadyExists when the name is taken."""
+        ref = ObjectRef.of(body)
+        path = self.resource(ref.api_version, ref.kind).path(ref.namespace)
+        return dict(self.request("POST", path, (), dict(body), "application/json"))
+
+    def replace(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT the whole object; with metadata.resourceVersion set, `Outdated`
+        when someone wrote it since it was read."""
+        return dict(self.request("PUT", self._path(ObjectRef.of(body)), (), dict(body), "application/json"))
 
     def delete(self, ref: ObjectRef, *, dry_run: bool = False) -> bool:
         """Delete with background propagation (dependents go too, without
@@ -196,6 +237,20 @@ class KubeClient:
         data = self.request("GET", res.path(ref.namespace), [("fieldSelector", selector)])
         items = data.get("items") or []
         return sorted(items, key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+
+
+def _excerpt(text: str, limit: int = 160) -> str:
+    """Loader messages can quote the file; a kubeconfig holds credentials, so only a short excerpt."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def _config_problem(e: Exception) -> str:
+    """What is wrong with a kubeconfig, without quoting it (it holds tokens and keys)."""
+    mark = getattr(e, "problem_mark", None)
+    if mark is not None:
+        return f"not valid YAML (line {mark.line + 1}, column {mark.column + 1})"
+    return f"not a kubeconfig ({type(e).__name__})"
 
 
 def _reason(e: urllib3.exceptions.HTTPError) -> str:

@@ -38,6 +38,8 @@ class KubeError(Exception):
             return NotFound(message, status, reason)
         if status == 409 and reason == "Conflict" and causes:
             return ApplyConflict.from_causes(message, causes)
+        if status == 409 and reason == "Conflict":
+            return Outdated(message, status, reason)
         if status == 409:
             return AlreadyExists(message, status, reason)
         if status == 422:
@@ -65,6 +67,11 @@ class Invalid(KubeError):
 
 class AccessDenied(KubeError):
     pass
+
+
+class Outdated(KubeError):
+    """A write carried a resourceVersion the object no longer has: someone
+    else wrote it first (optimistic concurrency); read again and retry."""
 
 
 class Unreachable(KubeError):

@@ -56,5 +56,6 @@ KNOWN: dict[tuple[str, str], Resource] = {
         Resource("batch/v1", "CronJob", "cronjobs", True),
         Resource("batch/v1beta1", "CronJob", "cronjobs", True),
         Resource("apps/v1", "Deployment", "deployments", True),
+        Resource("coordination.k8s.io/v1", "Lease", "leases", True),
     )
 }

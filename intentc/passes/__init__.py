@@ -15,8 +15,10 @@ from intentc.diagnostics import Diagnostic
 from intentc.ir import Program
 from intentc.passes.domain import check_domain
 from intentc.passes.duplicates import check_duplicates
+from intentc.passes.kube_limits import check_kube_limits
 from intentc.passes.names import resolve_names
 from intentc.passes.products import check_gpu_products
+from intentc.passes.tenancy import check_tenancy
 
 Pass = Callable[[Program], tuple[Program, list[Diagnostic]]]
 
@@ -24,13 +26,15 @@ PASSES: tuple[Pass, ...] = (
     check_duplicates,
     resolve_names,
     check_domain,
+    check_kube_limits,
     check_gpu_products,
+    check_tenancy,
 )
 
 # Local passes look at one declaration at a time, so the loader runs them per
 # file, next to parsing: their diagnostics are cached with the file and
 # computed in the parse workers.  Global passes need the whole repository.
-LOCAL_PASSES: tuple[Pass, ...] = (check_domain,)
+LOCAL_PASSES: tuple[Pass, ...] = (check_domain, check_kube_limits)
 GLOBAL_PASSES: tuple[Pass, ...] = tuple(p for p in PASSES if p not in LOCAL_PASSES)
 
 

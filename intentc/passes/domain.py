@@ -11,21 +11,20 @@ import enum
 import re
 from typing import Iterator
 
-from intentc.diagnostics import Diagnostic, Span, error, warning
+from intentc.diagnostics import EXCERPT_CHARS, Diagnostic, Span, error, excerpt, warning
 from intentc.duration import parse_duration
-from intentc.ir import (ActionKind, DriftPolicy, FieldSpans, Intent, KvCache, ModelSettings,
-                        Precision, Program, Scope, SlaClass, Tenant, Tier, TriggerKind,
+from intentc.ir import (ActionKind, DriftPolicy, Fallback, FieldSpans, Intent, KvCache, ModelSettings,
+                        Precision, Program, Scope, SlaClass, Tenant, ThroughputMode, Tier, TriggerKind,
                         vocabulary)
 from intentc.suggest import did_you_mean, one_of
-from intentc.quantity import parse_quantity
+from intentc.tolerance import DEFAULT_SLA, allowed_precisions
+from intentc.quantity import parse_parameters, parse_quantity
 
 BATCH_MAX = 2048
 SEQ_LEN_MAX = 32768
 RECYCLE_SEQ_LEN_MAX = 4096
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_MAX = 63
-_CRON_FIELD = re.compile(r"^(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*$")
-_CRON_MACROS = {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
 Check = Iterator[Diagnostic]
 
@@ -37,16 +36,17 @@ def _at(spans: FieldSpans, key: str, default: Span) -> Span:
 def _vocab(code: str, what: str, value: str | None, enum_cls: type[enum.Enum], span: Span) -> Check:
     if value is not None and value not in vocabulary(enum_cls):
         allowed = vocabulary(enum_cls)
-        yield error(code, f'unknown {what} "{value}"{did_you_mean(value, allowed)}', span,
+        yield error(code, f'unknown {what} "{excerpt(value)}"{did_you_mean(value, allowed)}', span,
                     hint=f"use {one_of(allowed)}")
 
 
 def dns_label(kind: str, name: str, span: Span) -> Check:
     if len(name) > DNS1123_MAX or not DNS1123_LABEL.match(name):
         fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:DNS1123_MAX] or "name"
-        yield error("E0410", f'{kind} name "{name}" is not a DNS-1123 label', span,
+        example = f', e.g. "{fixed}"' if len(fixed) <= EXCERPT_CHARS else ""   # never a long echo
+        yield error("E0410", f'{kind} name "{excerpt(name)}" is not a DNS-1123 label', span,
                     hint=f"lower-case letters, digits and '-', at most {DNS1123_MAX} characters, "
-                         f'starting and ending with a letter or digit, e.g. "{fixed}"')
+                         f"starting and ending with a letter or digit{example}")
 
 
 def _quantity(what: str, value: str | None, span: Span, positive: bool = False) -> Check:
@@ -54,10 +54,10 @@ def _quantity(what: str, value: str | None, span: Span, positive: bool = False) 
         return
     q = parse_quantity(value)
     if q is None:
-        yield error("E0411", f'{what} "{value}" is not a valid quantity', span,
+        yield error("E0411", f'{what} "{excerpt(value)}" is not a valid quantity', span,
                     hint='write a Kubernetes quantity such as "500m", "16", "64Gi"')
     elif positive and q <= 0:
-        yield error("E0413", f"{what} must be greater than zero, got {value}", span)
+        yield error("E0413", f"{what} must be greater than zero, got {excerpt(value)}", span)
 
 
 def check_tenant(t: Tenant) -> Check:
@@ -94,23 +94,21 @@ def check_settings(s: ModelSettings, fallback: Span) -> Check:
                              f"sequences longer than {RECYCLE_SEQ_LEN_MAX} tokens use \"retain\"",
                     at("kv_cache"), hint="write `kv_cache: retain`, or lower seq_len to 4096")
     yield from _vocab("E0406", "precision", s.precision, Precision, at("precision"))
-
-
-def _check_cron(expr: str, span: Span) -> Check:
-    fields = expr.split()
-    if expr.strip() in _CRON_MACROS:
-        return
-    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
-        yield error("E0417", f'"{expr}" is not a cron schedule', span,
-                    hint='five fields: minute hour day-of-month month day-of-week, e.g. "0 2 * * *"')
+    yield from _quantity("model_memory", s.model_memory, at("model_memory"), positive=True)
+    if s.parameters is not None and not parse_parameters(s.parameters):
+        yield error("E1001", f'parameters "{s.parameters}" is not a parameter count', at("parameters"),
+                    hint="a positive number with an optional K, M, B or T suffix, e.g. 8B or 350M")
+    if s.kv_reuse is not None and not 0 <= s.kv_reuse <= 1:
+        yield error("E1002", f"kv_reuse must be between 0 and 1, got {s.kv_reuse}", at("kv_reuse"),
+                    hint="the expected share of KV-cache entries reused between requests, e.g. 0.8")
+    yield from _vocab("E1003", "throughput mode", s.throughput_mode, ThroughputMode, at("throughput_mode"))
 
 
 def check_intent(i: Intent) -> Check:
     yield from dns_label("intent", i.name, _at(i.spans, "name", i.span))
     trig = i.trigger
     yield from _vocab("E0420", "trigger", trig.kind, TriggerKind, trig.span)
-    if trig.kind == TriggerKind.SCHEDULE.value and trig.schedule is not None:
-        yield from _check_cron(trig.schedule, trig.span)
+    # the schedule itself is checked against Kubernetes' parser in passes.kube_limits
 
     act = i.action
     yield from _vocab("E0420", "action kind", act.kind, ActionKind, _at(act.spans, "kind", act.span))
@@ -143,8 +141,31 @@ def check_intent(i: Intent) -> Check:
         yield error("E0414", f"tolerance must be in (0, 1], got {c.tolerance}",
                     _at(c.spans, "tolerance", c.span), hint="e.g. 0.95 tolerates 5% failed work")
     if c.duration is not None and parse_duration(c.duration) is None:
-        yield error("E0415", f'"{c.duration}" is not a duration', _at(c.spans, "duration", c.span),
+        yield error("E0415", f'"{excerpt(c.duration)}" is not a duration', _at(c.spans, "duration", c.span),
                     hint='a number with a unit s, m, h or d, e.g. "45m" or "1h30m"')
+    precision = act.settings.precision if act.settings is not None else None
+    if precision in vocabulary(Precision) and c.tolerance is not None and 0 < c.tolerance <= 1:
+        allowed = allowed_precisions(c.sla, c.tolerance)
+        if precision not in allowed:
+            assert act.settings is not None
+            yield error("E1011", f"precision {precision} is not allowed for sla {c.sla or DEFAULT_SLA} with "
+                                 f"tolerance {c.tolerance}: it allows {', '.join(allowed)}",
+                        _at(act.settings.spans, "precision", act.settings.span),
+                        hint="lower the tolerance (it is the share of the reference result accepted, "
+                             "0.9 allows 10 % less) or use a wider precision (docs/sizing.md)")
+    if c.slack is not None and not 0 <= c.slack <= 10:
+        yield error("E1004", f"slack must be between 0 and 10, got {c.slack}", _at(c.spans, "slack", c.span),
+                    hint="the Job may run duration x (1 + slack) before it is stopped; e.g. 0.5")
+    if c.retries is not None and not 0 <= c.retries <= 100:
+        yield error("E1005", f"retries must be between 0 and 100, got {c.retries}",
+                    _at(c.spans, "retries", c.span))
+    yield from _vocab("E1006", "fallback", c.fallback, Fallback, _at(c.spans, "fallback", c.span))
+    if act.kind == ActionKind.SERVE.value:
+        for key, given in (("retries", c.retries is not None), ("fallback", c.fallback is not None),
+                           ("slack", c.slack is not None)):
+            if given:
+                yield error("E1007", f"`{key}` applies to run-to-completion actions (Jobs), not serve",
+                            _at(c.spans, key, c.span), hint="a Deployment restarts its pods itself")
     g = c.gpus
     if g is not None:
         if g.count <= 0:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from intentc.diagnostics import Diagnostic, Related, error
+from intentc.diagnostics import Diagnostic, Related, error, excerpt
 from intentc.ir import Dataset, Intent, Program, Tenant, Topology
 
 Named = Tenant | Dataset | Intent | Topology
@@ -22,7 +22,7 @@ def _duplicates(kind: str, decls: Sequence[Named]) -> list[Diagnostic]:
         if d.name in first:
             orig = first[d.name]
             diags.append(error(
-                "E0304", f'{kind} "{d.name}" is declared more than once',
+                "E0304", f'{kind} "{excerpt(d.name)}" is declared more than once',
                 d.spans.get("name", d.span),
                 hint=f"rename one of them or remove the duplicate {kind}",
                 related=[Related(f'first declaration of {kind} "{d.name}"',

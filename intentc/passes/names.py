@@ -7,7 +7,7 @@ declares it (external data) or some intent produces it.
 
 from __future__ import annotations
 
-from intentc.diagnostics import Diagnostic, error
+from intentc.diagnostics import Diagnostic, error, excerpt
 from intentc.ir import Program, Ref
 from intentc.suggest import did_you_mean
 
@@ -18,7 +18,7 @@ def _dangling(ref: Ref, known: set[str]) -> bool:
 
 
 def _unknown(code: str, kind: str, ref: Ref, known: set[str], hint: str) -> Diagnostic:
-    return error(code, f'unknown {kind} "{ref.name}"{did_you_mean(ref.name, known)}', ref.span,
+    return error(code, f'unknown {kind} "{excerpt(ref.name)}"{did_you_mean(ref.name, known)}', ref.span,
                  hint=hint)
 
 

@@ -7,7 +7,7 @@ clusters an intent can land on.  But silence would let a typo such as
 
 from __future__ import annotations
 
-from intentc.diagnostics import Diagnostic, warning
+from intentc.diagnostics import Diagnostic, excerpt, warning
 from intentc.ir import Program
 from intentc.suggest import did_you_mean
 
@@ -24,7 +24,7 @@ def check_gpu_products(program: Program) -> tuple[Program, list[Diagnostic]]:
             continue
         names = ", ".join(f'"{t.name}"' for t in program.topologies)
         diags.append(warning(
-            "W0401", f'no topology offers GPU product "{gpus.product}"'
+            "W0401", f'no topology offers GPU product "{excerpt(gpus.product)}"'
                      f"{did_you_mean(gpus.product, offered)}",
             gpus.spans.get("product", gpus.span),
             hint=f"topologies {names} offer: {', '.join(sorted(offered)) or 'no GPUs'}"))

@@ -3,8 +3,10 @@
 First by SLA class (P0 before P1 ...; an intent without one is P2, the
 middle of the range).  Within a class, weighted fair share between tenants:
 the next intent comes from the tenant with the lowest allocated/weight
-ratio so far, ties to the tenant name; within a tenant, earlier waves first,
-then smaller gangs first, then by intent name.  Ratios are compared exactly
+ratio so far, ties to the tenant name; within a tenant, the caller's `first`
+key (the schedule passes the longest chain of work the intent holds up,
+longest first: list scheduling for makespan), then earlier waves, then
+smaller gangs first, then by intent name.  Ratios are compared exactly
 (as integers), and nothing depends on the order declarations appear in the
 files.
 
@@ -14,7 +16,10 @@ every GPU in fair share, so no tenant gains by splitting work.  An intent
 that must win over its tenant's smaller ones says so with a higher SLA class.
 
 Allocation counts carry over from one SLA class to the next, so a tenant
-that got a lot of P0 capacity waits its turn in P1.
+that got a lot of P0 capacity waits its turn in P1.  In a plan over time
+(`schedule.py`) the counts start, at each instant, from the GPUs each tenant
+holds at that instant, so fair share holds at every instant, not only
+across the plan.
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ def sla_rank(intent: ir.Intent) -> int:
         return DEFAULT_SLA.rank
 
 
+def sla_name(intent: ir.Intent) -> str:
+    return f"P{sla_rank(intent)}"
+
+
 def tenant_weight(tenant: ir.Tenant | None) -> int:
     """An explicit positive weight, else the tier's default (gold 4, silver 2, bronze 1)."""
     if tenant is not None and tenant.weight is not None and tenant.weight > 0:
@@ -57,9 +66,9 @@ class TenantTerms:
 class FairShare:
     """Tracks GPUs allocated per tenant and hands out intents in admission order."""
 
-    def __init__(self, terms: Mapping[str, TenantTerms]) -> None:
+    def __init__(self, terms: Mapping[str, TenantTerms], allocated: Mapping[str, int] | None = None) -> None:
         self.terms = dict(terms)
-        self.allocated: dict[str, int] = {t: 0 for t in self.terms}
+        self.allocated: dict[str, int] = {t: (allocated or {}).get(t, 0) for t in self.terms}
         # allocated/weight compared exactly as integers: allocated * (L / weight), L = lcm of weights
         lcm = math.lcm(*(t.weight for t in self.terms.values())) if self.terms else 1
         self._scale = {t: lcm // terms.weight for t, terms in self.terms.items()}
@@ -74,14 +83,20 @@ class FairShare:
     def _share(self, tenant: str) -> int:
         return self.allocated.get(tenant, 0) * self._scale[tenant]
 
-    def order(self, intents: Sequence[ir.Intent], wave_of: Mapping[str, int]) -> Iterator[ir.Intent]:
-        """Yield intents in admission order; call `charge` between yields to steer it."""
+    def order(self, intents: Sequence[ir.Intent], wave_of: Mapping[str, int],
+              rank_of: Mapping[str, int] | None = None,
+              first: Mapping[str, int] | None = None) -> Iterator[ir.Intent]:
+        """Yield intents in admission order; call `charge` between yields to steer it.
+        (`rank_of`: SLA ranks by intent name, when the caller has them already.)"""
         classes: dict[int, dict[str, list[ir.Intent]]] = {}
         for intent in intents:
-            classes.setdefault(sla_rank(intent), {}).setdefault(intent.tenant, []).append(intent)
+            rank = rank_of[intent.name] if rank_of is not None else sla_rank(intent)
+            classes.setdefault(rank, {}).setdefault(intent.tenant, []).append(intent)
         late = len(wave_of) + 1
         for rank in sorted(classes):
-            queues = {t: deque(sorted(q, key=lambda i: (wave_of.get(i.name, late), i.gpu_count, i.name)))
+            lead = first or {}
+            queues = {t: deque(sorted(q, key=lambda i: (lead.get(i.name, 0), wave_of.get(i.name, late),
+                                                        i.gpu_count, i.name)))
                       for t, q in sorted(classes[rank].items())}
             while queues:
                 tenant = min(queues, key=lambda t: (self._share(t), t))

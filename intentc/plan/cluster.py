@@ -109,6 +109,12 @@ class View:
     eligible: list[bool]        # per node index
     free: list[int]             # per domain id
     cap: list[int]              # per domain id
+    # eligible nodes by free GPUs (free count -> leaf domain ids): the best fit for k GPUs on one
+    # node is in the first non-empty bucket from k up, so the search never scans every node
+    # (nodes in a multi-node NVLink domain are kept apart in `shared`: while such domains are
+    # protected they rank by the domain's free GPUs, not their own)
+    buckets: dict[int, set[int]] = field(default_factory=dict)
+    shared: dict[int, set[int]] = field(default_factory=dict)
 
 
 class Cluster:
@@ -151,7 +157,9 @@ class Cluster:
             self.by_depth[d.depth].append(d)
         self.leaf_depth = len(self.levels)
         self.nvlink_depth = self.depth_of("nvlink")
+        self._shared = {n.leaf.id: self.in_shared_nvlink(n) for n in self.nodes}
         self._views: dict[Filter, View] = {}
+        self.version = 0            # bumped on every take / release (lets callers cache failed searches)
 
     def _domain(self, level: str, name: str, depth: int, parent: Domain | None, seed: int) -> Domain:
         d = Domain(len(self.domains), level, name, depth, parent, tiebreak(name, seed))
@@ -196,7 +204,19 @@ class Cluster:
                         free[d.id] += n.free_count
                         cap[d.id] += n.capacity
             found = self._views[flt] = View(flt, eligible, free, cap)
+            for n, ok in zip(self.nodes, eligible):
+                if ok:
+                    self._bucket(found, n).setdefault(n.free_count, set()).add(n.leaf.id)
         return found
+
+    def in_shared_nvlink(self, node: NodeState) -> bool:
+        """True if the node's NVLink domain holds other nodes too (an NVL72-style rack)."""
+        if self.nvlink_depth >= self.leaf_depth:
+            return False
+        return len(node.leaf.at_depth(self.nvlink_depth).children) > 1
+
+    def _bucket(self, view: View, node: NodeState) -> dict[int, set[int]]:
+        return view.shared if self._shared[node.leaf.id] else view.buckets
 
     def take(self, node: NodeState, gpus: tuple[int, ...]) -> None:
         mask = _mask(gpus)
@@ -214,11 +234,17 @@ class Cluster:
         self._count(node, len(gpus))
 
     def _count(self, node: NodeState, delta: int) -> None:
+        self.version += 1
         chain = node.leaf.ancestors()
+        leaf = node.leaf.id
         for view in self._views.values():
             if view.filter.admits(node):
+                old = view.free[leaf]
                 for d in chain:
                     view.free[d.id] += delta
+                buckets = self._bucket(view, node)
+                buckets[old].discard(leaf)
+                buckets.setdefault(old + delta, set()).add(leaf)
 
 
 def _mask(gpus: tuple[int, ...]) -> int:

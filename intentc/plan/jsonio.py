@@ -12,10 +12,12 @@ import json
 from typing import Any
 
 from intentc.plan.model import (
+    BatchSizing,
     Metrics,
     NodeAllocation,
     Placement,
     Plan,
+    Strategy,
     TenantShare,
     Unplaced,
 )
@@ -31,6 +33,7 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
         "apiVersion": API_VERSION,
         "kind": KIND,
         "topology": plan.topology,
+        "basis": {"kind": plan.basis, "notes": list(plan.basis_notes)},
         "seed": plan.seed,
         "waves": [list(w) for w in plan.waves],
         "placements": [{
@@ -39,6 +42,10 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
             "wave": wave_of.get(p.intent),
             "gpus": p.gpu_count,
             "interconnect": p.interconnect,
+            "sla": p.sla,
+            "start_s": p.start_s,
+            "end_s": p.end_s,
+            "ready_s": p.ready_s,
             "domains": [{"level": lvl, "domain": dom} for lvl, dom in p.domains],
             "allocations": [{
                 "node": a.node, "gpus": list(a.gpus), "numa_nodes": list(a.numa_nodes),
@@ -50,6 +57,7 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
         "tenants": [{
             "tenant": t.tenant, "weight": t.weight, "quota_gpus": t.quota_gpus,
             "requested_gpus": t.requested_gpus, "allocated_gpus": t.allocated_gpus,
+            "gpu_seconds": t.gpu_seconds,
         } for t in plan.tenants],
         "metrics": {
             "gpus_total": m.gpus_total,
@@ -59,7 +67,14 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
             "jain_fairness": m.jain_fairness,
             "makespan_s": m.makespan_s,
             "critical_path": list(m.critical_path),
+            "critical_path_s": m.critical_path_s,
+            "queued": m.queued,
+            "gpu_seconds": m.gpu_seconds,
         },
+        "batches": [{"intent": b.intent, "size": b.size, "max": b.max, "estimate": b.estimate,
+                     "derivation": b.derivation} for b in plan.batches],
+        "strategies": [{"intent": s.intent, "strategy": s.strategy, "fragmentation": s.fragmentation,
+                        "domain": s.domain, "precisions": list(s.precisions)} for s in plan.strategies],
     }
 
 
@@ -78,15 +93,21 @@ def plan_from_obj(doc: dict[str, Any]) -> Plan:
             tuple(NodeAllocation(a["node"], tuple(a["gpus"]), tuple(a["numa_nodes"]),
                                  tuple(a["nics"]), a["link"]) for a in p["allocations"]),
             tuple((d["level"], d["domain"]) for d in p["domains"]),
-            p["interconnect"]) for p in doc["placements"]),
+            p["interconnect"], p["start_s"], p["end_s"], p["ready_s"], p["sla"]) for p in doc["placements"]),
         unplaced=tuple(Unplaced(u["intent"], u["tenant"], u["reason"], u["message"])
                        for u in doc["unplaced"]),
         tenants=tuple(TenantShare(t["tenant"], t["weight"], t["quota_gpus"], t["requested_gpus"],
-                                  t["allocated_gpus"]) for t in doc["tenants"]),
+                                  t["allocated_gpus"], t["gpu_seconds"]) for t in doc["tenants"]),
         metrics=Metrics(m["gpus_total"], m["gpus_allocated"], m["idle_gpus_on_used_nodes"],
                         m["jobs_spanning_nvlink_domains"], m["jain_fairness"], m["makespan_s"],
-                        tuple(m["critical_path"])),
+                        tuple(m["critical_path"]), m["critical_path_s"], m["queued"], m["gpu_seconds"]),
         seed=doc.get("seed", 0),
+        basis=(doc.get("basis") or {}).get("kind", "preview"),
+        basis_notes=tuple((doc.get("basis") or {}).get("notes", ())),
+        batches=tuple(BatchSizing(b["intent"], b["size"], b["max"], b["estimate"], b["derivation"])
+                      for b in doc.get("batches", ())),
+        strategies=tuple(Strategy(s["intent"], s["strategy"], s["fragmentation"], s["domain"],
+                                  tuple(s["precisions"])) for s in doc.get("strategies", ())),
     )
 
 

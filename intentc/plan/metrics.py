@@ -1,4 +1,10 @@
-"""Plan-wide numbers: allocation, fragmentation, NVLink spanning, fairness.
+"""Plan-wide numbers: allocation, fragmentation, NVLink spanning, fairness, time.
+
+Allocation and fairness are over time: a tenant's allocation is the most
+GPUs it holds at one instant, fragmentation is measured at plan time 0 (what
+the first wave leaves stranded), the makespan is when the last finite
+intent ends, next to the critical path (the bound the dependencies alone
+set).
 
 Weighted Jain fairness index
     Over the tenants that *asked* for GPUs (requested_gpus > 0), with
@@ -35,13 +41,17 @@ def idle_on_used_nodes(cluster: Cluster) -> int:
 
 
 def compute(cluster: Cluster, placements: Sequence[Placement], shares: Sequence[TenantShare],
-            critical_path: tuple[str, ...], makespan_s: int) -> Metrics:
+            critical_path: tuple[str, ...], critical_path_s: int, peak_gpus: int, idle_at_start: int) -> Metrics:
+    finite = [p for p in placements if p.end_s is not None]
     return Metrics(
         gpus_total=sum(n.capacity for n in cluster.nodes),
-        gpus_allocated=sum(p.gpu_count for p in placements),
-        idle_gpus_on_used_nodes=idle_on_used_nodes(cluster),
+        gpus_allocated=peak_gpus,
+        idle_gpus_on_used_nodes=idle_at_start,
         jobs_spanning_nvlink_domains=sum(p.interconnect == "network" for p in placements),
         jain_fairness=jain_index(shares),
-        makespan_s=makespan_s,
+        makespan_s=max((p.end_s or 0 for p in finite), default=0),
         critical_path=critical_path,
+        critical_path_s=critical_path_s,
+        queued=sum(p.start_s > p.ready_s for p in placements),
+        gpu_seconds=sum(p.gpu_count * ((p.end_s or 0) - p.start_s) for p in finite),
     )

@@ -23,6 +23,7 @@ that holds it.  On each node the GPU set comes from `GpuChooser`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from decimal import Decimal
 
 from intentc import ir
@@ -56,7 +57,7 @@ class Request:
         prefer = g.prefer if g.prefer in SCOPES else None
         return cls(intent.name, intent.tenant, max(g.count, 0), g.product, g.memory, within, prefer)
 
-    @property
+    @cached_property
     def filter(self) -> Filter:
         memory: Decimal | None = parse_quantity(self.memory) if self.memory else None
         return Filter(self.product.lower() if self.product else None, memory)
@@ -96,9 +97,22 @@ class Placer:
         self._nv = [d.at_depth(cluster.nvlink_depth).id if d.depth > cluster.nvlink_depth else d.id
                     for d in cluster.domains]
         self._up = [[a.id for a in d.ancestors()[1:]] for d in cluster.domains]
+        # per domain: (how many enclosing domains have it as their only child, the first enclosing
+        # domain with several children, or -1)
+        self._branch: list[tuple[int, int]] = []
+        for d in cluster.domains:
+            single, a = 0, d.parent
+            while a is not None and len(a.children) == 1:
+                single, a = single + 1, a.parent
+            self._branch.append((single, a.id if a is not None else -1))
         self._big = sum(n.capacity for n in cluster.nodes) + 1
         self._largest: dict[tuple[Filter, int], int] = {}   # capacity never changes
         self.protect_nvlink = False
+        self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
+        # intents still to be placed that can use only some nodes (a product or memory filter) -> how many;
+        # kept up to date by the schedule, read to break ties between equally good nodes
+        self.demand: dict[Filter, int] = {}
+        self._wanted_kind: dict[tuple[str | None, Decimal | None], int] = {}
         self._sizes: dict[Filter, tuple[int, int]] = {}     # largest node, largest shared NVLink domain
 
     # ------------------------------------------------------------------
@@ -198,11 +212,27 @@ class Placer:
                 best_p, ties = p, [d]
             elif p == best_p:
                 ties.append(d)
+        if len(ties) > 1 and ties[0].node is not None and self.demand:
+            # among equal fits, the node whose GPUs fewer pending pinned intents can use: an unpinned
+            # job must not take the only node of a scarce product while another node is as good
+            kinds = {(d.node.product, d.node.memory): d.node for d in ties if d.node is not None}
+            if len(kinds) > 1:
+                wanted = {kind: self._wanted(n) for kind, n in kinds.items()}
+                least_wanted = min(wanted.values())
+                ties = [d for d in ties if d.node is not None
+                        and wanted[(d.node.product, d.node.memory)] == least_wanted]
         if len(ties) > 1:
-            up = self._up
-            outer = {d.id: [free[a] for a in up[d.id]] for d in ties}
-            least = min(outer.values())
-            ties = [d for d in ties if outer[d.id] == least]
+            # Enclosing domains with one child have the candidate's own free count (equal among
+            # ties); from the first one with several children up, candidates below the same one
+            # share every domain: rank each such branch once, not each candidate.
+            up, branch = self._up, self._branch
+            groups = {branch[d.id] for d in ties}
+            if len(groups) > 1:
+                own = free[ties[0].id]
+                outer = {g: [own] * g[0] + ([free[g[1]]] + [free[b] for b in up[g[1]]] if g[1] >= 0 else [])
+                         for g in groups}
+                least = min(outer.values())
+                ties = [d for d in ties if outer[branch[d.id]] == least]
         if len(ties) > 1 and ties[0].node is not None:
             choose = self.c.chooser.choose
             scores = {d.id: choose(d.node.table, d.node.free, k).score for d in ties if d.node is not None}
@@ -210,12 +240,51 @@ class Placer:
             ties = [d for d in ties if scores[d.id] == most]
         return min(ties, key=lambda d: d.tie) if ties else None
 
+    def _wanted(self, node: NodeState) -> int:
+        kind = (node.product, node.memory)
+        found = self._wanted_kind.get(kind)
+        if found is None:
+            found = self._wanted_kind[kind] = sum(n for flt, n in self.demand.items() if n and flt.admits(node))
+        return found
+
+    def add_demand(self, flt: Filter, delta: int) -> None:
+        """A pending intent restricted to some nodes appears (+1) or is settled (-1)."""
+        self.demand[flt] = self.demand.get(flt, 0) + delta
+        self._wanted_kind.clear()
+
     def search(self, view: View, k: int, limit: int) -> Domain | None:
-        for depth in range(self.c.leaf_depth, limit - 1, -1):
-            found = self._best_fit(view, self.c.by_depth[depth], k)
+        leaf = self.c.leaf_depth
+        for depth in range(leaf, limit - 1, -1):
+            found = self._best_fit(view, self._leaf_candidates(view, k) if depth == leaf else self.c.by_depth[depth], k)
             if found is not None:
                 return found
         return None
+
+    def _leaf_candidates(self, view: View, k: int) -> list[Domain]:
+        """Nodes with at least k free GPUs that can win the best fit, from the view's buckets.
+
+        Plain best fit ranks by the node's free GPUs first, so only the first non-empty
+        bucket from k up can win.  While multi-node NVLink domains are protected, the
+        enclosing NVLink domain's free GPUs rank first: for a node alone in its NVLink
+        domain that is its own count (again only the first bucket), for a node of a shared
+        domain it is the domain's, so every such node from k up competes.
+        """
+        domains = self.c.domains
+        out: list[Domain] = []
+        solo = min((f for f, ids in view.buckets.items() if f >= k and ids), default=None)
+        shared = sorted(f for f, ids in view.shared.items() if f >= k and ids)
+        if not self.protect_nvlink:
+            first = min([f for f in (solo, *shared[:1]) if f is not None], default=None)
+            if first is None:
+                return []
+            for bucket in (view.buckets, view.shared):
+                out += [domains[i] for i in bucket.get(first, ())]
+            return out
+        if solo is not None:
+            out += [domains[i] for i in view.buckets[solo]]
+        for f in shared:
+            out += [domains[i] for i in view.shared[f]]
+        return out
 
     def distribute(self, view: View, d: Domain, k: int) -> list[tuple[NodeState, int]]:
         """Split k GPUs over the nodes of d: whole children largest first, the rest best-fit."""

@@ -1,9 +1,10 @@
-"""`make_plan`: waves from the dependency graph, GPUs from the topology.
+"""`make_plan`: waves from the dependency graph, GPUs over time from the topology.
 
-The plan *reserves* GPUs for every intent at once.  Waves order the
-starts, they do not time-share GPUs: a GitOps plan must stay valid however
-long each wave really takes (retries, schedules, serving intents that never
-end), so two intents never count on the same GPU.
+Every intent gets a start and an end in plan time (`schedule.py`): from its
+dependencies, its `duration` (the default for its action kind, with a
+W0602 warning, where it has none) and the GPUs free at that moment.  GPUs
+are reserved for intervals, so sequential intents reuse them, and an intent
+that does not fit yet is queued, not refused.
 
 Everything is sorted by name before it is used (intents, tenants, nodes),
 so shuffling declarations across files gives a byte-identical plan.
@@ -16,16 +17,24 @@ NVLink domains kept whole for them in the second.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+import networkx as nx
 
 from intentc import graph, ir
+from intentc.duration import format_duration
 from intentc.diagnostics import Diagnostic, Span, error, sorted_diagnostics, warning
 from intentc.plan import metrics
-from intentc.plan.admission import FairShare, TenantTerms, tenant_weight
+from intentc.plan.admission import TenantTerms, sla_name, tenant_weight
+from intentc.plan.batch import size_batches
 from intentc.plan.cluster import Cluster
-from intentc.plan.model import Placement, Plan, TenantShare, Unplaced
-from intentc.plan.placer import Placed, Placer, Refused, Request
-from intentc.plan.repack import Seated, make_room
+from intentc.plan.model import Occupancy, Placement, Plan, TenantShare
+from intentc.plan.observation import without_observed
+from intentc.plan.placer import Placer, Request
+from intentc.plan.schedule import Job, Outcome, Simulation
+from intentc.plan.strategy import decide
+from intentc.policy import BUILTIN, Policies
+from intentc.policy import check as policy_check
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuMatrix
 from intentc.topology.nvsmi import default_matrix
@@ -65,15 +74,16 @@ def _gpus_span(intent: ir.Intent) -> Span:
     return intent.constraints.spans.get("gpus", intent.constraints.span)
 
 
-def _unmet_preference(req: Request, placer: Placer, placed: Placed, intent: ir.Intent) -> Diagnostic | None:
+def _unmet_preference(req: Request, placer: Placer, placed: Placement, intent: ir.Intent) -> Diagnostic | None:
     if req.prefer is None:
         return None
     want = placer.c.depth_of(req.prefer)
-    if placed.scope_depth >= want:
+    scope_depth = sum(1 for _, dom in placed.domains if dom is not None)
+    if scope_depth >= want:
         return None
     gpus = intent.constraints.gpus
     span = gpus.spans.get("prefer", _gpus_span(intent)) if gpus is not None else _gpus_span(intent)
-    level = placer.level_name(placed.scope_depth)
+    level = placer.level_name(scope_depth)
     view = placer.c.view(req.filter)
     largest = max((view.cap[d.id] for d in placer.c.by_depth[want]), default=0)
     if largest < req.count:
@@ -83,126 +93,164 @@ def _unmet_preference(req: Request, placer: Placer, placed: Placed, intent: ir.I
                        span, hint=f"drop `prefer {req.prefer}`: no {req.prefer} domain of this topology can "
                                   f"hold {req.count} GPUs")
     return warning("W0601", f"{req.describe()} prefers one {req.prefer} domain, but no {req.prefer} "
-                            f"domain had {req.count} free GPUs; placed across one {level} instead",
+                            f"domain had {req.count} free GPUs when it started; placed across one {level} instead",
                    span, hint=f"use `within {req.prefer}` to make it a requirement (the intent then "
                               f"waits for room instead)")
 
 
-@dataclass
-class _Pass:
-    """One run of admission and placement over a fresh cluster."""
+def _jobs(g: nx.DiGraph, intents: list[ir.Intent]) -> tuple[dict[str, Job], list[Diagnostic]]:
+    """Durations and dependencies per intent, and W0602 where a GPU intent has no `duration`."""
+    cyclic = graph.nodes_in_cycles(g)
+    jobs: dict[str, Job] = {}
+    diags: list[Diagnostic] = []
+    for intent in intents:
+        open_ended = intent.action.kind == ir.ActionKind.SERVE.value
+        seconds = graph.duration_seconds(intent)
+        given = intent.constraints.duration is not None and graph.parse_duration(intent.constraints.duration) is not None
+        if intent.gpu_count > 0 and not open_ended and not given:
+            diags.append(warning(
+                "W0602", f'"{intent.name}" has no `duration`: planned as {format_duration(seconds)}, the '
+                         f"default for {intent.action.kind}", intent.span,
+                hint="give it a `duration:` estimate so the plan knows when its GPUs are free again"))
+        after = (frozenset() if intent.name in cyclic
+                 else frozenset(u for u in g.predecessors(intent.name) if u not in cyclic))
+        jobs[intent.name] = Job(intent, None if open_ended else seconds, after)
+    return jobs, diags
 
-    cluster: Cluster
-    fair: FairShare
-    seated: dict[str, Seated] = field(default_factory=dict)   # placed intents, in admission order
-    unplaced: list[Unplaced] = field(default_factory=list)
-    refusals: dict[str, str] = field(default_factory=dict)     # intent -> reason
-    diags: list[Diagnostic] = field(default_factory=list)
-    gangs: frozenset[str] = frozenset()                        # intents that need a shared NVLink domain
 
-
-def _run(topology: LoadedTopology, seed: int, intents: list[ir.Intent], terms: dict[str, TenantTerms],
-         wave_of: dict[str, int], protect_for: frozenset[str] | None) -> _Pass:
-    """Admit and place every GPU intent.  Multi-node NVLink domains are kept whole
-    while an intent of `protect_for` waits (None: every gang that needs one)."""
+def _run(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
+         wave_of: dict[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy,
+         pinned: frozenset[str] = frozenset()) -> Outcome:
+    """One schedule over a fresh cluster.  Multi-node NVLink domains are kept whole
+    while an intent of `protect_for` waits (None: every gang that needs one).
+    Intents in `pinned` (tag rules with no-repack) are never moved to make room."""
     cluster = Cluster(topology.topology, _matrix_source(topology), seed)
-    placer = Placer(cluster)
-    run = _Pass(cluster, FairShare(terms))
-    gpu_intents = [i for i in intents if i.gpu_count > 0]
-    run.gangs = frozenset(i.name for i in gpu_intents if placer.needs_shared_nvlink(Request.of(i)))
-    waiting = set(run.gangs)
-    if protect_for is not None:
-        waiting &= protect_for
-    fair = run.fair
-    for intent in fair.order(gpu_intents, wave_of):
-        waiting.discard(intent.name)
-        placer.protect_nvlink = bool(waiting)
-        req = Request.of(intent)
-        outcome: Placed | Refused
-        checked = placer.check(req)
-        if isinstance(checked, Refused):
-            outcome = checked
-        elif fair.over_quota(req.tenant, req.count):
-            quota = terms[req.tenant].quota_gpus
-            outcome = Refused("quota", f"cannot place {req.describe()}: tenant {req.tenant} would exceed "
-                                       f"its quota of {quota} GPUs ({fair.allocated[req.tenant]} already "
-                                       f"allocated)", "raise the tenant's GPU quota or lower the count")
-        else:
-            view, limit = checked
-            outcome = placer.place(req, view, limit) or placer.refuse_now(req, view, limit)
-            if isinstance(outcome, Refused) and outcome.reason == "fragmentation":
-                room = make_room(placer, req, view, limit, run.seated)
-                if room is not None:
-                    outcome = room.placed
-                    for name, moved in room.moved.items():
-                        run.seated[name] = Seated(run.seated[name].request, moved)
-        if isinstance(outcome, Refused):
-            run.unplaced.append(Unplaced(intent.name, intent.tenant, outcome.reason, outcome.message))
-            run.refusals[intent.name] = outcome.reason
-            run.diags.append(error("E0601", outcome.message, _gpus_span(intent), hint=outcome.hint))
-            continue
-        fair.charge(req.tenant, req.count)
-        run.seated[intent.name] = Seated(req, Placement(intent.name, intent.tenant, outcome.allocations,
-                                                        outcome.domains, outcome.interconnect))
-        unmet = _unmet_preference(req, placer, outcome, intent)
-        if unmet is not None:
-            run.diags.append(unmet)
-    return run
+    spans = {n: _gpus_span(j.intent) for n, j in jobs.items()}
+    return Simulation(cluster, jobs, terms, wave_of, protect_for, occupancy, spans, pinned).run()
 
 
-def _place_all(topology: LoadedTopology, seed: int, intents: list[ir.Intent], terms: dict[str, TenantTerms],
-               wave_of: dict[str, int]) -> _Pass:
+def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
+               wave_of: dict[str, int], occupancy: Occupancy, pinned: frozenset[str] = frozenset()) -> Outcome:
     """Two passes, so NVLink domains are only kept whole for gangs that can use them.
 
     The first pass protects multi-node NVLink domains for every gang that
-    needs one.  A gang that was then refused for capacity or quota comes too
-    late in the admission order to profit, and protecting a domain for it
-    only strands GPUs that smaller jobs could have used; the second pass
-    protects only the gangs that were placed (or lost to fragmentation).
-    When the two sets agree the first pass is the answer.
+    needs one.  A gang that was then refused comes to nothing, and
+    protecting a domain for it only strands GPUs that smaller jobs could
+    have used; the second pass protects only the gangs that were placed (or
+    lost to fragmentation).  When the two sets agree the first pass is the answer.
     """
-    first = _run(topology, seed, intents, terms, wave_of, None)
+    first = _run(topology, seed, jobs, terms, wave_of, None, occupancy, pinned)
     worth = frozenset(n for n in first.gangs if first.refusals.get(n, "fragmentation") == "fragmentation")
     if worth == first.gangs:
         return first
-    return _run(topology, seed, intents, terms, wave_of, worth)
+    return _run(topology, seed, jobs, terms, wave_of, worth, occupancy, pinned)
 
 
-def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0) -> tuple[Plan, list[Diagnostic]]:
-    """Place every intent of `program` onto `topology`; pure and deterministic for a seed.
+def _placement_warnings(run: Outcome, jobs: dict[str, Job]) -> list[Diagnostic]:
+    placer = Placer(run.cluster)
+    out: list[Diagnostic] = []
+    for name, seat in sorted(run.seated.items()):
+        intent = jobs[name].intent
+        p = seat.placement
+        if not p.allocations:
+            continue
+        unmet = _unmet_preference(seat.request, placer, p, intent)
+        if unmet is not None:
+            out.append(unmet)
+        no_nvlink = _nvlink_unmet(seat.request, p, intent)
+        if no_nvlink is not None:
+            out.append(no_nvlink)
+    return out
 
+
+def _nvlink_unmet(req: Request, p: Placement, intent: ir.Intent) -> Diagnostic | None:
+    """`within nvlink` placed on GPUs no NVLink joins (an all-SYS/PCIe node): say so at the clause."""
+    if req.within != "nvlink" or p.interconnect == "nvlink" or len(p.allocations) != 1 or req.count < 2:
+        return None
+    a = p.allocations[0]
+    gpus = intent.constraints.gpus
+    span = gpus.spans.get("within", _gpus_span(intent)) if gpus is not None else _gpus_span(intent)
+    return warning("W0603", f"{req.describe()} asks for one NVLink domain, but node {a.node} has no NVLink "
+                            f"between GPUs {', '.join(map(str, a.gpus))} (weakest link {a.link}); the "
+                            f"collectives will cross PCIe", span,
+                   hint="ask for a GPU product with NVLink, or say `within node` if PCIe is enough")
+
+
+def _peaks(placements: list[Placement]) -> tuple[int, dict[str, int]]:
+    """The most GPUs held at once, overall and per tenant (ends free GPUs before starts take them)."""
+    points: list[tuple[int, int, str, int]] = []
+    for p in placements:
+        if p.gpu_count:
+            points.append((p.start_s, 1, p.tenant, p.gpu_count))
+            if p.end_s is not None:
+                points.append((p.end_s, 0, p.tenant, -p.gpu_count))
+    total, peak = 0, 0
+    held: dict[str, int] = {}
+    peaks: dict[str, int] = {}
+    for _, _, tenant, delta in sorted(points):
+        total += delta
+        held[tenant] = held.get(tenant, 0) + delta
+        peak = max(peak, total)
+        peaks[tenant] = max(peaks.get(tenant, 0), held[tenant])
+    return peak, peaks
+
+
+def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
+              occupied: Occupancy | None = None, policies: Policies = BUILTIN) -> tuple[Plan, list[Diagnostic]]:
+    """Schedule every intent of `program` onto `topology`; pure and deterministic for a seed.
+
+    `occupied` is what is already taken when the plan starts (GPUs busy until
+    a plan time or for good, nodes not to use); the default is an empty cluster.
     Returns the plan and its diagnostics: the dependency graph's (cycles,
-    missing producers), E0601 for each intent that cannot be placed (the
-    rest of the plan is still produced) and W0601 for unmet preferences.
+    missing producers), E0601 for each intent that can never be placed (the
+    rest of the plan is still produced), W0601 for unmet preferences, W0602
+    for GPU intents without a `duration`, W0603 for `within nvlink` on GPUs
+    without NVLink, the batch sizing's W1001 / E1010, and E1020 where the plan
+    breaks a tag rule of `policies` (intentc/policy).  Nodes tainted
+    intentc.dev/gpu-observation are left out (plan/observation.py).
     """
+    topology = without_observed(topology)    # nodes whose GPU failed recently (daemon/fallback.py)
     g, diags = graph.build(program)
     waves = graph.waves(g)
     wave_of = {name: i for i, wave in enumerate(waves) for name in wave}
     intents = _unique_intents(program)
     durations = {i.name: graph.duration_seconds(i) for i in intents}
-    path, makespan = graph.critical_path(g, durations)
+    path, path_s = graph.critical_path(g, durations)
     terms = _terms(program, intents)
+    jobs, duration_diags = _jobs(g, intents)
+    diags += duration_diags
 
-    run = _place_all(topology, seed, intents, terms, wave_of)
+    run = _place_all(topology, seed, jobs, terms, wave_of, occupied or Occupancy(),
+                     policy_check.pinned(program, policies))
     diags += run.diags
-    placements = [seat.placement for seat in run.seated.values()]
-    for intent in intents:
-        if intent.gpu_count <= 0:
-            placements.append(Placement(intent.name, intent.tenant, (),
-                                        tuple((lvl, None) for lvl in run.cluster.levels), "none"))
+    diags += _placement_warnings(run, jobs)
+    placements = []
+    for name, seat in run.seated.items():
+        start, end, ready = run.times[name]
+        p = seat.placement
+        placements.append(Placement(p.intent, p.tenant, p.allocations, p.domains, p.interconnect,
+                                    start, end, ready, sla_name(jobs[name].intent)))
+    placements.sort(key=lambda p: p.intent)
     requested: dict[str, int] = {}
     for intent in intents:
         requested[intent.tenant] = requested.get(intent.tenant, 0) + max(intent.gpu_count, 0)
+    peak, peaks = _peaks(placements)
+    gpu_s: dict[str, int] = {}
+    for p in placements:
+        if p.end_s is not None:
+            gpu_s[p.tenant] = gpu_s.get(p.tenant, 0) + p.gpu_count * (p.end_s - p.start_s)
     shares = tuple(TenantShare(t, terms[t].weight, terms[t].quota_gpus, requested.get(t, 0),
-                               run.fair.allocated.get(t, 0)) for t in sorted(terms))
-    placements.sort(key=lambda p: p.intent)
+                               peaks.get(t, 0), gpu_s.get(t, 0)) for t in sorted(terms))
     plan = Plan(
         topology=topology.topology.name,
         waves=waves,
         placements=tuple(placements),
         unplaced=tuple(sorted(run.unplaced, key=lambda u: u.intent)),
         tenants=shares,
-        metrics=metrics.compute(run.cluster, placements, shares, path, makespan),
+        metrics=metrics.compute(run.cluster, placements, shares, path, path_s, peak, run.idle_at_start),
         seed=seed,
     )
+    batches, batch_diags = size_batches(intents, plan.placements, topology.topology)
+    plan = replace(plan, batches=batches, strategies=decide(intents, plan.placements, topology.topology))
+    diags += batch_diags + policy_check.check_plan(program, plan, topology.topology, policies)
     return plan, sorted_diagnostics(diags)

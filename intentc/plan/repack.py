@@ -1,4 +1,4 @@
-"""Making room for a job refused for fragmentation by moving smaller ones.
+"""Making room for a job that does not fit by moving smaller ones.
 
 Admission is greedy: intents are placed one at a time, in SLA and fair-share
 order.  An early one-GPU job can take the last free GPU of the only kind of
@@ -7,15 +7,22 @@ idle on nodes the 8-GPU job cannot use (4-GPU trays, another product).  A
 plan is computed before anything runs, so moving a placed job costs nothing;
 a scheduler working on live pods would have to preempt instead.
 
-When a job that fits on one node is refused for fragmentation, `make_room`
+When a job that fits on one node does not fit at an instant, `make_room`
 looks for a node that would hold it if a few of its single-node occupants
 moved elsewhere, and moves them, but only if every one of them lands on a
 single node again.  Otherwise nothing changes.  Moved jobs therefore keep
 their `within`, their filters (they are placed through the same `Placer`)
 and their single-node NVLink; only which node they sit on changes.
 
-At most `CANDIDATES` nodes are tried per refusal, those needing the fewest
-moves first, so the cost stays small next to the plan itself.
+Per node, every set of single-node occupants that would free enough GPUs
+is a candidate (not just the largest occupants: the largest may have
+nowhere to go while two small ones do), cheapest first: fewest GPUs moved,
+then fewest jobs moved.  At most `CANDIDATES` sets are tried per refusal
+over all nodes, so the cost stays small next to the plan itself.
+
+In a plan over time only intents that start at the same instant as the
+refused one can move (`schedule.py` passes just those): one that started
+earlier already ran on its GPUs.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from intentc.plan.model import Placement
 from intentc.plan.placer import Placed, Placer, Request
 
 CANDIDATES = 8
+MAX_SUBSET_OCCUPANTS = 6       # above this many occupants on a node, only the greedy set is tried
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,7 @@ class Room:
     moved: dict[str, Placement]
 
 
-def _movers(occupants: list[Seated], need: int) -> list[Seated] | None:
+def _greedy(occupants: list[Seated], need: int) -> list[Seated] | None:
     """The fewest occupants freeing at least `need` GPUs (largest first), then
     without any small one the rest can spare."""
     chosen: list[Seated] = []
@@ -64,6 +72,28 @@ def _movers(occupants: list[Seated], need: int) -> list[Seated] | None:
     return chosen
 
 
+def _movers(occupants: list[Seated], need: int) -> list[list[Seated]]:
+    """Sets of occupants freeing at least `need` GPUs, cheapest first (GPUs moved, jobs moved,
+    names); only minimal sets (no member can be left out)."""
+    if need <= 0:
+        return []
+    if len(occupants) > MAX_SUBSET_OCCUPANTS:
+        greedy = _greedy(occupants, need)
+        return [greedy] if greedy else []
+    seats = sorted(occupants, key=lambda s: s.placement.intent)
+    sizes = [s.placement.gpu_count for s in seats]
+    found: list[tuple[int, int, tuple[str, ...], list[Seated]]] = []
+    for mask in range(1, 1 << len(seats)):
+        members = [i for i in range(len(seats)) if mask >> i & 1]
+        freed = sum(sizes[i] for i in members)
+        if freed < need or any(freed - sizes[i] >= need for i in members):
+            continue
+        chosen = [seats[i] for i in members]
+        found.append((freed, len(members), tuple(s.placement.intent for s in chosen), chosen))
+    found.sort(key=lambda f: f[:3])
+    return [f[3] for f in found[:CANDIDATES]]
+
+
 def make_room(placer: Placer, req: Request, view: View, limit: int,
               seated: Mapping[str, Seated]) -> Room | None:
     """Place `req` on a node by moving some of its occupants elsewhere, or return None.
@@ -76,15 +106,16 @@ def make_room(placer: Placer, req: Request, view: View, limit: int,
         allocs = seat.placement.allocations
         if len(allocs) == 1:
             occupants.setdefault(allocs[0].node, []).append(seat)
-    options: list[tuple[int, int, str, NodeState, list[Seated]]] = []
-    for node, ok in zip(cluster.nodes, view.eligible):
-        if not ok or node.capacity < req.count:
+    options: list[tuple[int, int, str, tuple[str, ...], NodeState, list[Seated]]] = []
+    for name, seats in occupants.items():
+        node = cluster.nodes[placer.node_index[name]]
+        if not view.eligible[placer.node_index[name]] or node.capacity < req.count:
             continue
-        movers = _movers(occupants.get(node.spec.name, []), req.count - node.free_count)
-        if movers:
-            options.append((len(movers), sum(m.placement.gpu_count for m in movers), node.leaf.tie, node, movers))
-    options.sort(key=lambda o: o[:3])
-    for _, _, _, node, movers in options[:CANDIDATES]:
+        for movers in _movers(seats, req.count - node.free_count):
+            options.append((sum(m.placement.gpu_count for m in movers), len(movers), node.leaf.tie,
+                            tuple(m.placement.intent for m in movers), node, movers))
+    options.sort(key=lambda o: o[:4])
+    for _, _, _, _, node, movers in options[:CANDIDATES]:
         room = _try(placer, req, view, limit, node, movers)
         if room is not None:
             return room

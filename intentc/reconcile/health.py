@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from intentc.render.fallback import is_standby
+
 
 class HealthStatus(enum.Enum):
     HEALTHY = "Healthy"
@@ -40,6 +42,8 @@ def _true(c: Mapping[str, Any] | None) -> bool:
 
 
 def job_health(obj: Mapping[str, Any]) -> Health:
+    if is_standby(obj):
+        return Health(HealthStatus.HEALTHY, "fallback variant on standby (suspended)")
     failed = _condition(obj, "Failed")
     if _true(failed):
         assert failed is not None

@@ -32,16 +32,18 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from intentc.reconcile import inventory_schema
 from intentc.render.meta import labels
 from intentc.render.model import ObjectRef
+from intentc.reserved import INTENTC_NAMESPACE
 
-INVENTORY_NAMESPACE = "intentc-system"
+INVENTORY_NAMESPACE = INTENTC_NAMESPACE
 INVENTORY_KEY = "inventory.json"
 INVENTORY_GZ_KEY = "inventory.json.gz"
 PLAIN_LIMIT = 512 * 1024            # bytes of JSON kept readable (about 1,500 objects); larger ones are gzipped
 CONFIGMAP_LIMIT = 1024 * 1024       # what the API server accepts in one ConfigMap's data
 INVENTORY_LABEL = "intentc.dev/inventory"       # value: the target name
-INVENTORY_FORMAT = "intentc.dev/inventory/v1"
+INVENTORY_FORMAT = inventory_schema.FORMAT
 HISTORY_LIMIT = 10
 DEFAULT_TARGET_NAME = "default"
 LAST_GOOD = "last-good"             # the revision word for `lastKnownGood` (rollback --to)
@@ -65,16 +67,20 @@ class Entry:
     tenant: str | None = None
     state: str = "applied"           # applied | pending
     desired: bool = True
+    adopted: bool = False            # existed before intentc managed it: never pruned (Namespaces)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.ref.to_json(), "step": self.step, "specHash": self.spec_hash, "commit": self.commit,
-                "intent": self.intent, "tenant": self.tenant, "state": self.state, "desired": self.desired}
+        doc = {**self.ref.to_json(), "step": self.step, "specHash": self.spec_hash, "commit": self.commit,
+               "intent": self.intent, "tenant": self.tenant, "state": self.state, "desired": self.desired}
+        if self.adopted:        # written only when set: older inventories read and write the same bytes
+            doc["adopted"] = True
+        return doc
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Entry":
         return cls(ObjectRef.from_json(d), int(d.get("step", 0)), str(d.get("specHash", "")),
                    str(d.get("commit", "")), d.get("intent"), d.get("tenant"),
-                   str(d.get("state", "applied")), bool(d.get("desired", True)))
+                   str(d.get("state", "applied")), bool(d.get("desired", True)), bool(d.get("adopted", False)))
 
 
 @dataclass(frozen=True)
@@ -163,10 +169,9 @@ class Inventory:
 
     @classmethod
     def from_json(cls, text: str, target: str) -> "Inventory":
-        """Raises ValueError on a document that is not an intentc inventory."""
-        doc = json.loads(text)
-        if not isinstance(doc, dict) or doc.get("format") != INVENTORY_FORMAT:
-            raise ValueError("not an intentc inventory document")
+        """Raises ValueError on a document that is not an intentc inventory
+        (checked against `inventory_schema.SCHEMA` before anything is read)."""
+        doc = inventory_schema.parse(text)
         good = doc.get("lastKnownGood") or {}
         return cls(target, doc.get("commit"),
                    _sorted(Entry.from_json(e) for e in doc.get("objects") or []),
@@ -193,13 +198,15 @@ class Inventory:
             return cls(target)
         packed = (body.get("binaryData") or {}).get(INVENTORY_GZ_KEY)
         if packed:
+            if not isinstance(packed, str):
+                raise ValueError(f"{INVENTORY_GZ_KEY} is not base64 text")
             try:
-                text = gzip.decompress(base64.b64decode(packed, validate=True)).decode("utf-8")
-            except (ValueError, OSError, EOFError) as e:
+                text = inventory_schema.inflate(base64.b64decode(packed, validate=True))
+            except ValueError as e:
                 raise ValueError(f"{INVENTORY_GZ_KEY} is not gzipped JSON: {e}") from None
             return cls.from_json(text, target)
         plain = (body.get("data") or {}).get(INVENTORY_KEY)
-        if not plain:
+        if not plain or not isinstance(plain, str):
             raise ValueError(f"ConfigMap {INVENTORY_NAMESPACE}/{inventory_name(target)} has no {INVENTORY_KEY}")
         return cls.from_json(plain, target)
 

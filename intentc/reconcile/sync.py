@@ -24,20 +24,25 @@ from itertools import groupby
 from typing import Any, Mapping
 
 from intentc.kube.client import KubeClient
+from intentc.progress import Progress, silent
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
 from intentc.drift.fields import without_handed_over
 from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair, repair_diff
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
+from intentc.reconcile.lock import ApplyLock, LockBusy
 from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
                                          Record, inventory_ref)
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
 from intentc.render.meta import labels
+from intentc.reserved import reserved_namespace
 from intentc.render.model import (COMMIT_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, SETUP_STEPS, Manifest, ObjectRef, Rendered,
                                   step_label)
 
 REPLACEABLE_KINDS = frozenset({"Job"})     # immutable pod template: delete + create
 # Kinds checked before pruning a namespace: deleting it would take these along.
-NAMESPACE_CONTENT = (("v1", "Pod"), ("v1", "Service"), ("v1", "ConfigMap"), ("v1", "Secret"),
+# Not Secrets: listing them returns their data, and the daemon's role holds no
+# cluster-wide Secret read (SECURITY.md).
+NAMESPACE_CONTENT = (("v1", "Pod"), ("v1", "Service"), ("v1", "ConfigMap"),
                      ("v1", "PersistentVolumeClaim"), ("apps/v1", "Deployment"),
                      ("apps/v1", "StatefulSet"), ("batch/v1", "Job"))
 SYSTEM_CONTENT = {("ConfigMap", "kube-root-ca.crt")}
@@ -57,6 +62,7 @@ class ApplyOptions:
     force_conflicts: bool = False
     workers: int = 8
     poll_interval: float = 1.0
+    lock_wait: float = 600.0          # how long to wait for another apply of the target (reconcile.lock)
 
 
 class _Abort(Exception):
@@ -70,8 +76,9 @@ class _Abort(Exception):
 class Reconciler:
     def __init__(self, client: KubeClient, options: ApplyOptions = ApplyOptions(),
                  clock: Callable[[], str] = utc_now, sleep: Callable[[float], None] = time.sleep,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, progress: Progress = silent) -> None:
         self.client = client
+        self.progress = progress
         self.opts = options
         self.clock = clock
         self.sleep = sleep
@@ -79,6 +86,7 @@ class Reconciler:
         self._namespace_ready = False
         self._others: dict[str, Inventory] | None = None
         self._lock = threading.Lock()
+        self._held: frozenset[str] = frozenset()
 
     # -- entry point ------------------------------------------------------
     def apply(self, rendered: Rendered) -> ApplyResult:
@@ -87,7 +95,13 @@ class Reconciler:
             return ApplyResult(self.opts.target, rendered.commit, rendered.kube_version, self.opts.dry_run,
                                tuple(objects), res, health, message, written)
         outcomes: list[ObjectOutcome] = []
+        self._held = frozenset(rendered.held_tenants)
+        lock: ApplyLock | None = None
         try:
+            if not self.opts.dry_run:     # one apply per target at a time, from before the inventory is read
+                self._ensure_namespace()
+                lock = ApplyLock(self.client, self.opts.target, wait=self.opts.lock_wait)
+                self._call(lock.acquire)
             inventory = self.load_inventory()
             live = self.list_live(rendered.manifests, inventory)
             pairs = pair(rendered.manifests, live, inventory.refs())
@@ -96,8 +110,15 @@ class Reconciler:
                 failed = any(not o.ok for o in outcomes)
                 return result(outcomes, "failed" if failed else "succeeded", _health_text(outcomes))
             return self._sync(rendered, pairs, inventory, outcomes, result)
+        except LockBusy as e:
+            return result(outcomes, "error", "Unknown", f"target {self.opts.target}: {e.message}")
         except _Abort as e:
             return result(outcomes, "error", _health_text(outcomes), e.message)
+        except KubeError as e:      # e.g. a server without coordination.k8s.io/v1 Leases (before 1.14)
+            return result(outcomes, "error", _health_text(outcomes), f"the API server refused: {e.message}")
+        finally:
+            if lock is not None:
+                lock.release()
 
     # -- reading ----------------------------------------------------------
     def load_inventory(self) -> Inventory:
@@ -167,6 +188,7 @@ class Reconciler:
         failure = ""
         desired = [p for p in pairs if p.desired is not None]
         try:
+            found = self._unlabelled_namespaces(desired)
             for step, group in groupby(desired, key=lambda p: p.desired.step if p.desired else 0):
                 items = list(group)
                 todo = [p for p in items if decide(p) is not Action.UNCHANGED]
@@ -175,13 +197,17 @@ class Reconciler:
                     health[p.ref] = health_of(p.live)
                     outcomes.append(ObjectOutcome(p.ref, step, Action.UNCHANGED, health=health[p.ref].status.value))
                 # unchanged objects are on record too, with the commit that last wrote them
-                inventory = inventory.with_entries(_entry(p, "applied", _live_commit(p)) for p in same)
+                inventory = inventory.with_entries(
+                    _entry(p, "applied", _live_commit(p), loaded.entry(p.ref), p.ref in found) for p in same)
                 if todo:
-                    inventory = inventory.with_entries(_entry(p, "pending") for p in todo).with_record(running)
+                    self.progress(f"{_step_name(step)}: applying", 0, len(todo))
+                    inventory = inventory.with_entries(_entry(p, "pending", old=loaded.entry(p.ref),
+                                                              existed=p.ref in found) for p in todo).with_record(running)
                     self._save(inventory)
                     written = True
                     done = list(self._map(self._apply_one, todo))
-                    inventory = self._confirm(inventory, loaded, todo, done)
+                    self.progress(f"{_step_name(step)}: applying", len(done), len(todo))
+                    inventory = self._confirm(inventory, loaded, todo, done, found)
                     for p, (outcome, body) in zip(todo, done):
                         health[p.ref] = health_of(body) if body is not None else Health(HealthStatus.MISSING)
                         outcomes.append(replace(outcome, health=health[p.ref].status.value))
@@ -199,6 +225,8 @@ class Reconciler:
                 inventory = inventory.without(gone)
                 if any(not o.ok for o in pruned):
                     failure = "prune failed"
+            if self._held and not failure:
+                failure = f"tenants held back by their errors: {', '.join(sorted(self._held))}"
             wanted = {p.ref for p in desired}
             inventory = inventory.with_entries(replace(e, desired=e.ref in wanted) for e in inventory.entries)
             final = replace(running, finished_at=self.clock(), result="failed" if failure else "succeeded",
@@ -253,24 +281,35 @@ class Reconciler:
         except KubeError as e:
             return ObjectOutcome(m.ref, m.step, Action.REPLACE, ok=False, diff=diff, message=e.message), None
 
+    def _unlabelled_namespaces(self, desired: list[Pair]) -> set[ObjectRef]:
+        """Desired Namespaces that exist without intentc's label (the live listing
+        sees only labelled objects): applying them adopts them, and adopted
+        namespaces are never pruned.  One GET per such tenant namespace."""
+        new = [p.ref for p in desired if p.ref.kind == "Namespace" and p.live is None]
+        return {r for r, body in zip(new, self._map(lambda r: self._call(self.client.get, r), new))
+                if body is not None}
+
     def _confirm(self, inventory: Inventory, loaded: Inventory, todo: list[Pair],
-                 done: list[tuple[ObjectOutcome, Mapping[str, Any] | None]]) -> Inventory:
+                 done: list[tuple[ObjectOutcome, Mapping[str, Any] | None]], found: set[ObjectRef]
+                 ) -> Inventory:
         """Pending entries become applied; a failed write falls back to what was there."""
         applied, restored, dropped = [], [], []
         for p, (outcome, _) in zip(todo, done):
             if outcome.ok:
-                applied.append(_entry(p, "applied"))
+                applied.append(_entry(p, "applied", old=loaded.entry(p.ref), existed=p.ref in found))
             elif (old := loaded.entry(p.ref)) is not None:
                 restored.append(old)
             elif p.live is None:
                 dropped.append(p.ref)
             else:   # exists, never recorded: keep it on record, unconfirmed
-                restored.append(_entry(p, "pending"))
+                restored.append(_entry(p, "pending", old=loaded.entry(p.ref), existed=p.ref in found))
         return inventory.with_entries(applied + restored).without(dropped)
 
     # -- waiting ----------------------------------------------------------
     def _wait(self, refs: list[ObjectRef], health: dict[ObjectRef, Health], deadline: float, step: int) -> str:
         while True:
+            healthy = sum(health[r].status is HealthStatus.HEALTHY for r in refs)
+            self.progress(f"{_step_name(step)}: waiting until healthy", healthy, len(refs))
             degraded = [r for r in refs if health[r].status is HealthStatus.DEGRADED]
             if degraded:
                 r = degraded[0]
@@ -301,6 +340,14 @@ class Reconciler:
             return ObjectOutcome(p.ref, step, Action.PRUNE, message="already gone")
         if not is_managed(p.live):
             return ObjectOutcome(p.ref, step, Action.PRUNE, message="no longer labelled as managed; left alone")
+        entry = inventory.entry(p.ref)
+        if entry is not None and entry.tenant in self._held:
+            return ObjectOutcome(p.ref, step, Action.ORPHAN, message=f"kept: tenant {entry.tenant} is held back")
+        if p.ref.kind == "Namespace" and reserved_namespace(p.ref.name):
+            return ObjectOutcome(p.ref, step, Action.ORPHAN, message="kept: a reserved namespace is never pruned")
+        if p.ref.kind == "Namespace" and entry is not None and entry.adopted:
+            return ObjectOutcome(p.ref, step, Action.ORPHAN,
+                                 message="kept: the namespace existed before intentc managed it")
         if not self.opts.prune:
             return ObjectOutcome(p.ref, step, Action.ORPHAN, message="no longer desired; --prune deletes it")
         if not p.ref.namespace and (owner := self._claimed_elsewhere(p.ref)):
@@ -344,19 +391,21 @@ class Reconciler:
         for api_version, kind in NAMESPACE_CONTENT:
             for item in self._call(self.client.list, api_version, kind, namespace):
                 name = str(item["metadata"]["name"])
-                if ObjectRef.of(item) not in ours and (kind, name) not in SYSTEM_CONTENT and \
-                        not (kind == "Secret" and item.get("type") == "kubernetes.io/service-account-token"):
+                if ObjectRef.of(item) not in ours and (kind, name) not in SYSTEM_CONTENT:
                     found.append(f"{kind} {name}")
         return sorted(found)
 
     # -- inventory --------------------------------------------------------
-    def _save(self, inventory: Inventory) -> None:
+    def _ensure_namespace(self) -> None:
         if not self._namespace_ready:
             ns = ObjectRef("v1", "Namespace", "", INVENTORY_NAMESPACE)
             if self._call(self.client.get, ns) is None:
                 self._call(self.client.apply, {"apiVersion": "v1", "kind": "Namespace",
                                                "metadata": {"name": INVENTORY_NAMESPACE, "labels": labels()}})
             self._namespace_ready = True
+
+    def _save(self, inventory: Inventory) -> None:
+        self._ensure_namespace()
         body = inventory.configmap()
         size = sum(len(v) for key in ("data", "binaryData") for v in (body.get(key) or {}).values())
         if size > CONFIGMAP_LIMIT:
@@ -370,13 +419,19 @@ class Reconciler:
 
     # -- plumbing ---------------------------------------------------------
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run one client call; losing the cluster (or our access to it) aborts the apply."""
+        """Run one client call; losing the cluster (or our access to it, or its
+        storage: etcd down answers 5xx) aborts the apply."""
         try:
             return fn(*args, **kwargs)
         except Unreachable as e:
             raise _Abort(e.message) from None
         except AccessDenied as e:
             raise _Abort(f"access denied: {e.message}") from None
+        except KubeError as e:
+            if _unavailable(e):
+                raise _Abort(f"the API server cannot serve requests (HTTP {e.status}: "
+                             f"{_short(e.message)})") from None
+            raise
 
     def _map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         if len(items) <= 1:
@@ -394,10 +449,15 @@ def _diff_for(action: Action, p: Pair) -> tuple[str, ...]:
     return ()
 
 
-def _entry(p: Pair, state: str, commit: str | None = None) -> Entry:
+def _entry(p: Pair, state: str, commit: str | None = None, old: Entry | None = None,
+           existed: bool = False) -> Entry:
+    """An object on record; a Namespace that was there before intentc labelled
+    it (`existed`) stays `adopted` (never pruned) for as long as it is on record."""
     assert p.desired is not None
     m = p.desired
-    return Entry(m.ref, m.step, m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True)
+    adopted = (old is not None and old.adopted) or existed or (
+        m.ref.kind == "Namespace" and p.live is not None and not is_managed(p.live))
+    return Entry(m.ref, m.step, m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True, adopted)
 
 
 def _live_commit(p: Pair) -> str | None:
@@ -410,6 +470,21 @@ def _conflict(ref: ObjectRef, step: int, action: Action, e: ApplyConflict) -> Ob
     return ObjectOutcome(ref, step, action, ok=False, managers=e.managers,
                          message=f"conflict: {fields} owned by field manager {who} "
                                  f"(--force-conflicts takes ownership)")
+
+
+# A 500 can be about one object (1.20 answers an unknown field in an apply
+# patch with one); these say the server or its storage is not serving at all.
+_UNAVAILABLE = ("etcdserver", "etcd cluster", "context deadline exceeded", "timeout", "connection refused",
+                "too many requests")
+
+
+def _unavailable(e: KubeError) -> bool:
+    return e.status in (429, 502, 503, 504) or (
+        e.status == 500 and any(m in e.message.lower() for m in _UNAVAILABLE))
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _counts(outcomes: Sequence[ObjectOutcome]) -> dict[str, int]:

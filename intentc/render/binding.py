@@ -84,6 +84,11 @@ class RenderTarget(Protocol):
         planned index sets differ need templates (Jobs) of their own."""
         ...
 
+    def admits_suspended(self) -> bool:
+        """True when a queue resumes the suspended Jobs it is handed (Kueue): then
+        intentc renders no suspended fallback variants, the queue would start them."""
+        ...
+
     def bind(self, req: BindRequest) -> PodBinding: ...
 
     def cluster_objects(self, program: Program, intents: Sequence[Intent],
@@ -105,6 +110,9 @@ class TargetDefaults:
         return GPU_QUOTA
 
     def exact_devices(self) -> bool:
+        return False
+
+    def admits_suspended(self) -> bool:
         return False
 
     def cluster_objects(self, program: Program, intents: Sequence[Intent],

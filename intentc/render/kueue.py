@@ -178,6 +178,9 @@ def kueue_objects(program: Program, topo: Topology) -> list[dict[str, Any]]:
 class KueueTarget(TargetDefaults):
     name: str = "kueue"
 
+    def admits_suspended(self) -> bool:
+        return True
+
     @property
     def requirement(self) -> Requirement:
         return Requirement(KUEUE_API, None, "Kueue")

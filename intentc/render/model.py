@@ -22,6 +22,9 @@ STAMP_ANNOTATIONS = (COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION)
 # Paths (comma-separated) an object hands to a controller once it exists, e.g. a
 # Kueue Job's `spec.suspend`: drift does not judge them, a re-apply leaves them alone.
 HANDED_OVER_ANNOTATION = "intentc.dev/handed-over"
+# On an object every intentc repository on a cluster applies alike (the Intent CRD): its
+# commit stamp is whichever repository applied it last, so drift judges it by content only.
+SHARED_ANNOTATION = "intentc.dev/shared"
 
 
 class SetupStep(enum.IntEnum):
@@ -38,6 +41,7 @@ SETUP_STEPS = len(SetupStep)
 # Kinds of the setup steps; every other kind belongs to its intent's wave.
 SETUP_KINDS: dict[str, SetupStep] = {
     "Namespace": SetupStep.NAMESPACES,
+    "CustomResourceDefinition": SetupStep.NAMESPACES,   # the Intent CRD (render/crd.py)
     "ServiceAccount": SetupStep.RBAC,
     "Role": SetupStep.RBAC,
     "RoleBinding": SetupStep.RBAC,
@@ -45,6 +49,7 @@ SETUP_KINDS: dict[str, SetupStep] = {
     "ClusterRoleBinding": SetupStep.RBAC,
     "ResourceQuota": SetupStep.QUOTAS,
     "LimitRange": SetupStep.QUOTAS,
+    "NetworkPolicy": SetupStep.QUOTAS,       # tenant-wide isolation, before any pod starts
     "PriorityClass": SetupStep.PRIORITY_CLASSES,
     # What render targets add: quotas and queues (kueue), device claims a pod refers to (dra).
     "ResourceFlavor": SetupStep.QUOTAS,
@@ -141,6 +146,10 @@ class Rendered:
     target: str                         # render target name, e.g. "device-plugin"
     commit: str
     choices: tuple[Choice, ...] = ()
+    # Tenants left out because their intents have errors: nothing of theirs
+    # is rendered, and the reconciler neither applies nor prunes what they
+    # already run (intentc.holdback).
+    held_tenants: tuple[str, ...] = ()
 
     def by_ref(self) -> dict[ObjectRef, Manifest]:
         return {m.ref: m for m in self.manifests}

@@ -43,17 +43,18 @@ def role_binding(tenant: Tenant) -> dict[str, Any] | None:
     }
 
 
-def resource_quota(tenant: Tenant, gpu_key: str = GPU_QUOTA) -> dict[str, Any] | None:
-    """`gpu_key` is the render target's: DRA claims are counted per device class."""
-    hard: dict[str, str] = {}
-    if tenant.quota_gpus is not None:
-        hard[gpu_key] = str(tenant.quota_gpus)
+def resource_quota(tenant: Tenant, planned_gpus: int = 0, gpu_key: str = GPU_QUOTA) -> dict[str, Any]:
+    """Every tenant namespace is bounded.  Without a declared GPU quota the
+    bound is what the plan allocated to the tenant (0 without GPU intents):
+    the tenant's group has `edit` in its namespace, and without a quota a
+    pod created by hand could take any GPU the plan gave someone else.
+    `gpu_key` is the render target's: DRA claims are counted per device class."""
+    gpus = tenant.quota_gpus if tenant.quota_gpus is not None else planned_gpus
+    hard: dict[str, str] = {gpu_key: str(gpus)}
     if tenant.quota_cpu:
         hard["requests.cpu"] = tenant.quota_cpu
     if tenant.quota_memory:
         hard["requests.memory"] = tenant.quota_memory
-    if not hard:
-        return None
     return {"apiVersion": "v1", "kind": "ResourceQuota",
             "metadata": metadata(QUOTA_NAME, tenant.name, tenant=tenant.name),
             "spec": {"hard": hard}}

@@ -16,14 +16,16 @@ from typing import Any, Mapping, Sequence
 from intentc.ir import ActionKind, Intent, Topology, TriggerKind
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.render.binding import BindRequest, PodBinding, RenderTarget
-from intentc.render.capabilities import KubeVersion
+from intentc.render.autoscale import autoscaler, batch_growth
+from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
+from intentc.render.fallback import (FALLBACK_OF, FALLBACK_STEP, GPU_FAILURE_EXIT_CODES, Variant,
+                                     failure_spec, variants)
 from intentc.render.meta import labels, metadata
 from intentc.render.model import HANDED_OVER_ANNOTATION, INTENT_LABEL, TENANT_LABEL, Choice
 from intentc.render.nccl import nccl_env
 from intentc.render.tenants import priority_class_name
 
 DEFAULT_SERVE_PORT = 8000
-JOB_BACKOFF_LIMIT = 2
 COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 
 
@@ -57,23 +59,26 @@ def _env_list(plain: Mapping[str, str], refs: Mapping[str, str]) -> list[dict[st
     return sorted(items, key=lambda e: e["name"])
 
 
-def _batch_text(intent: Intent) -> str | None:
+def effective_batch(intent: Intent, resolved: int | None) -> int | None:
+    """The batch the workload runs with: the fixed size, or the planner's size for
+    `batch: auto` (plan/batch.py; 1 when the plan did not size it); None without a batch."""
     s = intent.action.settings
     if s is None or s.batch is None:
         return None
     if s.batch.auto:
-        return f"auto:{s.batch.max}" if s.batch.max is not None else "auto"
-    return str(s.batch.size)
+        return resolved if resolved is not None else 1
+    return s.batch.size
 
 
-def intent_env(intent: Intent, dataset_uris: Mapping[str, str | None]) -> dict[str, str]:
+def intent_env(intent: Intent, dataset_uris: Mapping[str, str | None], batch: int | None = None
+               ) -> dict[str, str]:
+    """`batch` is the effective batch (see `effective_batch`)."""
     env = {"INTENTC_INTENT": intent.name, "INTENTC_TENANT": intent.tenant}
     a, s = intent.action, intent.action.settings
     if a.model:
         env["INTENTC_MODEL"] = a.model
-    batch = _batch_text(intent)
-    if batch:
-        env["INTENTC_BATCH"] = batch
+    if batch is not None:
+        env["INTENTC_BATCH"] = str(batch)
     if s is not None:
         if s.seq_len is not None:
             env["INTENTC_SEQ_LEN"] = str(s.seq_len)
@@ -160,80 +165,126 @@ def _workload_metadata(name: str, intent: Intent, annotations: Mapping[str, str]
                     extra_labels=binding.labels)
 
 
+def _job(intent: Intent, name: str, group: tuple[NodeAllocation, ...], layout: GangLayout, rank: int,
+         world: int, placement: Placement | None, wave: int, version: KubeVersion, target: RenderTarget,
+         dataset_uris: Mapping[str, str | None], batch: int | None, variant: Variant | None,
+         topology: Topology | None) -> list[dict[str, Any]]:
+    """One Job of the gang (`variant` None), or one suspended step of its fallback chain,
+    followed by the objects its binding needs (a DRA claim template)."""
+    cpu = variant is not None and variant.cpu
+    pods = max(len(group), 1)
+    spread = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
+    request = (BindRequest(intent, name, (), 0, spread, topology) if cpu
+               else BindRequest(intent, name, group, _gpus_per_pod(intent, group), spread, topology))
+    binding = target.bind(request)
+    plain = {**intent_env(intent, dataset_uris, batch if variant is None else variant.batch), **binding.env}
+    refs: dict[str, str] = {}
+    if placement is not None and not cpu:
+        plain.update(nccl_env(placement, group))
+    if placement is not None and placement.allocations and not cpu:
+        plain["INTENTC_GPU_FAILURE_EXIT_CODES"] = ",".join(str(c) for c in GPU_FAILURE_EXIT_CODES)
+    if cpu:
+        plain["INTENTC_DEVICE"] = "cpu"
+    if world > 1:
+        plain.update({"INTENTC_WORLD_SIZE": str(world), "INTENTC_GANG_MODE": layout.mode})
+        refs["INTENTC_NODE_NAME"] = "spec.nodeName"
+        if layout.mode == "per-node":
+            plain["INTENTC_RANK"] = str(rank)
+        elif layout.mode == "indexed":
+            refs["INTENTC_RANK"] = COMPLETION_INDEX
+    ann = {**_annotations(intent, None if cpu else placement, wave, target.name), **binding.annotations}
+    if world > 1:
+        ann["intentc.dev/gang-mode"] = layout.mode
+    if variant is not None:
+        ann[FALLBACK_OF] = name.removesuffix(f"-{variant.suffix}")
+        ann[FALLBACK_STEP] = str(variant.step)
+    pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
+    ann.update(binding.object_annotations)
+    gpu = bool(placement is not None and placement.allocations) and not cpu
+    spec: dict[str, Any] = {**failure_spec(intent, version, gpu), "completions": pods, "parallelism": pods}
+    if layout.mode == "indexed":
+        spec["completionMode"] = "Indexed"
+    if variant is not None or binding.suspend:
+        spec["suspend"] = True
+    spec["template"] = _pod_template(intent, binding, _env_list(plain, refs), pod_ann, "Never", None)
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": _workload_metadata(name, intent, ann, binding), "spec": spec}
+    return [job, *(dict(o) for o in binding.objects)]
+
+
 def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
-         target: RenderTarget, dataset_uris: Mapping[str, str | None],
-         topology: Topology | None = None) -> tuple[list[dict[str, Any]], Choice | None]:
+         target: RenderTarget, dataset_uris: Mapping[str, str | None], batch: int | None = None,
+         with_variants: bool = True, topology: Topology | None = None) -> tuple[list[dict[str, Any]], Choice | None]:
+    """The gang's Jobs, each followed by its suspended fallback variants (render/fallback.py)
+    when `with_variants` (not for CronJobs) and the target leaves Jobs' suspension to
+    intentc (a queue such as Kueue resumes every suspended Job it is handed)."""
     layout = gang_layout(placement, target.exact_devices())
     world = sum(len(g) for g in layout.groups) or 1
-    out = []
+    gpu = placement is not None and bool(placement.allocations)
+    batch = effective_batch(intent, batch)
+    queued = target.admits_suspended()
+    steps = variants(intent, batch, gpu) if with_variants and not queued else ()
+    out: list[dict[str, Any]] = []
     for rank, group in enumerate(layout.groups):
         name = intent.name if len(layout.groups) == 1 else f"{intent.name}-{rank}"
-        pods = max(len(group), 1)
-        spread = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
-        binding = target.bind(BindRequest(intent, name, group, _gpus_per_pod(intent, group), spread, topology))
-        plain = {**intent_env(intent, dataset_uris), **binding.env}
-        refs: dict[str, str] = {}
-        if placement is not None:
-            plain.update(nccl_env(placement, group))
-        if world > 1:
-            plain.update({"INTENTC_WORLD_SIZE": str(world), "INTENTC_GANG_MODE": layout.mode})
-            refs["INTENTC_NODE_NAME"] = "spec.nodeName"
-            if layout.mode == "per-node":
-                plain["INTENTC_RANK"] = str(rank)
-            elif layout.mode == "indexed":
-                refs["INTENTC_RANK"] = COMPLETION_INDEX
-        ann = {**_annotations(intent, placement, wave, target.name), **binding.annotations}
-        if world > 1:
-            ann["intentc.dev/gang-mode"] = layout.mode
-        pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
-        ann.update(binding.object_annotations)
-        spec: dict[str, Any] = {"backoffLimit": JOB_BACKOFF_LIMIT, "completions": pods, "parallelism": pods}
-        if layout.mode == "indexed":
-            spec["completionMode"] = "Indexed"
-        if binding.suspend:
-            spec["suspend"] = True
-        spec["template"] = _pod_template(intent, binding, _env_list(plain, refs), pod_ann, "Never", None)
-        out.append({"apiVersion": "batch/v1", "kind": "Job",
-                    "metadata": _workload_metadata(name, intent, ann, binding), "spec": spec})
-        out.extend(dict(o) for o in binding.objects)
+        args = (group, layout, rank, world, placement, wave, version, target, dataset_uris, batch)
+        out.extend(_job(intent, name, *args, None, topology))
+        if version.job_suspend:
+            for v in steps:
+                out.extend(_job(intent, f"{name}-{v.suffix}", *args, v, topology))
     reason = layout.reason
-    if layout.mode == "per-node" and binding.suspend:
+    if layout.mode == "per-node" and queued:
         reason += "; a queue admits each of those Jobs on its own, not the gang as a whole"
-    choice = Choice(intent.name, layout.mode, reason) if reason else None
-    return out, choice
+    decisions = [(layout.mode, reason)] if reason else []
+    if steps and not version.job_suspend:
+        decisions.append(("no-fallback", f"Kubernetes {version} cannot suspend Jobs (1.22+): the fallback "
+                                         f"variants ({', '.join(v.suffix for v in steps)}) are not rendered"))
+    if not decisions:
+        return out, None
+    return out, Choice(intent.name, ", ".join(d for d, _ in decisions), "; ".join(r for _, r in decisions))
 
 
 def deployment_and_service(intent: Intent, placement: Placement | None, wave: int, target: RenderTarget,
-                           dataset_uris: Mapping[str, str | None],
-                           topology: Topology | None = None) -> tuple[list[dict[str, Any]], Choice | None]:
-    """The planned GPU set is the service's whole footprint; replicas share it.
-    (A replica count that does not divide it is rounded up per replica, and
-    said so, rather than silently dropping replicas.)"""
+                           dataset_uris: Mapping[str, str | None], batch: int | None = None,
+                           version: KubeVersion = DEFAULT_KUBE_VERSION, topology: Topology | None = None
+                           ) -> tuple[list[dict[str, Any]], Choice | None]:
+    """The planned GPU set is the service's whole footprint; replicas share it
+    evenly, so replicas × per-replica GPUs is exactly what the plan (and the
+    quota) counted.  The tenancy pass refuses a count that does not divide
+    (E0903); should one reach here, replicas are cut to what the GPUs hold
+    rather than asking the cluster for more than was planned."""
     allocs = tuple(sorted(placement.allocations, key=lambda a: a.node)) if placement else ()
     port = intent.action.port or DEFAULT_SERVE_PORT
-    replicas = intent.action.replicas or 1
+    asked = intent.action.replicas or 1
     planned = sum(len(a.gpus) for a in allocs) if allocs else intent.gpu_count
-    per_pod = -(-planned // replicas) if planned else 0
+    replicas = min(asked, planned) if planned else asked
+    while planned and planned % replicas:
+        replicas -= 1
+    per_pod = planned // replicas if planned else 0
     choice = None
-    if planned and planned % replicas:
-        choice = Choice(intent.name, "rounded-up",
-                        f"{planned} planned GPUs do not divide into {replicas} replicas: "
-                        f"each replica requests {per_pod} ({per_pod * replicas} in all)")
+    if replicas != asked:
+        choice = Choice(intent.name, "replicas-cut",
+                        f"{planned} planned GPUs do not divide into {asked} replicas: "
+                        f"{replicas} replicas of {per_pod} GPUs")
     selector = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
     binding = target.bind(BindRequest(intent, intent.name, allocs, per_pod, {}, topology))
     if choice is None and binding.note:
         choice = Choice(intent.name, "union", binding.note)
-    plain = {**intent_env(intent, dataset_uris), **binding.env, "INTENTC_PORT": str(port)}
+    plain = {**intent_env(intent, dataset_uris, effective_batch(intent, batch)), **binding.env,
+             "INTENTC_PORT": str(port), "INTENTC_BATCH_GROWTH": batch_growth(intent)}
     if placement is not None:
         plain.update(nccl_env(placement, allocs))
     ann = {**_annotations(intent, placement, wave, target.name), **binding.annotations}
     pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
-    deployment = {
+    deployment: dict[str, Any] = {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": _workload_metadata(intent.name, intent, ann, binding),
         "spec": {"replicas": replicas, "selector": {"matchLabels": selector},
                  "template": _pod_template(intent, binding, _env_list(plain, {}), pod_ann, "Always", port)},
     }
+    hpa = autoscaler(intent, replicas, version)
+    if hpa is not None:
+        del deployment["spec"]["replicas"]          # the autoscaler owns it
     service = {
         "apiVersion": "v1", "kind": "Service",
         "metadata": metadata(intent.name, intent.tenant, tenant=intent.tenant, intent=intent.name,
@@ -241,7 +292,7 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
         "spec": {"selector": selector, "type": "ClusterIP",
                  "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}]},
     }
-    return [deployment, service, *(dict(o) for o in binding.objects)], choice
+    return [deployment, service] + ([hpa] if hpa is not None else []) + [dict(o) for o in binding.objects], choice
 
 
 # A schedule that never fires (February 31st): manual intents are CronJobs
@@ -270,11 +321,16 @@ def as_cronjob(job: dict[str, Any], intent: Intent) -> dict[str, Any]:
 
 
 def workload_objects(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
-                     target: RenderTarget, dataset_uris: Mapping[str, str | None],
+                     target: RenderTarget, dataset_uris: Mapping[str, str | None], batch: int | None = None,
                      topology: Topology | None = None) -> tuple[list[dict[str, Any]], Choice | None]:
+    """`batch`: the planner's size for `batch: auto` (Plan.batch), ignored for a fixed batch;
+    `topology`: what targets that describe the cluster need (Kueue levels, DRA cliques)."""
     if intent.action.kind == ActionKind.SERVE.value:
-        return deployment_and_service(intent, placement, wave, target, dataset_uris, topology)
-    bodies, choice = jobs(intent, placement, wave, version, target, dataset_uris, topology)
-    if intent.trigger.kind in (TriggerKind.SCHEDULE.value, TriggerKind.MANUAL.value):
+        return deployment_and_service(intent, placement, wave, target, dataset_uris, batch, version, topology)
+    timed = intent.trigger.kind in (TriggerKind.SCHEDULE.value, TriggerKind.MANUAL.value)
+    # a CronJob makes a new Job per run: suspended variants beside it would belong to no run
+    bodies, choice = jobs(intent, placement, wave, version, target, dataset_uris, batch,
+                          with_variants=not timed, topology=topology)
+    if timed:
         bodies = [as_cronjob(b, intent) if b["kind"] == "Job" else b for b in bodies]
     return bodies, choice

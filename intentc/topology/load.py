@@ -15,7 +15,7 @@ from pathlib import Path
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Related, Span, error, has_errors
 from intentc.frontend import parse_source
-from intentc.sources import display_path, read_source
+from intentc.sources import display_path, read_source, root_of
 from intentc.topology import nvsmi
 from intentc.topology.matrix import GpuMatrix
 
@@ -36,7 +36,8 @@ class LoadedTopology:
 
 
 def _read_matrix(path: Path, span: Span) -> tuple[GpuMatrix | None, list[Diagnostic]]:
-    source, diags = read_source(path)
+    # confined to the repository of the topology file that names it (`../../etc/x` is refused)
+    source, diags = read_source(path, root_of(str(span.file)))
     if source is None:
         # Point at the topology file's `nvidiaSmiTopo` value, where the user can fix it.
         return None, [error(d.code, d.message, span, hint=d.hint) for d in diags]

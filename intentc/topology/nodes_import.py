@@ -186,7 +186,25 @@ def _node_lines(item: Mapping[str, Any], rack_label: str, zone_label: str,
     kept = sorted((k, v) for k, v in labels.items() if k.startswith(tuple(keep_labels)))
     if kept:
         lines.append(f"      labels: {_flow(kept)}")
+    taints = _taints(item)
+    if taints:
+        lines.append("      taints:")
+        lines.extend(f"      - {_flow(t)}" for t in taints)
     return lines, {str(k) for k, _ in domains}
+
+
+def _taints(item: Mapping[str, Any]) -> list[list[tuple[str, str | int]]]:
+    """The node's taints the planner reads (render/plan avoid intentc.dev/gpu-observation)."""
+    raw = (item.get("spec") or {}).get("taints") or []
+    out = []
+    for t in raw if isinstance(raw, list) else []:
+        if isinstance(t, Mapping) and isinstance(t.get("key"), str) and isinstance(t.get("effect"), str):
+            fields: list[tuple[str, str | int]] = [("key", t["key"])]
+            if isinstance(t.get("value"), str) and t["value"]:
+                fields.append(("value", t["value"]))
+            fields.append(("effect", t["effect"]))
+            out.append(fields)
+    return sorted(out)
 
 
 def import_nodes(nodes_json: dict[str, Any], name: str, rack_label: str = RACK_LABEL,

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from intentc.diagnostics import Diagnostic, Span, error
+from intentc.diagnostics import Diagnostic, Span, error, excerpt
 from intentc.topology.matrix import GpuInfo, GpuMatrix, Link, LinkInfo
 
 TRAILING_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
@@ -95,7 +95,7 @@ def _parse_header(r: _Reader) -> tuple[_Header | None, int]:
             names = [" ".join(x.split()) for x in _TRAILING.findall(rest)]
             leftover = _TRAILING.sub("", rest).strip()
             if leftover or names != [c for c in TRAILING_COLUMNS if c in names]:
-                r.err("E0701", f"cannot read the column header: unexpected {leftover or rest.strip()!r}",
+                r.err("E0701", f"cannot read the column header: unexpected {excerpt(leftover or rest.strip())!r}",
                       r.line_span(line_no), hint="expected the columns " + ", ".join(TRAILING_COLUMNS))
                 return None, line_no
             trailing = names
@@ -129,14 +129,14 @@ def _parse_header(r: _Reader) -> tuple[_Header | None, int]:
 def _cell(r: _Reader, line_no: int, tok: _Tok, diagonal: bool) -> LinkInfo | None:
     if diagonal:
         if tok.text != "X":
-            r.err("E0702", f"expected X on the diagonal, found {tok.text!r}", r.at(line_no, tok))
+            r.err("E0702", f"expected X on the diagonal, found {excerpt(tok.text)!r}", r.at(line_no, tok))
         return None
     nv = _NV.fullmatch(tok.text)
     if nv and int(nv.group(1)) > 0:
         return LinkInfo(Link.NVLINK, int(nv.group(1)))
     link = _LINKS.get(tok.text)
     if link is None:
-        r.err("E0702", f"unknown link type {tok.text!r}", r.at(line_no, tok),
+        r.err("E0702", f"unknown link type {excerpt(tok.text)!r}", r.at(line_no, tok),
               hint="expected X (diagonal only), NV#, PIX, PXB, PHB, NODE or SYS")
         return None
     return LinkInfo(link)
@@ -147,7 +147,7 @@ def _affinity(r: _Reader, line_no: int, column: str, tok: _Tok) -> tuple[bool, s
     if tok.text == "N/A":
         return True, None
     if not _CPUSET.fullmatch(tok.text):
-        r.err("E0706", f"invalid {column} value {tok.text!r}", r.at(line_no, tok),
+        r.err("E0706", f"invalid {column} value {excerpt(tok.text)!r}", r.at(line_no, tok),
               hint="expected N/A or CPU/NUMA ids such as 0-47,96-143")
         return False, None
     if column == "CPU Affinity":
@@ -181,7 +181,7 @@ def _parse_rows(r: _Reader, h: _Header) -> tuple[_Rows, int]:
         label = toks[0]
         row = index.get(label.text)
         if row is None:
-            r.err("E0701", f"cannot read matrix line: {label.text!r} is not a device of the header",
+            r.err("E0701", f"cannot read matrix line: {excerpt(label.text)!r} is not a device of the header",
                   r.line_span(line_no))
             continue
         if row in rows.seen:
@@ -256,7 +256,7 @@ def _parse_legends(r: _Reader, h: _Header, start: int) -> dict[str, str]:
             nic_names[m.group(1)] = m.group(2)
             continue
         where = f"in the {section[:-1]} block" if section else "after the matrix"
-        r.err("E0701", f"cannot read line {where}: {text!r}", r.line_span(line_no))
+        r.err("E0701", f"cannot read line {where}: {excerpt(text)!r}", r.line_span(line_no))
     return nic_names
 
 

@@ -1,0 +1,109 @@
+"""How `intentc check` grows: 1k / 10k / 100k (/ 300k) intents, time and peak memory.
+
+    python benchmarks/bench_scale.py [--sizes 1000 10000 100000] [--repeat 2] [--jobs 0]
+
+The repositories are benchmarks/bench_frontend.py's (`generate`: one intent
+per file, half DSL, half YAML, four tenants, fifty datasets, `after` chains).
+For each size, `intentc check DIR --format json` runs as a user runs it, in a
+fresh process, cold (parse cache off) and then with a warm parse cache.
+Measured per run, from the kernel's accounting of that process and its
+workers (`os.wait4`): wall time, CPU time (user + system) and peak resident
+memory (the largest process of the tree, which is the parent).
+
+The growth exponent of each measure is the slope of log(measure) against
+log(intents), fitted by least squares over the sizes: 1.0 is linear.  Peak
+memory includes a constant (the interpreter and the imported modules,
+measured by checking a one-file repository in the same run), so its slope
+is also given for the memory above that constant.
+
+The machine is shared: the load average (`/proc/loadavg`) is recorded
+before and after every run, and the best of --repeat runs is kept.
+Writes benchmarks/results/bench_scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_frontend import generate  # noqa: E402
+from benchmarks.proc import best, measure  # noqa: E402
+from benchmarks.results import write_results  # noqa: E402
+
+
+def slope(xs: list[float], ys: list[float]) -> float | None:
+    """Least-squares slope of log y on log x (None with fewer than two usable points)."""
+    pts = [(math.log(x), math.log(y)) for x, y in zip(xs, ys) if x > 0 and y > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    den = sum((p[0] - mx) ** 2 for p in pts)
+    return round(sum((p[0] - mx) * (p[1] - my) for p in pts) / den, 3)
+
+
+def run(sizes: list[int], repeat: int, jobs: int) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="intentc-scale-"))
+    cache = work / "cache"
+    check = [sys.executable, "-m", "intentc", "check", "--format", "json"] + (["--jobs", str(jobs)] if jobs else [])
+    try:
+        tiny = work / "tiny"
+        tiny.mkdir()
+        (tiny / "t.intent").write_text("tenant t { tier: gold }\n")
+        floor = best(check + [str(tiny)], dict(os.environ, INTENTC_CACHE_DIR=""), repeat)
+        rows: list[dict[str, Any]] = []
+        for n in sizes:
+            repo = work / f"repo-{n}"
+            generate(repo, n)
+            cold = best(check + [str(repo)], dict(os.environ, INTENTC_CACHE_DIR=""), repeat)
+            env = dict(os.environ, INTENTC_CACHE_DIR=str(cache))
+            shutil.rmtree(cache, ignore_errors=True)
+            measure(check + [str(repo)], env)                   # fills the cache
+            warm = best(check + [str(repo)], env, repeat)
+            rows.append({"intents": n, "cold": cold, "cached": warm})
+            print(f"{n:>8} cold {cold['wall_s']:>7} s cpu {cold['cpu_s']:>7} s {cold['peak_rss_mb']:>7} MB | "
+                  f"cached {warm['wall_s']:>7} s {warm['peak_rss_mb']:>7} MB | load {cold['load_before']}", flush=True)
+            shutil.rmtree(repo, ignore_errors=True)
+            shutil.rmtree(cache, ignore_errors=True)
+        xs = [float(r["intents"]) for r in rows]
+        base = floor["peak_rss_mb"]
+        exponents: dict[str, dict[str, float | None]] = {}
+        for mode in ("cold", "cached"):
+            exponents[mode] = {
+                "wall": slope(xs, [r[mode]["wall_s"] for r in rows]),
+                "cpu": slope(xs, [r[mode]["cpu_s"] for r in rows]),
+                "peak_rss": slope(xs, [r[mode]["peak_rss_mb"] for r in rows]),
+                "peak_rss_above_floor": slope(xs, [r[mode]["peak_rss_mb"] - base for r in rows]),
+            }
+        return {"sizes": sizes, "jobs": jobs or os.cpu_count(), "one_file_floor": floor,
+                "rows": rows, "exponents": exponents}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--jobs", type=int, default=0, help="worker processes (0: one per core)")
+    args = ap.parse_args()
+    result = run(args.sizes, args.repeat, args.jobs)
+    write_results("bench_scale", result)
+    print("growth exponents (log-log slope; 1.0 = linear):")
+    exponents: dict[str, dict[str, float | None]] = result["exponents"]
+    for mode, e in exponents.items():
+        print(f"  {mode:>6}: " + ", ".join(f"{k} {v}" for k, v in e.items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Running one benchmarked command: wall time, CPU time and peak memory from the kernel.
+
+`os.wait4` gives the resource usage of exactly that child and the workers it
+waited for (peak RSS is the largest process of that tree), so several
+measurements can be taken from one benchmark process without one run's
+peak hiding the next (`RUSAGE_CHILDREN` keeps the maximum over all of them).
+The machine is shared: the 1-minute load average is recorded before and
+after each run, so a figure can be read against the load it was taken under.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+
+def loadavg() -> float:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except OSError:
+        return float("nan")
+
+
+def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+    """One run: wall seconds, CPU seconds and peak RSS (MB) of the process tree; a failure stops the benchmark."""
+    before = loadavg()
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{cmd[:4]} ... exited {proc.returncode}:\n{err.read().decode()[-2000:]}")
+    return {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "load_before": before, "load_after": loadavg()}
+
+
+
+
+def best(cmd: list[str], env: dict[str, str], repeat: int, before_each: Callable[[], None] | None = None
+         ) -> dict[str, Any]:
+    """The fastest of `repeat` runs (each in a fresh process), with every run's wall time and peak RSS."""
+    runs = []
+    for _ in range(repeat):
+        if before_each is not None:
+            before_each()
+        runs.append(measure(cmd, env))
+    top = min(runs, key=lambda r: r["wall_s"])
+    return {**top, "wall_s_all": [r["wall_s"] for r in runs], "peak_rss_mb_all": [r["peak_rss_mb"] for r in runs]}

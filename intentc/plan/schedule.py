@@ -1,0 +1,576 @@
+"""Placement over time: an event-driven list schedule with reservations per interval.
+
+Plan time starts at 0 (the moment the first wave is applied).  An intent
+becomes *ready* when every intent it depends on (`after`, or a dataset it
+consumes) has ended, or, for a `serve` dependency, has started (a server
+never ends; what follows it needs it up, not finished).  At every instant
+where something ends or becomes ready, the ready intents are offered to the
+GPUs free at that instant, in admission order (`admission.py`: SLA class,
+weighted fair share on the GPUs each tenant holds *at that instant*,
+wave, smaller gangs, name).  An intent that fits starts there and holds its
+GPUs until `start + duration` (open-ended for `serve`); one that does not
+fit waits for the next instant.  Sequential intents therefore reuse GPUs.
+
+SLA order holds at every instant, not just in the order of offers: while an
+intent of a higher class waits, a lower-class intent may start on a node
+the waiting one could use only if it ends by the earliest time the waiting
+one could possibly start (`_earliest`: when enough of the GPUs it can use
+have been released by the intents running now, counted per domain at the
+waiting intent's `within` level).  So a lower class never delays a higher
+one; it only fills gaps.  Quotas hold at every instant: a tenant's running
+GPUs never exceed its quota (an intent over quota waits for the tenant's own
+intents to end, and still holds lower classes off the GPUs it could use).
+
+An intent is refused (E0601) only when it can never be placed: no node of
+its product, no domain big enough, a gang bigger than its tenant's quota,
+a dependency that is refused, or GPUs that stay held open-ended (by `serve`
+intents or busy GPUs without an end) once everything finite has ended.
+
+GPUs already held before the plan starts (`model.Occupancy`, e.g. read from
+a live cluster by the caller) are taken at time 0 and released at their
+`until_s`; unavailable nodes are taken for the whole plan.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from intentc import ir
+from intentc.diagnostics import Diagnostic, Span, error
+from intentc.plan.admission import FairShare, TenantTerms, sla_rank
+from intentc.plan.cluster import Cluster, Filter, NodeState, View
+from intentc.plan.metrics import idle_on_used_nodes
+from intentc.plan.model import NodeAllocation, Occupancy, Placement, Unplaced
+from intentc.plan.placer import Placed, Placer, Refused, Request
+from intentc.plan.repack import Room, Seated, make_room
+
+Gate = tuple[Filter, int, str | None]   # a waiting intent's filter, `within` depth, tenant if over quota
+NEVER = 1 << 62         # "no lower bound": the waiting intent can never start, so it gates nobody
+
+
+@dataclass(frozen=True)
+class Job:
+    """What the schedule needs to know about one intent besides its request."""
+
+    intent: ir.Intent
+    duration: int | None        # seconds; None: open-ended (serve)
+    after: frozenset[str]       # intents it waits for
+
+
+@dataclass
+class _Hold:
+    """GPUs held over an interval: a started intent, or busy GPUs given by the caller."""
+
+    end: int | None
+    tenant: str | None
+    allocs: list[tuple[NodeState, tuple[int, ...]]]
+
+    @property
+    def gpus(self) -> int:
+        return sum(len(g) for _, g in self.allocs)
+
+
+@dataclass
+class Outcome:
+    """What one run of the schedule produced."""
+
+    cluster: Cluster
+    seated: dict[str, Seated] = field(default_factory=dict)
+    times: dict[str, tuple[int, int | None, int]] = field(default_factory=dict)   # start, end, ready
+    unplaced: list[Unplaced] = field(default_factory=list)
+    refusals: dict[str, str] = field(default_factory=dict)
+    diags: list[Diagnostic] = field(default_factory=list)
+    gangs: frozenset[str] = frozenset()
+    idle_at_start: int = 0
+
+
+class Simulation:
+    """One schedule over a fresh cluster; `run` fills an `Outcome`."""
+
+    def __init__(self, cluster: Cluster, jobs: Mapping[str, Job], terms: Mapping[str, TenantTerms],
+                 wave_of: Mapping[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy,
+                 spans: Mapping[str, Span], pinned: frozenset[str] = frozenset()) -> None:
+        self.c = cluster
+        self.pinned = pinned                # never moved to make room (tag rules with no-repack)
+        self.placer = Placer(cluster)
+        self.jobs = jobs
+        self.terms = terms
+        self.wave_of = wave_of
+        self.out = Outcome(cluster)
+        self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
+        self.rank = {n: sla_rank(j.intent) for n, j in jobs.items()}
+        self.chain = self._remaining_chains(jobs)
+        self.holds: dict[str, _Hold] = {}
+        self.events: list[tuple[int, int, str]] = []
+        self._seq = 0
+        self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
+        self.by_name = {n.spec.name: n for n in cluster.nodes}
+        self.held: dict[str, int] = {}          # tenant -> GPUs it holds now
+        self.started_now: dict[str, Seated] = {}
+        self._now = -1
+        self._subset: dict[tuple[Filter, Filter], bool] = {}
+        self._sorted_events: list[tuple[int, int, str]] | None = None
+        self._sorted_for = (0, 0)
+        self.succs: dict[str, list[str]] = {n: [] for n in jobs}
+        self.pending: dict[str, int] = {}
+        for name, job in sorted(jobs.items()):
+            self.pending[name] = len(job.after)
+            for before in sorted(job.after):
+                self.succs[before].append(name)
+        gpu_names = [n for n, j in jobs.items() if j.intent.gpu_count > 0]
+        self.out.gangs = frozenset(n for n in gpu_names if self.placer.needs_shared_nvlink(self.reqs[n]))
+        # gangs that keep multi-node NVLink domains whole while they wait -> their SLA rank
+        kept = self.out.gangs if protect_for is None else self.out.gangs & protect_for
+        self.waiting_gangs = {n: sla_rank(jobs[n].intent) for n in kept if n not in self.out.refusals}
+        self.spans = spans
+        self._take_occupancy(occupancy)
+        for n in gpu_names:
+            flt = self.reqs[n].filter
+            if flt.product is not None or flt.memory is not None:
+                self.placer.add_demand(flt, 1)
+
+    @staticmethod
+    def _remaining_chains(jobs: Mapping[str, Job]) -> dict[str, int]:
+        """Per intent, minus the longest chain of durations of the intents that wait for it
+        (open-ended ones count as longer than any plan): the list-scheduling priority."""
+        succs: dict[str, list[str]] = {n: [] for n in jobs}
+        indegree = {n: len(j.after) for n, j in jobs.items()}
+        for n, j in sorted(jobs.items()):
+            for b in sorted(j.after):
+                succs[b].append(n)
+        order = [n for n in sorted(jobs) if indegree[n] == 0]
+        for n in order:                          # Kahn's order; dependencies are acyclic here
+            for s in succs[n]:
+                indegree[s] -= 1
+                if indegree[s] == 0:
+                    order.append(s)
+        longest: dict[str, int] = {}
+        for n in reversed(order):
+            own = jobs[n].duration
+            longest[n] = (NEVER if own is None else own) + max((longest[s] for s in succs[n]), default=0)
+        # the work that waits behind it, not its own length: among intents nothing waits for,
+        # the smaller-gangs-first rule still decides (most intents running at once)
+        return {n: -max((longest[s] for s in succs[n]), default=0) for n in jobs}
+
+    # ------------------------------------------------------------------
+    # Holds and events
+    # ------------------------------------------------------------------
+
+    def _take_occupancy(self, occ: Occupancy) -> None:
+        by_name = {n.spec.name: n for n in self.c.nodes}
+        for i, busy in enumerate(occ.busy):
+            node = by_name.get(busy.node)
+            if node is None:
+                continue
+            gpus = tuple(sorted({g for g in busy.gpus if 0 <= g < node.capacity and node.free >> g & 1}))
+            if gpus:
+                self._hold(f"\0busy{i}", _Hold(busy.until_s, None, [(node, gpus)]))
+        for name in sorted(occ.unavailable):
+            node = by_name.get(name)
+            if node is not None:
+                gpus = tuple(g for g in range(node.capacity) if node.free >> g & 1)
+                if gpus:
+                    self._hold(f"\0down:{name}", _Hold(None, None, [(node, gpus)]))
+
+    def _hold(self, key: str, hold: _Hold, taken: bool = False) -> None:
+        if not taken:
+            for node, gpus in hold.allocs:
+                self.c.take(node, gpus)
+        self.holds[key] = hold
+        if hold.tenant is not None and hold.allocs:
+            self.held[hold.tenant] = self.held.get(hold.tenant, 0) + hold.gpus
+        if hold.end is not None:
+            self._seq += 1
+            heapq.heappush(self.events, (hold.end, self._seq, key))
+
+    def _release(self, key: str) -> None:
+        hold = self.holds.pop(key)
+        if hold.tenant is not None and hold.allocs:
+            self.held[hold.tenant] -= hold.gpus
+        for node, gpus in hold.allocs:
+            self.c.release(node, gpus)
+
+    # ------------------------------------------------------------------
+    # The run
+    # ------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        self._refuse_impossible()
+        ready: dict[str, int] = {}          # ready intent -> ready time (not started yet)
+        for name in sorted(self.jobs):
+            if self.pending[name] == 0 and name not in self.out.refusals:
+                ready[name] = 0
+        t = 0
+        first = True
+        while True:
+            while self.events and self.events[0][0] <= t:
+                _, _, key = heapq.heappop(self.events)
+                self._release(key)
+                if not key.startswith("\0"):
+                    self._done(key, t, ready)
+                elif key.startswith("\0cpu:"):
+                    self._done(key[5:], t, ready)
+            self._offer(t, ready)
+            if first:
+                self.out.idle_at_start = idle_on_used_nodes(self.c)
+                first = False
+            if self.events and self.events[0][0] <= t:
+                continue
+            if not self.events:
+                break
+            t = self.events[0][0]
+        self._refuse_leftovers(ready)
+        return self.out
+
+    def _done(self, name: str, t: int, ready: dict[str, int]) -> None:
+        """`name` ended (or, for serve, started): what waited only for it is ready at t."""
+        for succ in self.succs[name]:
+            self.pending[succ] -= 1
+            if self.pending[succ] == 0 and succ not in self.out.refusals:
+                ready[succ] = t
+
+    def _start(self, name: str, t: int, ready_at: int, placed: Placed | None,
+               ready: dict[str, int]) -> None:
+        """Start `name` at t (its GPUs, if any, already taken by the placer)."""
+        job = self.jobs[name]
+        end = None if job.duration is None else t + job.duration
+        intent = job.intent
+        if placed is None:
+            placement = Placement(name, intent.tenant, (), tuple((lvl, None) for lvl in self.c.levels), "none")
+            key = "\0cpu:" + name
+        else:
+            placement = Placement(name, intent.tenant, placed.allocations, placed.domains, placed.interconnect)
+            key = name
+        nodes = self.c.nodes
+        self._hold(key, _Hold(end, intent.tenant, [(nodes[self.node_index[a.node]], a.gpus)
+                                                    for a in placement.allocations]), taken=True)
+        self.out.seated[name] = Seated(self.reqs[name], placement)
+        self.out.times[name] = (t, end, ready_at)
+        self.waiting_gangs.pop(name, None)
+        self._settled(name)
+        del ready[name]
+        if end is None:
+            self._done(name, t, ready)
+
+    def _nodes_by_name(self) -> dict[str, NodeState]:
+        return self.by_name
+
+    # ------------------------------------------------------------------
+    # Offering the ready intents at one instant
+    # ------------------------------------------------------------------
+
+    def _offer(self, t: int, ready: dict[str, int]) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for name in sorted(n for n in ready if self.jobs[n].intent.gpu_count <= 0):
+                self._start(name, t, ready[name], None, ready)
+                changed = True
+            if self._offer_gpus(t, ready):
+                changed = True
+
+    def _running_per_tenant(self) -> dict[str, int]:
+        return {t: n for t, n in self.held.items() if n}
+
+    def _offer_gpus(self, t: int, ready: dict[str, int]) -> bool:
+        """Offer the ready GPU intents once, in admission order; True (and stop) when a
+        serve with dependants started: they are ready at this same instant."""
+        cands = [self.jobs[n].intent for n in ready if self.jobs[n].intent.gpu_count > 0]
+        if not cands:
+            return False
+        running = self._running_per_tenant()
+        fair = FairShare(self.terms, running)
+        gates: dict[Gate, int] = {}             # waiting intents of higher classes -> fewest GPUs
+        blocked: dict[Gate, int] = {}           # waiting intents of the class being offered
+        rank = None
+        if self._now != t:
+            self._now, self.started_now = t, {}
+        started_now = self.started_now       # jobs started at this very instant: they may still move
+        earliest: dict[tuple[Gate, int, int, int], int] = {}
+        failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
+        # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
+        undone: dict[tuple[Filter, int, int, bool], tuple[int, int | None]] = {}
+        for intent in fair.order(cands, self.wave_of, self.rank, self.chain):
+            name = intent.name
+            r = self.rank[name]
+            if r != rank:
+                for gate, k in blocked.items():
+                    gates[gate] = min(k, gates.get(gate, k))
+                blocked = {}
+                rank = r
+            req = self.reqs[name]
+            quota = self.terms[req.tenant].quota_gpus
+            view = self.c.view(req.filter)
+            limit = self.c.depth_of(req.within) if req.within else 0
+            if quota is not None and running.get(req.tenant, 0) + req.count > quota:
+                # waits for its own tenant's intents; lower classes still must not hold what it
+                # could use past the later of when its quota and the GPUs could allow it
+                gate = (req.filter, limit, req.tenant)
+                blocked[gate] = min(req.count, blocked.get(gate, req.count))
+                continue
+            duration = self.jobs[name].duration
+            end = None if duration is None else t + duration
+            # only gangs of this class or a higher one may keep domains whole against it
+            self.placer.protect_nvlink = any(k <= r for g, k in self.waiting_gangs.items() if g != name)
+            if self._surely_gated(req.filter, end, gates, t, earliest):
+                gate = (req.filter, limit, None)
+                blocked[gate] = min(req.count, blocked.get(gate, req.count))
+                continue
+            memo = (req.filter, limit, req.count, self.placer.protect_nvlink)
+            seen = undone.get(memo)
+            if seen is not None and seen[0] == self.c.version and (end is None or (seen[1] is not None
+                                                                                    and end >= seen[1])):
+                placed = None                   # the same search, same state, no earlier end: undone again
+            else:
+                placed = self._try_place(req, view, limit, started_now, failed)
+            if placed is not None and not self._clears_gates(placed, end, gates, t, earliest):
+                self._undo(placed)
+                undone[memo] = (self.c.version, end)
+                placed = None
+            if placed is None:
+                gate = (req.filter, limit, None)
+                blocked[gate] = min(req.count, blocked.get(gate, req.count))
+                continue
+            seat_placed, room = placed
+            for moved_name, moved in (room.moved.items() if room else ()):
+                old = self.out.seated[moved_name]
+                self.out.seated[moved_name] = started_now[moved_name] = Seated(old.request, _with(old.placement, moved))
+                self.holds[moved_name].allocs = [(self.c.nodes[self.node_index[a.node]], a.gpus)
+                                                 for a in moved.allocations]
+            self._start(name, t, ready[name], seat_placed, ready)
+            started_now[name] = self.out.seated[name]
+            running[req.tenant] = running.get(req.tenant, 0) + req.count
+            fair.charge(req.tenant, req.count)
+            if end is None and self.succs[name]:
+                # its dependants are ready now: offer them with everything not yet started,
+                # in admission order, rather than after the rest of this round
+                return True
+        return False
+
+    def _try_place(self, req: Request, view: View, limit: int, started_now: dict[str, Seated],
+                   failed: dict[tuple[Filter, int], tuple[int, int]]) -> tuple[Placed, Room | None] | None:
+        key = (req.filter, limit)
+        seen = failed.get(key)
+        if seen is not None and seen[0] == self.c.version and req.count >= seen[1]:
+            return None                         # the same search failed for fewer GPUs, nothing changed since
+        placed = self.placer.place(req, view, limit) if view.free[self.c.root.id] >= req.count else None
+        if placed is not None:
+            return placed, None
+        if self.pinned:
+            started_now = {n: seat for n, seat in started_now.items() if n not in self.pinned}
+        if started_now and self._movable(view, req.count, started_now) + view.free[self.c.root.id] >= req.count:
+            room = make_room(self.placer, req, view, limit, started_now)
+            if room is not None:
+                return room.placed, room
+        failed[key] = (self.c.version, min(req.count, seen[1]) if seen and seen[0] == self.c.version
+                       else req.count)
+        return None
+
+    def _movable(self, view: View, k: int, started_now: dict[str, Seated]) -> int:
+        """GPUs held on nodes of `view` big enough for k by single-node intents that started
+        at this instant (the only ones that may move)."""
+        nodes = self.c.nodes
+        out = 0
+        for s in started_now.values():
+            allocs = s.placement.allocations
+            if len(allocs) == 1:
+                i = self.node_index[allocs[0].node]
+                if view.eligible[i] and nodes[i].capacity >= k:
+                    out += s.placement.gpu_count
+        return out
+
+    def _undo(self, placed: tuple[Placed, Room | None]) -> None:
+        seat_placed, room = placed
+        nodes = self._nodes_by_name()
+        for a in seat_placed.allocations:
+            self.c.release(nodes[a.node], a.gpus)
+        if room is not None:
+            for moved_name, moved in room.moved.items():
+                for a in moved.allocations:
+                    self.c.release(nodes[a.node], a.gpus)
+                for a in self.out.seated[moved_name].placement.allocations:
+                    self.c.take(nodes[a.node], a.gpus)
+
+    def _clears_gates(self, placed: tuple[Placed, Room | None], end: int | None, gates: dict[Gate, int],
+                      t: int, earliest: dict[tuple[Gate, int, int, int], int]) -> bool:
+        """True if nothing placed (or moved) now holds GPUs in a domain where a waiting
+        higher-class intent could start before they are released.
+
+        A waiting intent needs k free GPUs inside one domain at its `within` depth.  In a
+        domain d that cannot have k of its GPUs free before time e_d (what is free now plus
+        what the running intents release by then; new starts only take more), anything that
+        ends by e_d is gone before the waiting intent could use d, so it delays nothing."""
+        if not gates:
+            return True
+        seat_placed, room = placed
+        items: list[tuple[tuple[NodeAllocation, ...], int | None]] = [(seat_placed.allocations, end)]
+        if room is not None:
+            for moved_name, moved in room.moved.items():
+                items.append((moved.allocations, self.out.times[moved_name][1]))
+        for gate, k in gates.items():
+            flt, limit, _ = gate
+            view = self.c.view(flt)
+            # the bound is for a world without what is being placed now: count its GPUs as free
+            tentative: dict[int, int] = {}
+            for allocs, _ in items:
+                for a in allocs:
+                    i = self.node_index[a.node]
+                    if view.eligible[i]:
+                        d = self.c.nodes[i].leaf.at_depth(limit).id
+                        tentative[d] = tentative.get(d, 0) + len(a.gpus)
+            for allocs, until in items:
+                for a in allocs:
+                    i = self.node_index[a.node]
+                    if not view.eligible[i]:
+                        continue
+                    domain = self.c.nodes[i].leaf.at_depth(limit).id
+                    key = (gate, k, domain, tentative[domain])
+                    bound = earliest.get(key)
+                    if bound is None:
+                        bound = earliest[key] = max(self._earliest(view, k, t, limit, domain, tentative[domain]),
+                                                    self._quota_free(gate[2], k, t))
+                    if until is None or until > bound:
+                        return False
+        return True
+
+    def _surely_gated(self, flt: Filter, end: int | None, gates: dict[Gate, int], t: int,
+                      earliest: dict[tuple[Gate, int, int, int], int]) -> bool:
+        """True when every node this request could use is one a cluster-wide gate covers past
+        `end`: then any placement would be undone, so do not search."""
+        for gate, k in gates.items():
+            if gate[1] != 0:
+                continue                        # bounds differ per domain: decided after placing
+            sub = self._subset.get((flt, gate[0]))
+            if sub is None:
+                mine, theirs = self.c.view(flt).eligible, self.c.view(gate[0]).eligible
+                sub = self._subset[(flt, gate[0])] = all(b for a, b in zip(mine, theirs) if a)
+            if not sub:
+                continue
+            root = self.c.root.id
+            bound = earliest.get((gate, k, root, 0))
+            if bound is None:
+                bound = earliest[(gate, k, root, 0)] = max(self._earliest(self.c.view(gate[0]), k, t, 0, root),
+                                                           self._quota_free(gate[2], k, t))
+            if end is None or end > bound:
+                return True
+        return False
+
+    def _earliest(self, view: View, k: int, t: int, depth: int, domain: int, extra: int = 0) -> int:
+        """A lower bound on when k GPUs of `view` can be free inside `domain` (at `depth`):
+        now, or when enough of them have been released by what is running now (`extra`: GPUs
+        taken but not running yet, counted as free)."""
+        if view.cap[domain] < k:
+            return NEVER                        # never in this domain: nothing here can delay it
+        free = view.free[domain] + extra
+        if free >= k:
+            return t
+        for end, _, key in self._by_end():
+            hold = self.holds.get(key)
+            if hold is None:
+                continue
+            for node, g in hold.allocs:
+                if view.eligible[self.node_index[node.spec.name]] and (
+                        depth == 0 or node.leaf.at_depth(depth).id == domain):
+                    free += len(g)
+            if free >= k:
+                return end
+        return NEVER
+
+    def _quota_free(self, tenant: str | None, k: int, t: int) -> int:
+        """For an intent waiting for its tenant's quota: when the tenant's running intents
+        have released enough of it (a lower bound on its start); t for any other."""
+        if tenant is None:
+            return t
+        quota = self.terms[tenant].quota_gpus
+        held = self.held.get(tenant, 0)
+        if quota is None or held + k <= quota:
+            return t
+        for end, _, key in self._by_end():
+            hold = self.holds.get(key)
+            if hold is not None and hold.tenant == tenant and hold.allocs:
+                held -= hold.gpus
+                if held + k <= quota:
+                    return end
+        return NEVER
+
+    def _by_end(self) -> list[tuple[int, int, str]]:
+        """The pending releases in time order (cached until the next one is added or taken)."""
+        if self._sorted_events is None or self._sorted_for != (len(self.events), self._seq):
+            self._sorted_events = sorted(self.events)
+            self._sorted_for = (len(self.events), self._seq)
+        return self._sorted_events
+
+    # ------------------------------------------------------------------
+    # Refusals
+    # ------------------------------------------------------------------
+
+    def _refuse(self, name: str, refused: Refused, span: Span) -> None:
+        intent = self.jobs[name].intent
+        self.out.unplaced.append(Unplaced(name, intent.tenant, refused.reason, refused.message))
+        self.out.refusals[name] = refused.reason
+        self.out.diags.append(error("E0601", refused.message, span, hint=refused.hint))
+        self.waiting_gangs.pop(name, None)
+        self._settled(name)
+
+    def _settled(self, name: str) -> None:
+        """`name` no longer competes for nodes (started or refused)."""
+        flt = self.reqs[name].filter
+        if flt in self.placer.demand:
+            self.placer.add_demand(flt, -1)
+
+    def _refuse_impossible(self) -> None:
+        for name in sorted(self.jobs):
+            intent = self.jobs[name].intent
+            if intent.gpu_count <= 0:
+                continue
+            req = self.reqs[name]
+            checked = self.placer.check(req)
+            if isinstance(checked, Refused):
+                self._refuse(name, checked, self.spans[name])
+                continue
+            quota = self.terms[req.tenant].quota_gpus
+            if quota is not None and req.count > quota:
+                self._refuse(name, Refused(
+                    "quota", f"cannot place {req.describe()}: tenant {req.tenant} has a quota of {quota} GPUs",
+                    "raise the tenant's GPU quota or lower the count"), self.spans[name])
+        self._refuse_dependants(sorted(self.out.refusals))
+
+    def _refuse_dependants(self, roots: list[str]) -> None:
+        stack = list(roots)
+        while stack:
+            name = stack.pop()
+            for succ in self.succs[name]:
+                if succ in self.out.refusals or succ in self.out.seated:
+                    continue
+                intent = self.jobs[succ].intent
+                self._refuse(succ, Refused(
+                    "dependency", f'cannot start: "{succ}" waits for "{name}", which cannot be placed',
+                    f'fix the placement of "{name}" first'), intent.span)
+                stack.append(succ)
+
+    def _refuse_leftovers(self, ready: dict[str, int]) -> None:
+        """Still waiting when nothing finite runs any more: held open-ended, never placed."""
+        left = sorted(ready)
+        for name in left:
+            req = self.reqs[name]
+            view = self.c.view(req.filter)
+            quota = self.terms[req.tenant].quota_gpus
+            held = self._running_per_tenant().get(req.tenant, 0)
+            if quota is not None and held + req.count > quota:
+                refused = Refused("quota", f"cannot place {req.describe()}: tenant {req.tenant} holds {held} of "
+                                           f"its {quota} GPUs open-ended (serve intents that never end)",
+                                  "raise the tenant's GPU quota, or lower the count")
+            else:
+                refused = self.placer.refuse_now(req, view, self.c.depth_of(req.within) if req.within else 0)
+                refused = Refused(refused.reason, refused.message + " once every finite intent has ended "
+                                  "(the rest are held open-ended)", refused.hint)
+            del ready[name]
+            self._refuse(name, refused, self.spans[name])
+        self._refuse_dependants(left)
+
+
+def _with(p: Placement, moved: Placement) -> Placement:
+    return Placement(p.intent, p.tenant, moved.allocations, moved.domains, moved.interconnect)
+

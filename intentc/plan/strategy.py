@@ -1,0 +1,64 @@
+"""The decision table applied to the plan: each placed GPU intent's strategy.
+
+The table itself is `intentc/tolerance.py`; what only the plan knows is
+how fragmented the domain it chose is: the share of that domain's GPUs
+left free on nodes that are partly used (free GPUs on untouched nodes are
+whole nodes, not fragments).  The domain is the innermost level the gang
+shares (`Placement.domains`), or its node.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from intentc import ir
+from intentc.plan.model import Placement, Strategy
+from intentc.tolerance import allowed_precisions, strategy
+
+
+def _chosen(p: Placement) -> tuple[str, str]:
+    shared = [(lvl, dom) for lvl, dom in p.domains if dom is not None]
+    if shared:
+        return shared[-1][0], str(shared[-1][1])
+    return "node", p.nodes[0]
+
+
+def _domains(topology: ir.Topology) -> dict[tuple[str, str], list[ir.TopologyNode]]:
+    """Nodes by (level, domain name), the node level included: built once per plan."""
+    out: dict[tuple[str, str], list[ir.TopologyNode]] = {}
+    for n in topology.nodes:
+        out.setdefault(("node", n.name), []).append(n)
+        for level, name in n.domains:
+            if level != "node":
+                out.setdefault((level, name), []).append(n)
+    return out
+
+
+def fragmentation(used: dict[str, int], members: list[ir.TopologyNode]) -> float:
+    """Share of the members' GPUs left free on nodes that are partly used."""
+    total = sum(n.gpu_count for n in members)
+    scattered = sum(n.gpu_count - used.get(n.name, 0) for n in members if 0 < used.get(n.name, 0) < n.gpu_count)
+    return round(scattered / total, 4) if total else 0.0
+
+
+def decide(intents: Iterable[ir.Intent], placements: Iterable[Placement], topology: ir.Topology
+           ) -> tuple[Strategy, ...]:
+    placed = [p for p in placements if p.allocations]
+    used: dict[str, int] = {}
+    for p in placed:
+        for a in p.allocations:
+            used[a.node] = used.get(a.node, 0) + len(a.gpus)
+    by_name = {i.name: i for i in intents}
+    domains = _domains(topology)
+    out = []
+    for p in sorted(placed, key=lambda p: p.intent):
+        intent = by_name.get(p.intent)
+        if intent is None:
+            continue
+        c = intent.constraints
+        level, name = _chosen(p)
+        members = domains.get((level, name)) or [n for node in p.nodes for n in domains.get(("node", node), [])]
+        frag = fragmentation(used, members)
+        out.append(Strategy(p.intent, strategy(c.sla, frag), frag, f"{level} {name}",
+                            allowed_precisions(c.sla, c.tolerance)))
+    return tuple(out)

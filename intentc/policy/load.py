@@ -1,0 +1,76 @@
+"""A repository's tag rules: `policies/*.yaml` (schemas/policy.schema.json).
+
+The directory is found the way tools find their configuration: the nearest
+`policies/` at or above the first input path, stopping at the repository
+root (the directory holding `.git`).  So `intentc check intents/` in a
+repository with `policies/` beside `intents/` uses it, with no flag.
+Files are read in name order and validated with the same schema machinery
+as intents, so a mistake is a diagnostic at its line and column.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from intentc.diagnostics import Diagnostic
+from intentc.frontend.schema import API_VERSION, POLICY_KIND, YMap, schema_diagnostics, to_span
+from intentc.frontend.yaml_read import Reader
+from intentc.policy.catalogue import BUILTIN, Policies, Requirement, Rule
+from intentc.sources import read_source
+
+POLICY_DIR = "policies"
+
+
+def find_policy_dir(paths: Sequence[str]) -> Path | None:
+    start = Path(paths[0]) if paths else Path(".")
+    here = (start if start.is_dir() else start.parent).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / POLICY_DIR).is_dir():
+            return candidate / POLICY_DIR
+        if (candidate / ".git").exists():
+            return None
+    return None
+
+
+def _rules(path: Path) -> tuple[list[Rule], list[Diagnostic], str | None, str]:
+    source, diags = read_source(path)
+    if source is None:
+        return [], diags, None, path.as_posix()
+    reader = Reader(source.path, source.text)
+    reader.read()
+    diags = list(reader.diags)
+    rules = []
+    for root, _ in reader.docs:
+        if not isinstance(root, YMap) or root.get("kind") != POLICY_KIND or root.get("apiVersion") != API_VERSION:
+            continue        # other documents are the intent loader's
+        found = schema_diagnostics(root, POLICY_KIND, source.path, skip_top=())
+        diags.extend(found)
+        if found:
+            continue
+        spec = root["spec"]
+        rules.append(Rule(spec["tag"], tuple(Requirement(r) for r in spec["requires"]),
+                          str(spec.get("reason", "")), str(spec.get("volumeSize", "10Gi")), source.path,
+                          to_span(source.path, spec.pos["tag"][1])))
+    return rules, diags, source.text, source.path
+
+
+def load_policies(paths: Sequence[str]) -> tuple[Policies, list[Diagnostic], dict[str, str]]:
+    """The catalogue for a run over `paths`: built-in rules plus the repository's.
+
+    Returns the catalogue, diagnostics for the policy files, and their texts
+    (for snippets).  Within the repository, a tag given by two files is
+    decided by the later file name."""
+    where = find_policy_dir(paths)
+    if where is None:
+        return BUILTIN, [], {}
+    extra: list[Rule] = []
+    diags: list[Diagnostic] = []
+    texts: dict[str, str] = {}
+    for path in sorted(list(where.glob("*.yaml")) + list(where.glob("*.yml"))):
+        rules, found, text, shown = _rules(path)
+        extra.extend(rules)
+        diags.extend(found)
+        if text is not None:
+            texts[shown] = text
+    return BUILTIN.with_rules(extra), diags, texts

@@ -1,0 +1,107 @@
+"""The failure side of a rendered Job (docs/failure-fallback.md).
+
+A run-to-completion intent degrades in a fixed chain when its GPUs fail:
+
+1. **retry on the same product**: the Job's `podFailurePolicy` (batch/v1,
+   Kubernetes ≥ 1.26) ignores disruptions (`DisruptionTarget`: preemption,
+   eviction, a drained or tainted node) and counts GPU failures (the
+   container exits with one of `GPU_FAILURE_EXIT_CODES`) against
+   `backoffLimit` = the intent's `retries` (default 2); any other non-zero
+   exit fails the Job at once, because a smaller batch or a CPU does not
+   fix a bug;
+2. **a smaller batch**: `NAME-fallback-batch`, the same Job with half the
+   batch, rendered *suspended*;
+3. **a CPU variant** (only with `fallback cpu`): `NAME-fallback-cpu`, no GPU
+   request and no node pin, rendered suspended.
+
+The variants are ordinary objects in the manifests (so `apply` creates them,
+drift sees them, prune removes them) and carry `intentc.dev/fallback-of` and
+`intentc.dev/fallback-step`; the daemon resumes the next one when the Job
+before it failed with `BackoffLimitExceeded` (`daemon/fallback.py` decides).
+`duration × (1 + slack)` becomes every variant's `activeDeadlineSeconds`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from intentc.duration import parse_duration
+from intentc.ir import Fallback, Intent
+from intentc.render.capabilities import KubeVersion
+
+DEFAULT_RETRIES = 2
+DEFAULT_SLACK = 0.5
+# The workload's side of the contract (BSD sysexits): 74 EX_IOERR, a device error
+# (Xid, ECC, NVLink), 75 EX_TEMPFAIL, the GPU is gone or unusable for now.
+GPU_FAILURE_EXIT_CODES = (74, 75)
+FALLBACK_OF = "intentc.dev/fallback-of"
+FALLBACK_STEP = "intentc.dev/fallback-step"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One step of the chain after the Job itself."""
+
+    suffix: str            # appended to the Job's name
+    step: int              # 1, 2: the order the daemon resumes them in
+    batch: int | None      # INTENTC_BATCH of the variant (None: the intent has no batch)
+    cpu: bool              # no GPUs
+
+
+def retries(intent: Intent) -> int:
+    r = intent.constraints.retries
+    return DEFAULT_RETRIES if r is None else r
+
+
+def active_deadline(intent: Intent) -> int | None:
+    """duration × (1 + slack) in whole seconds, or None without a duration."""
+    c = intent.constraints
+    seconds = parse_duration(c.duration) if c.duration else None
+    if seconds is None:
+        return None
+    slack = DEFAULT_SLACK if c.slack is None else c.slack
+    return math.ceil(seconds * (1 + slack))
+
+
+def pod_failure_policy(gpu: bool) -> dict[str, Any]:
+    rules: list[dict[str, Any]] = [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+    ]
+    if gpu:
+        rules.append({"action": "Count", "onExitCodes": {"containerName": "main", "operator": "In",
+                                                         "values": list(GPU_FAILURE_EXIT_CODES)}})
+    stop = [0, *GPU_FAILURE_EXIT_CODES] if gpu else [0]
+    rules.append({"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "NotIn",
+                                                       "values": stop}})
+    return {"rules": rules}
+
+
+def failure_spec(intent: Intent, version: KubeVersion, gpu: bool) -> dict[str, Any]:
+    """The Job spec fields of the chain's first step (merged into every variant too)."""
+    spec: dict[str, Any] = {"backoffLimit": retries(intent)}
+    deadline = active_deadline(intent)
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    if version.pod_failure_policy:
+        spec["podFailurePolicy"] = pod_failure_policy(gpu)
+    return spec
+
+
+def variants(intent: Intent, batch: int | None, gpu: bool) -> tuple[Variant, ...]:
+    """The suspended steps rendered after the Job, in resume order."""
+    if not gpu:
+        return ()
+    out: list[Variant] = []
+    if batch is not None and batch > 1:
+        out.append(Variant("fallback-batch", len(out) + 1, max(batch // 2, 1), False))
+    if intent.constraints.fallback == Fallback.CPU.value:
+        out.append(Variant("fallback-cpu", len(out) + 1, max(batch // 2, 1) if batch else batch, True))
+    return tuple(out)
+
+
+def is_standby(job: Mapping[str, Any]) -> bool:
+    """A fallback variant not resumed yet: healthy as it is, so it never holds up a wave."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    return FALLBACK_OF in annotations and bool((job.get("spec") or {}).get("suspend"))

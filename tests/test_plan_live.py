@@ -1,0 +1,50 @@
+"""Planning on a live cluster: what the cluster's nodes and pods leave free (pure part)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from intentc import ir
+from intentc.plan.live import occupancy
+from intentc.plan.model import Busy
+
+TOPOLOGY = ir.Topology("t", nodes=tuple(ir.TopologyNode(f"n{i}", gpu_count=8, gpu_product="H100-80GB")
+                                        for i in range(1, 7)))
+
+
+def node(name: str, ready: str = "True", gpus: str = "8", **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": spec,
+            "status": {"conditions": [{"type": "Ready", "status": ready}], "allocatable": {"nvidia.com/gpu": gpus}}}
+
+
+def pod(ns: str, name: str, on: str, gpus: int, labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"metadata": {"namespace": ns, "name": name, "labels": labels or {}, "annotations": annotations or {}},
+            "spec": {"nodeName": on, "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
+            "status": {"phase": "Running"}}
+
+
+def test_what_a_live_cluster_leaves_free() -> None:
+    nodes = [node("n1"), node("n2", unschedulable=True), node("n3", ready="False"),
+             node("n4", taints=[{"key": "maintenance", "value": "disk", "effect": "NoSchedule"}]),
+             node("n5", gpus="6"), node("x-not-in-topology")]
+    ours = {"app.kubernetes.io/managed-by": "intentc", "intentc.dev/intent": "train"}
+    pods = [pod("research", "notebook", "n1", 4),                                  # not ours: by count
+            pod("team-b", "other-target", "n5", 2, ours, {"intentc.dev/gpu-indices": "0,1"}),
+            pod("team-a", "our-own-train", "n1", 4, ours),                          # this target's: replaced
+            pod("kube-system", "no-gpu", "n1", 0)]
+    occ, notes = occupancy(TOPOLOGY, nodes, pods, own_namespaces=["team-a"])
+    assert occ.unavailable == frozenset({"n2", "n3", "n4", "n6"})
+    assert occ.busy == (Busy("n1", (4, 5, 6, 7)), Busy("n5", (0, 1, 6, 7)))
+    text = "\n".join(notes)
+    for fragment in ("n2: unavailable (cordoned)", "n3: unavailable (NotReady)",
+                     "n4: unavailable (tainted maintenance=disk:NoSchedule)", "n6: unavailable (not in the cluster)",
+                     "pod research/notebook", "as its intentc target planned", "6 allocatable of 8"):
+        assert fragment in text, text
+    assert "our-own-train" not in text
+
+
+def test_the_gpu_taint_intentc_tolerates_does_not_make_a_node_unavailable() -> None:
+    nodes = [node(f"n{i}", taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]) for i in range(1, 7)]
+    occ, notes = occupancy(TOPOLOGY, nodes, [])
+    assert occ.unavailable == frozenset() and occ.busy == () and notes == ()
