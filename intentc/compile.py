@@ -148,7 +148,7 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
         if not hb.partial:
             return CompileResult(tuple(diags), sources, checked.program, plan)
         held, diags = hb.tenants, sorted_diagnostics(diags + list(hb.notes))
-    rendered = render(checked.program, plan, commit, kube_version, target, policies, hold=held)
+    rendered = render(checked.program, plan, commit, kube_version, target, loaded.topology, policies, hold=held)
     return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g)
 
 

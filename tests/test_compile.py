@@ -146,8 +146,10 @@ def test_bad_flags_are_usage_errors(tmp_path: Path) -> None:
             "-o", str(tmp_path / "o"), "--commit", SHA]
     code, output = run(*base, "--kube-version", "latest")
     assert code == 2 and "not a Kubernetes version" in output
+    code, output = run(*base, "--render-target", "slurm")
+    assert code == 2 and "available: device-plugin, dra, kueue" in output
     code, output = run(*base, "--render-target", "dra")
-    assert code == 2 and "device-plugin" in output
+    assert code == 2 and "'dra' needs Kubernetes 1.34 or later" in output
     code, output = run("compile", str(FIXTURE / "intents"), "-t", str(tmp_path / "missing.yaml"),
                        "-o", str(tmp_path / "o"), "--commit", SHA)
     assert code == 2

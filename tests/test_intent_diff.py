@@ -413,6 +413,31 @@ def test_golden_outputs(repo: git.Repo) -> None:
         assert_golden(golden / f"intent_diff.{suffix}", render_report(report, fmt))
 
 
+def test_what_the_render_target_creates(repo: git.Repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Per added or changed intent, the objects the chosen target makes, in text, JSON and markdown."""
+    commit(repo, {"intents/pipeline.intent": edit(PIPELINE, "cpu 32,", "cpu 48,")}, "bigger")
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    monkeypatch.setenv("INTENTC_CACHE_DIR", str(tmp_path / "cache"))
+    Path("topo.yaml").write_text(TOPOLOGY)
+    found = {}
+    for target in ("device-plugin", "dra", "kueue"):
+        res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-t", "topo.yaml",
+                                  "--render-target", target, "--format", "json"])
+        assert res.exit_code == 1, res.output
+        doc = json.loads(res.stdout)
+        assert doc["target"] == target
+        found[target] = {c["intent"]: c["objects"] for c in doc["creates"]}
+    assert found["device-plugin"] == {"train": ["Job team-a/train"]}
+    assert found["dra"] == {"train": ["ResourceClaimTemplate team-a/train-gpus", "Job team-a/train"]}
+    assert found["kueue"] == {"train": ["Job team-a/train"]}
+    res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-t", "topo.yaml",
+                              "--render-target", "dra", "--format", "markdown"])
+    assert "What `dra` creates:" in res.stdout
+    assert "| `train` | `ResourceClaimTemplate team-a/train-gpus`, `Job team-a/train` |" in res.stdout
+    res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--render-target", "dra"])
+    assert "objects (dra):\n  train: Job team-a/train" in res.stdout, "no topology: no plan, no device claim"
+    res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--render-target", "slurm"])
+    assert res.exit_code == 2 and "unknown render target 'slurm'" in res.output
 # --------------------------------------------------------------------------
 # --format github: workflow annotations on the head-side positions
 # --------------------------------------------------------------------------

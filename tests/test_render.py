@@ -239,7 +239,9 @@ def test_unscheduled_intents_are_not_rendered_and_targets_are_checked() -> None:
     r = render(sample_program(), plan, SHA_A)
     assert not [m for m in r.manifests if m.intent == "pcie-job"]
     assert "intentc-p3" not in {m.ref.name for m in r.manifests}, "no PriorityClass nobody uses"
-    with pytest.raises(ValueError, match="available: device-plugin"):
+    with pytest.raises(ValueError, match="available: device-plugin, dra, kueue"):
+        render(sample_program(), sample_plan(), SHA_A, target="slurm")
+    with pytest.raises(ValueError, match="'dra' needs Kubernetes 1.34"):
         render(sample_program(), sample_plan(), SHA_A, target="dra")
 
 

@@ -20,6 +20,7 @@ from intentc.cli.common import (
     Seed,
     TopologyFile,
     check_render_target,
+    check_target_served,
     commit_or_exit,
     connect_or_exit,
     format_option,
@@ -80,6 +81,8 @@ def apply(
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     client, version = connect_or_exit(kubeconfig, context, kube_version, pool_size=max(workers, 4))
+    check_render_target(render_target, version)
+    check_target_served(client, render_target)
     result = compile_paths(paths, str(topology), sha, version, render_target, seed, exclude=exclude or ())
     diag_format = OutputFormat.JSON if format is ApplyFormat.JSON else OutputFormat.TEXT
     if result.topology_unreadable or result.rendered is None:

@@ -23,7 +23,7 @@ import typer
 from intentc.cli.app import usage_error
 from intentc.diagnostics import OutputFormat
 from intentc.render.capabilities import KubeVersion, unsupported_message
-from intentc.render.targets import TARGETS
+from intentc.render.targets import TARGETS, version_problem
 
 if TYPE_CHECKING:
     from intentc.kube.client import KubeClient
@@ -120,10 +120,35 @@ def parse_kube_version(text: str | None, default: KubeVersion | None = None) -> 
     return version
 
 
-def check_render_target(name: str) -> str:
+def check_render_target(name: str, version: KubeVersion | None = None) -> str:
+    """A known target, renderable for `version` (dra needs 1.34+)."""
     if name not in TARGETS:
         usage_error(f"unknown render target {name!r} (available: {', '.join(sorted(TARGETS))})")
+    problem = version_problem(TARGETS[name], version) if version is not None else None
+    if problem:
+        usage_error(f"{problem}; pass --kube-version 1.34 or later, or another --render-target")
     return name
+
+
+def check_target_served(client: KubeClient, name: str) -> None:
+    """Refuse a render target whose API the cluster does not serve: its objects could
+    not be created (a claim template without DRA) or would never run (Jobs waiting
+    for a Kueue that is not there).  `apply` and the daemon call this once connected."""
+    from intentc.kube.errors import KubeError
+
+    req = TARGETS[name].requirement
+    if req is None:
+        return
+    try:
+        served = client.served_api_versions()
+    except KubeError as e:
+        usage_error(e.message)
+    if req.api_version not in served:
+        group = req.api_version.rpartition("/")[0]
+        also = sorted(v for v in served if v.startswith(group + "/"))
+        has = f" (it serves {', '.join(also)})" if also else ""
+        usage_error(f"render target {name!r} needs {req.what} ({req.api_version}), which the cluster at "
+                    f"{client.host} does not serve{has}; use --render-target device-plugin")
 
 
 def commit_or_exit(paths: Sequence[str], explicit: str | None) -> str:

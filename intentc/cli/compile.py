@@ -76,7 +76,7 @@ def compile(
 
     version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION)
     assert version is not None
-    check_render_target(render_target)
+    check_render_target(render_target, version)
     sha = commit_or_exit(paths, commit)
     live = None
     if kubeconfig is not None or context is not None:

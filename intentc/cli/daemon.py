@@ -27,6 +27,7 @@ from intentc.cli.common import (
     Seed,
     TopologyFile,
     check_render_target,
+    check_target_served,
     commit_or_exit,
     format_option,
     parse_kube_version,
@@ -121,6 +122,8 @@ def daemon(
         client = KubeClient.connect(kubeconfig, context)
     except KubeError as e:
         usage_error(e.message)
+    check_render_target(render_target, parse_kube_version(kube_version))
+    check_target_served(client, render_target)
     config = DaemonConfig(repo=repo, branch=branch, paths=tuple(path), topology=topology, local=local, commit=commit,
                           interval=interval, resync=resync, listen=listen or None, target=target,
                           workdir=str(workdir), rollout_timeout=rollout_timeout, prune=prune,
@@ -187,9 +190,9 @@ def watch(
     from intentc.daemon.reload import Reloader, follow, write_changed
     from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 
-    check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION) or DEFAULT_KUBE_VERSION
+    check_render_target(render_target, version)
     reloader = Reloader(paths, str(topology), sha, version, render_target, seed)
     stop = threading.Event()
     previous: dict[str, str] | None = None

@@ -22,8 +22,10 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
-from intentc.cli.common import BaseRevision, Exclude, HeadRevision, Jobs, MergeBase, format_option
+from intentc.cli.common import (BaseRevision, Exclude, HeadRevision, Jobs, MergeBase, RenderTarget,
+                                check_render_target, format_option)
 from intentc.diagnostics import OutputFormat, has_errors
+from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
 
 # The diff machinery (GitPython, deepdiff, jsonschema, the renderer, the planner)
@@ -143,6 +145,8 @@ def schema_diff(
   intentc diff --base origin/main --merge-base --format github   # annotations on the PR
 
   intentc diff --base origin/main --topology examples/topologies/cluster.yaml   # plus the plan diff
+
+  intentc diff --base origin/main -t examples/topologies/cluster.yaml --render-target kueue --format markdown
 """)
 def diff(
     base: BaseRevision,
@@ -156,6 +160,7 @@ def diff(
         None, "--cache-dir", metavar="DIR", help="Parse cache directory (default: $INTENTC_CACHE_DIR or ~/.cache/intentc)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Parse every file, use and write no cache."),
     jobs: Jobs = 0,
+    render_target: RenderTarget = DEFAULT_TARGET,
     exclude: Exclude = None,
 ) -> None:
     """Show what changes semantically between two revisions: intents, tenants and datasets
@@ -171,6 +176,7 @@ def diff(
     # A short-lived process holding two whole programs: the cyclic collector
     # would only rescan them (the IR has no cycles), during the run and at exit;
     # freezing them keeps the exit-time collection away too.
+    check_render_target(render_target)
     gc.disable()
     try:
         try:
@@ -190,7 +196,7 @@ def diff(
         directory = None if no_cache else (cache_dir or default_cache_dir())
         report, _, head_side = diff_trees(Tree(base_label, base_snap.listing, base_snap.read),
                                           Tree(head_label, head_snap.listing, head_snap.read),
-                                          loaded, directory, jobs or None)
+                                          loaded, directory, jobs or None, render_target)
         gc.freeze()
     finally:
         gc.enable()

@@ -165,6 +165,7 @@ def drift(
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     client, version = connect_or_exit(kubeconfig, context, kube_version)
+    check_render_target(render_target, version)
     try:
         result = compile_paths(paths, str(topology), sha, version, render_target, seed)
         diag_format = {DriftFormat.JSON: OutputFormat.JSON, DriftFormat.GITHUB: OutputFormat.GITHUB}.get(

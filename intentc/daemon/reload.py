@@ -45,21 +45,20 @@ from intentc.atomic import write_atomic
 from intentc.compile import MANIFESTS_DIR
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.frontend import FileResult, parse_source
-from intentc.ir import Intent, Program, Tenant
+from intentc.ir import Intent, Program, Tenant, Topology
 from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
 from intentc.pipeline import prefer_specific
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Placement, Plan
 from intentc.plan.planner import make_plan
 from intentc.policy.load import load_policies
-from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, tenant_manifests
+from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, target_manifests, tenant_manifests
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import (
     Choice,
     Manifest,
     ObjectRef,
     Rendered,
-    SetupStep,
 )
 from intentc.render.output import manifest_filename, step_width, to_yaml
 from intentc.render.targets import DEFAULT_TARGET, get_target
@@ -124,6 +123,7 @@ class Snapshot:
     intents: Mapping[str, IntentRender] = field(repr=False, default_factory=dict)
     setup: tuple[Manifest, ...] = field(repr=False, default=())        # tenants' objects, priority classes
     setup_texts: tuple[str, ...] = field(repr=False, default=())
+    topology: Topology | None = field(repr=False, default=None)      # what the render saw
 
     def files(self) -> dict[str, str]:
         """Output path -> text, exactly `CompileResult.files()` of a full compile."""
@@ -342,18 +342,19 @@ class Reloader:
                 return failed(diags)
             uris = {d.name: d.uri for d in program.datasets}
             changed = [self._files[n] for n in sorted(self._dirty) if n in self._files] if reuse else None
-            rendered, intents, setup, setup_texts, rerendered = self._render(program, plan, uris, previous, changed)
+            rendered, intents, setup, setup_texts, rerendered = self._render(program, plan, uris, previous, changed,
+                                                                             loaded.topology)
             self._generation += 1
             snapshot = Snapshot(self._generation, program, plan, rendered, tuple(diags), plan_json, graph_json,
                                 plan_key, tuple(plan_diags), uris, ref_key, tuple(global_diags), intents, setup,
-                                setup_texts)
+                                setup_texts, loaded.topology)
             self._current = snapshot      # the atomic swap: readers see the old or the new snapshot
             self._dirty.clear()
             return ReloadResult(True, snapshot.diagnostics, sources, tuple(names), reparsed,
                                 rerendered, not reuse, snapshot)
 
     def _render(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot | None,
-                changed: list[FileState] | None
+                changed: list[FileState] | None, topology: Topology | None = None
                 ) -> tuple[Rendered, dict[str, IntentRender], tuple[Manifest, ...], tuple[str, ...], tuple[str, ...]]:
         """`intentc.render.render`, with per-intent results reused when their inputs are equal.
 
@@ -362,7 +363,9 @@ class Reloader:
         same dataset URIs, no other intent's inputs can have changed."""
         tgt = get_target(self.target)
         commit, version = self.commit, self.kube_version
-        setup = tenant_manifests(program, commit, plan, self.policies) + [crd_manifest(version, commit)]
+        setup = tenant_manifests(program, commit, plan, self.policies, tgt.gpu_quota) + [crd_manifest(version, commit)]
+        if previous is not None and previous.topology is not topology:
+            previous = None           # a target may render the topology itself (flavors, cliques)
         same_data = previous is not None and previous.uris == uris
         fast = previous is not None and changed is not None and same_data and previous.plan is plan
         renders: dict[str, IntentRender]
@@ -375,7 +378,7 @@ class Reloader:
 
         if fast and previous is not None and changed is not None:
             # the plan is the same object: same SLA classes, same placements and waves
-            setup.extend(m for m in previous.setup if m.step == SetupStep.PRIORITY_CLASSES)
+            setup.extend(m for m in previous.setup if m.ref.kind == "PriorityClass")
             renders = dict(previous.intents)
             for f in changed:
                 for intent in f.result.program.intents:
@@ -399,9 +402,11 @@ class Reloader:
                     todo.append((intent, placement, wave))
                 else:
                     renders[intent.name] = hit
+        setup.extend(target_manifests(tgt, program, program.intents, topology, commit))
         for intent, placement, wave in todo:
             made, choice = intent_manifests(intent, placement, wave, version, tgt, uris, commit,
-                                            batch_of.get(intent.name), self.policies, strategy_of.get(intent.name))
+                                            batch_of.get(intent.name), self.policies, strategy_of.get(intent.name),
+                                            topology)
             renders[intent.name] = IntentRender(intent, placement, wave, _data_of(intent, uris), made, choice,
                                                 tuple(to_yaml(m.body) for m in made), decided_of(intent.name))
         old_by_ref = ({m.ref: (m, t) for m, t in zip(previous.setup, previous.setup_texts, strict=True)}

@@ -93,6 +93,10 @@ def format_text(report: DiffReport) -> str:
     if report.impacts:
         out.append("impact:")
         out += [f"  {i.impact.value:<13} {i.intent}: {'; '.join(i.reasons)}" for i in report.impacts]
+    if report.creates:
+        out.append(f"objects ({report.target}):")
+        out += [f"  {o.intent}: {', '.join(o.objects) or 'none'}" for o in report.creates[:SHOWN]]
+        out += _more(len(report.creates))
     return "\n".join(out) + "\n"
 
 
@@ -129,6 +133,8 @@ def to_json_obj(report: DiffReport) -> dict[str, Any]:
         },
         "impacts": [{"intent": i.intent, "impact": i.impact.value, "reasons": list(i.reasons),
                      "changed": i.changed} for i in report.impacts],
+        "target": report.target,
+        "creates": [{"intent": o.intent, "status": o.status, "objects": list(o.objects)} for o in report.creates],
     }
 
 
@@ -162,6 +168,10 @@ def format_markdown(report: DiffReport) -> str:
     if p is not None:
         summary.append(f"plan on `{p.topology}`: {len(p.moved)} move(s), "
                        f"{sum(not c.placeable for c in p.capacity)} unplaceable, {len(p.shares)} share change(s)")
+    if report.creates:
+        out += ["", f"What `{report.target}` creates:", "", "| intent | objects |", "|---|---|"]
+        out += [f"| `{o.intent}` | {', '.join(f'`{_md(r)}`' for r in o.objects) or 'none'} |"
+                for o in report.creates[:SHOWN * 4]]
     out += ["", " \u00b7 ".join(summary), "", "<details><summary>Field-level changes</summary>", ""]
     for c in report.declarations:
         if not c.changes and c.status is not Status.RENAMED:

@@ -22,10 +22,12 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from intentc.diff.intents import DeclChange, Status
-from intentc.ir import Intent, Program
+from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import Metrics, Plan
 from intentc.render import render
+from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 from intentc.render.stamp import canonical_json, unstamped
+from intentc.render.targets import DEFAULT_TARGET, get_target
 
 ZERO_SHA = "0" * 40
 # Fallback when the renderer cannot render an intent (it is broken on one side):
@@ -59,12 +61,16 @@ def _plan_for(name: str, wave: int) -> Plan:
                 Metrics(0, 0, 0, 0, 1.0, 0))
 
 
-def rendered_objects(program: Program, intent: Intent, plan: Plan | None, wave: int) -> dict[str, Any]:
-    """ObjectRef text -> unstamped body of the objects rendered for one intent."""
+def rendered_objects(program: Program, intent: Intent, plan: Plan | None, wave: int,
+                     target: str = DEFAULT_TARGET, topology: Topology | None = None) -> dict[str, Any]:
+    """ObjectRef text -> unstamped body of the objects rendered for one intent by `target`
+    (for the oldest Kubernetes the target renders for)."""
     sub = Program(program.tenants, program.datasets, (intent,), ())
     if plan is None or intent.name not in {n for w in plan.waves for n in w}:
         plan = _plan_for(intent.name, wave)
-    out = render(sub, plan, ZERO_SHA)
+    req = get_target(target).requirement
+    version = max(DEFAULT_KUBE_VERSION, req.min_kube) if req is not None and req.min_kube else DEFAULT_KUBE_VERSION
+    out = render(sub, plan, ZERO_SHA, version, target, topology)
     return {str(m.ref): unstamped(m.body) for m in out.manifests if m.intent == intent.name}
 
 
@@ -93,6 +99,12 @@ class SideState:
     program: Program
     plan: Plan | None
     wave_of: Mapping[str, int]
+    target: str = DEFAULT_TARGET
+    topology: Topology | None = None
+
+    def objects(self, intent: Intent) -> dict[str, Any]:
+        return rendered_objects(self.program, intent, self.plan, self.wave_of.get(intent.name, 0),
+                                self.target, self.topology)
 
 
 def classify(changes: list[DeclChange], base: SideState, head: SideState,
@@ -124,8 +136,7 @@ def _classify_render(c: DeclChange, base: SideState, head: SideState) -> tuple[I
     if b is None or h is None:
         return _field_class(c)
     try:
-        old = rendered_objects(base.program, b, base.plan, base.wave_of.get(c.name, 0))
-        new = rendered_objects(head.program, h, head.plan, head.wave_of.get(c.name, 0))
+        old, new = base.objects(b), head.objects(h)
     except Exception:  # noqa: BLE001
         # The renderer trusts a program that compiles; an intent it cannot render
         # (the head has errors, which the CLI reports) is classified by its fields.

@@ -17,6 +17,7 @@ from typing import Iterator
 
 from intentc.diagnostics import Diagnostic, Severity
 from intentc.diff.cache import BlobCache
+from intentc.diff.creates import IntentObjects, target_objects
 from intentc.diff.graph_diff import GraphDiff, GraphView, diff_graphs, view
 from intentc.diff.impact import Impact, SideState, classify
 from intentc.diff.intents import DeclChange, diff_programs
@@ -24,6 +25,7 @@ from intentc.diff.plan_diff import PlanDiff, diff_plans
 from intentc.diff.sides import CompileStats, Side, Tree, compile_sides
 from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
+from intentc.render.targets import DEFAULT_TARGET
 from intentc.topology.load import LoadedTopology
 
 
@@ -38,6 +40,8 @@ class DiffReport:
     base_diagnostics: tuple[Diagnostic, ...] = ()
     head_diagnostics: tuple[Diagnostic, ...] = ()
     stats: CompileStats | None = None
+    target: str = DEFAULT_TARGET
+    creates: tuple[IntentObjects, ...] = ()      # what `target` makes for each added/changed intent
 
     @property
     def changed(self) -> bool:
@@ -70,7 +74,8 @@ def _view(side: Side, cache: BlobCache | None) -> GraphView:
 
 
 def diff_compiled(base: Side, head: Side, topology: LoadedTopology | None = None,
-                  stats: CompileStats | None = None, cache: BlobCache | None = None) -> DiffReport:
+                  stats: CompileStats | None = None, cache: BlobCache | None = None,
+                  target: str = DEFAULT_TARGET) -> DiffReport:
     declarations = diff_programs(base.program, head.program)
     gb, gh = _view(base, cache), _view(head, cache)
     graph = diff_graphs(gb, gh)
@@ -78,10 +83,13 @@ def diff_compiled(base: Side, head: Side, topology: LoadedTopology | None = None
     plan = diff_plans(plan_b, plan_h) if plan_b is not None and plan_h is not None else None
     moved = {m.intent: f"{m.old} -> {m.new}" for m in plan.moved} if plan else {}
     unplaceable = {c.intent: c.message for c in plan.capacity if not c.placeable} if plan else {}
-    impacts = classify(declarations, SideState(base.program, plan_b, gb.wave_of),
-                       SideState(head.program, plan_h, gh.wave_of), moved, unplaceable)
+    topo = topology.topology if topology is not None else None
+    head_state = SideState(head.program, plan_h, gh.wave_of, target, topo)
+    impacts = classify(declarations, SideState(base.program, plan_b, gb.wave_of, target, topo),
+                       head_state, moved, unplaceable)
     return DiffReport(base.label, head.label, tuple(declarations), graph, plan, impacts,
-                      base.diagnostics, head.diagnostics, stats)
+                      base.diagnostics, head.diagnostics, stats, target,
+                      target_objects(declarations, head_state))
 
 
 @contextmanager
@@ -104,11 +112,12 @@ def _without_cyclic_gc() -> Iterator[None]:
 
 
 def diff_trees(base: Tree, head: Tree, topology: LoadedTopology | None = None,
-               cache_dir: str | None = None, jobs: int | None = None) -> tuple[DiffReport, Side, Side]:
+               cache_dir: str | None = None, jobs: int | None = None,
+               target: str = DEFAULT_TARGET) -> tuple[DiffReport, Side, Side]:
     """Compile both trees (sharing every unchanged blob's parse) and diff them."""
     with _without_cyclic_gc():
         cache = BlobCache(cache_dir)
         b, h, stats = compile_sides(base, head, cache, jobs)
-        report = diff_compiled(b, h, topology, stats, cache)
+        report = diff_compiled(b, h, topology, stats, cache, target)
         cache.save(set(base.listing.items()) | set(head.listing.items()), (b.digest, h.digest))
         return report, b, h

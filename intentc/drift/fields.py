@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any, Iterator, Mapping
 
 from intentc.quantity import parse_quantity
-from intentc.render.model import COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION
+from intentc.render.model import COMMIT_ANNOTATION, HANDED_OVER_ANNOTATION, SPEC_HASH_ANNOTATION
 
 ABSENT: Any = None   # how a missing live field is shown (JSON null)
 
@@ -41,10 +41,24 @@ FALLBACK_OF_ANNOTATION = "intentc.dev/fallback-of"
 CONTROLLER_PATHS = frozenset({"spec.suspend"})
 
 
+def handed_over(desired: Mapping[str, Any]) -> frozenset[str]:
+    text = (desired.get("metadata", {}).get("annotations") or {}).get(HANDED_OVER_ANNOTATION, "")
+    return frozenset(p.strip() for p in str(text).split(",") if p.strip())
+
+
 def ignored_paths(desired: Mapping[str, Any]) -> frozenset[str]:
-    """Paths of `desired` never compared with live: provenance, and a fallback variant's suspend."""
+    """What drift never compares on `desired`: provenance, what it handed over (to Kueue),
+    and a fallback variant's suspend."""
     annotations = (desired.get("metadata") or {}).get("annotations") or {}
-    return PROVENANCE_PATHS | CONTROLLER_PATHS if FALLBACK_OF_ANNOTATION in annotations else PROVENANCE_PATHS
+    variant = CONTROLLER_PATHS if FALLBACK_OF_ANNOTATION in annotations else frozenset()
+    return PROVENANCE_PATHS | handed_over(desired) | variant
+
+
+def without_handed_over(body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The body to re-apply to an existing object: without the fields it handed over."""
+    paths = handed_over(body)
+    return _without(body, paths) if paths else body
+
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _MISSING = object()

@@ -148,6 +148,15 @@ class KubeClient:
         """The server's gitVersion, e.g. "v1.20.2"."""
         return str(self.request("GET", "/version")["gitVersion"])
 
+    def served_api_versions(self) -> frozenset[str]:
+        """Every group/version the server serves ("v1", "batch/v1", "resource.k8s.io/v1", ...)."""
+        core = self.request("GET", "/api") or {}
+        groups = self.request("GET", "/apis") or {}
+        out = {str(v) for v in core.get("versions", [])}
+        for g in groups.get("groups", []):
+            out.update(str(v["groupVersion"]) for v in g.get("versions", []))
+        return frozenset(out)
+
     def resource(self, api_version: str, kind: str) -> Resource:
         key = (api_version, kind)
         with self._lock:

@@ -57,5 +57,16 @@ KNOWN: dict[tuple[str, str], Resource] = {
         Resource("batch/v1beta1", "CronJob", "cronjobs", True),
         Resource("apps/v1", "Deployment", "deployments", True),
         Resource("coordination.k8s.io/v1", "Lease", "leases", True),
+        Resource("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True),
+        Resource("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", True),
+        Resource("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies", True),
+        Resource("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False),
+        Resource("resource.k8s.io/v1", "ResourceClaimTemplate", "resourceclaimtemplates", True),
+        Resource("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", False),
+        Resource("kueue.x-k8s.io/v1beta2", "ClusterQueue", "clusterqueues", False),
+        Resource("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", True),
+        Resource("kueue.x-k8s.io/v1beta2", "Topology", "topologies", False),
+        Resource("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts", False),
+        Resource("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses", False),
     )
 }

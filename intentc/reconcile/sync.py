@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from intentc.kube.client import KubeClient
 from intentc.progress import Progress, silent
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
+from intentc.drift.fields import without_handed_over
 from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair, repair_diff
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
 from intentc.reconcile.lock import ApplyLock, LockBusy
@@ -248,7 +249,8 @@ class Reconciler:
         m, action = p.desired, decide(p)
         diff = _diff_for(action, p)
         try:
-            body = self._call(self.client.apply, m.body, force=self._force(action))
+            sent = m.body if p.live is None else without_handed_over(m.body)
+            body = self._call(self.client.apply, sent, force=self._force(action))
             return ObjectOutcome(m.ref, m.step, action, written=True, diff=diff), body
         except ApplyConflict as e:
             return _conflict(m.ref, m.step, action, e), p.live

@@ -19,6 +19,9 @@ INTENT_LABEL = "intentc.dev/intent"
 COMMIT_ANNOTATION = "intentc.dev/commit-sha"
 SPEC_HASH_ANNOTATION = "intentc.dev/spec-hash"
 STAMP_ANNOTATIONS = (COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION)
+# Paths (comma-separated) an object hands to a controller once it exists, e.g. a
+# Kueue Job's `spec.suspend`: drift does not judge them, a re-apply leaves them alone.
+HANDED_OVER_ANNOTATION = "intentc.dev/handed-over"
 # On an object every intentc repository on a cluster applies alike (the Intent CRD): its
 # commit stamp is whichever repository applied it last, so drift judges it by content only.
 SHARED_ANNOTATION = "intentc.dev/shared"
@@ -48,6 +51,14 @@ SETUP_KINDS: dict[str, SetupStep] = {
     "LimitRange": SetupStep.QUOTAS,
     "NetworkPolicy": SetupStep.QUOTAS,       # tenant-wide isolation, before any pod starts
     "PriorityClass": SetupStep.PRIORITY_CLASSES,
+    # What render targets add: quotas and queues (kueue), device claims a pod refers to (dra).
+    "ResourceFlavor": SetupStep.QUOTAS,
+    "Topology": SetupStep.QUOTAS,
+    "Cohort": SetupStep.QUOTAS,
+    "ClusterQueue": SetupStep.QUOTAS,
+    "LocalQueue": SetupStep.QUOTAS,
+    "ResourceClaimTemplate": SetupStep.QUOTAS,
+    "WorkloadPriorityClass": SetupStep.PRIORITY_CLASSES,
 }
 
 

@@ -1,97 +1,48 @@
 """Render targets: how a planned GPU set reaches the cluster (DESIGN.md, "GPU binding").
 
 The planner decides nodes and GPU indices once; a target turns that into
-pod-spec fields.  `device-plugin` works on every cluster: pin the pod to
-its node(s), request `nvidia.com/gpu`, and carry the exact indices, NUMA
-nodes and NICs as annotations for node-level tooling.  A `dra` target
-(ResourceClaimTemplates for exactly the planned devices) fits the same
-`RenderTarget` shape: it returns claims in `PodBinding` instead of limits.
+pod-spec fields (`intentc.render.binding` is the contract).
+
+* `device-plugin` (default) works on every cluster: pin the pod to its
+  node(s), request `nvidia.com/gpu`, and carry the exact indices, NUMA nodes
+  and NICs as annotations.  The GPU set inside a node is advisory there: the
+  device plugin picks the devices.
+* `dra` (`intentc.render.dra`): ResourceClaimTemplates for exactly the planned
+  devices; kube-scheduler allocates them or the pod does not run.
+* `kueue` (`intentc.render.kueue`): Kueue's queues, flavors and topology;
+  workloads are created suspended and Kueue admits them on live state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence
+from dataclasses import dataclass
 
-from intentc.plan.model import NodeAllocation
+from intentc.render.binding import (GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, RenderTarget,
+                                    Requirement, TargetDefaults, gpu_toleration, node_pins, plan_annotations)
+from intentc.render.capabilities import KubeVersion
+from intentc.render.dra import DraTarget
+from intentc.render.kueue import KueueTarget
 
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-GPU_RESOURCE = "nvidia.com/gpu"
-
-
-@dataclass(frozen=True)
-class PodBinding:
-    """Pod-spec fragments a target contributes; the workload builder merges them."""
-
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    affinity: Mapping[str, Any] = field(default_factory=dict)
-    tolerations: tuple[Mapping[str, str], ...] = ()
-    limits: Mapping[str, str] = field(default_factory=dict)
-    requests: Mapping[str, str] = field(default_factory=dict)
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    env: Mapping[str, str] = field(default_factory=dict)
-
-
-class RenderTarget(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    def bind(self, allocations: Sequence[NodeAllocation], gpus_per_pod: int,
-             spread_labels: Mapping[str, str]) -> PodBinding:
-        """Binding for pods that may run on `allocations`; with several, non-empty
-        `spread_labels` select the gang's pods to keep one pod per node."""
-        ...
-
-
-def _per_node(allocations: Sequence[NodeAllocation], values: Mapping[str, str]) -> str:
-    """"0,1,2,3" for one node; "node-a=0,1;node-b=2,3" for several."""
-    if len(allocations) == 1:
-        return values[allocations[0].node]
-    return ";".join(f"{a.node}={values[a.node]}" for a in allocations)
-
-
-def _ints(xs: Sequence[int]) -> str:
-    return ",".join(str(x) for x in xs)
+__all__ = ["GPU_RESOURCE", "HOSTNAME_LABEL", "BindRequest", "PodBinding", "RenderTarget", "Requirement",
+           "DevicePluginTarget", "TARGETS", "DEFAULT_TARGET", "get_target", "version_problem"]
 
 
 @dataclass(frozen=True)
-class DevicePluginTarget:
+class DevicePluginTarget(TargetDefaults):
     name: str = "device-plugin"
 
-    def bind(self, allocations: Sequence[NodeAllocation], gpus_per_pod: int,
-             spread_labels: Mapping[str, str]) -> PodBinding:
-        if not allocations:
+    def bind(self, req: BindRequest) -> PodBinding:
+        if not req.allocations:
             return PodBinding()
-        allocs = sorted(allocations, key=lambda a: a.node)
-        nodes = [a.node for a in allocs]
-        annotations = {
-            "intentc.dev/nodes": ",".join(nodes),
-            "intentc.dev/gpu-indices": _per_node(allocs, {a.node: _ints(a.gpus) for a in allocs}),
-            "intentc.dev/gpu-link": _per_node(allocs, {a.node: a.link for a in allocs}),
-        }
-        if any(a.numa_nodes for a in allocs):
-            annotations["intentc.dev/numa-nodes"] = _per_node(allocs, {a.node: _ints(a.numa_nodes) for a in allocs})
-        if any(a.nics for a in allocs):
-            annotations["intentc.dev/nics"] = _per_node(allocs, {a.node: ",".join(a.nics) for a in allocs})
-        env = {"INTENTC_GPU_INDICES": annotations["intentc.dev/gpu-indices"]}
-        gpu = {GPU_RESOURCE: str(gpus_per_pod)} if gpus_per_pod else {}
-        tolerations: tuple[Mapping[str, str], ...] = (
-            ({"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},) if gpus_per_pod else ())
-        if len(allocs) == 1:
-            return PodBinding(node_selector={HOSTNAME_LABEL: nodes[0]}, tolerations=tolerations,
-                              limits=gpu, requests=gpu, annotations=annotations, env=env)
-        affinity: dict[str, Any] = {
-            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": nodes}]}]}}}
-        if spread_labels:
-            # One pod per planned node: the gang's pods repel each other per hostname.
-            affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": dict(spread_labels)}, "topologyKey": HOSTNAME_LABEL}]}
-        return PodBinding(affinity=affinity, tolerations=tolerations, limits=gpu, requests=gpu,
-                          annotations=annotations, env=env)
+        annotations = plan_annotations(req.allocations)
+        gpu = {GPU_RESOURCE: str(req.gpus_per_pod)} if req.gpus_per_pod else {}
+        selector, affinity = node_pins(req.allocations, req.spread_labels)
+        return PodBinding(node_selector=selector, affinity=affinity, tolerations=gpu_toleration(req.gpus_per_pod),
+                          limits=gpu, requests=gpu, annotations=annotations,
+                          env={"INTENTC_GPU_INDICES": annotations["intentc.dev/gpu-indices"]})
 
 
-TARGETS: dict[str, RenderTarget] = {"device-plugin": DevicePluginTarget()}
+TARGETS: dict[str, RenderTarget] = {t.name: t for t in (DevicePluginTarget(), DraTarget(), KueueTarget())}
 DEFAULT_TARGET = "device-plugin"
 
 
@@ -100,3 +51,12 @@ def get_target(name: str) -> RenderTarget:
         return TARGETS[name]
     except KeyError:
         raise ValueError(f"unknown render target {name!r} (available: {', '.join(sorted(TARGETS))})") from None
+
+
+def version_problem(target: RenderTarget, version: KubeVersion) -> str | None:
+    """Why `target` cannot be rendered for Kubernetes `version` (None: it can)."""
+    req = target.requirement
+    if req is not None and req.min_kube is not None and version < req.min_kube:
+        return (f"render target {target.name!r} needs Kubernetes {req.min_kube} or later ({req.what}, "
+                f"{req.api_version}); rendering for {version}")
+    return None

@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 from intentc.ir import SlaClass, Tenant
 from intentc.render.meta import metadata
-from intentc.render.targets import GPU_RESOURCE
+from intentc.render.binding import GPU_QUOTA
 
 ROLE_BINDING_NAME = "intentc-tenant-edit"
 QUOTA_NAME = "intentc-tenant-quota"
@@ -43,13 +43,14 @@ def role_binding(tenant: Tenant) -> dict[str, Any] | None:
     }
 
 
-def resource_quota(tenant: Tenant, planned_gpus: int = 0) -> dict[str, Any]:
+def resource_quota(tenant: Tenant, planned_gpus: int = 0, gpu_key: str = GPU_QUOTA) -> dict[str, Any]:
     """Every tenant namespace is bounded.  Without a declared GPU quota the
     bound is what the plan allocated to the tenant (0 without GPU intents):
     the tenant's group has `edit` in its namespace, and without a quota a
-    pod created by hand could take any GPU the plan gave someone else."""
+    pod created by hand could take any GPU the plan gave someone else.
+    `gpu_key` is the render target's: DRA claims are counted per device class."""
     gpus = tenant.quota_gpus if tenant.quota_gpus is not None else planned_gpus
-    hard: dict[str, str] = {f"requests.{GPU_RESOURCE}": str(gpus)}
+    hard: dict[str, str] = {gpu_key: str(gpus)}
     if tenant.quota_cpu:
         hard["requests.cpu"] = tenant.quota_cpu
     if tenant.quota_memory:

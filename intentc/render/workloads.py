@@ -3,7 +3,8 @@
 A gang that spans several nodes needs one pod per planned node: an Indexed
 Job (stable ranks from the completion index), each pod pinned to a distinct
 planned node by node affinity plus pod anti-affinity.  When the nodes carry
-different GPU counts no single pod template fits, so each node gets its own Job.
+different GPU counts no single pod template fits, so each node gets its own Job;
+so does a target that names devices (`dra`) when the planned index sets differ.
 The decision is returned as a `Choice` and stamped as `intentc.dev/gang-mode`.
 """
 
@@ -12,16 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from intentc.ir import ActionKind, Intent, TriggerKind
+from intentc.ir import ActionKind, Intent, Topology, TriggerKind
 from intentc.plan.model import NodeAllocation, Placement
+from intentc.render.binding import BindRequest, PodBinding, RenderTarget
 from intentc.render.autoscale import autoscaler, batch_growth
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.fallback import (FALLBACK_OF, FALLBACK_STEP, GPU_FAILURE_EXIT_CODES, Variant,
                                      failure_spec, variants)
 from intentc.render.meta import labels, metadata
-from intentc.render.model import INTENT_LABEL, TENANT_LABEL, Choice
+from intentc.render.model import HANDED_OVER_ANNOTATION, INTENT_LABEL, TENANT_LABEL, Choice
 from intentc.render.nccl import nccl_env
-from intentc.render.targets import PodBinding, RenderTarget
 from intentc.render.tenants import priority_class_name
 
 DEFAULT_SERVE_PORT = 8000
@@ -35,7 +36,7 @@ class GangLayout:
     reason: str = ""
 
 
-def gang_layout(placement: Placement | None) -> GangLayout:
+def gang_layout(placement: Placement | None, exact_devices: bool = False) -> GangLayout:
     allocs = tuple(sorted(placement.allocations, key=lambda a: a.node)) if placement else ()
     if len(allocs) <= 1:
         return GangLayout("single", (allocs,))
@@ -44,6 +45,11 @@ def gang_layout(placement: Placement | None) -> GangLayout:
         return GangLayout("per-node", tuple((a,) for a in allocs),
                           f"GPU counts differ per node ({', '.join(str(len(a.gpus)) for a in allocs)}): "
                           f"one Job per node")
+    if exact_devices and len({a.gpus for a in allocs}) > 1:
+        return GangLayout("per-node", tuple((a,) for a in allocs),
+                          f"planned GPU indices differ per node "
+                          f"({'; '.join(f'{a.node}=' + ','.join(map(str, a.gpus)) for a in allocs)}): "
+                          f"one Job (and device claim) per node")
     return GangLayout("indexed", (allocs,), f"{len(allocs)} indexed pods, one per planned node")
 
 
@@ -109,7 +115,9 @@ def _container(intent: Intent, binding: PodBinding, env: list[dict[str, Any]],
         container["env"] = env
     if port is not None:
         container["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
-    resources = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
+    resources: dict[str, Any] = {k: v for k, v in (("limits", limits), ("requests", requests)) if v}
+    if binding.resource_claims:
+        resources["claims"] = [{"name": name} for name, _ in binding.resource_claims]
     if resources:
         container["resources"] = resources
     return container
@@ -126,9 +134,12 @@ def _pod_template(intent: Intent, binding: PodBinding, env: list[dict[str, Any]]
         spec["tolerations"] = [dict(t) for t in binding.tolerations]
     if intent.constraints.sla:
         spec["priorityClassName"] = priority_class_name(intent.constraints.sla)
+    if binding.resource_claims:
+        spec["resourceClaims"] = [{"name": name, "resourceClaimTemplateName": template}
+                                  for name, template in binding.resource_claims]
     meta: dict[str, Any] = {"labels": labels(intent.tenant, intent.name)}
-    if annotations:
-        meta["annotations"] = dict(annotations)
+    if annotations or binding.pod_annotations:
+        meta["annotations"] = {**annotations, **binding.pod_annotations}
     return {"metadata": meta, "spec": spec}
 
 
@@ -148,14 +159,24 @@ def _gpus_per_pod(intent: Intent, allocations: Sequence[NodeAllocation]) -> int:
     return intent.gpu_count
 
 
+def _workload_metadata(name: str, intent: Intent, annotations: Mapping[str, str],
+                       binding: PodBinding) -> dict[str, Any]:
+    return metadata(name, intent.tenant, tenant=intent.tenant, intent=intent.name, annotations=annotations,
+                    extra_labels=binding.labels)
+
+
 def _job(intent: Intent, name: str, group: tuple[NodeAllocation, ...], layout: GangLayout, rank: int,
          world: int, placement: Placement | None, wave: int, version: KubeVersion, target: RenderTarget,
-         dataset_uris: Mapping[str, str | None], batch: int | None, variant: Variant | None) -> dict[str, Any]:
-    """One Job of the gang (`variant` None), or one suspended step of its fallback chain."""
+         dataset_uris: Mapping[str, str | None], batch: int | None, variant: Variant | None,
+         topology: Topology | None) -> list[dict[str, Any]]:
+    """One Job of the gang (`variant` None), or one suspended step of its fallback chain,
+    followed by the objects its binding needs (a DRA claim template)."""
     cpu = variant is not None and variant.cpu
     pods = max(len(group), 1)
     spread = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
-    binding = target.bind((), 0, spread) if cpu else target.bind(group, _gpus_per_pod(intent, group), spread)
+    request = (BindRequest(intent, name, (), 0, spread, topology) if cpu
+               else BindRequest(intent, name, group, _gpus_per_pod(intent, group), spread, topology))
+    binding = target.bind(request)
     plain = {**intent_env(intent, dataset_uris, batch if variant is None else variant.batch), **binding.env}
     refs: dict[str, str] = {}
     if placement is not None and not cpu:
@@ -178,36 +199,43 @@ def _job(intent: Intent, name: str, group: tuple[NodeAllocation, ...], layout: G
         ann[FALLBACK_OF] = name.removesuffix(f"-{variant.suffix}")
         ann[FALLBACK_STEP] = str(variant.step)
     pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
+    ann.update(binding.object_annotations)
     gpu = bool(placement is not None and placement.allocations) and not cpu
     spec: dict[str, Any] = {**failure_spec(intent, version, gpu), "completions": pods, "parallelism": pods}
     if layout.mode == "indexed":
         spec["completionMode"] = "Indexed"
-    if variant is not None:
+    if variant is not None or binding.suspend:
         spec["suspend"] = True
     spec["template"] = _pod_template(intent, binding, _env_list(plain, refs), pod_ann, "Never", None)
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": metadata(name, intent.tenant, tenant=intent.tenant, intent=intent.name, annotations=ann),
-            "spec": spec}
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": _workload_metadata(name, intent, ann, binding), "spec": spec}
+    return [job, *(dict(o) for o in binding.objects)]
 
 
 def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
          target: RenderTarget, dataset_uris: Mapping[str, str | None], batch: int | None = None,
-         with_variants: bool = True) -> tuple[list[dict[str, Any]], Choice | None]:
+         with_variants: bool = True, topology: Topology | None = None) -> tuple[list[dict[str, Any]], Choice | None]:
     """The gang's Jobs, each followed by its suspended fallback variants (render/fallback.py)
-    when `with_variants` (not for CronJobs)."""
-    layout = gang_layout(placement)
+    when `with_variants` (not for CronJobs) and the target leaves Jobs' suspension to
+    intentc (a queue such as Kueue resumes every suspended Job it is handed)."""
+    layout = gang_layout(placement, target.exact_devices())
     world = sum(len(g) for g in layout.groups) or 1
     gpu = placement is not None and bool(placement.allocations)
     batch = effective_batch(intent, batch)
-    steps = variants(intent, batch, gpu) if with_variants else ()
-    out = []
+    queued = target.admits_suspended()
+    steps = variants(intent, batch, gpu) if with_variants and not queued else ()
+    out: list[dict[str, Any]] = []
     for rank, group in enumerate(layout.groups):
         name = intent.name if len(layout.groups) == 1 else f"{intent.name}-{rank}"
         args = (group, layout, rank, world, placement, wave, version, target, dataset_uris, batch)
-        out.append(_job(intent, name, *args, None))
+        out.extend(_job(intent, name, *args, None, topology))
         if version.job_suspend:
-            out.extend(_job(intent, f"{name}-{v.suffix}", *args, v) for v in steps)
-    decisions = [(layout.mode, layout.reason)] if layout.reason else []
+            for v in steps:
+                out.extend(_job(intent, f"{name}-{v.suffix}", *args, v, topology))
+    reason = layout.reason
+    if layout.mode == "per-node" and queued:
+        reason += "; a queue admits each of those Jobs on its own, not the gang as a whole"
+    decisions = [(layout.mode, reason)] if reason else []
     if steps and not version.job_suspend:
         decisions.append(("no-fallback", f"Kubernetes {version} cannot suspend Jobs (1.22+): the fallback "
                                          f"variants ({', '.join(v.suffix for v in steps)}) are not rendered"))
@@ -218,7 +246,8 @@ def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVe
 
 def deployment_and_service(intent: Intent, placement: Placement | None, wave: int, target: RenderTarget,
                            dataset_uris: Mapping[str, str | None], batch: int | None = None,
-                           version: KubeVersion = DEFAULT_KUBE_VERSION) -> tuple[list[dict[str, Any]], Choice | None]:
+                           version: KubeVersion = DEFAULT_KUBE_VERSION, topology: Topology | None = None
+                           ) -> tuple[list[dict[str, Any]], Choice | None]:
     """The planned GPU set is the service's whole footprint; replicas share it
     evenly, so replicas × per-replica GPUs is exactly what the plan (and the
     quota) counted.  The tenancy pass refuses a count that does not divide
@@ -238,7 +267,9 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
                         f"{planned} planned GPUs do not divide into {asked} replicas: "
                         f"{replicas} replicas of {per_pod} GPUs")
     selector = {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}
-    binding = target.bind(allocs, per_pod, {})
+    binding = target.bind(BindRequest(intent, intent.name, allocs, per_pod, {}, topology))
+    if choice is None and binding.note:
+        choice = Choice(intent.name, "union", binding.note)
     plain = {**intent_env(intent, dataset_uris, effective_batch(intent, batch)), **binding.env,
              "INTENTC_PORT": str(port), "INTENTC_BATCH_GROWTH": batch_growth(intent)}
     if placement is not None:
@@ -247,7 +278,7 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
     pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
     deployment: dict[str, Any] = {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": metadata(intent.name, intent.tenant, tenant=intent.tenant, intent=intent.name, annotations=ann),
+        "metadata": _workload_metadata(intent.name, intent, ann, binding),
         "spec": {"replicas": replicas, "selector": {"matchLabels": selector},
                  "template": _pod_template(intent, binding, _env_list(plain, {}), pod_ann, "Always", port)},
     }
@@ -261,7 +292,7 @@ def deployment_and_service(intent: Intent, placement: Placement | None, wave: in
         "spec": {"selector": selector, "type": "ClusterIP",
                  "ports": [{"name": "http", "port": port, "targetPort": port, "protocol": "TCP"}]},
     }
-    return [deployment, service] + ([hpa] if hpa is not None else []), choice
+    return [deployment, service] + ([hpa] if hpa is not None else []) + [dict(o) for o in binding.objects], choice
 
 
 # A schedule that never fires (February 31st): manual intents are CronJobs
@@ -273,11 +304,15 @@ def as_cronjob(job: dict[str, Any], intent: Intent) -> dict[str, Any]:
     """Wrap a rendered Job so it runs on the intent's schedule instead of at
     apply time (a scheduled or manual intent must not start on every merge)."""
     manual = intent.trigger.kind == TriggerKind.MANUAL.value
-    meta = job["metadata"]
+    meta = dict(job["metadata"])
+    # What a Job hands over (to Kueue) is the Jobs' business, not the CronJob's.
+    meta["annotations"] = {k: v for k, v in meta.get("annotations", {}).items() if k != HANDED_OVER_ANNOTATION}
     # The Jobs the CronJob controller creates are its, not intentc's: they
     # carry the intent and tenant labels but not managed-by, so drift
     # detection does not take them for orphans.
-    template_meta = {"labels": {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}}
+    # Queue labels (the `kueue` target) must reach each Job the CronJob creates.
+    queue = {k: v for k, v in meta.get("labels", {}).items() if k.startswith("kueue.x-k8s.io/")}
+    template_meta = {"labels": {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant, **queue}}
     return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta,
             "spec": {"schedule": NEVER if manual else str(intent.trigger.schedule),
                      "suspend": manual,
@@ -286,14 +321,16 @@ def as_cronjob(job: dict[str, Any], intent: Intent) -> dict[str, Any]:
 
 
 def workload_objects(intent: Intent, placement: Placement | None, wave: int, version: KubeVersion,
-                     target: RenderTarget, dataset_uris: Mapping[str, str | None], batch: int | None = None
-                     ) -> tuple[list[dict[str, Any]], Choice | None]:
-    """`batch`: the planner's size for `batch: auto` (Plan.batch), ignored for a fixed batch."""
+                     target: RenderTarget, dataset_uris: Mapping[str, str | None], batch: int | None = None,
+                     topology: Topology | None = None) -> tuple[list[dict[str, Any]], Choice | None]:
+    """`batch`: the planner's size for `batch: auto` (Plan.batch), ignored for a fixed batch;
+    `topology`: what targets that describe the cluster need (Kueue levels, DRA cliques)."""
     if intent.action.kind == ActionKind.SERVE.value:
-        return deployment_and_service(intent, placement, wave, target, dataset_uris, batch, version)
+        return deployment_and_service(intent, placement, wave, target, dataset_uris, batch, version, topology)
     timed = intent.trigger.kind in (TriggerKind.SCHEDULE.value, TriggerKind.MANUAL.value)
     # a CronJob makes a new Job per run: suspended variants beside it would belong to no run
-    bodies, choice = jobs(intent, placement, wave, version, target, dataset_uris, batch, with_variants=not timed)
+    bodies, choice = jobs(intent, placement, wave, version, target, dataset_uris, batch,
+                          with_variants=not timed, topology=topology)
     if timed:
-        bodies = [as_cronjob(b, intent) for b in bodies]
+        bodies = [as_cronjob(b, intent) if b["kind"] == "Job" else b for b in bodies]
     return bodies, choice

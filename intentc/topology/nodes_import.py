@@ -24,13 +24,14 @@ import yaml
 
 from intentc.diagnostics import Diagnostic, Span, error, warning
 
+from intentc.topology.labels import GPU_CLIQUE as GPU_CLIQUE
+from intentc.topology.labels import GPU_COUNT as GPU_COUNT
+from intentc.topology.labels import GPU_MEMORY as GPU_MEMORY
+from intentc.topology.labels import GPU_PRODUCT as GPU_PRODUCT
+from intentc.topology.labels import RACK_LABEL as RACK_LABEL
+from intentc.topology.labels import ZONE_LABEL as ZONE_LABEL
+
 API_VERSION = "intentc.dev/v1alpha1"
-GPU_PRODUCT = "nvidia.com/gpu.product"
-GPU_COUNT = "nvidia.com/gpu.count"
-GPU_MEMORY = "nvidia.com/gpu.memory"
-GPU_CLIQUE = "nvidia.com/gpu.clique"
-ZONE_LABEL = "topology.kubernetes.io/zone"
-RACK_LABEL = "topology.kubernetes.io/rack"
 
 # Labels worth carrying into the file (for node selection and for people
 # reading it).  The rest (hostname, arch, NFD's hundreds of CPU flags) is

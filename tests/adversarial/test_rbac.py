@@ -54,8 +54,10 @@ intent m { trigger: manual
   action: batch image "r/m:1"
   context: tenant team-a }
 intent s { trigger: on push
-  action: serve model "m" image "r/s:1" replicas 2 port 80
-  context: tenant team-a
+  action: serve model "m" image "r/s:1" replicas 2 port 80 {
+    throughput_mode: burst
+  }
+  context: tenant team-a, tags [stateful, pci-dss-compliant]
   constraints: gpus 2 }
 """
 
@@ -101,6 +103,8 @@ def test_role_grants_exactly_what_intentc_needs(tmp_path: Path) -> None:
     kinds = _rendered_kinds(tmp_path)
     assert ("batch/v1", "CronJob") in kinds
     cluster = {(g, r, v, "*") for g, r in {_resource(*k) for k in kinds} for v in WRITE}
+    # The Intent CRD is never deleted (that would delete every Intent object with it).
+    cluster.discard(("apiextensions.k8s.io", "customresourcedefinitions", "delete", "*"))
     cluster |= {("rbac.authorization.k8s.io", "clusterroles", "bind", TENANT_CLUSTER_ROLE),
                 ("", "events", "create", "*"), ("", "events", "patch", "*")}
     cluster |= {(*_resource(*k), "list", "*") for k in NAMESPACE_CONTENT}

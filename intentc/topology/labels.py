@@ -1,0 +1,10 @@
+"""The node labels that carry topology on a real cluster (GPU feature discovery and
+the well-known zone/rack labels).  Kept apart from the node importer so the
+renderer can name them without importing YAML."""
+
+GPU_PRODUCT = "nvidia.com/gpu.product"
+GPU_COUNT = "nvidia.com/gpu.count"
+GPU_MEMORY = "nvidia.com/gpu.memory"
+GPU_CLIQUE = "nvidia.com/gpu.clique"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+RACK_LABEL = "topology.kubernetes.io/rack"
