@@ -166,3 +166,20 @@ def test_recompile_replaces_stale_manifests(tmp_path: Path) -> None:
     assert code == 0
     assert not (out / "manifests" / "99-job-gone-old.yaml").exists()
     assert (out / "README").read_text() == "mine\n", "files intentc does not own are left alone"
+
+
+def test_compile_dot_twice_with_the_topology_in_the_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`intentc compile . -o build`, twice: the one Topology document in the repository is the
+    default --topology, and the second run does not read the first one's output."""
+    import shutil
+
+    shutil.copytree(FIXTURE / "intents", tmp_path / "intents")
+    shutil.copy(FIXTURE / "clusters" / "small.yaml", tmp_path / "cluster.yaml")
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        code, output = run("compile", ".", "-o", "build", "--commit", SHA)
+        assert code == 0, output
+    assert (tmp_path / "build" / "plan.json").is_file()
+    (tmp_path / "other.yaml").write_text((tmp_path / "cluster.yaml").read_text().replace("name: small", "name: other"))
+    code, output = run("compile", ".", "-o", "build", "--commit", SHA)
+    assert code == 2 and "--topology is needed: 2 Topology documents" in output, output

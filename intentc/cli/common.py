@@ -34,6 +34,23 @@ Paths = Annotated[List[str], typer.Argument(
     metavar="PATH", help="Files or directories (searched for *.intent, *.yaml, *.yml).")]
 TopologyFile = Annotated[Path, typer.Option(
     "--topology", "-t", metavar="FILE", help="The Topology file to place onto.")]
+OptionalTopologyFile = Annotated[Optional[Path], typer.Option(
+    "--topology", "-t", metavar="FILE",
+    help="The Topology file to place onto (default: the one Topology document among PATH).")]
+
+
+def the_topology(paths: Sequence[str], exclude: Sequence[str] = ()) -> Path:
+    """The one Topology document among `paths` (a repository that keeps its cluster next to
+    its intents needs no --topology); a usage error when there is none or several."""
+    from intentc.pipeline import check
+
+    found = sorted({t.span.file for t in check(paths, exclude=exclude).program.topologies})
+    if len(found) != 1:
+        what = "no Topology document" if not found else f"{len(found)} Topology documents ({', '.join(found[:3])})"
+        usage_error(f"--topology is needed: {what} among the paths given")
+    return Path(found[0])
+
+
 RepoTopologyFile = Annotated[str, typer.Option(
     "--topology", "-t", metavar="FILE", help="Topology file (path in the repository).")]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel parsers (0: one per core).")]

@@ -20,13 +20,14 @@ from intentc.cli.common import (
     Exclude,
     Jobs,
     LiveContext,
+    OptionalTopologyFile,
     LiveKubeconfig,
     Paths,
     Seed,
-    TopologyFile,
     check_render_target,
     commit_or_exit,
     live_occupancy_or_exit,
+    the_topology,
     parse_kube_version,
 )
 from intentc.diagnostics import OutputFormat
@@ -49,7 +50,7 @@ target Kubernetes {DEFAULT_KUBE_VERSION} (the oldest supported) and apply anywhe
 """)
 def compile(
     paths: Paths,
-    topology: TopologyFile,
+    topology: OptionalTopologyFile = None,
     # compile writes a tree: -o names where, as `kubectl kustomize -o PATH` does (the one
     # command whose -o is not a format; its diagnostics format is --format).
     out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Output directory."),
@@ -78,6 +79,8 @@ def compile(
     assert version is not None
     check_render_target(render_target, version)
     sha = commit_or_exit(paths, commit)
+    if topology is None:
+        topology = the_topology(paths, exclude or ())
     live = None
     if kubeconfig is not None or context is not None:
         live = functools.partial(live_occupancy_or_exit, kubeconfig, context)
