@@ -173,8 +173,11 @@ def test_apply_renders_and_applies_for_kueue(cluster: KubeEnv, tmp_path: Path) -
     d.mkdir()
     (d / "tenants.intent").write_text(TENANTS)
     (d / "jobs.intent").write_text(intent("small", "tn-bronze", 1, "P2", "within node"))
+    # --force-conflicts: earlier tests of this module applied the same tenants' quotas under
+    # their own field manager, with the plan of their own intents
     code, _, output = invoke("apply", str(d), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
-                             "--commit", SHA, "--render-target", "kueue", "--timeout", "180", "--format", "json")
+                             "--commit", SHA, "--render-target", "kueue", "--timeout", "180", "--format", "json",
+                             "--force-conflicts")
     assert code == 0, output
     job = cluster.kubectl_json("get", "job", "small", "-n", "tn-bronze")
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "intentc"
