@@ -21,6 +21,7 @@ from intentc.cli import app
 from intentc.render.capabilities import KubeVersion
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
+from tests.kube_support import wait_for
 
 pytestmark = pytest.mark.kube
 
@@ -35,17 +36,6 @@ def invoke(*args: str) -> tuple[int, str]:
     res = runner.invoke(app, list(args))
     assert "Traceback" not in res.output, res.output
     return res.exit_code, res.stdout
-
-
-def _wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last!r}")
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +124,7 @@ def test_a_live_plan_avoids_gpus_a_foreign_pod_holds(cluster: KubeEnv, tmp_path:
                         "containers": [{"name": "main", "image": "jupyter:1",
                                         "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}}
     cluster.kubectl_run("create", "-f", "-", input=json.dumps(foreign))
-    _wait_for(lambda: cluster.kubectl_json("get", "pod", "notebook", "-n", "default")["status"].get("phase") == "Running",
+    wait_for(lambda: cluster.kubectl_json("get", "pod", "notebook", "-n", "default")["status"].get("phase") == "Running",
               120, "kwok to run the foreign pod")
     try:
         code, text = invoke("plan", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
@@ -185,14 +175,14 @@ def test_kueue_admits_a_suspended_job(kueue_cluster: KubeEnv) -> None:
         items = env.kubectl_json("get", "workloads.kueue.x-k8s.io", "-n", "kq")["items"]
         return [w for w in items
                 if any(c["type"] == "Admitted" and c["status"] == "True" for c in w.get("status", {}).get("conditions", []))]
-    [workload] = _wait_for(admitted, 120, "Kueue to admit the workload")
+    [workload] = wait_for(admitted, 120, "Kueue to admit the workload")
     assert workload["status"]["admission"]["clusterQueue"] == "cq"
-    _wait_for(lambda: not env.kubectl_json("get", "job", "gang", "-n", "kq")["spec"].get("suspend"), 60,
+    wait_for(lambda: not env.kubectl_json("get", "job", "gang", "-n", "kq")["spec"].get("suspend"), 60,
               "Kueue to resume the Job")
 
     def complete() -> Any:
         status = env.kubectl_json("get", "job", "gang", "-n", "kq").get("status", {})
         return any(c["type"] == "Complete" and c["status"] == "True" for c in status.get("conditions", []))
-    _wait_for(complete, 120, "the admitted Job to complete on a kwok node")
+    wait_for(complete, 120, "the admitted Job to complete on a kwok node")
     [pod] = _pods(env, "kq", "job-name=gang")
     assert pod["spec"]["nodeName"].startswith("tb-h100-"), "the flavor's node labels steer the pod"
