@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from intentc.plan.model import Placement
+from intentc.render.model import GPU_RESOURCE
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True, order=True)

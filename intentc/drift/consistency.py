@@ -20,14 +20,14 @@ from typing import Any, Mapping, Sequence
 
 from intentc.drift.fields import same_value
 from intentc.reconcile.health import HealthStatus, health_of
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import GPU_INDICES_ANNOTATION, Manifest, ObjectRef
 
 # Where a rendered workload carries its placement (DESIGN.md, "GPU binding").
 PLACEMENT_FIELDS: tuple[tuple[str, ...], ...] = (
     ("spec", "template", "spec", "nodeSelector"),
     ("spec", "template", "spec", "affinity"),
     ("spec", "template", "metadata", "annotations", "intentc.dev/nodes"),
-    ("spec", "template", "metadata", "annotations", "intentc.dev/gpu-indices"),
+    ("spec", "template", "metadata", "annotations", GPU_INDICES_ANNOTATION),
 )
 
 

@@ -29,11 +29,9 @@ from typing import Any, Iterable, Mapping
 from intentc import ir
 from intentc.plan.model import Busy, Occupancy
 from intentc.quantity import parse_quantity
+from intentc.render.model import GPU_INDICES_ANNOTATION, GPU_RESOURCE, INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 
-GPU = "nvidia.com/gpu"
-TOLERATED_TAINTS = frozenset({GPU})
-MANAGED_BY = ("app.kubernetes.io/managed-by", "intentc")
-INDICES_ANNOTATION = "intentc.dev/gpu-indices"
+TOLERATED_TAINTS = frozenset({GPU_RESOURCE})
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -58,7 +56,7 @@ def _gpus_requested(pod: Mapping[str, Any]) -> int:
     total = 0
     for c in (pod.get("spec") or {}).get("containers") or []:
         res = c.get("resources") or {}
-        raw = (res.get("limits") or {}).get(GPU) or (res.get("requests") or {}).get(GPU)
+        raw = (res.get("limits") or {}).get(GPU_RESOURCE) or (res.get("requests") or {}).get(GPU_RESOURCE)
         q = parse_quantity(str(raw)) if raw is not None else None
         total += int(q) if q is not None else 0
     return total
@@ -66,7 +64,7 @@ def _gpus_requested(pod: Mapping[str, Any]) -> int:
 
 def _planned_indices(pod: Mapping[str, Any], node: str) -> tuple[int, ...] | None:
     """The indices another intentc target planned for this pod's node, if it says so."""
-    raw = (_meta(pod).get("annotations") or {}).get(INDICES_ANNOTATION)
+    raw = (_meta(pod).get("annotations") or {}).get(GPU_INDICES_ANNOTATION)
     if not raw:
         return None
     parts = dict(p.split("=", 1) for p in raw.split(";") if "=" in p) if "=" in raw else {node: raw}
@@ -81,8 +79,8 @@ def _planned_indices(pod: Mapping[str, Any], node: str) -> tuple[int, ...] | Non
 
 def _own(pod: Mapping[str, Any], own_namespaces: frozenset[str]) -> bool:
     labels = _meta(pod).get("labels") or {}
-    return _meta(pod).get("namespace") in own_namespaces and labels.get(MANAGED_BY[0]) in (MANAGED_BY[1], None) \
-        and "intentc.dev/intent" in labels
+    return (_meta(pod).get("namespace") in own_namespaces and labels.get(MANAGED_BY_LABEL) in (MANAGED_BY, None)
+            and INTENT_LABEL in labels)
 
 
 def occupancy(topology: ir.Topology, nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
@@ -113,7 +111,7 @@ def occupancy(topology: ir.Topology, nodes: Iterable[Mapping[str, Any]], pods: I
             notes.append(f"{tn.name}: unavailable ({problem})")
             continue
         assert node is not None
-        raw = ((node.get("status") or {}).get("allocatable") or {}).get(GPU)
+        raw = ((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE)
         allocatable = parse_quantity(str(raw)) if raw is not None else None
         if tn.gpu_count and allocatable is not None and int(allocatable) < tn.gpu_count:
             take(tn.name, highest_free(tn.name, tn.gpu_count - int(allocatable)),

@@ -16,9 +16,9 @@ from typing import Any, Mapping, Protocol, Sequence
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import NodeAllocation
 from intentc.render.capabilities import KubeVersion
+from intentc.render.model import GPU_INDICES_ANNOTATION, GPU_RESOURCE
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
-GPU_RESOURCE = "nvidia.com/gpu"
 GPU_QUOTA = f"requests.{GPU_RESOURCE}"
 
 
@@ -155,7 +155,7 @@ def plan_annotations(allocs: Sequence[NodeAllocation]) -> dict[str, str]:
     """The planned placement, as annotations (every target carries them, for people and tools)."""
     annotations = {
         "intentc.dev/nodes": ",".join(a.node for a in allocs),
-        "intentc.dev/gpu-indices": _per_node(allocs, {a.node: ints(a.gpus) for a in allocs}),
+        GPU_INDICES_ANNOTATION: _per_node(allocs, {a.node: ints(a.gpus) for a in allocs}),
         "intentc.dev/gpu-link": _per_node(allocs, {a.node: a.link for a in allocs}),
     }
     if any(a.numa_nodes for a in allocs):

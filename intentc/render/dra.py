@@ -24,6 +24,7 @@ from intentc.render.binding import (BindRequest, PodBinding, Requirement, Target
                                     node_products, plan_annotations)
 from intentc.render.capabilities import KubeVersion
 from intentc.render.meta import labels, metadata
+from intentc.render.model import GPU_INDICES_ANNOTATION
 
 DRA_API = "resource.k8s.io/v1"
 DRA_DRIVER = "gpu.nvidia.com"          # NVIDIA's DRA driver: its DeviceClass and attribute domain
@@ -106,6 +107,6 @@ class DraTarget(TargetDefaults):
         selector, affinity = node_pins(allocs, req.spread_labels)
         annotations = plan_annotations(allocs)
         return PodBinding(node_selector=selector, affinity=affinity, tolerations=gpu_toleration(req.gpus_per_pod),
-                          annotations=annotations, env={"INTENTC_GPU_INDICES": annotations["intentc.dev/gpu-indices"]},
+                          annotations=annotations, env={"INTENTC_GPU_INDICES": annotations[GPU_INDICES_ANNOTATION]},
                           resource_claims=((CLAIM_NAME, claim_template_name(req.owner)),),
                           objects=(claim_template(req, indices),), note=note)

@@ -33,7 +33,7 @@ from intentc.quantity import parse_quantity
 from intentc.render.binding import (GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, Requirement,
                                     TargetDefaults, gpu_toleration, node_products, plan_annotations)
 from intentc.render.meta import metadata
-from intentc.render.model import HANDED_OVER_ANNOTATION
+from intentc.render.model import GPU_INDICES_ANNOTATION, HANDED_OVER_ANNOTATION
 from intentc.render.tenants import PRIORITY_VALUES, priority_class_name
 from intentc.topology.labels import GPU_CLIQUE, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
 
@@ -202,7 +202,7 @@ class KueueTarget(TargetDefaults):
                 if label and REQUIRED_TOPOLOGY not in pod_ann:
                     pod_ann[key] = label
         annotations = plan_annotations(req.allocations) if req.allocations else {}
-        env = {"INTENTC_GPU_INDICES": annotations["intentc.dev/gpu-indices"]} if annotations else {}
+        env = {"INTENTC_GPU_INDICES": annotations[GPU_INDICES_ANNOTATION]} if annotations else {}
         return PodBinding(node_selector=selector, tolerations=gpu_toleration(req.gpus_per_pod), limits=gpu,
                           requests=gpu, annotations=annotations, pod_annotations=pod_ann, labels=labels,
                           env=env, suspend=True, object_annotations={HANDED_OVER_ANNOTATION: HANDED_OVER})

@@ -22,6 +22,10 @@ STAMP_ANNOTATIONS = (COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION)
 # Paths (comma-separated) an object hands to a controller once it exists, e.g. a
 # Kueue Job's `spec.suspend`: drift does not judge them, a re-apply leaves them alone.
 HANDED_OVER_ANNOTATION = "intentc.dev/handed-over"
+# The planned GPU indices on a workload ("0,1" on one node, "a=0,1;b=2,3" on several): written
+# by every render target, read back by drift and by live planning (another target's pods).
+GPU_INDICES_ANNOTATION = "intentc.dev/gpu-indices"
+GPU_RESOURCE = "nvidia.com/gpu"
 # On an object every intentc repository on a cluster applies alike (the Intent CRD): its
 # commit stamp is whichever repository applied it last, so drift judges it by content only.
 SHARED_ANNOTATION = "intentc.dev/shared"

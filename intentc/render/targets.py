@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from intentc.render.binding import (GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, RenderTarget,
                                     Requirement, TargetDefaults, gpu_toleration, node_pins, plan_annotations)
 from intentc.render.capabilities import KubeVersion
+from intentc.render.model import GPU_INDICES_ANNOTATION
 from intentc.render.dra import DraTarget
 from intentc.render.kueue import KueueTarget
 
@@ -39,7 +40,7 @@ class DevicePluginTarget(TargetDefaults):
         selector, affinity = node_pins(req.allocations, req.spread_labels)
         return PodBinding(node_selector=selector, affinity=affinity, tolerations=gpu_toleration(req.gpus_per_pod),
                           limits=gpu, requests=gpu, annotations=annotations,
-                          env={"INTENTC_GPU_INDICES": annotations["intentc.dev/gpu-indices"]})
+                          env={"INTENTC_GPU_INDICES": annotations[GPU_INDICES_ANNOTATION]})
 
 
 TARGETS: dict[str, RenderTarget] = {t.name: t for t in (DevicePluginTarget(), DraTarget(), KueueTarget())}
