@@ -69,8 +69,12 @@ def _stop(proc: subprocess.Popen[bytes] | None, timeout: float = 15.0) -> None:
 
 
 class KubeEnv:
-    def __init__(self, assets: Path, workdir: Path, components: Iterable[str] = ()) -> None:
+    def __init__(self, assets: Path, workdir: Path, components: Iterable[str] = (),
+                 kwok_stages: Iterable[Path] = ()) -> None:
         self.assets = assets
+        # kwok's stage files: its "fast" set unless a test brings its own (e.g. pods
+        # that run for a while, or fail with a given exit code)
+        self.kwok_stages = tuple(kwok_stages) or (assets / "kwok-stages.yaml",)
         self.dir = workdir
         self.components = tuple(c for c in COMPONENTS if c in set(components))
         unknown = set(components) - set(COMPONENTS)
@@ -179,7 +183,7 @@ class KubeEnv:
         manages go Ready and renew a lease, their pods go Running, pods of a Job Succeeded."""
         self._spawn("kwok", [
             str(self.assets / "kwok"), f"--kubeconfig={self.kubeconfig}",
-            f"--config={self.assets / 'kwok-stages.yaml'}",
+            *(f"--config={stage}" for stage in self.kwok_stages),
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
             "--node-lease-duration-seconds=40", "--cidr=10.244.0.1/16", "--node-ip=10.1.0.1",
