@@ -1,0 +1,59 @@
+"""What a reload compares to decide how much to redo.
+
+An edit is judged by comparing each changed file's declarations before and
+after under two projections: what the graph and planner read, and what the
+cross-reference passes read.  Both are computed from the two versions of the
+changed files only, never over the whole program, so deciding costs the size
+of the edit.  A file that appears or disappears compares unequal (`None`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from intentc.daemon.reload.state import FileState
+from intentc.ir import Intent, Program, Tenant
+
+
+def planning_key(intent: Intent) -> tuple[Any, ...]:
+    """Everything about an intent that the graph and the planner read.
+
+    Image, command, port and drift policy are absent: changing them cannot
+    move a placement or a wave.  Model settings and replicas size `batch: auto`
+    (plan/batch.py); tags carry the planner's tag rules (intentc/policy)."""
+    return (intent.name, intent.tenant, intent.trigger, intent.action.kind, intent.constraints,
+            intent.consumes, intent.produces, intent.action.settings, intent.action.replicas,
+            intent.context.tags)
+
+
+def tenant_key(tenant: Tenant) -> tuple[Any, ...]:
+    return (tenant.name, tenant.tier, tenant.weight, tenant.quota_gpus)
+
+
+def plan_inputs(state: FileState | None) -> tuple[Any, ...] | None:
+    """What the planner reads of one file's declarations."""
+    if state is None:
+        return None
+    program = state.result.program
+    return tuple(map(planning_key, program.intents)), tuple(map(tenant_key, program.tenants))
+
+
+def reference_inputs(state: FileState | None) -> tuple[Any, ...] | None:
+    """What the cross-reference passes (duplicates, names, GPU products) read of
+    one file: names, references and GPU products (spans excluded)."""
+    if state is None:
+        return None
+    return _references(state.result.program)
+
+
+def _references(program: Program) -> tuple[Any, ...]:
+    def product(i: Intent) -> str | None:
+        return i.constraints.gpus.product if i.constraints.gpus else None
+    return (tuple(t.name for t in program.tenants), tuple(d.name for d in program.datasets),
+            tuple((t.name, tuple(sorted(t.gpu_products))) for t in program.topologies),
+            tuple((i.name, i.tenant, i.trigger.after, i.consumes, i.produces, product(i)) for i in program.intents))
+
+
+def declares(state: FileState | None, kind: str) -> bool:
+    """The file declares something of `kind` ("tenants", "datasets", ...)."""
+    return state is not None and bool(getattr(state.result.program, kind))

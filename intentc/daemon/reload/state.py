@@ -1,0 +1,98 @@
+"""The values a reload produces and keeps: per-file state, per-intent renders, snapshots.
+
+All frozen: a `Snapshot` is handed to other threads (the daemon's reactor,
+HTTP readers) and must never change under them; the `Reloader` builds a new
+one and swaps the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from intentc.compile import MANIFESTS_DIR
+from intentc.diagnostics import Diagnostic
+from intentc.frontend import FileResult
+from intentc.ir import Intent, Program, Topology
+from intentc.plan.model import Placement, Plan
+from intentc.render.model import Choice, Manifest, Rendered
+from intentc.render.output import manifest_filename, step_width
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    result: FileResult                  # its program in canonical (position) order
+    domain: tuple[Diagnostic, ...]      # per-declaration checks of this file's declarations
+    read: tuple[Diagnostic, ...] = ()   # reading / decoding problems
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        """Everything this file reports on its own, in report-building order."""
+        return self.read + self.domain + self.result.diagnostics
+
+
+@dataclass(frozen=True)
+class IntentRender:
+    """One intent's manifests and the inputs they were rendered from (the cache key;
+    commit, Kubernetes version and render target are fixed per `Reloader`)."""
+
+    intent: Intent
+    placement: Placement | None
+    wave: int
+    data: tuple[tuple[str, str | None], ...]      # URIs of the datasets it names
+    manifests: tuple[Manifest, ...]
+    choice: Choice | None
+    texts: tuple[str, ...] = ()                   # the manifests as YAML, in the same order
+    decided: tuple[Any, ...] = ()                 # the plan's batch sizing and strategy for it
+
+    def fits(self, intent: Intent, placement: Placement | None, wave: int, decided: tuple[Any, ...] = ()) -> bool:
+        # identity first: an unchanged file hands back the very same IR objects
+        return ((self.intent is intent or self.intent == intent) and self.wave == wave
+                and (self.placement is placement or self.placement == placement) and self.decided == decided)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A plan in force: everything `compile` would write, plus render caches."""
+
+    generation: int
+    program: Program
+    plan: Plan
+    rendered: Rendered
+    diagnostics: tuple[Diagnostic, ...]
+    plan_json: str
+    graph_json: str
+    topology_generation: int = field(repr=False, default=0)          # the topology file read the plan saw
+    plan_diagnostics: tuple[Diagnostic, ...] = field(repr=False, default=())
+    uris: Mapping[str, str | None] = field(repr=False, default_factory=dict)
+    global_diagnostics: tuple[Diagnostic, ...] = field(repr=False, default=())
+    intents: Mapping[str, IntentRender] = field(repr=False, default_factory=dict)
+    setup: tuple[Manifest, ...] = field(repr=False, default=())        # tenants' objects, priority classes
+    setup_texts: tuple[str, ...] = field(repr=False, default=())
+    topology: Topology | None = field(repr=False, default=None)      # what the render saw
+    # files the kept findings point into: an edit there runs their pass again
+    global_files: frozenset[str] = field(repr=False, default=frozenset())
+    plan_files: frozenset[str] = field(repr=False, default=frozenset())
+
+    def files(self) -> dict[str, str]:
+        """Output path -> text, exactly `CompileResult.files()` of a full compile."""
+        text = {id(m): t for m, t in zip(self.setup, self.setup_texts, strict=True)}
+        for r in self.intents.values():
+            text.update((id(m), t) for m, t in zip(r.manifests, r.texts, strict=True))
+        width = step_width(self.rendered.manifests)
+        out = {f"{MANIFESTS_DIR}/{manifest_filename(m, width)}": text[id(m)] for m in self.rendered.manifests}
+        out["plan.json"] = self.plan_json
+        out["graph.json"] = self.graph_json
+        return out
+
+
+@dataclass(frozen=True)
+class ReloadResult:
+    ok: bool                                    # the change compiled and is now in force
+    diagnostics: tuple[Diagnostic, ...]
+    sources: Mapping[str, str]                  # texts of the files the diagnostics point into
+    changed_files: tuple[str, ...]
+    reparsed: tuple[str, ...]                   # files parsed again
+    rerendered: tuple[str, ...]                 # intents rendered again
+    replanned: bool
+    snapshot: Snapshot | None                   # the snapshot in force afterwards
