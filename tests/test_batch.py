@@ -39,6 +39,7 @@ def repo(tmp_path: Path) -> Path:
 
 def test_cache_and_pool_do_not_change_results(repo: Path, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "binary.yaml").write_bytes(b"kind: \x00\n")      # unreadable: a reading diagnostic
     plain = batch.load([str(repo)], jobs=1, use_cache=False)
     cache = str(tmp_path / "cache")
     cold = batch.load([str(repo)], jobs=1, cache_dir=cache)
@@ -46,8 +47,11 @@ def test_cache_and_pool_do_not_change_results(repo: Path, tmp_path: Path,
     monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
     parallel = batch.load([str(repo)], jobs=2, use_cache=False)
     assert len(plain.program.intents) == 17 and plain.diagnostics
+    assert any(d.code == "E0003" for d in plain.diagnostics)
     for other in (cold, warm, parallel):
         assert _fingerprint(other) == _fingerprint(plain)
+    # without a cache the workers read the files themselves: the same texts kept, the same files read
+    assert parallel.sources == plain.sources and parallel.files == plain.files
 
 
 def test_warm_load_parses_only_changed_files(repo: Path, tmp_path: Path,
