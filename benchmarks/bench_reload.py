@@ -1,4 +1,4 @@
-"""Hot reload with 10,000 intents loaded: one file edited, against a full compile.
+"""Hot reload with 10,000 (or --intents 100000) intents loaded: one file edited, against a full compile.
 
     python benchmarks/bench_reload.py [--intents 10000] [--edits 7] [--replan-edits 3] [--repeat 2]
 
@@ -87,6 +87,14 @@ def make_repo(root: Path, n: int) -> tuple[Path, Path, list[Path]]:
     return root / "repo", topology, jobs
 
 
+def _rss_mb() -> float | None:
+    """This process's resident memory now (the Reloader holds the loaded tree)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
 def rewrite(path: Path, pattern: re.Pattern[str], new: str) -> None:
     text, hits = pattern.subn(new, path.read_text(), count=1)
     assert hits == 1, path
@@ -119,10 +127,11 @@ def bench(n: int, edits: int, replan_edits: int, repeat: int, seed: int) -> dict
         load_s = time.perf_counter() - t0
         if not loaded.ok or loaded.snapshot is None:
             raise SystemExit(f"the generated tree does not compile: {[str(d) for d in loaded.diagnostics[:3]]}")
+        rss_loaded = _rss_mb()
         objects = len(loaded.snapshot.rendered.manifests)
         gpu_placements = sum(1 for p in loaded.snapshot.plan.placements if p.gpu_count)
         print(f"{n} intents in {len(jobs) + 1} files, {objects} objects, "
-              f"{gpu_placements} GPU placements; initial load {load_s:.2f}s; "
+              f"{gpu_placements} GPU placements; initial load {load_s:.2f}s, RSS then {rss_loaded} MB; "
               f"{os.cpu_count()} CPUs", flush=True)
 
         picked = random.Random(seed).sample(jobs, edits + replan_edits)
@@ -150,7 +159,7 @@ def bench(n: int, edits: int, replan_edits: int, repeat: int, seed: int) -> dict
     best, median = min(image_s), statistics.median(image_s)
     out = {
         "intents": n, "objects": objects, "gpu_placements": gpu_placements, "files": len(jobs) + 1, "cpus": os.cpu_count(),
-        "initial_load_s": round(load_s, 3),
+        "initial_load_s": round(load_s, 3), "rss_after_load_mb": rss_loaded,
         "edit": "image of one intent, one file (no re-plan)", "edits": edits,
         "reload_ms_each": [round(t * 1000, 2) for t in image_s],
         "reload_ms_best": round(best * 1000, 2), "reload_ms_median": round(median * 1000, 2),

@@ -159,13 +159,13 @@ def soak(minutes: float, commit_every: float, n: int, sample_every: float, work:
         env.stop()
     warm = max(minutes * 60 / 5, 2 * commit_every)
     steady = [(s["t_s"], s["rss_mb"]) for s in samples if s["t_s"] >= warm and s["rss_mb"]]
-    rss = [s["rss_mb"] for s in samples if s["rss_mb"]]
+    sizes = [s["rss_mb"] for s in samples if s["rss_mb"]]
     applied_all = [s["applied"] for s in samples if s["applied"] is not None]
     return {
         "minutes": minutes, "commit_every_s": commit_every, "intents": n, "commits": len(commits) - 1,
         "last_commit_applied": max(applied_all) if applied_all else None,
-        "rss_mb_first": rss[0] if rss else None, "rss_mb_last": rss[-1] if rss else None,
-        "rss_mb_peak": max(rss) if rss else None,
+        "rss_mb_first": sizes[0] if sizes else None, "rss_mb_last": sizes[-1] if sizes else None,
+        "rss_mb_peak": max(sizes) if sizes else None,
         "warmup_s": warm, "rss_slope_mb_per_hour": slope_per_hour(steady),
         "load_mean": round(sum(s["load"] for s in samples) / len(samples), 2) if samples else None,
         "samples": samples,
