@@ -19,11 +19,13 @@ from collections.abc import Iterator, Sequence
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator, ValidationError
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+if TYPE_CHECKING:
+    # jsonschema (with attrs, referencing and its metaschemas) was half of the
+    # CLI's import time; it is only needed once a document is found invalid.
+    from jsonschema import Draft202012Validator, ValidationError
+    from referencing import Registry
 
 from intentc.diagnostics import Diagnostic, Span, error, excerpt, make_span
 from intentc.suggest import did_you_mean
@@ -120,6 +122,8 @@ def registry() -> Registry:
     yaml-language-server modeline, or ``check-jsonschema --schemafile`` — and
     never point at a URL that would have to be fetched.
     """
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
     names = [COMMON_FILE, *SCHEMA_FILES.values()]
     pairs = [(n, Resource.from_contents(load_schema(n), default_specification=DRAFT202012))
              for n in names]
@@ -134,6 +138,7 @@ def validator(kind: str) -> Draft202012Validator:
     """The pre-built validator for one kind (built on first use, then shared)."""
     found = _VALIDATORS.get(kind)
     if found is None:
+        from jsonschema import Draft202012Validator
         found = Draft202012Validator(load_schema(SCHEMA_FILES[kind]), registry=registry())
         _VALIDATORS[kind] = found
     return found

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 _fast: Any
 try:  # compiled validator: yes/no ~100x faster; jsonschema explains why not
@@ -69,7 +71,15 @@ SCHEMA: dict[str, Any] = {
             }}},
     },
 }
-_SLOW = Draft202012Validator(SCHEMA)
+
+
+@functools.cache
+def _slow() -> Draft202012Validator:
+    """jsonschema, imported only to explain a no: it was half of every command's import time."""
+    from jsonschema import Draft202012Validator
+    return Draft202012Validator(SCHEMA)
+
+
 _QUICK = _fast.Draft202012Validator(SCHEMA) if _fast is not None else None
 
 
@@ -89,7 +99,7 @@ def parse(text: str) -> dict[str, Any]:
         raise ValueError("not an intentc inventory document")
     if _QUICK is not None and _QUICK.is_valid(doc):
         return doc
-    error = next(iter(sorted(_SLOW.iter_errors(doc), key=lambda e: list(e.absolute_path))), None)
+    error = next(iter(sorted(_slow().iter_errors(doc), key=lambda e: list(e.absolute_path))), None)
     if error is None:
         return doc
     what = error.message if len(error.message) <= 160 else error.message[:157] + "..."
