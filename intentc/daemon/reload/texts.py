@@ -10,8 +10,9 @@ someone prints it.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from intentc.diagnostics import Diagnostic
 from intentc.sources import read_source
@@ -26,17 +27,23 @@ class CaretTexts(Mapping[str, str]):
     """`known` texts plus, read on first access, the files `diagnostics` name
     (an unreadable file reads as empty, as `intentc check` shows it)."""
 
-    def __init__(self, known: Mapping[str, str], diagnostics: Iterable[Diagnostic]) -> None:
+    def __init__(self, known: Mapping[str, str], diagnostics: Sequence[Diagnostic]) -> None:
         self._texts = dict(known)
-        named = files_of(diagnostics)
-        self._keys = sorted(named | self._texts.keys())
-        self._named = frozenset(self._keys)
+        self._diagnostics = diagnostics
+        self._keys: list[str] | None = None      # worked out when first needed: 10,000 kept warnings at 100k
+
+    def _named(self) -> list[str]:
+        if self._keys is None:
+            self._keys = sorted(files_of(self._diagnostics) | self._texts.keys())
+        return self._keys
 
     def __getitem__(self, name: str) -> str:
         text = self._texts.get(name)
         if text is not None:
             return text
-        if name not in self._named:
+        keys = self._named()
+        i = bisect_left(keys, name)
+        if i == len(keys) or keys[i] != name:
             raise KeyError(name)
         path = Path(name)
         src = read_source(path)[0] if path.is_file() else None
@@ -44,7 +51,7 @@ class CaretTexts(Mapping[str, str]):
         return text
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
+        return iter(self._named())
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._named())
