@@ -126,3 +126,21 @@ def test_file_table_patches_and_rebuilds_like_a_concatenation() -> None:
     assert [n for n, _, _ in table.changes()] == ["a", "b", "d"]
     table.settle()
     assert table.changes() == []
+
+
+def test_a_cross_file_finding_shows_the_text_of_a_file_that_did_not_change(tree: Path) -> None:
+    """Texts are kept only for files that report something themselves; the others
+    a finding points into are read when the report is shown."""
+    src = tree / "src"
+    r = Reloader([str(src)], str(tree / "topologies" / "cluster.yaml"), COMMIT)
+    assert r.load().ok
+    (src / "tenants.intent").unlink()
+    result = r.update([src / "tenants.intent"])
+    assert not result.ok
+    unknown = [d for d in result.diagnostics if d.code == "E0301"]
+    assert unknown and all(d.span.file in result.sources for d in unknown)
+    first = unknown[0].span.file
+    assert result.sources[first] == Path(first).read_text()
+    assert str(src / "job-001.intent") in set(result.sources)
+    with pytest.raises(KeyError):
+        result.sources[str(src / "nowhere.intent")]
