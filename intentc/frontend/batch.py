@@ -85,8 +85,10 @@ def _read_and_parse(paths: list[str]) -> list[bytes]:
     result or None when unreadable, the text when it reported something)."""
     out = []
     with collector_paused():
-        for path in paths:
-            src, read_diags = read_source(Path(path))
+        # all of the chunk read first: reading between parses cost 10-20% more CPU
+        # (measured in one process, alternating), the parser's tables evicted each time
+        read = [read_source(Path(path)) for path in paths]
+        for src, read_diags in read:
             result = _parse_guarded(src) if src is not None else None
             text = src.text if src is not None and result is not None and result.diagnostics else None
             out.append(pickle.dumps((src.path if src is not None else None, tuple(read_diags), result, text),
