@@ -81,8 +81,7 @@ class Renderer:
              decided: tuple[Any, ...], topology: Topology | None) -> IntentRender:
         made, choice = intent_manifests(intent, placement, wave, self.kube_version, get_target(self.target), uris,
                                         self.commit, decided[0], self.policies, decided[1], topology)
-        return IntentRender(intent, placement, wave, data_of(intent, uris), made, choice,
-                            tuple(to_yaml(m.body) for m in made), decided)
+        return IntentRender(intent, placement, wave, data_of(intent, uris), made, choice, decided)
 
     def _edit(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot,
               changes: Sequence[Change], topology: Topology | None) -> Render:

@@ -8,6 +8,7 @@ one and swaps the reference.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping
 
 from intentc.compile import MANIFESTS_DIR
@@ -16,7 +17,7 @@ from intentc.frontend import FileResult
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import Placement, Plan
 from intentc.render.model import Choice, Manifest, Rendered
-from intentc.render.output import manifest_filename, step_width
+from intentc.render.output import manifest_filename, step_width, to_yaml
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +43,14 @@ class IntentRender:
     data: tuple[tuple[str, str | None], ...]      # URIs of the datasets it names
     manifests: tuple[Manifest, ...]
     choice: Choice | None
-    texts: tuple[str, ...] = ()                   # the manifests as YAML, in the same order
     decided: tuple[Any, ...] = ()                 # the plan's batch sizing and strategy for it
+
+    @cached_property
+    def texts(self) -> tuple[str, ...]:
+        """The manifests as YAML, in the same order: made when first written out
+        (`watch --out`), never by the daemon, which applies objects, not files;
+        kept for all 100,000 intents they were a tenth of its memory."""
+        return tuple(to_yaml(m.body) for m in self.manifests)
 
     def fits(self, intent: Intent, placement: Placement | None, wave: int, decided: tuple[Any, ...] = ()) -> bool:
         # identity first: an unchanged file hands back the very same IR objects
