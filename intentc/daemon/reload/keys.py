@@ -9,10 +9,12 @@ of the edit.  A file that appears or disappears compares unequal (`None`).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from intentc.daemon.reload.state import FileState
-from intentc.ir import Intent, Program, Tenant
+from intentc.diagnostics import Span
+from intentc.ir import FieldSpans, Intent, Program, Tenant
 
 
 def planning_key(intent: Intent) -> tuple[Any, ...]:
@@ -57,3 +59,30 @@ def _references(program: Program) -> tuple[Any, ...]:
 def declares(state: FileState | None, kind: str) -> bool:
     """The file declares something of `kind` ("tenants", "datasets", ...)."""
     return state is not None and bool(getattr(state.result.program, kind))
+
+
+def positions(state: FileState | None) -> tuple[Any, ...] | None:
+    """Every position written in one file's declarations (spans and field spans).
+
+    A finding kept from the previous plan or passes points at one of these; when
+    a changed file's positions and the pass's inputs are both unchanged, the
+    finding is still exactly right (an image edit on its own line moves nothing)."""
+    if state is None:
+        return None
+    out: list[Any] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Span):
+            out.append(value)
+        elif isinstance(value, FieldSpans):
+            out.append((value.keys, value.positions))
+        elif isinstance(value, tuple):
+            for item in value:
+                walk(item)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name))
+
+    for declaration in state.result.program.declarations():
+        walk(declaration)
+    return tuple(out)

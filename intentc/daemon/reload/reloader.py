@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Sequence
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload.files import FileTable
-from intentc.daemon.reload.keys import declares, plan_inputs, reference_inputs
+from intentc.daemon.reload.keys import declares, plan_inputs, positions, reference_inputs
 from intentc.daemon.reload.render import Change, Renderer
 from intentc.daemon.reload.state import FileState, ReloadResult, Snapshot
 from intentc.daemon.reload.texts import CaretTexts, files_of
@@ -49,6 +49,11 @@ def _digest(text: str) -> bytes:
 
 def _same(changes: Sequence[Change], project: Callable[[FileState | None], Any]) -> bool:
     return all(project(before) == project(now) for _, before, now in changes)
+
+
+def _unmoved(changes: Sequence[Change], pointed: set[str]) -> bool:
+    """The changed files that kept findings point into kept every position."""
+    return all(positions(before) == positions(now) for name, before, now in changes if name in pointed)
 
 
 class Reloader:
@@ -176,7 +181,8 @@ class Reloader:
         program = self._table.program()
         changes = self._table.changes()             # since the snapshot in force
         dirty = {name for name, _, _ in changes}
-        if previous is not None and _same(changes, reference_inputs) and not dirty & previous.global_files:
+        if previous is not None and _same(changes, reference_inputs) and \
+                _unmoved(changes, dirty & previous.global_files):
             global_diags = previous.global_diagnostics    # same names and references: same findings
         else:
             global_diags = tuple(d for p in GLOBAL_PASSES for d in p(program)[1])
@@ -196,10 +202,10 @@ class Reloader:
             return ReloadResult(False, report, CaretTexts(known, report), names, reparsed, (), False, self._current)
         if loaded is None or has_errors(diags):
             return failed(diags)
-        # A kept plan keeps its warnings, which is only right while they
-        # point into files that did not change.
+        # A kept plan keeps its warnings, which is only right while the
+        # positions they point at did not move.
         reuse = (previous is not None and previous.topology_generation == self._topology_generation
-                 and _same(changes, plan_inputs) and not dirty & previous.plan_files)
+                 and _same(changes, plan_inputs) and _unmoved(changes, dirty & previous.plan_files))
         if reuse and previous is not None:
             plan, plan_json, graph_json = previous.plan, previous.plan_json, previous.graph_json
             plan_diags = previous.plan_diagnostics
