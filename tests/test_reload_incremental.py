@@ -152,5 +152,11 @@ def test_a_cross_file_finding_shows_the_text_of_a_file_that_did_not_change(tree:
     first = unknown[0].span.file
     assert result.sources[first] == Path(first).read_text()
     assert str(src / "job-001.intent") in set(result.sources)
+    other = src / "job-001.intent"
+    assert result.sources[str(other)] == other.read_text()
+    # a file that changes is read again for the next report, not served from before
+    other.write_text("# edited\n" + other.read_text())
+    again = r.update([other])
+    assert not again.ok and again.sources[str(other)].startswith("# edited")
     with pytest.raises(KeyError):
         result.sources[str(src / "nowhere.intent")]

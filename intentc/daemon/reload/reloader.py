@@ -71,6 +71,7 @@ class Reloader:
         self._renderer = Renderer(commit, kube_version, target, self.policies)
         self._table = FileTable()
         self._digests: dict[str, bytes] = {}
+        self._shown: dict[str, str] = {}        # texts the reports' carets read, until the file changes
         self._topology: tuple[LoadedTopology | None, tuple[Diagnostic, ...], str | None] = (None, (), None)
         self._topology_generation = 0
         self._discovery: tuple[Diagnostic, ...] = ()
@@ -139,6 +140,7 @@ class Reloader:
     # -- the work ---------------------------------------------------------------
     def _read(self, name: str) -> bool:
         """Re-parse `name` when its bytes changed; False when nothing changed."""
+        self._shown.pop(name, None)
         path = Path(name)
         if not path.is_file():
             gone = name in self._table
@@ -199,7 +201,8 @@ class Reloader:
 
         def failed(found: Sequence[Diagnostic]) -> ReloadResult:
             report = tuple(sorted_diagnostics(found))
-            return ReloadResult(False, report, CaretTexts(known, report), names, reparsed, (), False, self._current)
+            return ReloadResult(False, report, CaretTexts(known, report, self._shown), names, reparsed, (), False,
+                                self._current)
         if loaded is None or has_errors(diags):
             return failed(diags)
         # A kept plan keeps its warnings, which is only right while the
@@ -236,5 +239,5 @@ class Reloader:
             previous.plan_files if reuse and previous is not None else files_of(plan_diags))
         self._current = snapshot      # the atomic swap: readers see the old or the new snapshot
         self._table.settle()
-        return ReloadResult(True, report, CaretTexts(known, report), names, reparsed, made.rerendered, not reuse,
-                            snapshot)
+        return ReloadResult(True, report, CaretTexts(known, report, self._shown), names, reparsed, made.rerendered,
+                            not reuse, snapshot)

@@ -27,9 +27,13 @@ class CaretTexts(Mapping[str, str]):
     """`known` texts plus, read on first access, the files `diagnostics` name
     (an unreadable file reads as empty, as `intentc check` shows it)."""
 
-    def __init__(self, known: Mapping[str, str], diagnostics: Sequence[Diagnostic]) -> None:
+    def __init__(self, known: Mapping[str, str], diagnostics: Sequence[Diagnostic],
+                 read: dict[str, str] | None = None) -> None:
         self._texts = dict(known)
         self._diagnostics = diagnostics
+        # texts read so far, shared by one Reloader's reports (it forgets a file
+        # when the file changes): `watch` prints every report, warnings included
+        self._read = read if read is not None else {}
         self._keys: list[str] | None = None      # worked out when first needed: 10,000 kept warnings at 100k
 
     def _named(self) -> list[str]:
@@ -39,6 +43,8 @@ class CaretTexts(Mapping[str, str]):
 
     def __getitem__(self, name: str) -> str:
         text = self._texts.get(name)
+        if text is None:
+            text = self._read.get(name)
         if text is not None:
             return text
         keys = self._named()
@@ -47,7 +53,7 @@ class CaretTexts(Mapping[str, str]):
             raise KeyError(name)
         path = Path(name)
         src = read_source(path)[0] if path.is_file() else None
-        text = self._texts[name] = src.text if src is not None else ""
+        text = self._read[name] = src.text if src is not None else ""
         return text
 
     def __iter__(self) -> Iterator[str]:
