@@ -102,6 +102,16 @@ def slope_per_hour(points: list[tuple[float, float]]) -> float | None:
     return round(3600 * sum((p[0] - mx) * (p[1] - my) for p in points) / den, 2) if den else None
 
 
+def windows(points: list[tuple[float, float]], parts: int = 3) -> list[dict[str, Any]]:
+    """The slope over successive thirds of the steady part: a leak keeps its slope,
+    an allocator settling in flattens."""
+    if len(points) < 3 * parts:
+        return []
+    size = len(points) // parts
+    chunks = [points[i * size:(i + 1) * size if i < parts - 1 else len(points)] for i in range(parts)]
+    return [{"from_s": c[0][0], "to_s": c[-1][0], "mb_per_hour": slope_per_hour(c)} for c in chunks]
+
+
 def soak(minutes: float, commit_every: float, n: int, sample_every: float, work: Path) -> dict[str, Any]:
     assets = assets_dir()
     if assets is None:
@@ -167,6 +177,7 @@ def soak(minutes: float, commit_every: float, n: int, sample_every: float, work:
         "rss_mb_first": sizes[0] if sizes else None, "rss_mb_last": sizes[-1] if sizes else None,
         "rss_mb_peak": max(sizes) if sizes else None,
         "warmup_s": warm, "rss_slope_mb_per_hour": slope_per_hour(steady),
+        "rss_slope_by_window": windows(steady),
         "load_mean": round(sum(s["load"] for s in samples) / len(samples), 2) if samples else None,
         "samples": samples,
     }
@@ -185,6 +196,7 @@ def main() -> None:
     print(f"{result['commits']} commits, last applied #{result['last_commit_applied']}; RSS first "
           f"{result['rss_mb_first']} MB, last {result['rss_mb_last']} MB, peak {result['rss_mb_peak']} MB; "
           f"slope after {result['warmup_s']:.0f}s warm-up: {result['rss_slope_mb_per_hour']} MB/h "
+          f"(by thirds: {[w['mb_per_hour'] for w in result['rss_slope_by_window']]}) "
           f"(mean load {result['load_mean']})")
 
 
