@@ -24,6 +24,7 @@ from intentc.compile import CompileResult, compile_paths
 from intentc.diagnostics import Diagnostic, Related, Span
 from intentc.drift import events, quarantine
 from intentc.kube.client import KubeClient
+from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import LAST_GOOD, Inventory, inventory_ref
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
@@ -147,7 +148,7 @@ def rollback(client: KubeClient, source: RepoSource, workdir: str | Path, to: st
     commit it replaces (`bad`, default: the newest apply in the inventory).
     Events go to the inventory and to each of the `failing` objects (those
     that made the rollout inconsistent)."""
-    inventory = Inventory.from_configmap(client.get(inventory_ref(options.target)), options.target)
+    inventory = inventory_store.read_inventory(client, options.target)
     sha = target_commit(inventory, source.repo, to)
     if bad is None and inventory.last is not None and inventory.last.commit != sha:
         bad = inventory.last.commit

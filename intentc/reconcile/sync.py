@@ -30,7 +30,8 @@ from intentc.drift.fields import without_handed_over
 from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair, repair_diff
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
 from intentc.reconcile.lock import ApplyLock, LockBusy
-from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
+from intentc.reconcile import inventory_store
+from intentc.reconcile.inventory import (DEFAULT_TARGET_NAME, INVENTORY_NAMESPACE, Entry, Inventory,
                                          Record, inventory_ref)
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
 from intentc.render.meta import labels
@@ -87,6 +88,7 @@ class Reconciler:
         self._others: dict[str, Inventory] | None = None
         self._lock = threading.Lock()
         self._held: frozenset[str] = frozenset()
+        self._shards: frozenset[str] = frozenset()      # inventory shards known to exist (inventory_store)
 
     # -- entry point ------------------------------------------------------
     def apply(self, rendered: Rendered) -> ApplyResult:
@@ -123,8 +125,9 @@ class Reconciler:
     # -- reading ----------------------------------------------------------
     def load_inventory(self) -> Inventory:
         try:
-            body = self._call(self.client.get, inventory_ref(self.opts.target))
-            return Inventory.from_configmap(body, self.opts.target)
+            stored = self._call(inventory_store.read, self.client, self.opts.target)
+            self._shards = stored.shards_present
+            return stored.inventory
         except ValueError as e:
             raise _Abort(f"inventory {inventory_ref(self.opts.target)} is unreadable: {e}") from None
 
@@ -370,14 +373,7 @@ class Reconciler:
         (PriorityClasses, shared namespaces): pruning it would break that target."""
         with self._lock:
             if self._others is None:
-                self._others = {}
-                for cm in self._call(self.client.list, "v1", "ConfigMap", INVENTORY_NAMESPACE, INVENTORY_LABEL):
-                    target = str(((cm.get("metadata") or {}).get("labels") or {}).get(INVENTORY_LABEL, ""))
-                    if target and target != self.opts.target:
-                        try:
-                            self._others[target] = Inventory.from_configmap(cm, target)
-                        except ValueError:
-                            continue
+                self._others, _ = self._call(inventory_store.read_others, self.client, self.opts.target)
         for target, inv in sorted(self._others.items()):
             entry = inv.entry(ref)
             if entry is not None and entry.desired:
@@ -406,14 +402,8 @@ class Reconciler:
 
     def _save(self, inventory: Inventory) -> None:
         self._ensure_namespace()
-        body = inventory.configmap()
-        size = sum(len(v) for key in ("data", "binaryData") for v in (body.get(key) or {}).values())
-        if size > CONFIGMAP_LIMIT:
-            raise _Abort(f"the inventory of {len(inventory.entries)} objects takes {size:,} bytes even "
-                         f"gzipped, over the {CONFIGMAP_LIMIT:,}-byte ConfigMap limit: split the intents "
-                         f"over several targets (--target), each with its own inventory")
         try:
-            self._call(self.client.apply, body, force=True)
+            self._shards = self._call(inventory_store.write, self.client, inventory, self._shards)
         except KubeError as e:
             raise _Abort(f"cannot write the inventory {inventory_ref(self.opts.target)}: {e.message}") from None
 
