@@ -31,12 +31,13 @@ from intentc.atomic import write_atomic
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.holdback import holdback
 from intentc.ir import Program
-from intentc.pipeline import check, texts_for_carets
+from intentc.pipeline import Checked, check, texts_for_carets
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
 from intentc.plan.model import Occupancy
 from intentc.ir import Topology
 from intentc.plan.planner import make_plan
+from intentc.policy.catalogue import Policies
 from intentc.policy.load import load_policies
 from intentc.render import render
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
@@ -121,14 +122,23 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
     """Check, plan and render (files matching `exclude` left out).  `live`, when given, reads
     what a cluster has free for the checked program and topology; the plan is then made on
     that ("basis": live)."""
+    checked = check(paths, jobs=jobs, exclude=exclude)
+    return compile_checked(checked, load_policies(paths), topology, commit, kube_version, target, seed, live)
+
+
+def compile_checked(checked: Checked, policy: tuple[Policies, list[Diagnostic], dict[str, str]], topology: str,
+                    commit: str, kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
+                    seed: int = 0, live: LiveReader | None = None) -> CompileResult:
+    """Plan and render an already checked program (`compile_paths` after parsing; a fleet
+    parses once and calls this per cluster) with the repository's policies
+    (`load_policies`: catalogue, diagnostics, texts)."""
     sources: dict[str, str] = {}
     loaded, topo_diags = load_topology(topology)
     topo_text = read_text(topology)
     if topo_text is not None:
         sources[Path(topology).as_posix()] = topo_text
-    checked = check(paths, jobs=jobs, exclude=exclude)
     sources.update(checked.sources)
-    policies, policy_diags, policy_texts = load_policies(paths)
+    policies, policy_diags, policy_texts = policy
     sources.update(policy_texts)
     diags = list(checked.diagnostics) + topo_diags + policy_diags
     if loaded is None:

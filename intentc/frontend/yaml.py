@@ -18,6 +18,7 @@ from intentc.diagnostics import Diagnostic, Span, error, excerpt, warning
 from intentc.frontend.schema import (
     API_VERSION,
     KINDS,
+    CLUSTER_KIND,
     POLICY_KIND,
     Pos,
     YList,
@@ -304,6 +305,8 @@ def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
                                  to_span(file, doc.pos["kind"][1]),
                                  hint="move it into the repository's policies/ directory (docs/policies.md)"))
         return None                                    # intentc.policy.load reads it
+    if doc.get("apiVersion") == API_VERSION and kind == CLUSTER_KIND:
+        return None                                    # intentc.fleet.clusters reads it (--clusters)
     first_key = to_span(file, next(iter(doc.pos.values()))[0]) if doc.pos else to_span(file, doc.at)
     kinds = ", ".join(KINDS)
     api = doc.get("apiVersion")
