@@ -17,7 +17,10 @@ from intentc.render.capabilities import KubeVersion
 from intentc.render.targets import TARGETS, version_problem
 
 if TYPE_CHECKING:
+    from intentc.drift.detect import History
+    from intentc.fleet.build import Prepared
     from intentc.fleet.clusters import Cluster, Fleet
+    from intentc.fleet.summary import Row
 
 
 def load_fleet_or_exit(directory: Path, fmt: OutputFormat = OutputFormat.TEXT) -> "Fleet":
@@ -75,3 +78,65 @@ def compile_fleet_command(paths: Sequence[str], directory: Path, out: Path, sha:
     if held:
         typer.echo(f"held back (errors above; nothing of theirs written): {', '.join(held)}", err=True)
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _observe_cluster(prep: "Prepared", cluster: "Cluster", sha: str, seed: int, history: "History | None",
+                     kube_version: str | None) -> "Row":
+    """One row of the fleet summary: connect, compile for the server's version, detect."""
+    from intentc.drift.detect import DRIFT_CLASSES, DriftClass
+    from intentc.drift.live import observe
+    from intentc.fleet.build import compile_cluster
+    from intentc.fleet.summary import Row
+    from intentc.kube.client import KubeClient
+    from intentc.kube.errors import KubeError
+
+    try:
+        client = KubeClient.connect(cluster.kubeconfig, cluster.context)
+    except KubeError as e:
+        return Row(cluster.name, cluster.target, False, f"cannot connect: {e.message}")
+    try:
+        try:
+            version = KubeVersion.parse(kube_version or client.version())
+        except KubeError as e:
+            return Row(cluster.name, cluster.target, False, f"unreachable: {e.message}")
+        except ValueError as e:
+            return Row(cluster.name, cluster.target, True, f"cannot tell the server's version: {e}")
+        problem = version_problem(TARGETS[cluster.target], version)
+        if problem:
+            return Row(cluster.name, cluster.target, True, problem)
+        result = compile_cluster(prep, cluster, sha, version, seed)
+        if not result.ok or result.rendered is None:
+            first = next((d for d in result.diagnostics if d.is_error), None)
+            return Row(cluster.name, cluster.target, True, "the intents do not compile for it"
+                       + (f": {first.span.file}:{first.span.line}: {first.message}" if first else ""))
+        try:
+            report, inventory = observe(client, result.rendered.manifests, cluster.name, history)
+        except KubeError as e:
+            return Row(cluster.name, cluster.target, False, e.message)
+        except ValueError as e:
+            return Row(cluster.name, cluster.target, True, f"the inventory of target {cluster.name} is unreadable: {e}")
+        counts = report.counts()
+        return Row(cluster.name, cluster.target, True, None, len({f.ref for f in report.findings}),
+                   len({f.ref for f in report.drifted}),
+                   tuple((c.value, counts[c]) for c in DRIFT_CLASSES if c is not DriftClass.IN_SYNC and counts[c]),
+                   inventory.commit, tuple(f.to_json() for f in report.drifted))
+    finally:
+        client.close()
+
+
+def drift_fleet_command(paths: Sequence[str], directory: Path, sha: str, seed: int, history: "History | None",
+                        kube_version: str | None, as_json: bool) -> None:
+    """`intentc drift --clusters DIR`: every cluster compared, one row each; exit the worst."""
+    from intentc.fleet.build import prepare
+    from intentc.fleet.summary import exit_code, to_json, to_text
+
+    fleet = load_fleet_or_exit(directory)
+    prep = prepare(paths, fleet)
+    diags = list(prep.diagnostics) + list(prep.checked.diagnostics)
+    if has_errors(diags):
+        emit_diagnostics(sorted_diagnostics(diags), OutputFormat.TEXT, prep.sources, to_stderr=True)
+        typer.echo("intentc: error: the intents do not compile; nothing to compare", err=True)
+        raise typer.Exit(EXIT_USAGE)
+    rows = [_observe_cluster(prep, c, sha, seed, history, kube_version) for c in fleet.clusters]
+    typer.echo(to_json(rows, sha) if as_json else to_text(rows, sha), nl=False)
+    raise typer.Exit(exit_code(rows))
