@@ -75,7 +75,9 @@ def daemon(
     *,  # keyword-only, so the required --topology below (no `=` default) can stay after --branch, its place in --help
     repo: str = typer.Option(..., "--repo", metavar="URL|DIR", help="Git repository: a local path or a URL to mirror."),
     branch: str = typer.Option("main", "--branch", metavar="NAME", help="Branch to follow."),
-    topology: RepoTopologyFile,
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", metavar="FILE",
+                                           help="Topology file (path in the repository); with --cluster, the "
+                                                "cluster's."),
     path: List[str] = typer.Option(["intents"], "--path", metavar="PATH", help="Intent paths in the repository (repeatable)."),
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
@@ -96,6 +98,11 @@ def daemon(
     log_level: LogLevel = typer.Option(LogLevel.INFO, "--log-level", help="Least severe level logged."),
     log_format: LogFormat = typer.Option(LogFormat.TEXT, "--log-format",
                                          help="text, or json: one JSON object per line (time, level, logger, msg)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", metavar="NAME",
+                                          help="Run for this Cluster of --clusters DIR: its connection, topology, "
+                                               "render target and intents; inventory target NAME (docs/fleets.md)."),
+    clusters: Optional[Path] = typer.Option(None, "--clusters", metavar="DIR",
+                                            help="The fleet's Cluster files (with --cluster)."),
 ) -> None:
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
     from intentc.compile import CommitError, resolve_commit
@@ -105,6 +112,18 @@ def daemon(
     from intentc.kube.client import KubeClient
     from intentc.kube.errors import KubeError
 
+    selected: tuple[str, tuple[tuple[str, str], ...]] | None = None
+    if (cluster is None) != (clusters is None):
+        usage_error("--cluster NAME and --clusters DIR go together")
+    if cluster is not None and clusters is not None:
+        if topology is not None or kubeconfig is not None or context is not None or local:
+            usage_error("--cluster takes the topology and the connection from its Cluster file; drop --topology, "
+                        "--kubeconfig and --context (and --local: a fleet daemon follows the branch)")
+        from intentc.cli.fleet import cluster_daemon_settings
+        topology, kubeconfig, context, render_target, target, selected = cluster_daemon_settings(repo, clusters,
+                                                                                                 cluster)
+    if topology is None:
+        usage_error("--topology is needed (or --cluster NAME --clusters DIR)")
     check_render_target(render_target)
     configure_logging(log_level, log_format)
     if listen:
@@ -127,7 +146,8 @@ def daemon(
     config = DaemonConfig(repo=repo, branch=branch, paths=tuple(path), topology=topology, local=local, commit=commit,
                           interval=interval, resync=resync, listen=listen or None, target=target,
                           workdir=str(workdir), rollout_timeout=rollout_timeout, prune=prune,
-                          kube_version=parse_kube_version(kube_version), render_target=render_target, seed=seed)
+                          kube_version=parse_kube_version(kube_version), render_target=render_target, seed=seed,
+                          cluster=selected)
     try:
         d = Daemon(config, client)
     except OSError as e:

@@ -140,3 +140,21 @@ def drift_fleet_command(paths: Sequence[str], directory: Path, sha: str, seed: i
     rows = [_observe_cluster(prep, c, sha, seed, history, kube_version) for c in fleet.clusters]
     typer.echo(to_json(rows, sha) if as_json else to_text(rows, sha), nl=False)
     raise typer.Exit(exit_code(rows))
+
+
+def cluster_daemon_settings(repo: str, directory: Path, name: str
+                            ) -> tuple[str, str | None, str | None, str, str, tuple[str, tuple[tuple[str, str], ...]]]:
+    """What `daemon --cluster NAME --clusters DIR` runs with: (topology as a path in the
+    repository when it is inside it, kubeconfig, context, render target, inventory target,
+    the cluster's (name, labels) for choosing its intents)."""
+    from intentc import gitrepo
+
+    cluster = pick_cluster(load_fleet_or_exit(directory), name)
+    topology = Path(cluster.topology).resolve()
+    try:
+        root = gitrepo.repo_root(Path(repo)).resolve() if gitrepo.is_local_repository(repo) else None
+    except gitrepo.GitError:
+        root = None
+    shown = topology.relative_to(root).as_posix() if root is not None and topology.is_relative_to(root) \
+        else str(topology)
+    return shown, cluster.kubeconfig, cluster.context, cluster.target, cluster.name, (cluster.name, cluster.labels)

@@ -72,6 +72,7 @@ class DaemonConfig:
     commit: str | None = None           # local mode: the SHA to stamp (the CLI passes git HEAD)
     watch_timeout: int = 300            # server-side watch timeout (s)
     heal_backoff: tuple[float, float] = (2.0, 300.0)
+    cluster: tuple[str, tuple[tuple[str, str], ...]] | None = None   # a fleet's cluster (name, labels): its intents only
 
 
 @dataclass
@@ -182,7 +183,7 @@ class Daemon:
             self._threads.append(t)
         else:
             self.git = GitSource(cfg.repo, cfg.branch, cfg.paths, cfg.topology, cfg.workdir,
-                                 cfg.render_target, cfg.seed)
+                                 cfg.render_target, cfg.seed, cfg.cluster)
 
     # -- the reactor ----------------------------------------------------------------
     def _loop(self) -> None:

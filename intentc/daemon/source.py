@@ -56,13 +56,13 @@ class GitSource:
     is mirrored (bare) under `workdir` and fetched on every poll."""
 
     def __init__(self, repo: str, branch: str, paths: tuple[str, ...], topology: str, workdir: str | Path,
-                 render_target: str, seed: int) -> None:
+                 render_target: str, seed: int, cluster: tuple[str, tuple[tuple[str, str], ...]] | None = None) -> None:
         self.url = repo
         self.branch = branch
         self.workdir = Path(workdir)
         self.local = gitrepo.is_local_repository(repo)
         self.path = str(Path(repo).expanduser()) if self.local else str(gitrepo.mirror(repo, self.workdir))
-        self.source = RepoSource(self.path, paths, topology, render_target=render_target, seed=seed)
+        self.source = RepoSource(self.path, paths, topology, render_target=render_target, seed=seed, cluster=cluster)
 
     def poll(self) -> str:
         """The branch's current SHA (after a fetch, for a mirror)."""

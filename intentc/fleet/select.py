@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 from intentc.diagnostics import Diagnostic, error, warning
 from intentc.fleet.clusters import Fleet
@@ -51,6 +51,13 @@ def _selector_problems(intent: Intent, sel: ClusterSelector, fleet: Fleet) -> li
                                       f"{fleet.directory or 'the fleet'}{did_you_mean(name, fleet.names)}", at,
                              hint=f"clusters: {', '.join(fleet.names[:8])}"))
     return out
+
+
+def for_cluster(name: str, labels: Mapping[str, str]) -> Callable[[Intent], bool]:
+    """Whether an intent goes to this cluster (no `clusters:`: yes)."""
+    def accepts(intent: Intent) -> bool:
+        return intent.clusters is None or intent.clusters.selects(name, labels)
+    return accepts
 
 
 def select(program: Program, fleet: Fleet) -> Selection:
