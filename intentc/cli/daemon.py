@@ -23,7 +23,6 @@ from intentc.cli.common import (
     KubeVersionOverride,
     Paths,
     RenderTarget,
-    RepoTopologyFile,
     Seed,
     TopologyFile,
     check_render_target,
