@@ -1,0 +1,279 @@
+"""Fleets: Cluster files, intents choosing clusters, compile and drift per cluster (docs/fleets.md).
+
+The fixture fleet (tests/fixtures/fleet) is three clusters on one small
+topology: eu-1 (kueue; env=prod), us-1 (device-plugin; env=prod) and
+staging (env=staging).  `serve` selects `{ env: prod }`, `cleanup` names
+eu-1 and us-1; every other intent goes everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from typer.testing import CliRunner
+
+from intentc.cli import app
+from intentc.fleet.build import compile_cluster, compile_fleet, prepare
+from intentc.fleet.clusters import load_fleet
+from intentc.fleet.select import select
+from intentc.frontend import dsl, yaml as yaml_frontend
+from intentc.sources import SourceFile
+
+FLEET = Path(__file__).parent / "fixtures" / "fleet"
+SHA = "f" * 40
+runner = CliRunner()
+
+TOPOLOGY = (FLEET / "topologies" / "small.yaml").resolve()
+
+
+def _cluster(name: str, spec: str) -> str:
+    return (f"apiVersion: intentc.dev/v1alpha1\nkind: Cluster\nmetadata: {{name: {name}}}\nspec:\n"
+            + textwrap.indent(textwrap.dedent(spec).strip("\n"), "  ") + "\n")
+
+
+GOOD = f"context: a\ntopology: {TOPOLOGY}\n"
+
+# (file text, code, where): every Cluster diagnostic lands on the text `where` (its last occurrence).
+CASES = [
+    (_cluster("a", f"context: a\nkubeconfig: k.yaml\ntopology: {TOPOLOGY}"), "E1121", "k.yaml"),
+    (_cluster("a", f"topology: {TOPOLOGY}"), "E1121", "a}"),
+    (_cluster("a", "context: a\ntopology: nowhere.yaml"), "E1122", "nowhere.yaml"),
+    (_cluster("a", f"kubeconfig: missing.kubeconfig\ntopology: {TOPOLOGY}"), "E1126", "missing.kubeconfig"),
+    (_cluster("a", GOOD) + "---\n" + _cluster("a", GOOD), "E1120", "a}"),
+    (_cluster("a", GOOD + "target: gpu-magic"), "E0213", "gpu-magic"),
+    (_cluster("a", GOOD + "labels: {env: 3}"), "E0211", "3}"),
+    (_cluster("a", GOOD + "colour: blue"), "E0212", "colour"),
+]
+
+
+def _position(text: str, needle: str) -> tuple[int, int]:
+    at = text.rindex(needle)
+    return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+
+
+@pytest.mark.parametrize(("text", "code", "where"), CASES)
+def test_cluster_files_are_checked_with_positions(tmp_path: Path, text: str, code: str, where: str) -> None:
+    (tmp_path / "c.yaml").write_text(text)
+    fleet = load_fleet(tmp_path)
+    found = [(d.code, d.span.line, d.span.column) for d in fleet.diagnostics]
+    assert (code, *_position(text, where)) in found, found
+    assert fleet.clusters == () or code == "E1120"
+
+
+def test_an_empty_clusters_directory_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "topology.yaml").write_text(TOPOLOGY.read_text())       # other kinds are not Clusters
+    assert [d.code for d in load_fleet(tmp_path).diagnostics] == ["E1125"]
+    assert [d.code for d in load_fleet(tmp_path / "absent").diagnostics] == ["E1125"]
+
+
+def test_the_fixture_fleet_loads_in_name_order() -> None:
+    fleet = load_fleet(FLEET / "clusters")
+    assert fleet.diagnostics == ()
+    assert fleet.names == ("eu-1", "staging", "us-1")
+    eu = fleet.get("eu-1")
+    assert eu is not None and eu.target == "kueue" and eu.label_map == {"env": "prod", "region": "eu"}
+    assert Path(eu.topology).resolve() == TOPOLOGY
+
+
+def _program(text: str, yaml: bool = False):  # type: ignore[no-untyped-def]
+    parse = yaml_frontend.parse if yaml else dsl.parse
+    program, diags = parse(SourceFile("x.yaml" if yaml else "x.intent", text))
+    assert [d for d in diags if d.is_error] == []
+    return program
+
+
+INTENT = 'intent {name} {{\n  trigger: on push\n  action: batch image "x:1"\n  context: tenant tn-alpha\n{extra}}}\n'
+
+
+def test_selection_by_name_labels_and_default() -> None:
+    fleet = load_fleet(FLEET / "clusters")
+    program = _program(INTENT.format(name="all", extra="")
+                       + INTENT.format(name="named", extra="  clusters: [us-1]\n")
+                       + INTENT.format(name="prod", extra="  clusters: { env: prod }\n")
+                       + INTENT.format(name="eu", extra='  clusters: { env: prod, "region": eu }\n'))
+    sel = select(program, fleet)
+    assert sel.diagnostics == ()
+    assert sel.by_cluster == {"eu-1": {"all", "prod", "eu"}, "us-1": {"all", "named", "prod"},
+                              "staging": {"all"}}
+
+
+def test_unknown_cluster_bad_label_and_no_match_are_reported_where_written() -> None:
+    fleet = load_fleet(FLEET / "clusters")
+    program = _program(INTENT.format(name="typo", extra="  clusters: [us-1, eu-2]\n")
+                       + INTENT.format(name="nowhere", extra="  clusters: { env: dev }\n")
+                       + INTENT.format(name="bad", extra='  clusters: { "-env": prod }\n'))
+    diags = {(d.code, d.span.line, d.span.column, d.severity.value) for d in select(program, fleet).diagnostics}
+    assert ("E1123", 5, 20, "error") in diags
+    assert ("W1130", 11, 13, "warning") in diags
+    assert ("E1124", 17, 15, "error") in diags
+    msg = next(d.message for d in select(program, fleet).diagnostics if d.code == "E1123")
+    assert '"eu-1"' in msg            # did you mean
+
+
+def test_yaml_and_dsl_selectors_lower_alike_and_round_trip(tmp_path: Path) -> None:
+    dsl_text = (INTENT.format(name="a", extra="  clusters: [eu-1, us-1]\n")
+                + INTENT.format(name="b", extra='  clusters: { env: prod, "example.com/tier": gold }\n'))
+    (tmp_path / "a.intent").write_text(dsl_text)
+    res = runner.invoke(app, ["convert", str(tmp_path / "a.intent"), "--to", "yaml"])
+    assert res.exit_code == 0, res.output
+    assert "matchLabels:" in res.stdout
+    from_yaml = _program(res.stdout, yaml=True)
+    from_dsl = _program(dsl_text)
+    assert [i.clusters for i in from_yaml.intents] == [i.clusters for i in from_dsl.intents]
+    (tmp_path / "b.yaml").write_text(res.stdout)
+    back = runner.invoke(app, ["convert", str(tmp_path / "b.yaml"), "--to", "dsl"])
+    assert back.exit_code == 0 and back.stdout.strip() == dsl_text.replace("}\nintent", "}\n\nintent").strip()
+
+
+def test_intent_diff_sees_a_selector_change() -> None:
+    from intentc.diff.intents import diff_programs
+
+    base = _program(INTENT.format(name="a", extra="  clusters: [eu-1, us-1]\n"))
+    same = _program(INTENT.format(name="a", extra="  clusters: [us-1, eu-1]\n"))     # a set: order is no change
+    head = _program(INTENT.format(name="a", extra="  clusters: { env: prod }\n"))
+    assert diff_programs(base, same) == []
+    changes = diff_programs(base, head)
+    assert [c.name for c in changes] == ["a"] and any(f.path.startswith("clusters") for f in changes[0].changes)
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_compile_writes_one_tree_per_cluster_deterministically(tmp_path: Path) -> None:
+    args = ["compile", str(FLEET / "intents"), "--clusters", str(FLEET / "clusters"), "--commit", SHA]
+    first = runner.invoke(app, args + ["-o", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output
+    assert runner.invoke(app, args + ["-o", str(tmp_path / "b")]).exit_code == 0
+    a = _files(tmp_path / "a")
+    assert a == _files(tmp_path / "b")
+    assert sorted(p.name for p in (tmp_path / "a").iterdir() if p.is_dir()) == ["eu-1", "staging", "us-1"]
+    manifests = {c: {k.split("/", 2)[2] for k in a if k.startswith(f"{c}/manifests/")}
+                 for c in ("eu-1", "us-1", "staging")}
+    assert "06-deployment-tn-beta-serve.yaml" in manifests["eu-1"] & manifests["us-1"]
+    assert "04-job-tn-beta-cleanup.yaml" in manifests["eu-1"] & manifests["us-1"]
+    assert not any("serve" in m or "cleanup" in m for m in manifests["staging"])
+    assert any(m.startswith("02-clusterqueue-") for m in manifests["eu-1"])          # eu-1 renders for Kueue
+    assert not any(m.startswith("02-clusterqueue-") for m in manifests["us-1"])
+    plan = json.loads(a["staging/plan.json"])
+    assert {p["intent"] for p in plan["placements"]} == {"prep", "train", "evaluate"}
+
+
+def test_a_cluster_output_is_the_single_cluster_compile_of_its_intents(tmp_path: Path) -> None:
+    """Same bytes as `compile --topology T --render-target R` over the intents it selects."""
+    from intentc.compile import compile_paths
+    from intentc.fleet.select import for_cluster
+
+    fleet = load_fleet(FLEET / "clusters")
+    result = compile_fleet([str(FLEET / "intents")], fleet, SHA)
+    assert result.ok
+    for cluster, fleet_result in result.results:
+        alone = compile_paths([str(FLEET / "intents")], cluster.topology, SHA, target=cluster.target,
+                              only=for_cluster(cluster.name, cluster.label_map))
+        assert alone.files() == fleet_result.files()
+
+
+def test_compile_reports_an_unknown_cluster_with_its_position_and_writes_nothing(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(FLEET / "intents", repo)
+    text = (repo / "pipeline.intent").read_text().replace("clusters: [eu-1, us-1]", "clusters: [eu-1, us-9]")
+    (repo / "pipeline.intent").write_text(text)
+    res = runner.invoke(app, ["compile", str(repo), "--clusters", str(FLEET / "clusters"), "--commit", SHA,
+                              "-o", str(tmp_path / "out")])
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "us-9" in t)
+    assert res.exit_code == 1
+    assert f"pipeline.intent:{line}:" in res.stdout and "E1123" in res.stdout
+    assert not (tmp_path / "out").exists()
+
+
+def test_compile_refuses_topology_with_clusters() -> None:
+    res = runner.invoke(app, ["compile", str(FLEET / "intents"), "--clusters", str(FLEET / "clusters"),
+                              "-t", str(TOPOLOGY), "-o", "/tmp/never"])
+    assert res.exit_code == 2 and "--clusters" in res.stderr
+
+
+def test_daemon_settings_come_from_the_cluster_file() -> None:
+    from intentc.cli.fleet import cluster_daemon_settings
+
+    topology, kubeconfig, context, render_target, target, selected = cluster_daemon_settings(
+        str(Path(__file__).resolve().parent.parent), FLEET / "clusters", "eu-1")
+    assert topology == "tests/fixtures/fleet/topologies/small.yaml"          # a path in the repository
+    assert (kubeconfig, context, render_target, target) == (None, "prod-eu-1", "kueue", "eu-1")
+    assert selected == ("eu-1", (("env", "prod"), ("region", "eu")))
+
+
+# -- drift --clusters against two real API servers ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, object]]:
+    from tests.kube_env import SKIP_MESSAGE, KubeEnv, assets_dir
+
+    assets = assets_dir()
+    if assets is None:
+        pytest.skip(SKIP_MESSAGE)
+    envs = [KubeEnv(assets, tmp_path_factory.mktemp(f"fleet-{k}")) for k in range(2)]
+    try:
+        for e in envs:
+            e.start()
+        yield envs[0], envs[1]
+    finally:
+        for e in envs:
+            e.stop()
+
+
+def _fleet_dir(tmp: Path, servers: tuple[object, object], dead: str | None = None) -> Path:
+    d = tmp / "clusters"
+    d.mkdir(exist_ok=True)
+    for name, env, labels in (("eu-1", servers[0], "{env: prod}"), ("us-1", servers[1], "{env: prod}")):
+        (d / f"{name}.yaml").write_text(_cluster(name, f"kubeconfig: {env.kubeconfig}\n"   # type: ignore[attr-defined]
+                                                       f"topology: {TOPOLOGY}\nlabels: {labels}"))
+    if dead:
+        (d / "gone.yaml").write_text(_cluster("gone", f"kubeconfig: {dead}\ntopology: {TOPOLOGY}"))
+    return d
+
+
+@pytest.mark.kube
+def test_drift_clusters_gives_one_row_per_cluster_and_the_worst_exit(tmp_path: Path, two_servers) -> None:  # type: ignore[no-untyped-def]
+    from intentc.kube.client import KubeClient
+    from intentc.reconcile.sync import ApplyOptions, Reconciler
+    from intentc.render.capabilities import KubeVersion
+
+    clusters = _fleet_dir(tmp_path, two_servers)
+    fleet = load_fleet(clusters)
+    prep = prepare([str(FLEET / "intents")], fleet)
+    for cluster in fleet.clusters:                     # apply each cluster's own output, inventory = its name
+        c = KubeClient.connect(cluster.kubeconfig)
+        rendered = compile_cluster(prep, cluster, SHA, KubeVersion.parse(c.version())).rendered
+        assert rendered is not None
+        res = Reconciler(c, ApplyOptions(target=cluster.name, wait=False)).apply(rendered)
+        assert res.result == "succeeded", res.message
+        c.close()
+    args = ["drift", str(FLEET / "intents"), "--clusters", str(clusters), "--commit", SHA]
+    ok = runner.invoke(app, args + ["-o", "json"])
+    doc = json.loads(ok.stdout)
+    assert ok.exit_code == 0, ok.output
+    assert [(r["cluster"], r["reachable"], r["inSync"], r["head"]) for r in doc["clusters"]] == \
+        [("eu-1", True, True, SHA), ("us-1", True, True, SHA)]
+
+    # someone deletes the serve Deployment on us-1: that row drifts, eu-1 stays in sync, exit 1
+    two_servers[1].kubectl_run("delete", "deployment", "-n", "tn-beta", "serve")
+    drifted = runner.invoke(app, args)
+    assert drifted.exit_code == 1, drifted.output
+    rows = {line.split()[0]: line for line in drifted.stdout.splitlines()[2:-1]}
+    assert rows["eu-1"].split()[1:4] == ["yes", "yes", "0"]
+    assert rows["us-1"].split()[1:4] == ["yes", "no", "1"] and "1 missing" in rows["us-1"]
+
+    # a cluster that cannot be reached makes the fleet exit 2, and still lists the others
+    dead = tmp_path / "dead.kubeconfig"
+    dead.write_text(two_servers[0].kubeconfig_text().replace(two_servers[0].server, "https://127.0.0.1:9"))
+    worst = runner.invoke(app, ["drift", str(FLEET / "intents"), "--clusters",
+                                str(_fleet_dir(tmp_path, two_servers, str(dead))), "--commit", SHA, "-o", "json"])
+    assert worst.exit_code == 2, worst.output
+    rows_json = {r["cluster"]: r for r in json.loads(worst.stdout)["clusters"]}
+    assert rows_json["gone"]["reachable"] is False and rows_json["gone"]["error"]
+    assert rows_json["eu-1"]["inSync"] is True and rows_json["us-1"]["drifted"] == 1
