@@ -277,3 +277,33 @@ def test_drift_clusters_gives_one_row_per_cluster_and_the_worst_exit(tmp_path: P
     rows_json = {r["cluster"]: r for r in json.loads(worst.stdout)["clusters"]}
     assert rows_json["gone"]["reachable"] is False and rows_json["gone"]["error"]
     assert rows_json["eu-1"]["inSync"] is True and rows_json["us-1"]["drifted"] == 1
+
+
+@pytest.mark.kube
+def test_two_targets_on_one_cluster_own_the_shared_objects_jointly(two_servers) -> None:  # type: ignore[no-untyped-def]
+    """us-1 and staging applied to one API server from commits each other's history does not
+    hold: the PriorityClasses both render are neither foreign nor orphans to either."""
+    from intentc.drift.detect import DriftClass, History
+    from intentc.drift.live import observe
+    from intentc.kube.client import KubeClient
+    from intentc.reconcile.sync import ApplyOptions, Reconciler
+    from intentc.render.capabilities import KubeVersion
+
+    fleet = load_fleet(FLEET / "clusters")
+    prep = prepare([str(FLEET / "intents")], fleet)
+    c = KubeClient.connect(str(two_servers[0].kubeconfig))
+    version = KubeVersion.parse(c.version())
+    commits = {"us-1": "1" * 40, "staging": "2" * 40}
+    rendered = {}
+    for name, sha in commits.items():
+        cluster = fleet.get(name)
+        assert cluster is not None
+        rendered[name] = compile_cluster(prep, cluster, sha, version).rendered
+        res = Reconciler(c, ApplyOptions(target=f"shared-{name}", wait=False)).apply(rendered[name])
+        assert res.result == "succeeded", res.message
+    for name, sha in commits.items():
+        report, _ = observe(c, rendered[name].manifests, f"shared-{name}", History((sha,)))
+        shared = [f for f in report.findings if f.ref.kind == "PriorityClass"]
+        assert shared and all(f.drift is DriftClass.IN_SYNC for f in shared), \
+            [(f.ref.name, f.drift.value, f.message) for f in shared]
+    c.close()

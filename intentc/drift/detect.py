@@ -286,8 +286,9 @@ def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any
             continue
         live_body = hit[1]
         found: list[Finding] = []
-        # a cluster-wide object all repositories apply alike carries the last applier's commit
-        shared = _annotation(body, SHARED_ANNOTATION) is not None
+        # a cluster-wide object all repositories apply alike carries the last applier's commit; so does
+        # one an inventory records (PriorityClasses, DeviceClasses): targets on one cluster own it jointly
+        shared = _annotation(body, SHARED_ANNOTATION) is not None or (not ref.namespace and _loose(ref) in managed)
         prov = _provenance(ref, body, live_body, None if shared else history)
         if prov is not None:
             found.append(prov)
