@@ -69,20 +69,19 @@ def _cluster(root: YMap, file: str, diags: list[Diagnostic]) -> Cluster | None:
                            where, hint="say how to reach it with exactly one: `context: NAME` (a context of "
                                        "$KUBECONFIG) or `kubeconfig: FILE`"))
         return None
-    topology = (here / spec["topology"]).as_posix()
-    if not Path(topology).is_file():
-        diags.append(error("E1122", f"cluster {name!r}: topology file {spec['topology']!r} not found "
-                                    f"(looked for {topology})", at("topology"),
-                           hint="paths in a Cluster are relative to the file's directory"))
+    def existing(key: str, code: str) -> str | None:
+        """The file `spec[key]` names, relative to this file; None (reported) when it is not there."""
+        path = (here / spec[key]).as_posix()
+        if Path(path).is_file():
+            return path
+        diags.append(error(code, f"cluster {name!r}: {key} file {spec[key]!r} not found (looked for {path})",
+                           at(key), hint="paths in a Cluster are relative to the file's directory"))
         return None
-    kubeconfig = None
-    if "kubeconfig" in spec:
-        kubeconfig = (here / spec["kubeconfig"]).as_posix()
-        if not Path(kubeconfig).is_file():
-            diags.append(error("E1126", f"cluster {name!r}: kubeconfig file {spec['kubeconfig']!r} not found "
-                                        f"(looked for {kubeconfig})", at("kubeconfig"),
-                               hint="paths in a Cluster are relative to the file's directory"))
-            return None
+
+    topology = existing("topology", "E1122")
+    kubeconfig = existing("kubeconfig", "E1126") if "kubeconfig" in spec else None
+    if topology is None or ("kubeconfig" in spec and kubeconfig is None):
+        return None
     spans = {k: at(k) for k in ("topology", "target", "context", "kubeconfig", "labels") if k in spec}
     return Cluster(str(name), topology, str(spec.get("target", DEFAULT_TARGET)), spec.get("context"), kubeconfig,
                    tuple(sorted((str(k), str(v)) for k, v in (spec.get("labels") or {}).items())),
