@@ -8,6 +8,7 @@ eu-1 and us-1; every other intent goes everywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import textwrap
@@ -307,3 +308,71 @@ def test_two_targets_on_one_cluster_own_the_shared_objects_jointly(two_servers) 
         assert shared and all(f.drift is DriftClass.IN_SYNC for f in shared), \
             [(f.ref.name, f.drift.value, f.message) for f in shared]
     c.close()
+
+
+def test_a_revision_compiled_for_a_cluster_holds_its_intents_only(tmp_path: Path) -> None:
+    """What the daemon compiles from git for `--cluster staging`: not serve, not cleanup."""
+    import git
+
+    from intentc.drift.rollback import RepoSource, compile_revision
+    from tests.git_support import commit
+
+    repo = git.Repo.init(tmp_path / "repo")
+    sha = commit(repo, {f"{p.relative_to(FLEET).as_posix()}": p.read_text()
+                        for p in FLEET.rglob("*") if p.is_file()}, "fleet")
+    source = RepoSource(str(tmp_path / "repo"), ("intents",), "topologies/small.yaml")
+    everything = compile_revision(source, sha, tmp_path / "work")
+    staging = compile_revision(dataclasses.replace(source, cluster=("staging", (("env", "staging"),))), sha,
+                               tmp_path / "work")
+    assert everything.rendered is not None and staging.rendered is not None
+    intents = {m.intent for m in staging.rendered.manifests if m.intent}
+    assert intents == {"prep", "train", "evaluate"}
+    assert {"serve", "cleanup"} <= {m.intent for m in everything.rendered.manifests if m.intent}
+
+
+@pytest.mark.kube
+def test_the_daemon_runs_one_cluster_of_the_fleet(tmp_path: Path, two_servers) -> None:  # type: ignore[no-untyped-def]
+    """`intentc daemon --cluster staging --clusters clusters/`: that cluster's API server, its
+    inventory target, its intents only."""
+    import subprocess
+    import sys
+
+    import git
+
+    from intentc.kube.client import KubeClient
+    from intentc.reconcile import inventory_store
+    from intentc.render.model import ObjectRef
+    from tests.git_support import commit
+    from tests.kube_support import wait_for
+
+    env = two_servers[1]
+    files = {p.relative_to(FLEET).as_posix(): p.read_text() for p in FLEET.rglob("*") if p.is_file()}
+    files["clusters/staging.yaml"] = _cluster("staging", f"kubeconfig: {env.kubeconfig}\n"
+                                                         "topology: ../topologies/small.yaml\nlabels: {env: staging}")
+    files.pop("clusters/us-1.yaml")          # it declares staging too
+    repo = git.Repo.init(tmp_path / "repo")
+    sha = commit(repo, files, "fleet")
+    repo.git.branch("-M", "main")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "intentc", "daemon", "--repo", str(tmp_path / "repo"), "--branch", "main",
+         "--cluster", "staging", "--clusters", str(tmp_path / "repo" / "clusters"), "--listen", "",
+         "--interval", "1", "--workdir", str(tmp_path / "work"), "--rollout-timeout", "5"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    c = KubeClient.connect(str(env.kubeconfig))
+    try:
+        wait_for(lambda: c.get(ObjectRef("batch/v1", "Job", "tn-alpha", "prep")), 180,
+                 "the daemon's first wave on staging")
+        inv = inventory_store.read_inventory(c, "staging")           # the inventory target is the cluster's name
+        assert "prep" in {e.intent for e in inv.entries}
+        assert {e.intent for e in inv.entries if e.intent} <= {"prep", "train", "evaluate"}
+        assert {e.commit for e in inv.entries} == {sha}
+        # cleanup (eu-1 and us-1 only) is in prep's wave: had the daemon ignored the selection, it would be here
+        assert c.get(ObjectRef("batch/v1", "Job", "tn-beta", "cleanup")) is None
+        assert c.get(ObjectRef("v1", "Namespace", "", "tn-beta")) is not None
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        c.close()
