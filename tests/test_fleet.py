@@ -198,14 +198,25 @@ def test_compile_refuses_topology_with_clusters() -> None:
     assert res.exit_code == 2 and "--clusters" in res.stderr
 
 
-def test_daemon_settings_come_from_the_cluster_file() -> None:
-    from intentc.cli.fleet import cluster_daemon_settings
+def test_the_daemon_reads_the_topology_as_a_path_in_the_repository() -> None:
+    from intentc.cli.fleet import repo_topology
 
-    topology, kubeconfig, context, render_target, target, selected = cluster_daemon_settings(
-        str(Path(__file__).resolve().parent.parent), FLEET / "clusters", "eu-1")
-    assert topology == "tests/fixtures/fleet/topologies/small.yaml"          # a path in the repository
-    assert (kubeconfig, context, render_target, target) == (None, "prod-eu-1", "kueue", "eu-1")
-    assert selected == ("eu-1", (("env", "prod"), ("region", "eu")))
+    eu = load_fleet(FLEET / "clusters").get("eu-1")
+    assert eu is not None
+    assert repo_topology(str(Path(__file__).resolve().parent.parent), eu) == "tests/fixtures/fleet/topologies/small.yaml"
+    assert repo_topology("https://example.invalid/repo.git", eu) == str(TOPOLOGY)
+
+
+@pytest.mark.parametrize("command", ["apply", "daemon"])
+def test_cluster_and_clusters_go_together_and_replace_the_connection(command: str) -> None:
+    base = ["apply", str(FLEET / "intents")] if command == "apply" else ["daemon", "--repo", "."]
+    alone = runner.invoke(app, base + ["--cluster", "eu-1"])
+    assert alone.exit_code == 2 and "go together" in alone.stderr
+    both = runner.invoke(app, base + ["--cluster", "eu-1", "--clusters", str(FLEET / "clusters"),
+                                      "--context", "x"])
+    assert both.exit_code == 2 and "drop --topology" in both.stderr
+    unknown = runner.invoke(app, base + ["--cluster", "eu-2", "--clusters", str(FLEET / "clusters")])
+    assert unknown.exit_code == 2 and '"eu-1"' in unknown.stderr
 
 
 # -- drift --clusters against two real API servers ---------------------------------------------
@@ -241,19 +252,18 @@ def _fleet_dir(tmp: Path, servers: tuple[object, object], dead: str | None = Non
 @pytest.mark.kube
 def test_drift_clusters_gives_one_row_per_cluster_and_the_worst_exit(tmp_path: Path, two_servers) -> None:  # type: ignore[no-untyped-def]
     from intentc.kube.client import KubeClient
-    from intentc.reconcile.sync import ApplyOptions, Reconciler
-    from intentc.render.capabilities import KubeVersion
+    from intentc.reconcile import inventory_store
+    from intentc.render.model import ObjectRef
 
     clusters = _fleet_dir(tmp_path, two_servers)
-    fleet = load_fleet(clusters)
-    prep = prepare([str(FLEET / "intents")], fleet)
-    for cluster in fleet.clusters:                     # apply each cluster's own output, inventory = its name
-        c = KubeClient.connect(cluster.kubeconfig)
-        rendered = compile_cluster(prep, cluster, SHA, KubeVersion.parse(c.version())).rendered
-        assert rendered is not None
-        res = Reconciler(c, ApplyOptions(target=cluster.name, wait=False)).apply(rendered)
-        assert res.result == "succeeded", res.message
-        c.close()
+    for name in ("eu-1", "us-1"):          # `apply --cluster`: that cluster's intents, inventory target = its name
+        res = runner.invoke(app, ["apply", str(FLEET / "intents"), "--cluster", name, "--clusters", str(clusters),
+                                  "--no-wait", "--commit", SHA])
+        assert res.exit_code == 0, res.output
+    with_serve = KubeClient.connect(str(two_servers[0].kubeconfig))
+    assert with_serve.get(ObjectRef("apps/v1", "Deployment", "tn-beta", "serve")) is not None     # env=prod
+    assert inventory_store.read_inventory(with_serve, "eu-1").commit == SHA
+    with_serve.close()
     args = ["drift", str(FLEET / "intents"), "--clusters", str(clusters), "--commit", SHA]
     ok = runner.invoke(app, args + ["-o", "json"])
     doc = json.loads(ok.stdout)

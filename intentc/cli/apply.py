@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -17,13 +19,14 @@ from intentc.cli.common import (
     Exclude,
     Paths,
     RenderTarget,
+    OptionalTopologyFile,
     Seed,
-    TopologyFile,
     check_render_target,
     check_target_served,
     commit_or_exit,
     connect_or_exit,
     format_option,
+    the_topology,
 )
 from intentc.cli.progress import StderrProgress
 from intentc.diagnostics import OutputFormat
@@ -46,6 +49,8 @@ class ApplyFormat(str, enum.Enum):
 
   intentc apply intents/ -t clusters/prod.yaml --no-wait --format json --context prod-eu
 
+  intentc apply intents/ --cluster prod-eu-1 --clusters clusters/     # one cluster of a fleet
+
 Order: namespaces, RBAC, quotas, priority classes, then the plan's waves;
 with --wait (default) a wave starts when the previous one is healthy.
 Objects whose intentc.dev/spec-hash already matches get no request.
@@ -55,7 +60,7 @@ one is neither applied nor pruned), 2 cluster unreachable / bad kubeconfig / usa
 """)
 def apply(
     paths: Paths,
-    topology: TopologyFile,
+    topology: OptionalTopologyFile = None,
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
     dry_run: bool = typer.Option(False, "--dry-run", help="Server-side dry run: print what would change, write nothing."),
@@ -73,17 +78,31 @@ def apply(
     seed: Seed = 0,
     format: ApplyFormat = format_option(ApplyFormat.TEXT),
     exclude: Exclude = None,
+    cluster: Optional[str] = typer.Option(None, "--cluster", metavar="NAME",
+                                          help="Apply this Cluster of --clusters DIR: its connection, topology, "
+                                               "render target and intents; inventory target NAME (docs/fleets.md)."),
+    clusters: Optional[Path] = typer.Option(None, "--clusters", metavar="DIR", help="The fleet's Cluster files."),
 ) -> None:
     """Compile, then server-side apply the result to a cluster, wave by wave."""
     from intentc.compile import compile_paths
     from intentc.reconcile.sync import ApplyOptions, Reconciler
 
+    only = None
+    if cluster is not None or clusters is not None:
+        from intentc.cli.fleet import fleet_member_or_exit
+        from intentc.fleet.select import for_cluster
+        member = fleet_member_or_exit(cluster, clusters, topology is not None or kubeconfig is not None
+                                      or context is not None)
+        topology, kubeconfig, context = Path(member.topology), member.kubeconfig, member.context
+        render_target, target, only = member.target, member.name, for_cluster(member.name, member.label_map)
+    if topology is None:
+        topology = the_topology(paths, exclude or ())
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     client, version = connect_or_exit(kubeconfig, context, kube_version, pool_size=max(workers, 4))
     check_render_target(render_target, version)
     check_target_served(client, render_target)
-    result = compile_paths(paths, str(topology), sha, version, render_target, seed, exclude=exclude or ())
+    result = compile_paths(paths, str(topology), sha, version, render_target, seed, exclude=exclude or (), only=only)
     diag_format = OutputFormat.JSON if format is ApplyFormat.JSON else OutputFormat.TEXT
     if result.topology_unreadable or result.rendered is None:
         emit_diagnostics(list(result.diagnostics), diag_format, result.sources)

@@ -112,15 +112,14 @@ def daemon(
     from intentc.kube.errors import KubeError
 
     selected: tuple[str, tuple[tuple[str, str], ...]] | None = None
-    if (cluster is None) != (clusters is None):
-        usage_error("--cluster NAME and --clusters DIR go together")
-    if cluster is not None and clusters is not None:
-        if topology is not None or kubeconfig is not None or context is not None or local:
-            usage_error("--cluster takes the topology and the connection from its Cluster file; drop --topology, "
-                        "--kubeconfig and --context (and --local: a fleet daemon follows the branch)")
-        from intentc.cli.fleet import cluster_daemon_settings
-        topology, kubeconfig, context, render_target, target, selected = cluster_daemon_settings(repo, clusters,
-                                                                                                 cluster)
+    if cluster is not None or clusters is not None:
+        if local:
+            usage_error("--local does not combine with --cluster: a fleet's daemon follows the branch")
+        from intentc.cli.fleet import fleet_member_or_exit, repo_topology
+        member = fleet_member_or_exit(cluster, clusters, topology is not None or kubeconfig is not None
+                                      or context is not None)
+        topology, kubeconfig, context = repo_topology(repo, member), member.kubeconfig, member.context
+        render_target, target, selected = member.target, member.name, (member.name, member.labels)
     if topology is None:
         usage_error("--topology is needed (or --cluster NAME --clusters DIR)")
     check_render_target(render_target)

@@ -44,6 +44,17 @@ def pick_cluster(fleet: "Fleet", name: str) -> "Cluster":
     return cluster
 
 
+def fleet_member_or_exit(name: str | None, directory: Path | None, overridden: bool) -> "Cluster":
+    """The Cluster `--cluster NAME --clusters DIR` names, for a command that then takes its
+    connection, topology and target from it (`overridden`: one of those was given too)."""
+    if name is None or directory is None:
+        usage_error("--cluster NAME and --clusters DIR go together")
+    if overridden:
+        usage_error("--cluster takes the topology and the connection from its Cluster file; drop --topology, "
+                    "--kubeconfig and --context")
+    return pick_cluster(load_fleet_or_exit(directory), name)
+
+
 def compile_fleet_command(paths: Sequence[str], directory: Path, out: Path, sha: str, version: KubeVersion,
                           seed: int, fmt: OutputFormat, jobs: int | None, exclude: Sequence[str]) -> None:
     from intentc.fleet.build import compile_fleet, write_fleet
@@ -142,19 +153,15 @@ def drift_fleet_command(paths: Sequence[str], directory: Path, sha: str, seed: i
     raise typer.Exit(exit_code(rows))
 
 
-def cluster_daemon_settings(repo: str, directory: Path, name: str
-                            ) -> tuple[str, str | None, str | None, str, str, tuple[str, tuple[tuple[str, str], ...]]]:
-    """What `daemon --cluster NAME --clusters DIR` runs with: (topology as a path in the
-    repository when it is inside it, kubeconfig, context, render target, inventory target,
-    the cluster's (name, labels) for choosing its intents)."""
+def repo_topology(repo: str, cluster: "Cluster") -> str:
+    """The cluster's topology as the daemon reads it: a path in the repository when the file
+    is inside a local `repo`, else the file itself."""
     from intentc import gitrepo
 
-    cluster = pick_cluster(load_fleet_or_exit(directory), name)
     topology = Path(cluster.topology).resolve()
     try:
         root = gitrepo.repo_root(Path(repo)).resolve() if gitrepo.is_local_repository(repo) else None
     except gitrepo.GitError:
         root = None
-    shown = topology.relative_to(root).as_posix() if root is not None and topology.is_relative_to(root) \
+    return topology.relative_to(root).as_posix() if root is not None and topology.is_relative_to(root) \
         else str(topology)
-    return shown, cluster.kubeconfig, cluster.context, cluster.target, cluster.name, (cluster.name, cluster.labels)
