@@ -28,7 +28,8 @@ except ImportError:  # pragma: no cover - only where the wheel is missing
     _fast = None
 
 # 15,000 objects (what one 1 MiB ConfigMap holds gzipped) take about 5 MiB of
-# JSON; four times that leaves room and still bounds a bomb.
+# JSON; four times that leaves room and still bounds a bomb.  The limit holds
+# per document: the index and each shard (inventory.py) are inflated apart.
 INFLATE_LIMIT = 20 * 1024 * 1024
 FORMAT = "intentc.dev/inventory/v1"
 SHARD_FORMAT = "intentc.dev/inventory-shard/v1"
