@@ -11,6 +11,8 @@ import itertools
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import intentc.reconcile.inventory as inventory_module
 from intentc.kube.client import KubeClient
@@ -177,3 +179,17 @@ def test_apply_drift_and_prune_read_a_sharded_inventory(kube_env: KubeEnv) -> No
     assert shards and shards <= managed.plumbing and inventory_ref(other) in managed.plumbing
     rec = Reconciler(c, ApplyOptions(target=mine))
     assert rec._claimed_elsewhere(theirs.entries[3].ref) == other
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(min_value=1, max_value=900), st.sampled_from([2048, 4096, 16384]))
+def test_any_size_round_trips_and_every_shard_keeps_to_the_budget(monkeypatch: pytest.MonkeyPatch, objects: int,
+                                                                 budget: int) -> None:
+    monkeypatch.setattr(inventory_module, "SHARD_BUDGET", budget)
+    inv = big_inventory("prod", objects)
+    bodies = inv.configmaps()
+    shards = {b["metadata"]["name"]: b for b in bodies[:-1]}
+    assert all(len(b["binaryData"]["objects.json.gz"]) * 3 // 4 <= budget for b in shards.values())
+    assert Inventory.from_configmap(bodies[-1], "prod", shards) == inv
+    index = json.loads(bodies[-1]["data"]["inventory.json"])
+    assert sum([s["objects"] for s in index.get("shards", [])] or [len(index["objects"])]) == objects
