@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from intentc.daemon.branch import Step, decide_head
+from intentc.daemon.failures import FailureReactor, Observed
 from intentc.daemon.http import HealthServer
 from intentc.daemon.informer import Informer
 from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
+from intentc.daemon.mirror import IntentMirror
 from intentc.daemon.reload import ReloadResult, follow
 from intentc.daemon.rollouts import Changed, Done, Reloaded, Stopped, run_rollback, run_rollout
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile
@@ -114,6 +116,9 @@ class Daemon:
         self._threads: list[threading.Thread] = []
         self.ledger = DriftLedger(config.heal_backoff)
         self._kube_version = config.kube_version
+        self.failures = FailureReactor(client, self.metrics, self.stop_event, lambda: self.queue.put(Observed()),
+                                       config.watch_timeout)
+        self.mirror = IntentMirror(client, config.target)
         Path(config.workdir).mkdir(parents=True, exist_ok=True)
 
     # -- probes -----------------------------------------------------------------
@@ -133,7 +138,7 @@ class Daemon:
     # -- lifecycle ----------------------------------------------------------------
     def stop(self) -> None:
         self.stop_event.set()
-        for inf in list(self.informers.values()):
+        for inf in self._informers():
             inf.close()
         self.queue.put(None)
 
@@ -152,10 +157,10 @@ class Daemon:
             self._loop()
         finally:
             self.stop_event.set()
-            for inf in list(self.informers.values()):
+            for inf in self._informers():
                 inf.close()
             self.worker.shutdown(wait=True, cancel_futures=True)
-            for inf in list(self.informers.values()):
+            for inf in self._informers():
                 inf.join()
             for t in self._threads:
                 t.join(timeout=10)
@@ -221,6 +226,8 @@ class Daemon:
             self._done(item)
         elif isinstance(item, Reloaded):
             self._reloaded(item.result)
+        elif isinstance(item, Observed):
+            self._react()
 
     def _safe(self, step: str, fn: Callable[[], Any]) -> Any:
         """Run one reactor step; failures are counted and logged, never fatal."""
@@ -455,6 +462,10 @@ class Daemon:
                            timeout_seconds=self.config.watch_timeout)
             self.informers[key] = inf
             inf.start()
+        self.failures.start()
+
+    def _informers(self) -> list[Informer]:
+        return [*self.informers.values(), *self.failures.informers]
 
     def _on_change(self, _event: str, refs: frozenset[ObjectRef]) -> None:
         self.queue.put(Changed(refs))
@@ -529,6 +540,17 @@ class Daemon:
                 log.info("heal of %s waits: %s", manifest.ref, blocked)
                 continue
             self._safe("heal", partial(self._heal_one, d, manifest))
+        self._react()
+
+    def _react(self) -> None:
+        """GPU failures and the Intent mirror (daemon/failures.py, daemon/mirror.py): they act,
+        so they run when the daemon acts (`_act`: not during a rollout)."""
+        desired = self.state.desired
+        if desired is None or self.state.busy:
+            return
+        live = self._cache()
+        self._safe("fallback", partial(self.failures.react, live))
+        self._safe("mirror", partial(self.mirror.sync, desired, live))
 
     def _heal_one(self, d: Decision, manifest: Manifest) -> None:
         """Re-apply one drifted object and say so (log line, metric, Event)."""
@@ -538,6 +560,7 @@ class Daemon:
             log.error("heal of %s failed: %s", f.ref, outcome.message)
             return
         self.metrics.heals.labels(f.drift.value).inc()
+        self.mirror.healed(manifest.body)
         who = ", ".join(f.managers) or f.drift.value
         log.warning("healed %s (%s by %s; policy %s)", f.ref, f.drift.value, who, d.policy.value)
         events.emit(self.client, f.ref, "DriftHealed", f"intentc re-applied the desired state ({f.message})",

@@ -17,6 +17,7 @@ from intentc.daemon.reload import Reloader, ReloadResult
 from intentc.drift.detect import History
 from intentc.drift.rollback import RepoSource, compile_revision
 from intentc.ir import Program
+from intentc.plan.model import Placement, Plan
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Manifest, ObjectRef
 
@@ -31,11 +32,14 @@ class Desired:
     origin: str                      # "git" | "local"
     by_ref: Mapping[ObjectRef, Manifest] = field(default_factory=dict, compare=False, repr=False)
     held: tuple[str, ...] = ()       # tenants held back by their errors: neither applied nor pruned
+    # intent -> its planned placement (the Intent objects' status shows it)
+    placements: Mapping[str, Placement] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str,
-           held: tuple[str, ...] = ()) -> Desired:
-        return cls(commit, manifests, program, origin, {m.ref: m for m in manifests}, held)
+           held: tuple[str, ...] = (), plan: Plan | None = None) -> Desired:
+        placements = {p.intent: p for p in plan.placements} if plan is not None else {}
+        return cls(commit, manifests, program, origin, {m.ref: m for m in manifests}, held, placements)
 
     @property
     def kinds(self) -> frozenset[tuple[str, str]]:
@@ -48,7 +52,7 @@ def from_compile(result: CompileResult, origin: str) -> Desired | None:
     if result.rendered is None or result.program is None or (not result.ok and not result.held_tenants):
         return None
     return Desired.of(result.rendered.commit, result.rendered.manifests, result.program, origin,
-                      result.held_tenants)
+                      result.held_tenants, result.plan)
 
 
 class GitSource:
@@ -92,4 +96,4 @@ class LocalSource:
         snap = result.snapshot
         if not result.ok or snap is None:
             return None
-        return Desired.of(snap.rendered.commit, snap.rendered.manifests, snap.program, "local")
+        return Desired.of(snap.rendered.commit, snap.rendered.manifests, snap.program, "local", plan=snap.plan)
