@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.render.model import COMMIT_ANNOTATION, ObjectRef
 from tests.kube_env import KubeEnv, finished_job_status, free_port
+from tests.kube_support import sigterm
 from tests.test_drift_kube import DriftRepo, edit_as
 
 pytestmark = pytest.mark.kube
@@ -277,13 +277,7 @@ def test_daemon_endpoints_and_clean_sigterm(kube_env: KubeEnv, tmp_path: Path) -
             assert name in text, name
         assert get("/nope")[0] == 404
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-    out = proc.stdout.read().decode() if proc.stdout else ""
+        code, out = sigterm(proc)
     assert code == 0, out
     records = [json.loads(line) for line in out.splitlines() if line.strip()]   # --log-format json: every line
     messages = [r["msg"] for r in records if r["logger"] == "intentc.daemon"]

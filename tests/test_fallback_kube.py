@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 import yaml
@@ -34,6 +33,8 @@ import yaml
 from tests.conftest import _control_plane
 from tests.kube_env import KubeEnv, free_port
 from tests.kube_nodes import add_topology
+from tests.kube_support import sigterm
+from tests.test_daemon_kube import sample, wait_for
 
 pytestmark = pytest.mark.kube
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,20 +85,6 @@ def failing_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEn
     yield from _control_plane(tmp_path_factory, ("controller-manager", "scheduler", "kwok"), (stages,))
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 240.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as e:           # noqa: BLE001 - a read racing a write; try again
-            last = e
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
-
-
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
                           env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
@@ -115,15 +102,6 @@ def make_repo(tmp: Path) -> tuple[Path, str]:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "intents")
     return repo, git(repo, "rev-parse", "HEAD")
-
-
-def sample(text: str, name: str, **labels: str) -> float | None:
-    from prometheus_client.parser import text_string_to_metric_families
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
-                return float(s.value)
-    return None
 
 
 def test_gpu_failure_taints_the_node_resumes_the_smaller_batch_and_the_fleet_is_mirrored(
@@ -207,12 +185,6 @@ def test_gpu_failure_taints_the_node_resumes_the_smaller_batch_and_the_fleet_is_
         assert table.split()[:6] == ["NAMESPACE", "NAME", "TENANT", "ACTION", "PHASE", "AGE"]
         assert "gpu-flaky" in table and "steady" in table
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        out = proc.stdout.read().decode() if proc.stdout else ""
+        code, out = sigterm(proc)
         (tmp_path / "daemon.log").write_text(out)
     assert code == 0, out[-4000:]
