@@ -82,7 +82,9 @@ def failing_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEn
         pytest.skip("needs KUBEBUILDER_ASSETS")
     stages = tmp_path_factory.mktemp("kwok") / "stages.yaml"
     stages.write_text(merged_stages(assets / "kwok-stages.yaml", STAGES))
-    yield from _control_plane(tmp_path_factory, ("controller-manager", "scheduler", "kwok"), (stages,))
+    for env in _control_plane(tmp_path_factory, ("controller-manager", "scheduler", "kwok"), (stages,)):
+        add_topology(env, str(TOPOLOGY))
+        yield env
 
 
 def git(repo: Path, *args: str) -> str:
@@ -107,7 +109,6 @@ def make_repo(tmp: Path) -> tuple[Path, str]:
 def test_gpu_failure_taints_the_node_resumes_the_smaller_batch_and_the_fleet_is_mirrored(
         failing_cluster: KubeEnv, tmp_path: Path) -> None:
     env = failing_cluster
-    add_topology(env, str(TOPOLOGY))
     repo, sha = make_repo(tmp_path)
     port = free_port()
     proc = subprocess.Popen(
@@ -188,3 +189,39 @@ def test_gpu_failure_taints_the_node_resumes_the_smaller_batch_and_the_fleet_is_
         code, out = sigterm(proc)
         (tmp_path / "daemon.log").write_text(out)
     assert code == 0, out[-4000:]
+
+
+def test_the_taint_is_lifted_when_the_observation_ends(failing_cluster: KubeEnv) -> None:
+    """The reactor itself, on the same cluster: an observation taint whose end has passed is
+    removed (other taints of the node kept), with an Event and a metric."""
+    import threading
+
+    from intentc.daemon.failures import FailureReactor
+    from intentc.daemon.metrics import DaemonMetrics
+    from intentc.kube.client import KubeClient
+
+    env = failing_cluster
+    client = KubeClient.connect(str(env.kubeconfig))
+    ended = {"key": TAINT, "value": str(int(time.time()) - 1), "effect": "NoSchedule"}
+    other = {"key": "example.com/maintenance", "value": "disk", "effect": "PreferNoSchedule"}
+    env.kubectl_run("patch", "node", "node-3", "--type=merge", "-p", json.dumps({"spec": {"taints": [other, ended]}}))
+    metrics, stop = DaemonMetrics(), threading.Event()
+    reactor = FailureReactor(client, metrics, stop, lambda: None, watch_timeout=20)
+    reactor.start()
+    try:
+        wait_for("the informers' first lists", lambda: all(i.synced.is_set() for i in reactor.informers))
+        wait_for("the node with both taints in the cache", lambda: len(
+            reactor.nodes.items()[next(r for r in reactor.nodes.items() if r.name == "node-3")]["spec"]["taints"]) == 2)
+        reactor.react({})
+        node = env.kubectl_json("get", "node", "node-3")
+        assert [t["key"] for t in node["spec"]["taints"]] == ["example.com/maintenance"]
+        assert metrics.observation_taints.labels("lifted")._value.get() == 1.0
+        events = env.kubectl_json("get", "events", "-A", "--field-selector", "reason=GPUObservationOver")["items"]
+        assert [e["involvedObject"]["name"] for e in events] == ["node-3"]
+        reactor.react({})      # a stale cache may ask again: the resourceVersion check refuses it
+        assert metrics.observation_taints.labels("lifted")._value.get() == 1.0
+    finally:
+        stop.set()
+        for inf in reactor.informers:
+            inf.close()
+            inf.join()
