@@ -39,6 +39,7 @@ class FakeServer:
     def __init__(self, existing: list[dict[str, Any]] = ()) -> None:   # type: ignore[assignment]
         self.objects = {ObjectRef.of(o): o for o in existing}
         self.calls: list[tuple[str, str]] = []
+        self.missing: set[str] = set()          # namespaces not there (yet)
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         r = mirror_module.reactions
@@ -51,6 +52,8 @@ class FakeServer:
     def apply(self, _client: Any, body: dict[str, Any]) -> dict[str, Any]:
         ref = ObjectRef.of(body)
         self.calls.append(("apply", ref.name))
+        if ref.namespace in self.missing:
+            raise NotFound(f"namespaces {ref.namespace!r} not found", 404)
         self.objects[ref] = {**body, "status": self.objects.get(ref, {}).get("status", {})}
         return body
 
@@ -125,3 +128,23 @@ def test_an_intent_object_deleted_by_someone_is_applied_again(monkeypatch: pytes
     m.sync(desired, live(job("train", "team-a", "train", True)))      # the status write finds it gone
     m.sync(desired, live(job("train", "team-a", "train", True)))
     assert server.objects[ref]["status"]["phase"] == "Succeeded"
+
+
+def test_only_the_intents_that_could_not_be_applied_are_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = FakeServer()
+    server.missing = {"team-b"}
+    server.install(monkeypatch)
+    m = IntentMirror(None, "prod")     # type: ignore[arg-type]
+    desired = Desired.of("a" * 40, (), program(), "git")
+    m.sync(desired, {})
+    assert sorted(c for c in server.calls if c[0] == "apply") == [("apply", "train"), ("apply", "web")]
+    server.calls.clear()
+    m.sync(desired, {})
+    assert server.calls == [("apply", "web")]
+    server.missing.clear()
+    server.calls.clear()
+    m.sync(desired, {})
+    assert server.calls == [("apply", "web"), ("status", "web")]
+    server.calls.clear()
+    m.sync(desired, {})
+    assert server.calls == []

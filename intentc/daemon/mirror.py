@@ -47,7 +47,9 @@ class IntentMirror:
         self.client = client
         self.target = target
         self.now = now
-        self.applied: str | None = None                   # commit whose bodies were applied
+        self.applied: str | None = None                   # commit whose bodies were all applied
+        self.commit: str | None = None                    # commit being applied ...
+        self.done: set[ObjectRef] = set()                 # ... and its bodies applied so far
         self.written: dict[ObjectRef, dict[str, Any]] | None = None   # None: not read back yet
         self.heals: dict[tuple[str, str], str] = {}      # (tenant, intent) -> last heal
 
@@ -94,31 +96,39 @@ class IntentMirror:
                     reactions.write_mirror_status(self.client, ref, status)
                 except NotFound:
                     self.written.pop(ref, None)
+                    self.done.discard(ref)
                     self.applied = None       # deleted by someone: apply again next pass
                     continue
                 self.written[ref] = status
 
     def _apply(self, desired: Desired, intents: list[Any]) -> None:
+        """Apply the bodies not applied yet for this commit (all of them when it is new; then
+        only those that failed, e.g. their namespace is not there yet), and prune once."""
         assert self.written is not None
-        ok = True
+        if self.commit != desired.commit:
+            self.commit, self.done, pruned = desired.commit, set(), False
+        else:
+            pruned = True
         wanted = set()
         for intent in intents:
             body = intent_object(intent)
             body["metadata"]["labels"][MIRROR_LABEL] = self.target
             ref = ObjectRef.of(body)
             wanted.add(ref)
+            if ref in self.done:
+                continue
             try:
                 reactions.apply_mirror(self.client, body)
             except KubeError as e:
-                ok = False
                 log.info("cannot mirror intent %s yet: %s", ref, e.message)
                 continue
+            self.done.add(ref)
             self.written.setdefault(ref, {})
-        held = set(desired.held)
-        for ref in sorted(set(self.written) - wanted):
-            if ref.namespace in held:
-                continue
-            reactions.delete_mirror(self.client, ref)
-            del self.written[ref]
-        if ok:
+        if not pruned:
+            held = set(desired.held)
+            for ref in sorted(set(self.written) - wanted):
+                if ref.namespace not in held:
+                    reactions.delete_mirror(self.client, ref)
+                    del self.written[ref]
+        if self.done >= wanted:
             self.applied = desired.commit
