@@ -72,7 +72,8 @@ class FakeServer:
 def job(name: str, tenant: str, intent: str, complete: bool) -> dict[str, Any]:
     status = {"conditions": [{"type": "Complete", "status": "True"}]} if complete else {}
     return {"apiVersion": "batch/v1", "kind": "Job", "status": status,
-            "metadata": {"name": name, "namespace": tenant, "labels": {"intentc.dev/intent": intent}}}
+            "metadata": {"name": name, "namespace": tenant, "labels": {"intentc.dev/intent": intent},
+                         "uid": f"uid-{name}", "resourceVersion": "2" if complete else "1"}}
 
 
 def live(*objs: dict[str, Any]) -> dict[ObjectRef, dict[str, Any]]:

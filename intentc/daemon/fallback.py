@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any, Iterable, Mapping
 
 from intentc.plan.observation import OBSERVATION_TAINT
-from intentc.render.fallback import GPU_FAILURE_EXIT_CODES, chains, step_of
+from intentc.render.fallback import FALLBACK_OF, GPU_FAILURE_EXIT_CODES, chain_root, chains, step_of
 
 OBSERVATION_SECONDS = 15 * 60
 TAINT_EFFECT = "NoSchedule"
@@ -115,10 +115,10 @@ def _failed_reason(job: Mapping[str, Any]) -> str | None:
 def resumable(jobs: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
     """(namespace, variant to resume, the Job it takes over from), sorted; chains that
     have no variant (most Jobs) are skipped without looking at them further."""
+    jobs = list(jobs)
+    roots = {chain_root(j) for j in jobs if FALLBACK_OF in ((j.get("metadata") or {}).get("annotations") or {})}
     out = []
-    for (namespace, root), chain in chains(jobs).items():
-        if len(chain) < 2:
-            continue
+    for (namespace, root), chain in chains(j for j in jobs if chain_root(j) in roots).items():
         name = next_fallback(chain)
         if name is not None:
             before = chain[[str(j["metadata"]["name"]) for j in chain].index(name) - 1]

@@ -52,6 +52,7 @@ class IntentMirror:
         self.done: set[ObjectRef] = set()                 # ... and its bodies applied so far
         self.written: dict[ObjectRef, dict[str, Any]] | None = None   # None: not read back yet
         self.heals: dict[tuple[str, str], str] = {}      # (tenant, intent) -> last heal
+        self.phases: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {}   # objects seen -> phase
 
     def healed(self, manifest_body: Mapping[str, Any]) -> None:
         meta = manifest_body.get("metadata") or {}
@@ -90,7 +91,7 @@ class IntentMirror:
                 continue              # not applied (its namespace is not there yet): next pass
             key = (intent.tenant, intent.name)
             status = intent_status(desired.placements.get(intent.name), desired.commit,
-                                   intent_phase(by_intent.get(key, ())), self.heals.get(key))["status"]
+                                   self._phase(key, by_intent.get(key, [])), self.heals.get(key))["status"]
             if self.written.get(ref) != status:
                 try:
                     reactions.write_mirror_status(self.client, ref, status)
@@ -100,6 +101,16 @@ class IntentMirror:
                     self.applied = None       # deleted by someone: apply again next pass
                     continue
                 self.written[ref] = status
+
+    def _phase(self, key: tuple[str, str], objects: list[Mapping[str, Any]]) -> str:
+        """`intent_phase`, computed again only when one of the intent's objects changed
+        (every pass of an event-driven daemon would otherwise judge the whole fleet)."""
+        seen = tuple(sorted(str((o.get("metadata") or {}).get("uid") or "") + ":" +
+                            str((o.get("metadata") or {}).get("resourceVersion") or "") for o in objects))
+        cached = self.phases.get(key)
+        if cached is None or cached[0] != seen:
+            cached = self.phases[key] = (seen, intent_phase(objects))
+        return cached[1]
 
     def _apply(self, desired: Desired, intents: list[Any]) -> None:
         """Apply the bodies not applied yet for this commit (all of them when it is new; then

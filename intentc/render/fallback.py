@@ -123,7 +123,7 @@ def chains(jobs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapp
     out: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for job in jobs:
         out.setdefault(chain_root(job), []).append(job)
-    return {k: sorted(v, key=step_of) for k, v in sorted(out.items())}
+    return {k: sorted(v, key=step_of) if len(v) > 1 else v for k, v in sorted(out.items())}
 
 
 def is_standby(job: Mapping[str, Any]) -> bool:
