@@ -465,7 +465,7 @@ class Daemon:
         self.failures.start()
 
     def _informers(self) -> list[Informer]:
-        return [*self.informers.values(), *self.failures.informers]
+        return [*self.informers.values(), *(self.failures.informers if self.failures.started else ())]
 
     def _on_change(self, _event: str, refs: frozenset[ObjectRef]) -> None:
         self.queue.put(Changed(refs))
