@@ -90,7 +90,7 @@ class Elector:
         try:
             held = lease.read(self.client, self.ref)
         except KubeError as e:
-            log.warning("cannot read the leader Lease %s: %s", self.ref, e.message)
+            log.warning("cannot read the leader %s: %s", self.ref, e.message)
             self._check_deadline()
             return
         step = decide(held.record if held else None, identity=self.identity, now=self.clock(), wall=self.wall(),
@@ -113,15 +113,15 @@ class Elector:
             self._check_deadline()              # another candidate wrote first: read again next period
             return
         except KubeError as e:
-            log.warning("cannot write the leader Lease %s: %s", self.ref, e.message)
+            log.warning("cannot write the leader %s: %s", self.ref, e.message)
             self._check_deadline()
             return
         gained = not self.leading()
         self._last_renew = started
         self._observed, self.holder = Observed(written.record, self.clock()), self.identity
         if gained:
-            log.info("leading target %s: Lease %s held by %s (transition %d)", self.ref.name,
-                     self.ref, self.identity, written.record.transitions)
+            log.info("leading: %s held by %s (transition %d)", self.ref, self.identity,
+                     written.record.transitions)
             events.emit(self.client, self.ref, "LeaderElection", f"{self.identity} became leader", "Normal")
             self.on_change(True)
 
@@ -145,6 +145,6 @@ class Elector:
                 # client-go's release: nobody holds it, and it lapses in a second
                 lease.write(self.client, self.ref, replace(held.record, holder="", duration=1,
                                                            renewed=self.wall()), held)
-                log.info("released the leader Lease %s", self.ref)
+                log.info("released the leader %s", self.ref)
         except KubeError as e:                  # it expires by itself
-            log.warning("cannot release the leader Lease %s: %s", self.ref, e.message)
+            log.warning("cannot release the leader %s: %s", self.ref, e.message)
