@@ -278,11 +278,14 @@ class Daemon:
         if not leading:
             return
         self.state.head = None
-        self._next_poll = self.clock()
-        if self.local is not None and self.state.desired is not None and not self.state.busy:
-            self._rollout(self.state.desired)
-        else:
-            self._resync()
+        if self.local is not None:
+            if self.state.desired is not None and not self.state.busy:
+                self._rollout(self.state.desired)
+            return
+        if self.git is not None and not self.state.busy:
+            self._poll()                # first what the branch wants (a rollout suspends heals) ...
+            self._next_poll = self.clock() + self.config.interval
+        self._resync()                  # ... then drift
 
     def _safe(self, step: str, fn: Callable[[], Any]) -> Any:
         """Run one reactor step; failures are counted and logged, never fatal."""
@@ -617,7 +620,12 @@ class Daemon:
 
     def _heal_one(self, d: Decision, manifest: Manifest) -> None:
         """Re-apply one drifted object and say so (log line, metric, Event)."""
-        outcome = heal(self.client, manifest, self._sleep)
+        try:
+            outcome = heal(self.client, manifest, self._sleep)
+        except Stopped:                 # shutting down, or the Lease was lost mid-heal
+            log.warning("heal of %s interrupted: %s", d.finding.ref,
+                        "shutting down" if self.stop_event.is_set() else "no longer the leader")
+            return
         f = d.finding
         if not outcome.ok:
             log.error("heal of %s failed: %s", f.ref, outcome.message)
