@@ -200,3 +200,20 @@ def test_a_stopped_leader_releases_the_lease() -> None:
     b = Elector(store, "prod", T, me="b", clock=lambda: 0.0, wall=lambda: WALL)  # type: ignore[arg-type]
     b.tick()
     assert b.leading()                          # at once, not after a lease duration
+
+
+def test_a_follower_retries_when_the_lease_it_watches_expires_not_a_period_later() -> None:
+    store = Leases()
+    clock = [0.0]
+    a = Elector(store, "prod", T, me="a", clock=lambda: clock[0], wall=lambda: WALL)  # type: ignore[arg-type]
+    b = Elector(store, "prod", T, me="b", clock=lambda: clock[0], wall=lambda: WALL)  # type: ignore[arg-type]
+    a.tick()
+    b.tick()                                    # b first sees a's record at t=0: it expires for b at t=15
+    assert a._pause() == T.retry_period         # a leader renews every retry period
+    clock[0] = 5.0
+    assert b._pause() == T.retry_period
+    clock[0] = 14.0
+    assert b._pause() == pytest.approx(1.05)
+    clock[0] = 15.05
+    b.tick()
+    assert b.leading()

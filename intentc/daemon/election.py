@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from intentc.daemon.leader import Observed, Timing, Verdict, decide, leads
+from intentc.daemon.leader import Observed, Timing, Verdict, decide, expires, leads
 from intentc.drift import events
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import AlreadyExists, KubeError, NotFound, Outdated
@@ -83,7 +83,14 @@ class Elector:
     def _run(self) -> None:
         while not self._stop.is_set():
             self.tick()
-            self._stop.wait(self.timing.retry_period)
+            self._stop.wait(self._pause())
+
+    def _pause(self) -> float:
+        """The retry period, or less when the Lease we follow expires sooner."""
+        until = None if self.holder == self.identity else expires(self._observed, self.timing)
+        if until is None:
+            return self.timing.retry_period
+        return min(self.timing.retry_period, max(0.05, until - self.clock() + 0.05))
 
     def tick(self) -> None:
         started = self.clock()

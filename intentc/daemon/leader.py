@@ -78,6 +78,16 @@ class Step:
         return self.observed.record.holder if self.observed.record is not None else ""
 
 
+def expires(observed: Observed | None, timing: Timing) -> float | None:
+    """When (local monotonic time) a follower may take over the record it observed
+    (None: nobody holds it, or nothing observed).  Lets a follower try right then
+    rather than at its next retry period."""
+    if observed is None or observed.record is None or not observed.record.holder:
+        return None
+    duration = observed.record.duration
+    return observed.since + (duration if duration is not None and duration > 0 else timing.lease_duration)
+
+
 def leads(last_renew: float | None, now: float, timing: Timing) -> bool:
     """Whether a leader whose last successful renewal *started* at `last_renew` may still act."""
     return last_renew is not None and now - last_renew < timing.renew_deadline
@@ -100,8 +110,8 @@ def decide(lease: LeaseRecord | None, *, identity: str, now: float, wall: dateti
     if lease.holder == identity:
         return Step(Verdict.RENEW, observed,
                     LeaseRecord(identity, seconds, lease.acquired or wall, wall, lease.transitions))
-    duration = lease.duration if lease.duration is not None and lease.duration > 0 else seconds
-    if lease.holder and now < observed.since + duration:
+    until = expires(observed, timing)
+    if until is not None and now < until:
         return Step(Verdict.LOST if leading else Verdict.FOLLOW, observed)
     if leading:     # someone else's record, expired or released, while we think we lead
         return Step(Verdict.LOST, observed)
