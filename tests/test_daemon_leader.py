@@ -12,7 +12,7 @@ import pytest
 
 from intentc.daemon.election import Elector
 from intentc.daemon.leader import Observed, Timing, Verdict, decide, leads
-from intentc.kube.errors import AlreadyExists, Outdated
+from intentc.kube.errors import AlreadyExists, NotFound, Outdated
 from intentc.reconcile.lease import LeaseRecord
 from intentc.render.model import ObjectRef
 
@@ -104,6 +104,7 @@ class Leases:
         self.body: dict[str, Any] | None = None
         self.version = 0
         self.hang = False
+        self.namespace = True                   # intentc-system exists
 
     def with_timeout(self, _timeout: tuple[float, float]) -> "Leases":
         return self
@@ -119,7 +120,14 @@ class Leases:
         self.body["metadata"]["resourceVersion"] = str(self.version)
         return copy.deepcopy(self.body)
 
+    def apply(self, body: dict[str, Any]) -> dict[str, Any]:
+        assert body["kind"] == "Namespace" and body["metadata"]["name"] == "intentc-system"
+        self.namespace = True
+        return body
+
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not self.namespace:
+            raise NotFound('namespaces "intentc-system" not found', 404, "NotFound")
         if self.body is not None:
             raise AlreadyExists("exists", 409, "AlreadyExists")
         return self._store(body)
@@ -217,3 +225,11 @@ def test_a_follower_retries_when_the_lease_it_watches_expires_not_a_period_later
     clock[0] = 15.05
     b.tick()
     assert b.leading()
+
+
+def test_the_first_candidate_on_a_fresh_cluster_creates_intentc_system() -> None:
+    store = Leases()
+    store.namespace = False
+    a = Elector(store, "prod", T, me="a", clock=lambda: 0.0, wall=lambda: WALL)  # type: ignore[arg-type]
+    a.tick()
+    assert store.namespace and a.leading()

@@ -459,7 +459,10 @@ class Daemon:
         log.error("%s", verdict.summary())
         askers = asking_for_rollback(((p.intent, p.tenant) for p in verdict.problems),
                                      Policies.from_program(desired.program))
-        if not askers or self.git is None or not self.leading():
+        if not self.leading():          # the new leader judges what it finds
+            log.warning("not rolling back %s: no longer the leader", desired.commit[:12])
+            return
+        if not askers or self.git is None:
             log.warning("not rolling back %s: no failing intent has `drift: rollback`", desired.commit[:12])
             self._resync()
             return
