@@ -52,6 +52,8 @@ class DaemonMetrics:
                                  "Fallback variants resumed after the Job before them failed.", registry=r)
         self.quarantined = Gauge("intentc_quarantined_commits", "Commits the daemon refuses to apply.",
                                  registry=r)
+        self.leader = Gauge("intentc_leader", "1 while this replica holds its target's leader Lease (or runs "
+                            "without leader election), else 0.", registry=r)
 
     def set_counts(self, counts: dict[DriftClass, int]) -> None:
         for cls in DRIFT_CLASSES:
