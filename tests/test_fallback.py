@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from typing import Any
 
 from intentc import ir
@@ -18,7 +20,7 @@ from intentc.sources import SourceFile
 from intentc.topology.load import LoadedTopology
 from intentc.topology.nvsmi import default_matrix
 
-V129, V120, V122 = KubeVersion(1, 29), KubeVersion(1, 20), KubeVersion(1, 22)
+V129 = KubeVersion(1, 33)
 
 
 def program_of(constraints: str, trigger: str = "on push", settings: str = "batch: 64") -> ir.Program:
@@ -72,7 +74,6 @@ def test_pod_failure_policy_from_1_26() -> None:
     assert rules[2]["action"] == "FailJob" and rules[2]["onExitCodes"]["operator"] == "NotIn"
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"    # required by podFailurePolicy
     assert env(job)["INTENTC_GPU_FAILURE_EXIT_CODES"] == "74,75"
-    assert "podFailurePolicy" not in jobs_of(program_of("retries 3"), V120)["train"]["spec"]
 
 
 def test_variants_are_suspended_smaller_batch_then_cpu() -> None:
@@ -98,12 +99,11 @@ def test_no_cpu_variant_without_fallback_cpu_and_no_batch_step_without_batch() -
     assert sorted(jobs_of(program_of("fallback cpu", settings="seq_len: 128"))) == ["train", "train-fallback-cpu"]
 
 
-def test_no_variants_where_jobs_cannot_be_suspended_or_for_cronjobs() -> None:
+def test_nothing_is_rendered_below_the_supported_floor_and_no_variants_for_cronjobs() -> None:
     prog = program_of("fallback cpu")
-    assert sorted(jobs_of(prog, V120)) == ["train"]
-    assert sorted(jobs_of(prog, V122)) == ["train", "train-fallback-batch", "train-fallback-cpu"]
     plan, _ = make_plan(prog, topology())
-    assert "cannot suspend Jobs" in render(prog, plan, "a" * 40, V120).choices[0].reason
+    with pytest.raises(ValueError, match="supports 1.33 and later"):
+        render(prog, plan, "a" * 40, KubeVersion(1, 22))
     assert sorted(jobs_of(program_of("fallback cpu", trigger='schedule "0 2 * * *"'))) == ["train"]
 
 

@@ -128,8 +128,7 @@ STATUS = {
 
 
 def intent_crd(version: KubeVersion) -> dict[str, Any]:
-    spec_schema = structural(load_schema(INTENT_SCHEMA)["properties"]["spec"], cel=version.at_least(1, 25),
-                             path=("spec",))
+    spec_schema = structural(load_schema(INTENT_SCHEMA)["properties"]["spec"], path=("spec",))
     columns = [
         {"name": "Tenant", "type": "string", "jsonPath": ".spec.context.tenant"},
         {"name": "Action", "type": "string", "jsonPath": ".spec.action.kind"},

@@ -90,8 +90,7 @@ def failure_spec(intent: Intent, version: KubeVersion, gpu: bool) -> dict[str, A
     deadline = active_deadline(intent)
     if deadline is not None:
         spec["activeDeadlineSeconds"] = deadline
-    if version.pod_failure_policy:
-        spec["podFailurePolicy"] = pod_failure_policy(gpu)
+    spec["podFailurePolicy"] = pod_failure_policy(gpu)
     return spec
 
 

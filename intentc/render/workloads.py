@@ -231,16 +231,12 @@ def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVe
         name = intent.name if len(layout.groups) == 1 else f"{intent.name}-{rank}"
         args = (group, layout, rank, world, placement, wave, version, target, dataset_uris, batch)
         out.extend(_job(intent, name, *args, None, topology))
-        if version.job_suspend:
-            for v in steps:
-                out.extend(_job(intent, f"{name}-{v.suffix}", *args, v, topology))
+        for v in steps:
+            out.extend(_job(intent, f"{name}-{v.suffix}", *args, v, topology))
     reason = layout.reason
     if layout.mode == "per-node" and queued:
         reason += "; a queue admits each of those Jobs on its own, not the gang as a whole"
     decisions = [(layout.mode, reason)] if reason else []
-    if steps and not version.job_suspend:
-        decisions.append(("no-fallback", f"Kubernetes {version} cannot suspend Jobs (1.22+): the fallback "
-                                         f"variants ({', '.join(v.suffix for v in steps)}) are not rendered"))
     if not decisions:
         return out, None
     return out, Choice(intent.name, ", ".join(d for d, _ in decisions), "; ".join(r for _, r in decisions))
