@@ -20,19 +20,21 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import pytest
 import yaml
 
 from intentc.compile import compile_paths
+from intentc.drift.admission import assigned_nodes
 from intentc.render.capabilities import KubeVersion
 from tests.conftest import _control_plane
-from tests.kube_env import KubeEnv
+from tests.kube_env import SKIP_MESSAGE, KubeEnv, assets_dir
 from tests.kube_nodes import add_topology
-from tests.kube_support import wait_for
+from tests.kube_support import WatchRecorder, wait_for
 
 pytestmark = pytest.mark.kube
 
@@ -45,7 +47,6 @@ JOBS_PER_TENANT = 63          # gold runs 16 at a time: about four rounds of its
 RUN_MS = (5_000, 10_000)      # each pod runs uniformly 5-10 s (kwok delay, jitter up to)
 MIN_WINDOW = 4 * RUN_MS[1] / 1000
 DEADLINE = 240.0
-BATCH = 9                     # 9 per tenant = 27 GPUs: each compiled batch is a feasible plan
 TOLERANCE = Decimal("0.10")
 FAIR_SHARING = {"fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}}
 
@@ -62,36 +63,49 @@ def running_for_a_while(assets: Path, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
-    from tests.kube_env import assets_dir
-
+    """Kueue with fair sharing, kwok with pods that run for a while, the 28-GPU nodes, and
+    the tenants' namespaces and Kueue objects as intentc renders them."""
     assets = assets_dir()
     if assets is None:
-        pytest.skip("needs KUBEBUILDER_ASSETS")
+        pytest.skip(SKIP_MESSAGE)
     stages = running_for_a_while(assets, tmp_path_factory.mktemp("kwok"))
-    plane = _control_plane(tmp_path_factory, ("controller-manager", "scheduler", "kwok"), kwok_stages=(stages,))
-    env = next(plane)
-    try:
+    with contextmanager(_control_plane)(tmp_path_factory, ("controller-manager", "scheduler", "kwok"),
+                                        kwok_stages=(stages,)) as env:
         env.start_kueue(settings=FAIR_SHARING)
         add_topology(env, str(TOPOLOGY))
+        setup = compiled(tmp_path_factory.mktemp("setup"), one_gpu_jobs(range(1)))
+        kubectl_apply(env, [m for m in setup if m["kind"] != "Job"])
+
+        def active() -> Any:
+            queues = env.kubectl_json("get", "clusterqueues.kueue.x-k8s.io")["items"]
+            return len([q for q in queues if any(c["type"] == "Active" and c["status"] == "True"
+                                                 for c in q.get("status", {}).get("conditions", []))]) == 3
+        wait_for(active, 60, "the three ClusterQueues to be Active")
         yield env
-    finally:
-        plane.close()
 
 
-def compiled(d: Path, batch: int) -> list[dict[str, Any]]:
-    """One feasible batch: BATCH 1-GPU training jobs per tenant, rendered for kueue."""
-    d.mkdir()
+def intent(name: str, tenant: str, gpus: str, sla: str = "P2") -> str:
+    return (f'intent {name} {{\n  trigger: on push\n  action: training image "busybox:1.36"\n'
+            f'  context: tenant {tenant}\n  constraints: cpu 1, memory 1Gi, gpus {gpus}, sla {sla}\n}}\n')
+
+
+def one_gpu_jobs(indices: Iterable[int], tenants: Iterable[str] = WEIGHTS) -> str:
+    return "".join(intent(f'{t.removeprefix("tn-")}-{i:03d}', t, '1 x "H100-80GB" within node')
+                   for i in indices for t in tenants)
+
+
+def compiled(d: Path, intents: str) -> list[dict[str, Any]]:
+    """The tenants and `intents` (a feasible plan), rendered for kueue."""
+    d.mkdir(exist_ok=True)
     (d / "tenants.intent").write_text("".join(f"tenant {t} {{ tier: {tier} }}\n" for t, tier in TIERS.items()))
-    text = ""
-    for i in range(BATCH * batch, BATCH * (batch + 1)):
-        for tenant in WEIGHTS:
-            text += (f'intent {tenant.removeprefix("tn-")}-{i:03d} {{\n  trigger: on push\n'
-                     f'  action: training image "busybox:1.36"\n  context: tenant {tenant}\n'
-                     f'  constraints: cpu 1, memory 1Gi, gpus 1 x "H100-80GB" within node, sla P2\n}}\n')
-    (d / "jobs.intent").write_text(text)
+    (d / "jobs.intent").write_text(intents)
     result = compile_paths([str(d)], str(TOPOLOGY), SHA, KubeVersion(1, 37), "kueue")
     assert result.ok and result.rendered is not None, [x.message for x in result.diagnostics]
     return [dict(m.body) for m in result.rendered.manifests]
+
+
+def jobs_of(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in bodies if m["kind"] == "Job"]
 
 
 def kubectl_apply(env: KubeEnv, bodies: list[dict[str, Any]]) -> None:
@@ -105,13 +119,21 @@ def admitted_gpus(cq: dict[str, Any]) -> Decimal:
                 for r in f.get("resources", []) if r["name"] == "nvidia.com/gpu"), Decimal(0))
 
 
-def hold(env: KubeEnv, on: bool) -> None:
-    """Stop or resume admission in the three ClusterQueues with one request list, bronze
-    first: whatever head start there is goes against the weights."""
+def job_of(workload: dict[str, Any]) -> str:
+    return next((o["name"] for o in workload["metadata"].get("ownerReferences", []) if o["kind"] == "Job"), "")
+
+
+def condition(obj: dict[str, Any], kind: str) -> bool:
+    return any(c["type"] == kind and c["status"] == "True" for c in obj.get("status", {}).get("conditions", []))
+
+
+def hold(env: KubeEnv, on: bool, queues: Iterable[str] = WEIGHTS) -> None:
+    """Stop or resume admission in ClusterQueues with one request list, bronze first:
+    whatever head start there is goes against the weights."""
     env.kubectl_run("apply", "--server-side", "--force-conflicts", "--field-manager=fair-share-test", "-f", "-",
                     input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
                         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": q},
-                         "spec": {"stopPolicy": "Hold" if on else "None"}} for q in reversed(WEIGHTS)]}))
+                         "spec": {"stopPolicy": "Hold" if on else "None"}} for q in reversed(list(queues))]}))
 
 
 def sample(env: KubeEnv) -> dict[str, tuple[Decimal, int, int]]:
@@ -122,23 +144,62 @@ def sample(env: KubeEnv) -> dict[str, tuple[Decimal, int, int]]:
             for q in queues if q["metadata"]["name"] in WEIGHTS}
 
 
+def finished_of(s: dict[str, tuple[Decimal, int, int]], tenant: str) -> int:
+    """A tenant's workloads done: each is pending, holding quota or finished (a preempted one is pending again)."""
+    _, pending, reserving = s[tenant]
+    return JOBS_PER_TENANT - pending - reserving
+
+
 def finished(s: dict[str, tuple[Decimal, int, int]]) -> int:
-    """Workloads done: every one is pending, holding quota, or finished (a preempted one is pending again)."""
-    return JOBS_PER_TENANT * len(WEIGHTS) - sum(p + r for _, p, r in s.values())
+    return sum(finished_of(s, t) for t in WEIGHTS)
+
+
+def test_a_16_gpu_gang_is_admitted_whole_or_not_at_all(cluster: KubeEnv, tmp_path: Path) -> None:
+    """13 one-GPU gold Jobs (P2, so Kueue takes them before the P3 gang) leave the cohort 15
+    GPUs: room for three of the gang's four 4-GPU pods.  Kueue admits none of it while they
+    run, then all four pods at once."""
+    fillers = jobs_of(compiled(tmp_path / "fill", one_gpu_jobs(range(100, 113), ["tn-gold"])))
+    bundle = compiled(tmp_path / "gang", intent("gang", "tn-gold", '16 x "H100-80GB" within zone', "P3"))
+    kubectl_apply(cluster, [m for m in bundle if m["kind"] != "Job"])      # its PriorityClass
+    [gang] = jobs_of(bundle)
+    assert gang["spec"]["parallelism"] == 4
+    workloads = WatchRecorder(cluster, "workloads.kueue.x-k8s.io")
+    pods = WatchRecorder(cluster, "pods")
+    try:
+        hold(cluster, True, ["tn-gold"])
+        kubectl_apply(cluster, fillers)
+        kubectl_apply(cluster, [gang])
+        wait_for(lambda: sample(cluster)["tn-gold"][1] == len(fillers) + 1, 60, "the Jobs to be queued")
+        hold(cluster, False, ["tn-gold"])
+
+        def started() -> Any:
+            gang_pods = cluster.kubectl_json("get", "pods", "-n", "tn-gold", "-l", "job-name=gang")["items"]
+            return len([p for p in gang_pods if p.get("status", {}).get("phase") in ("Running", "Succeeded")]) == 4
+        wait_for(started, 300, "the gang to be admitted and its four pods to run")
+    finally:
+        events = [w for w in workloads.stop() if job_of(w) == "gang"]
+        pod_events = [p for p in pods.stop() if p["metadata"]["name"].startswith("gang-")]
+        cluster.kubectl_run("delete", "jobs", "-n", "tn-gold", "--all", "--wait=true", timeout=180)
+    first = next(i for i, w in enumerate(events) if condition(w, "QuotaReserved"))
+    waiting = {c["message"] for w in events[:first] for c in w.get("status", {}).get("conditions", [])
+               if c["type"] == "QuotaReserved" and c["status"] == "False" and "is inactive" not in c["message"]}
+    # Kueue said why it admitted nothing: not enough quota (15 of 16 GPUs) or, once fillers on
+    # some nodes had ended, a topology with room for 3 of the 4 pods.
+    assert waiting and all("insufficient unused quota for nvidia.com/gpu" in m or "allows to fit only 3 out of 4" in m
+                           for m in waiting), waiting
+    print(f"\nthe gang waited: {sorted(waiting)}")
+    [psa] = events[first]["status"]["admission"]["podSetAssignments"]
+    assert psa["count"] == 4 and sum(assigned_nodes(events[first]).values()) == 4, psa
+    assert len({p["metadata"]["name"] for p in pod_events}) == 4, "one pod per index, none retried"
 
 
 def test_admitted_gpu_time_follows_the_tier_weights(cluster: KubeEnv, tmp_path: Path) -> None:
-    batches = [compiled(tmp_path / f"b{b}", b) for b in range(JOBS_PER_TENANT // BATCH)]
+    # batches of 9 per tenant (27 GPUs) are each a feasible plan; submitted interleaved
+    batches = [jobs_of(compiled(tmp_path / f"b{b}", one_gpu_jobs(range(b * 9, b * 9 + 9))))
+               for b in range(JOBS_PER_TENANT // 9)]
     order = list(WEIGHTS)
-    jobs = sorted((m for b in batches for m in b if m["kind"] == "Job"),
+    jobs = sorted((m for b in batches for m in b),
                   key=lambda m: (m["metadata"]["name"].rpartition("-")[2], order.index(m["metadata"]["namespace"])))
-    kubectl_apply(cluster, [m for m in batches[0] if m["kind"] != "Job"])
-
-    def active() -> Any:
-        queues = cluster.kubectl_json("get", "clusterqueues.kueue.x-k8s.io")["items"]
-        return len([q for q in queues if any(c["type"] == "Active" and c["status"] == "True"
-                                             for c in q.get("status", {}).get("conditions", []))]) == 3
-    wait_for(active, 60, "the three ClusterQueues to be Active")
     weights = {q["metadata"]["name"]: q["spec"]["fairSharing"]["weight"]
                for q in cluster.kubectl_json("get", "clusterqueues.kueue.x-k8s.io")["items"]}
     assert weights == {t: str(w) for t, w in WEIGHTS.items()}
@@ -179,9 +240,12 @@ def test_admitted_gpu_time_follows_the_tier_weights(cluster: KubeEnv, tmp_path: 
     shares = {t: gpu_seconds[t] / total for t in WEIGHTS}
     expected = {t: Decimal(w) / sum(WEIGHTS.values()) for t, w in WEIGHTS.items()}
     report = ", ".join(f"{t} {shares[t]:.3f} (fair {expected[t]:.3f})" for t in WEIGHTS)
+    # jobs that ran to the end in the window: admitted Jobs whose pods could not run would not
+    # be here (a namespace ResourceQuota below what Kueue lends did exactly that)
+    done = {t: finished_of(window[-1][1], t) - finished_of(window[0][1], t) for t in WEIGHTS}
     print(f"\nsteady window {window[0][0]:.0f}-{window[-1][0]:.0f}s after the queues opened "
           f"({len(window)} samples), cluster {float(total / span / GPUS):.1%} "
-          f"admitted; shares of admitted GPU time: {report}")
+          f"admitted; shares of admitted GPU time: {report}; jobs completed in it: {done}")
     for t in WEIGHTS:
         assert abs(shares[t] - expected[t]) <= TOLERANCE * expected[t], report
     assert total / span >= Decimal("0.9") * GPUS, f"the cluster was not kept full: {report}"
