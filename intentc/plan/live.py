@@ -1,6 +1,6 @@
 """From a live cluster's nodes and pods to what the planner must not use (pure).
 
-`intentc plan --kubeconfig` (and `compile`, `apply --live-plan`) read the
+`intentc plan --kubeconfig` (and `compile --kubeconfig`, `apply`) read the
 cluster with `intentc.kube.cluster_state` and pass the JSON here; the
 result is an `Occupancy` for `make_plan` and one note per decision, so the
 plan says why a node or a GPU was left alone:
@@ -77,16 +77,20 @@ def _planned_indices(pod: Mapping[str, Any], node: str) -> tuple[int, ...] | Non
         return None
 
 
-def _own(pod: Mapping[str, Any], own_namespaces: frozenset[str]) -> bool:
+def _own(pod: Mapping[str, Any], own_namespaces: frozenset[str], own_intents: frozenset[str] | None) -> bool:
     labels = _meta(pod).get("labels") or {}
     return (_meta(pod).get("namespace") in own_namespaces and labels.get(MANAGED_BY_LABEL) in (MANAGED_BY, None)
-            and INTENT_LABEL in labels)
+            and INTENT_LABEL in labels and (own_intents is None or labels[INTENT_LABEL] in own_intents))
 
 
 def occupancy(topology: ir.Topology, nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
-              own_namespaces: Iterable[str] = ()) -> tuple[Occupancy, tuple[str, ...]]:
-    """What the live cluster leaves for this plan, and why (one note per node or pod)."""
+              own_namespaces: Iterable[str] = (),
+              own_intents: Iterable[str] | None = None) -> tuple[Occupancy, tuple[str, ...]]:
+    """What the live cluster leaves for this plan, and why (one note per node or pod).
+    With `own_intents` (re-planning one wave), only the pods of those intents are
+    replaced by the plan; this target's other pods (earlier waves still running) are busy."""
     own = frozenset(own_namespaces)
+    replaced = frozenset(own_intents) if own_intents is not None else None
     live = {str(_meta(n).get("name")): n for n in nodes}
     unavailable: set[str] = set()
     taken: dict[str, set[int]] = {}
@@ -118,7 +122,7 @@ def occupancy(topology: ir.Topology, nodes: Iterable[Mapping[str, Any]], pods: I
                  f"the node reports {int(allocatable)} allocatable of {tn.gpu_count}")
     for pod in pods:
         node_name = str((pod.get("spec") or {}).get("nodeName") or "")
-        if node_name not in count or node_name in unavailable or _own(pod, own):
+        if node_name not in count or node_name in unavailable or _own(pod, own, replaced):
             continue
         n = _gpus_requested(pod)
         if not n:

@@ -1,0 +1,186 @@
+"""Binding a plan to the live cluster at apply time: the whole plan, then each wave again.
+
+`apply` compiles the preview (the same bytes CI wrote) and hands the
+reconciler a `LiveBinder`.  The binder reads the cluster (Nodes and
+running Pods, `intentc.kube.cluster_state`), turns it into an `Occupancy`
+(`intentc.plan.live`) and re-plans:
+
+* `whole()` — every intent on what is free when the apply starts
+  (`apply --no-wait` creates every wave from this);
+* `bind_wave(n, live)` — wave `n` alone, just before it is created
+  (`apply --wait`): the pods of earlier waves that still run hold their
+  GPUs, the wave's own pods (from an earlier apply) do not.
+
+Both render the preview plan with only the re-planned bindings swapped in
+(`intentc.plan.rebind.merged`), so the same objects come out, in the same
+steps, and only their node pins / GPU annotations / batch follow the live
+plan.  An object bound differently from the preview carries the preview's
+spec-hash in `intentc.dev/preview-spec-hash`, so a later apply recognises it.
+
+When the cluster has none of the topology's nodes (a bare API server, or
+nodes not joined yet) there is nothing to bind to: the preview is applied
+as it is, with a note, and its pods wait Pending for their nodes.
+
+A Job that already exists is never re-bound (its pod template is
+immutable: re-binding would delete and re-run it): it keeps the binding
+it was created with as long as its content is the preview's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from intentc import ir
+from intentc.kube.cluster_state import ClusterState
+from intentc.plan.live import occupancy
+from intentc.plan.model import Occupancy, Plan
+from intentc.plan.planner import make_plan
+from intentc.plan.rebind import BindingChange, Blocked, blocked, changes, merged, wave_program, where
+from intentc.policy import BUILTIN, Policies
+from intentc.render import render
+from intentc.render.capabilities import KubeVersion
+from intentc.render.model import SPEC_HASH_ANNOTATION, Manifest, ObjectRef, Rendered, wave_step
+from intentc.topology.load import LoadedTopology
+
+PREVIEW_HASH_ANNOTATION = "intentc.dev/preview-spec-hash"
+IMMUTABLE_TEMPLATE_KINDS = frozenset({"Job"})
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Objects bound on live state, and how they differ from the preview."""
+
+    manifests: tuple[Manifest, ...]             # the bound objects (the whole plan's, or one wave's)
+    changes: tuple[BindingChange, ...] = ()
+    blocked: tuple[Blocked, ...] = ()           # intents that cannot be placed now
+    kept: Mapping[ObjectRef, str] = field(default_factory=dict)   # existing Jobs left as created, and why
+    notes: tuple[str, ...] = ()                 # what the cluster leaves out, one line per node / pod
+    live: bool = True                           # False: no topology node on the cluster, the preview as is
+    plan: Plan | None = None                    # the plan the manifests were rendered from
+
+
+def _hash(body: Mapping[str, Any] | None, key: str) -> str | None:
+    return ((body or {}).get("metadata", {}).get("annotations") or {}).get(key)
+
+
+def _marked(m: Manifest, preview_hash: str) -> Manifest:
+    """`m` carrying the spec-hash of the preview object it stands for (not part of its own hash)."""
+    meta = dict(m.body.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), PREVIEW_HASH_ANNOTATION: preview_hash}
+    return dataclasses.replace(m, body={**m.body, "metadata": meta})
+
+
+class LiveBinder:
+    def __init__(self, program: ir.Program, topology: LoadedTopology, preview: Plan, rendered: Rendered,
+                 kube_version: KubeVersion, read: Callable[[], ClusterState], policies: Policies = BUILTIN,
+                 seed: int = 0) -> None:
+        self.program = program
+        self.topology = topology
+        self.preview = preview
+        self.rendered = rendered
+        self.kube_version = kube_version
+        self.read = read
+        self.policies = policies
+        self.seed = seed
+        self._preview_by_ref = rendered.by_ref()
+        self._tenants = [t.name for t in program.tenants]
+
+    def _absent(self, state: ClusterState) -> str | None:
+        """Why there is nothing to bind to, or None."""
+        names = {str((n.get("metadata") or {}).get("name")) for n in state.nodes}
+        wanted = [n.name for n in self.topology.topology.nodes if n.gpu_count]
+        if wanted and not names & set(wanted):
+            return (f"the cluster has none of the topology's {len(wanted)} GPU nodes: applied as previewed "
+                    f"(pods wait Pending until those nodes join)")
+        return None
+
+    def _render(self, plan: Plan) -> Rendered:
+        return render(self.program, plan, self.rendered.commit, self.kube_version, self.rendered.target,
+                      self.topology.topology, self.policies, hold=self.rendered.held_tenants)
+
+    def _plan(self, program: ir.Program, occupied: Occupancy) -> Plan:
+        fresh, _ = make_plan(program, self.topology, self.seed, occupied, self.policies)
+        return fresh
+
+    def whole(self, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
+        """Every wave bound on what the cluster has free now; `live`: objects on the cluster."""
+        state = self.read()
+        absent = self._absent(state)
+        if absent:
+            return Binding(self.rendered.manifests, notes=(absent,), live=False, plan=self.preview)
+        occupied, notes = occupancy(self.topology.topology, state.nodes, state.pods, self._tenants)
+        fresh = self._plan(self.program, occupied)
+        scheduled = [n for wave in self.preview.waves for n in wave]
+        plan = dataclasses.replace(merged(self.preview, fresh, scheduled), basis="live", basis_notes=notes)
+        bound = self._render(plan)
+        manifests, kept = self._choose(bound.manifests, live)
+        return Binding(manifests, self._changes(plan, scheduled, manifests, occupied, notes),
+                       blocked(fresh, scheduled), kept, notes, plan=plan)
+
+    def bind_wave(self, wave: int, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
+        """Wave `wave` re-planned alone on what the cluster has free now; `live`: the
+        wave's objects as they are on the cluster (None: not there)."""
+        step = wave_step(wave)
+        previewed = tuple(m for m in self.rendered.manifests if m.step == step)
+        state = self.read()
+        absent = self._absent(state)
+        if absent:
+            return Binding(previewed, notes=(absent,), live=False, plan=self.preview)
+        names = tuple(sorted(self.preview.waves[wave])) if wave < len(self.preview.waves) else ()
+        occupied, notes = occupancy(self.topology.topology, state.nodes, state.pods, self._tenants, names)
+        fresh = self._plan(wave_program(self.program, names), occupied)
+        plan = dataclasses.replace(merged(self.preview, fresh, names), basis="live", basis_notes=notes)
+        bound = tuple(m for m in self._render(plan).manifests if m.step == step)
+        if {m.ref for m in bound} != {m.ref for m in previewed}:
+            # a target that splits gangs by index set (dra) made other objects: not re-bound
+            return Binding(previewed, notes=notes + (f"wave-{wave}: the live binding makes other objects "
+                                                     f"than the preview; applied as previewed",), plan=plan)
+        manifests, kept = self._choose(bound, live)
+        waiting = tuple(b for b in blocked(fresh, names)
+                        if any(live.get(m.ref) is None for m in previewed if m.intent == b.intent))
+        return Binding(manifests, self._changes(plan, names, manifests, occupied, notes), waiting, kept, notes,
+                       plan=plan)
+
+    def _changes(self, plan: Plan, names: Sequence[str], manifests: Sequence[Manifest], occupied: Occupancy,
+                 notes: tuple[str, ...]) -> tuple[BindingChange, ...]:
+        """The binding changes that reach the cluster (not those of Jobs kept as created)."""
+        rebound = {m.intent for m in manifests if m.body is not self._preview_by_ref[m.ref].body}
+        return tuple(c for c in changes(self.preview, plan, names, occupied, notes) if c.intent in rebound)
+
+    def _choose(self, bound: Sequence[Manifest], live: Mapping[ObjectRef, Mapping[str, Any] | None]
+                ) -> tuple[tuple[Manifest, ...], dict[ObjectRef, str]]:
+        """Per object: the preview's manifest where the binding did not move, the bound one
+        (marked with the preview's hash) where it did; an existing Job keeps what it was created with."""
+        out: list[Manifest] = []
+        kept: dict[ObjectRef, str] = {}
+        for m in bound:
+            before = self._preview_by_ref.get(m.ref)
+            if before is None or m.spec_hash == before.spec_hash:
+                out.append(before or m)
+                continue
+            body = live.get(m.ref)
+            if body is not None and m.ref.kind in IMMUTABLE_TEMPLATE_KINDS:
+                have = _hash(body, SPEC_HASH_ANNOTATION)
+                if have == before.spec_hash:          # created with the preview's binding: stays so
+                    out.append(before)
+                    continue
+                if have != m.spec_hash and _hash(body, PREVIEW_HASH_ANNOTATION) == before.spec_hash:
+                    nodes = _hash(body.get("spec", {}).get("template", {}), "intentc.dev/nodes") or "its nodes"
+                    kept[m.ref] = (f"created bound to {nodes} on the live cluster; a Job's pod template "
+                                   f"cannot change, so it keeps that binding")
+                    out.append(before)
+                    continue
+            out.append(_marked(m, before.spec_hash))
+        return tuple(out), kept
+
+
+def describe(b: Binding) -> list[str]:
+    """Lines for the apply report: where the live binding differs from the preview, and why."""
+    lines = [f"live binding differs from the preview: {c.text()}" for c in b.changes]
+    lines += [f"kept: {ref}: {why}" for ref, why in sorted(b.kept.items())]
+    return lines
+
+
+__all__ = ["Binding", "LiveBinder", "PREVIEW_HASH_ANNOTATION", "describe", "where"]
