@@ -41,10 +41,9 @@ from intentc.plan.rebind import BindingChange, Blocked, blocked, changes, merged
 from intentc.policy import BUILTIN, Policies
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import SPEC_HASH_ANNOTATION, Manifest, ObjectRef, Rendered, wave_step
+from intentc.render.model import PREVIEW_HASH_ANNOTATION, SPEC_HASH_ANNOTATION, Manifest, ObjectRef, Rendered, wave_step
 from intentc.topology.load import LoadedTopology
 
-PREVIEW_HASH_ANNOTATION = "intentc.dev/preview-spec-hash"
 IMMUTABLE_TEMPLATE_KINDS = frozenset({"Job"})
 
 
