@@ -189,3 +189,50 @@ def test_a_timeout_names_the_intent_and_how_long_it_ran() -> None:
     assert message == ("timed out after 2h15m waiting for wave-0, its budget 2h15m (2h15m, from train: duration "
                        "1h30m x (1 + slack 0.5)): intent train: Job team-a/train is Progressing "
                        "(0/1 pods succeeded), running for 2h15m")
+
+
+# -- when there is nothing to bind to ----------------------------------------------
+
+def _binder(read: Any) -> Any:
+    from pathlib import Path
+
+    from intentc.compile import compile_paths
+    from intentc.reconcile.live_binding import LiveBinder
+    from intentc.render.capabilities import KubeVersion
+
+    repo = Path(__file__).parent / "fixtures" / "repo"
+    result = compile_paths([str(repo / "intents")], str(repo / "clusters" / "small.yaml"), "f" * 40,
+                           KubeVersion(1, 37))
+    assert result.program and result.plan and result.rendered and result.topology
+    return LiveBinder(result.program, result.topology, result.plan, result.rendered, KubeVersion(1, 37), read), result
+
+
+def test_a_cluster_without_the_topologys_nodes_gets_the_preview_as_compiled() -> None:
+    from intentc.kube.cluster_state import ClusterState
+
+    binder, result = _binder(lambda: ClusterState((node("some-other-node"),), ()))
+    b = binder.whole({})
+    assert not b.live and b.manifests == result.rendered.manifests and not b.changes
+    assert b.notes == ("the cluster has none of the topology's 3 GPU nodes: applied as previewed "
+                       "(pods wait Pending until those nodes join)",)
+    wave = binder.bind_wave(1, {})
+    assert not wave.live and wave.manifests == tuple(m for m in result.rendered.manifests if m.step == 5)
+
+
+def test_a_caller_who_may_not_list_nodes_gets_the_preview_not_a_failure() -> None:
+    from intentc.kube.errors import AccessDenied
+
+    def read() -> Any:
+        raise AccessDenied('nodes is forbidden: User "ci" cannot list resource "nodes"', 403)
+    binder, result = _binder(read)
+    b = binder.bind_wave(0, {})
+    assert not b.live and b.notes[0].startswith("cannot read the cluster's nodes and pods (nodes is forbidden")
+
+
+def test_on_the_topologys_own_empty_nodes_the_live_binding_is_the_preview() -> None:
+    from intentc.kube.cluster_state import ClusterState
+
+    binder, result = _binder(lambda: ClusterState(tuple(node(f"node-{i}") for i in (1, 2, 3)), ()))
+    b = binder.whole({})
+    assert b.live and not b.changes and not b.blocked
+    assert b.manifests == result.rendered.manifests, "nothing moved: byte-identical objects"

@@ -19,7 +19,8 @@ spec-hash in `intentc.dev/preview-spec-hash`, so a later apply recognises it.
 
 When the cluster has none of the topology's nodes (a bare API server, or
 nodes not joined yet) there is nothing to bind to: the preview is applied
-as it is, with a note, and its pods wait Pending for their nodes.
+as it is, with a note, and its pods wait Pending for their nodes.  So it
+is when the caller may not list Nodes and Pods (a namespaced role).
 
 A Job that already exists is never re-bound (its pod template is
 immutable: re-binding would delete and re-run it): it keeps the binding
@@ -34,6 +35,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from intentc import ir
 from intentc.kube.cluster_state import ClusterState
+from intentc.kube.errors import AccessDenied, NotFound
 from intentc.plan.live import occupancy
 from intentc.plan.model import Occupancy, Plan
 from intentc.plan.planner import make_plan
@@ -86,6 +88,16 @@ class LiveBinder:
         self._preview_by_ref = rendered.by_ref()
         self._tenants = [t.name for t in program.tenants]
 
+    def _state(self) -> tuple[ClusterState, str | None]:
+        """The cluster's nodes and pods, or why they cannot be read: without the right to
+        list them (a namespaced role) apply binds as previewed, it does not fail."""
+        try:
+            state = self.read()
+        except (AccessDenied, NotFound) as e:
+            return ClusterState((), ()), (f"cannot read the cluster's nodes and pods ({e.message}): "
+                                          f"applied as previewed")
+        return state, self._absent(state)
+
     def _absent(self, state: ClusterState) -> str | None:
         """Why there is nothing to bind to, or None."""
         names = {str((n.get("metadata") or {}).get("name")) for n in state.nodes}
@@ -105,8 +117,7 @@ class LiveBinder:
 
     def whole(self, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
         """Every wave bound on what the cluster has free now; `live`: objects on the cluster."""
-        state = self.read()
-        absent = self._absent(state)
+        state, absent = self._state()
         if absent:
             return Binding(self.rendered.manifests, notes=(absent,), live=False, plan=self.preview)
         occupied, notes = occupancy(self.topology.topology, state.nodes, state.pods, self._tenants)
@@ -123,8 +134,7 @@ class LiveBinder:
         wave's objects as they are on the cluster (None: not there)."""
         step = wave_step(wave)
         previewed = tuple(m for m in self.rendered.manifests if m.step == step)
-        state = self.read()
-        absent = self._absent(state)
+        state, absent = self._state()
         if absent:
             return Binding(previewed, notes=(absent,), live=False, plan=self.preview)
         names = tuple(sorted(self.preview.waves[wave])) if wave < len(self.preview.waves) else ()
