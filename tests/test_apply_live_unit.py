@@ -236,3 +236,24 @@ def test_on_the_topologys_own_empty_nodes_the_live_binding_is_the_preview() -> N
     b = binder.whole({})
     assert b.live and not b.changes and not b.blocked
     assert b.manifests == result.rendered.manifests, "nothing moved: byte-identical objects"
+
+
+def test_only_what_no_longer_fits_moves_and_it_moves_around_what_stays() -> None:
+    from intentc.plan.rebind import holding, unfit
+
+    two = ir.Program(tenants=(ir.Tenant("team-a", tier="gold"),),
+                     intents=(within_node(intent("a", "team-a", gpus=8)), within_node(intent("b", "team-a", gpus=8))))
+    preview, _ = make_plan(two, TOPOLOGY)
+    pa, pb = preview.placement("a"), preview.placement("b")
+    assert pa is not None and pb is not None and pa.nodes != pb.nodes
+    free = next(n.name for n in NODES if n.name not in pa.nodes + pb.nodes)
+    occ, notes = occupancy(TOPOLOGY.topology, [node(n.name) for n in NODES], [pod("research", "nb", pa.nodes[0], 1)])
+    assert unfit(preview, ["a", "b"], occ) == ("a",)
+    around = holding(occ, preview, ["b"])
+    assert {(x.node, x.gpus) for x in around.busy} == {(pa.nodes[0], (7,)), (pb.nodes[0], tuple(range(8)))}
+    fresh, _ = make_plan(wave_program(two, ["a"]), TOPOLOGY, occupied=around)
+    bound = merged(preview, fresh, ["a"])
+    assert bound.placement("b") == pb, "b still fits where the preview put it: it stays"
+    moved = bound.placement("a")
+    assert moved is not None and moved.nodes == (free,), "a goes where neither the pod nor b is"
+    assert unfit(preview, ["a", "b"], occupancy(TOPOLOGY.topology, [node(n.name) for n in NODES], [])[0]) == ()

@@ -7,7 +7,12 @@ wave's intents alone (what came before has run or still runs, and then
 holds its GPUs as the live `Occupancy` says), planned on what the cluster
 has free now.  This module holds the pure steps of that:
 
-* `wave_program` — the wave's intents as a program of their own (their
+* `unfit` — the intents whose preview GPUs the cluster cannot give now (node
+  unavailable, GPUs held): only those are re-planned, everything that still
+  fits keeps the preview's binding (the plan CI reviewed; nothing moves
+  without a reason);
+* `holding` — the occupancy plus the GPUs the kept intents will take;
+* `wave_program` — the intents to re-plan as a program of their own (their
   `after` / data edges point at intents that are done, so they are dropped);
 * `merged` — the preview plan with the wave's intents bound as the fresh
   plan binds them, everything else (waves, times, other intents) untouched,
@@ -25,7 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from intentc import ir
-from intentc.plan.model import NodeAllocation, Occupancy, Plan
+from intentc.plan.model import Busy, NodeAllocation, Occupancy, Plan
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,32 @@ def _ints(xs: tuple[int, ...]) -> str:
     if xs and list(xs) == list(range(xs[0], xs[0] + len(xs))) and len(xs) > 2:
         return f"{xs[0]}-{xs[-1]}"
     return ",".join(map(str, xs))
+
+
+def _fits(allocations: Iterable[NodeAllocation], occupied: Occupancy, busy: dict[str, set[int]]) -> bool:
+    return all(a.node not in occupied.unavailable and not busy.get(a.node, set()) & set(a.gpus) for a in allocations)
+
+
+def unfit(preview: Plan, intents: Iterable[str], occupied: Occupancy) -> tuple[str, ...]:
+    """The intents of `intents` whose preview GPUs are not all free now, sorted."""
+    busy: dict[str, set[int]] = {}
+    for b in occupied.busy:
+        busy.setdefault(b.node, set()).update(b.gpus)
+    return tuple(sorted(n for n in set(intents)
+                        if (p := preview.placement(n)) is not None and not _fits(p.allocations, occupied, busy)))
+
+
+def holding(occupied: Occupancy, preview: Plan, kept: Iterable[str]) -> Occupancy:
+    """`occupied` plus the preview GPUs of the `kept` intents, held for the whole re-plan."""
+    taken: dict[str, set[int]] = {}
+    for b in occupied.busy:
+        taken.setdefault(b.node, set()).update(b.gpus)
+    for name in kept:
+        p = preview.placement(name)
+        for a in p.allocations if p is not None else ():
+            taken.setdefault(a.node, set()).update(a.gpus)
+    return Occupancy(tuple(Busy(node, tuple(sorted(gpus))) for node, gpus in sorted(taken.items()) if gpus),
+                     occupied.unavailable)
 
 
 def wave_program(program: ir.Program, intents: Iterable[str]) -> ir.Program:

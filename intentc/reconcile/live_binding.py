@@ -39,7 +39,8 @@ from intentc.kube.errors import AccessDenied, NotFound
 from intentc.plan.live import occupancy
 from intentc.plan.model import Occupancy, Plan
 from intentc.plan.planner import make_plan
-from intentc.plan.rebind import BindingChange, Blocked, blocked, changes, merged, wave_program, where
+from intentc.plan.rebind import (BindingChange, Blocked, blocked, changes, holding, merged, unfit, wave_program,
+                                 where)
 from intentc.policy import BUILTIN, Policies
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
@@ -64,6 +65,11 @@ class Binding:
 
 def _hash(body: Mapping[str, Any] | None, key: str) -> str | None:
     return ((body or {}).get("metadata", {}).get("annotations") or {}).get(key)
+
+
+def _nodes(body: Mapping[str, Any]) -> str:
+    """The planned nodes a workload's pod template names ("" for none)."""
+    return str(_hash((body.get("spec") or {}).get("template") or {}, "intentc.dev/nodes") or "")
 
 
 def _marked(m: Manifest, preview_hash: str) -> Manifest:
@@ -111,27 +117,35 @@ class LiveBinder:
         return render(self.program, plan, self.rendered.commit, self.kube_version, self.rendered.target,
                       self.topology.topology, self.policies, hold=self.rendered.held_tenants)
 
-    def _plan(self, program: ir.Program, occupied: Occupancy) -> Plan:
-        fresh, _ = make_plan(program, self.topology, self.seed, occupied, self.policies)
-        return fresh
+    def _rebind(self, names: Sequence[str], occupied: Occupancy, notes: tuple[str, ...]
+                ) -> tuple[Plan, tuple[Blocked, ...]]:
+        """The preview with those of `names` whose GPUs are not free now re-planned (alone,
+        around the GPUs the others keep), and what of them cannot be placed."""
+        moving = unfit(self.preview, names, occupied)
+        plan, stuck = self.preview, tuple[Blocked, ...]()
+        if moving:
+            around = holding(occupied, self.preview, [n for n in names if n not in set(moving)])
+            fresh, _ = make_plan(wave_program(self.program, moving), self.topology, self.seed, around, self.policies)
+            plan, stuck = merged(self.preview, fresh, moving), blocked(fresh, moving)
+        return dataclasses.replace(plan, basis="live", basis_notes=notes), stuck
 
     def whole(self, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
-        """Every wave bound on what the cluster has free now; `live`: objects on the cluster."""
+        """Every wave bound on what the cluster has free now; `live`: objects on the cluster.
+        Intents re-planned here are planned as if they all started now (no reuse over time)."""
         state, absent = self._state()
         if absent:
             return Binding(self.rendered.manifests, notes=(absent,), live=False, plan=self.preview)
         occupied, notes = occupancy(self.topology.topology, state.nodes, state.pods, self._tenants)
-        fresh = self._plan(self.program, occupied)
         scheduled = [n for wave in self.preview.waves for n in wave]
-        plan = dataclasses.replace(merged(self.preview, fresh, scheduled), basis="live", basis_notes=notes)
-        bound = self._render(plan)
-        manifests, kept = self._choose(bound.manifests, live)
-        return Binding(manifests, self._changes(plan, scheduled, manifests, occupied, notes),
-                       blocked(fresh, scheduled), kept, notes, plan=plan)
+        plan, stuck = self._rebind(scheduled, occupied, notes)
+        bound = self._render(plan) if plan.placements is not self.preview.placements else self.rendered
+        manifests, kept = self._choose(bound.manifests, live, occupied)
+        return Binding(manifests, self._changes(plan, scheduled, manifests, occupied, notes), stuck, kept, notes,
+                       plan=plan)
 
     def bind_wave(self, wave: int, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
-        """Wave `wave` re-planned alone on what the cluster has free now; `live`: the
-        wave's objects as they are on the cluster (None: not there)."""
+        """Wave `wave` bound on what the cluster has free now: its intents whose preview GPUs
+        are taken re-planned; `live`: the wave's objects as they are on the cluster (None: not there)."""
         step = wave_step(wave)
         previewed = tuple(m for m in self.rendered.manifests if m.step == step)
         state, absent = self._state()
@@ -139,16 +153,16 @@ class LiveBinder:
             return Binding(previewed, notes=(absent,), live=False, plan=self.preview)
         names = tuple(sorted(self.preview.waves[wave])) if wave < len(self.preview.waves) else ()
         occupied, notes = occupancy(self.topology.topology, state.nodes, state.pods, self._tenants, names)
-        fresh = self._plan(wave_program(self.program, names), occupied)
-        plan = dataclasses.replace(merged(self.preview, fresh, names), basis="live", basis_notes=notes)
+        plan, stuck = self._rebind(names, occupied, notes)
+        if plan.placements is self.preview.placements:
+            return Binding(previewed, notes=notes, plan=plan)
         bound = tuple(m for m in self._render(plan).manifests if m.step == step)
         if {m.ref for m in bound} != {m.ref for m in previewed}:
             # a target that splits gangs by index set (dra) made other objects: not re-bound
             return Binding(previewed, notes=notes + (f"wave-{wave}: the live binding makes other objects "
                                                      f"than the preview; applied as previewed",), plan=plan)
-        manifests, kept = self._choose(bound, live)
-        waiting = tuple(b for b in blocked(fresh, names)
-                        if any(live.get(m.ref) is None for m in previewed if m.intent == b.intent))
+        manifests, kept = self._choose(bound, live, occupied)
+        waiting = tuple(b for b in stuck if any(live.get(m.ref) is None for m in previewed if m.intent == b.intent))
         return Binding(manifests, self._changes(plan, names, manifests, occupied, notes), waiting, kept, notes,
                        plan=plan)
 
@@ -158,10 +172,12 @@ class LiveBinder:
         rebound = {m.intent for m in manifests if m.body is not self._preview_by_ref[m.ref].body}
         return tuple(c for c in changes(self.preview, plan, names, occupied, notes) if c.intent in rebound)
 
-    def _choose(self, bound: Sequence[Manifest], live: Mapping[ObjectRef, Mapping[str, Any] | None]
-                ) -> tuple[tuple[Manifest, ...], dict[ObjectRef, str]]:
+    def _choose(self, bound: Sequence[Manifest], live: Mapping[ObjectRef, Mapping[str, Any] | None],
+                occupied: Occupancy) -> tuple[tuple[Manifest, ...], dict[ObjectRef, str]]:
         """Per object: the preview's manifest where the binding did not move, the bound one
-        (marked with the preview's hash) where it did; an existing Job keeps what it was created with."""
+        (marked with the preview's hash) where it did.  What already runs from the preview's
+        content stays where it is: a Job always (its pod template is immutable), a Deployment
+        unless one of its nodes is unavailable now."""
         out: list[Manifest] = []
         kept: dict[ObjectRef, str] = {}
         for m in bound:
@@ -170,20 +186,18 @@ class LiveBinder:
                 out.append(before or m)
                 continue
             body = live.get(m.ref)
-            if body is not None and m.ref.kind in IMMUTABLE_TEMPLATE_KINDS:
-                have = _hash(body, SPEC_HASH_ANNOTATION)
-                if have == before.spec_hash:          # created with the preview's binding: stays so
+            have = _hash(body, SPEC_HASH_ANNOTATION)
+            same_content = before.spec_hash in (have, _hash(body, PREVIEW_HASH_ANNOTATION))
+            if body is not None and have != m.spec_hash and same_content:
+                nodes = _nodes(body)
+                if m.ref.kind in IMMUTABLE_TEMPLATE_KINDS or not set(nodes.split(",")) & occupied.unavailable:
                     out.append(before)
-                    continue
-                if have != m.spec_hash and _hash(body, PREVIEW_HASH_ANNOTATION) == before.spec_hash:
-                    nodes = _hash(body.get("spec", {}).get("template", {}), "intentc.dev/nodes") or "its nodes"
-                    kept[m.ref] = (f"created bound to {nodes} on the live cluster; a Job's pod template "
-                                   f"cannot change, so it keeps that binding")
-                    out.append(before)
+                    now = _nodes(m.body)
+                    kept[m.ref] = (f"runs bound to {nodes or 'its nodes'} since it was created; kept there"
+                                   + (f" (the live plan would now choose {now})" if now else ""))
                     continue
             out.append(_marked(m, before.spec_hash))
         return tuple(out), kept
-
 
 def describe(b: Binding) -> list[str]:
     """Lines for the apply report: where the live binding differs from the preview, and why."""

@@ -27,7 +27,7 @@ from intentc.kube.client import KubeClient
 from intentc.progress import Progress, silent
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
 from intentc.drift.fields import without_handed_over
-from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair, repair_diff
+from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, live_hash, pair, repair_diff
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
 from intentc.reconcile.lock import ApplyLock, LockBusy
 from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
@@ -210,7 +210,7 @@ class Reconciler:
                     items, kept, failure = self._bind_wave(step, items, deadline, limit, why)
                     if failure:
                         break
-                todo = [p for p in items if p.ref not in kept and decide(p) is not Action.UNCHANGED]
+                todo = [p for p in items if decide(p) is not Action.UNCHANGED]
                 same = [p for p in items if p not in todo]
                 for p in same:
                     health[p.ref] = health_of(p.live)
@@ -218,7 +218,8 @@ class Reconciler:
                                                   message=kept.get(p.ref, "")))
                 # unchanged objects are on record too, with the commit that last wrote them
                 inventory = inventory.with_entries(
-                    _entry(p, "applied", _live_commit(p), loaded.entry(p.ref), p.ref in found) for p in same)
+                    _entry(p, "applied", _live_commit(p), loaded.entry(p.ref), p.ref in found, live_hash(p.live))
+                    for p in same)
                 if todo:
                     self.progress(f"{_step_name(step)}: applying", 0, len(todo))
                     inventory = inventory.with_entries(_entry(p, "pending", old=loaded.entry(p.ref),
@@ -550,14 +551,15 @@ def _diff_for(action: Action, p: Pair) -> tuple[str, ...]:
 
 
 def _entry(p: Pair, state: str, commit: str | None = None, old: Entry | None = None,
-           existed: bool = False) -> Entry:
+           existed: bool = False, spec_hash: str | None = None) -> Entry:
     """An object on record; a Namespace that was there before intentc labelled
     it (`existed`) stays `adopted` (never pruned) for as long as it is on record."""
     assert p.desired is not None
     m = p.desired
     adopted = (old is not None and old.adopted) or existed or (
         m.ref.kind == "Namespace" and p.live is not None and not is_managed(p.live))
-    return Entry(m.ref, m.step, m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True, adopted)
+    # an unchanged object is on record with the hash it carries (a live-bound one: its own, not the preview's)
+    return Entry(m.ref, m.step, spec_hash or m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True, adopted)
 
 
 def _live_commit(p: Pair) -> str | None:
