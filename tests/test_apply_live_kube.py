@@ -125,6 +125,10 @@ def test_apply_binds_around_gpus_a_foreign_pod_holds(kube_cluster: KubeEnv, tmp_
     case = Case(tmp_path, kube_cluster)
     preview = case.preview_node("first")
     pod = case.foreign_pod(preview, 4)
+    code, out, output = invoke("apply", str(case.dir / "intents"), "-t", str(case.topology), "--kubeconfig",
+                               str(kube_cluster.kubeconfig), "--commit", SHA, "--target", case.t, "--dry-run")
+    assert code == 0 and f"first: preview {preview} GPU 0-7 -> live {case.other(preview)}" in out, output
+    assert kube_cluster.kubectl_run("get", "jobs", "-n", case.tenant, "-o", "name").stdout == "", "a dry run"
     code, doc, output = case.apply("--no-wait")
     assert code == 0, output
     job = case.job("first")
