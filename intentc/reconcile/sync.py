@@ -42,7 +42,8 @@ from intentc.reserved import reserved_namespace
 from intentc.render.model import (COMMIT_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, SETUP_STEPS, Manifest, ObjectRef, Rendered,
                                   step_label)
 
-REPLACEABLE_KINDS = frozenset({"Job"})     # immutable pod template: delete + create
+REPLACEABLE_KINDS = frozenset({"Job"})
+ROOM_POLL_S = 5.0                          # how often a wave that does not fit looks for room again     # immutable pod template: delete + create
 # Kinds checked before pruning a namespace: deleting it would take these along.
 # Not Secrets: listing them returns their data, and the daemon's role holds no
 # cluster-wide Secret read (SECURITY.md).
@@ -409,7 +410,8 @@ class Reconciler:
                            f"for {_step_name(step)}, its budget {format_duration(int(limit))} ({why}): {reason}")
                 self._event("WaveTimedOut", message)
                 return items, {}, message
-            self.sleep(self.opts.poll_interval)
+            # each look reads every Node and Pod and plans again: not more often than ROOM_POLL_S
+            self.sleep(max(self.opts.poll_interval, min(ROOM_POLL_S, deadline - self.monotonic())))
         self._record(b, _step_name(step))
         by_ref = {m.ref: m for m in b.manifests}
         return [replace(p, desired=by_ref.get(p.ref, p.desired)) for p in items], b.kept, ""
