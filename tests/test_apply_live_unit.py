@@ -257,3 +257,18 @@ def test_only_what_no_longer_fits_moves_and_it_moves_around_what_stays() -> None
     moved = bound.placement("a")
     assert moved is not None and moved.nodes == (free,), "a goes where neither the pod nor b is"
     assert unfit(preview, ["a", "b"], occupancy(TOPOLOGY.topology, [node(n.name) for n in NODES], [])[0]) == ()
+
+
+def test_an_intent_whose_live_binding_makes_other_objects_keeps_the_previews() -> None:
+    from intentc.reconcile.live_binding import LiveBinder
+    from intentc.render.model import Manifest
+
+    def job(name: str, intent_name: str, h: str) -> Manifest:
+        ref = ObjectRef("batch/v1", "Job", "team-a", name)
+        return Manifest(ref, 4, {"kind": "Job", "metadata": {"name": name}}, h, intent_name, "team-a")
+    previewed = (job("a", "a", "p1"), job("a-fallback-batch", "a", "p2"), job("b", "b", "p3"))
+    bound = (job("a", "a", "l1"), job("b", "b", "l3"))        # a's batch on the new GPUs leaves no variant
+    out, notes = LiveBinder._same_objects(bound, previewed)
+    assert [(m.ref.name, m.spec_hash) for m in out] == [("a", "p1"), ("a-fallback-batch", "p2"), ("b", "l3")]
+    assert notes == ("a: the live binding makes other objects than the preview; applied as previewed "
+                     "(its pods may wait for the preview's GPUs)",)

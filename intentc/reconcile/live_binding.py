@@ -139,9 +139,10 @@ class LiveBinder:
         scheduled = [n for wave in self.preview.waves for n in wave]
         plan, stuck = self._rebind(scheduled, occupied, notes)
         bound = self._render(plan) if plan.placements is not self.preview.placements else self.rendered
-        manifests, kept = self._choose(bound.manifests, live, occupied)
-        return Binding(manifests, self._changes(plan, scheduled, manifests, occupied, notes), stuck, kept, notes,
-                       plan=plan)
+        same, odd = self._same_objects(bound.manifests, self.rendered.manifests)
+        manifests, kept = self._choose(same, live, occupied)
+        return Binding(manifests, self._changes(plan, scheduled, manifests, occupied, notes), stuck, kept,
+                       notes + odd, plan=plan)
 
     def bind_wave(self, wave: int, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
         """Wave `wave` bound on what the cluster has free now: its intents whose preview GPUs
@@ -156,20 +157,43 @@ class LiveBinder:
         plan, stuck = self._rebind(names, occupied, notes)
         if plan.placements is self.preview.placements:
             return Binding(previewed, notes=notes, plan=plan)
-        bound = tuple(m for m in self._render(plan).manifests if m.step == step)
-        if {m.ref for m in bound} != {m.ref for m in previewed}:
-            # a target that splits gangs by index set (dra) made other objects: not re-bound
-            return Binding(previewed, notes=notes + (f"wave-{wave}: the live binding makes other objects "
-                                                     f"than the preview; applied as previewed",), plan=plan)
-        manifests, kept = self._choose(bound, live, occupied)
+        everything = self._render(plan).manifests
+        earlier = sorted({m.intent for m in everything if m.step != step and m.intent in names
+                          and m.spec_hash != getattr(self._preview_by_ref.get(m.ref), "spec_hash", None)})
+        if earlier:
+            # the binding lives in objects of an earlier step (dra's claim templates), applied already
+            return Binding(previewed, notes=notes + (f"wave-{wave}: the live binding of {', '.join(map(str, earlier))} "
+                                                     f"changes objects applied before the waves; applied as "
+                                                     f"previewed (apply --no-wait binds them all at the start)",),
+                           plan=plan)
+        same, odd = self._same_objects(tuple(m for m in everything if m.step == step), previewed)
+        manifests, kept = self._choose(same, live, occupied)
         waiting = tuple(b for b in stuck if any(live.get(m.ref) is None for m in previewed if m.intent == b.intent))
-        return Binding(manifests, self._changes(plan, names, manifests, occupied, notes), waiting, kept, notes,
-                       plan=plan)
+        return Binding(manifests, self._changes(plan, names, manifests, occupied, notes), waiting, kept,
+                       notes + odd, plan=plan)
+
+    @staticmethod
+    def _same_objects(bound: Sequence[Manifest], previewed: Sequence[Manifest]
+                      ) -> tuple[tuple[Manifest, ...], tuple[str, ...]]:
+        """`bound`, except that an intent whose live binding makes other objects than the
+        preview's (another GPU product sizes the batch so that a fallback variant comes or
+        goes) keeps its preview objects: the set of objects is the compiled one."""
+        refs: dict[tuple[str | None, bool], set[ObjectRef]] = {}
+        for m in bound:
+            refs.setdefault((m.intent, True), set()).add(m.ref)
+        for m in previewed:
+            refs.setdefault((m.intent, False), set()).add(m.ref)
+        odd = {i for i, _ in refs if refs.get((i, True), set()) != refs.get((i, False), set())}
+        out = sorted([m for m in bound if m.intent not in odd] + [m for m in previewed if m.intent in odd],
+                     key=lambda m: m.sort_key)
+        return tuple(out), tuple(f"{i}: the live binding makes other objects than the preview; applied as "
+                                 f"previewed (its pods may wait for the preview's GPUs)" for i in sorted(map(str, odd)))
 
     def _changes(self, plan: Plan, names: Sequence[str], manifests: Sequence[Manifest], occupied: Occupancy,
                  notes: tuple[str, ...]) -> tuple[BindingChange, ...]:
         """The binding changes that reach the cluster (not those of Jobs kept as created)."""
-        rebound = {m.intent for m in manifests if m.body is not self._preview_by_ref[m.ref].body}
+        rebound = {m.intent for m in manifests if m.ref not in self._preview_by_ref
+                   or m.body is not self._preview_by_ref[m.ref].body}
         return tuple(c for c in changes(self.preview, plan, names, occupied, notes) if c.intent in rebound)
 
     def _choose(self, bound: Sequence[Manifest], live: Mapping[ObjectRef, Mapping[str, Any] | None],
