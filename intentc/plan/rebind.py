@@ -79,8 +79,9 @@ def unfit(preview: Plan, intents: Iterable[str], occupied: Occupancy) -> tuple[s
     busy: dict[str, set[int]] = {}
     for b in occupied.busy:
         busy.setdefault(b.node, set()).update(b.gpus)
+    placed = {p.intent: p for p in preview.placements}     # Plan.placement is a scan: 2,000 intents, 2,000 scans
     return tuple(sorted(n for n in set(intents)
-                        if (p := preview.placement(n)) is not None and not _fits(p.allocations, occupied, busy)))
+                        if (p := placed.get(n)) is not None and not _fits(p.allocations, occupied, busy)))
 
 
 def holding(occupied: Occupancy, preview: Plan, kept: Iterable[str]) -> Occupancy:
@@ -88,8 +89,9 @@ def holding(occupied: Occupancy, preview: Plan, kept: Iterable[str]) -> Occupanc
     taken: dict[str, set[int]] = {}
     for b in occupied.busy:
         taken.setdefault(b.node, set()).update(b.gpus)
+    placed = {p.intent: p for p in preview.placements}
     for name in kept:
-        p = preview.placement(name)
+        p = placed.get(name)
         for a in p.allocations if p is not None else ():
             taken.setdefault(a.node, set()).update(a.gpus)
     return Occupancy(tuple(Busy(node, tuple(sorted(gpus))) for node, gpus in sorted(taken.items()) if gpus),
@@ -147,9 +149,11 @@ def changes(preview: Plan, bound: Plan, intents: Iterable[str], occupied: Occupa
             notes: Iterable[str]) -> tuple[BindingChange, ...]:
     """Per intent of `intents` whose GPUs in `bound` differ from `preview`, and why."""
     by_node = _by_node(notes)
+    before = {p.intent: p for p in preview.placements}
+    after = {p.intent: p for p in bound.placements}
     out = []
     for name in sorted(set(intents)):
-        a, b = preview.placement(name), bound.placement(name)
+        a, b = before.get(name), after.get(name)
         if a is None or b is None or _gpus(a.allocations) == _gpus(b.allocations):
             continue
         reasons = _reasons(a.allocations, occupied, by_node) or [
