@@ -59,6 +59,7 @@ class Binding:
     blocked: tuple[Blocked, ...] = ()           # intents that cannot be placed now
     kept: Mapping[ObjectRef, str] = field(default_factory=dict)   # existing Jobs left as created, and why
     notes: tuple[str, ...] = ()                 # what the cluster leaves out, one line per node / pod
+    remarks: tuple[str, ...] = ()               # intents left as previewed although they moved, and why
     live: bool = True                           # False: no topology node on the cluster, the preview as is
     plan: Plan | None = None                    # the plan the manifests were rendered from
 
@@ -142,7 +143,7 @@ class LiveBinder:
         same, odd = self._same_objects(bound.manifests, self.rendered.manifests)
         manifests, kept = self._choose(same, live, occupied)
         return Binding(manifests, self._changes(plan, scheduled, manifests, occupied, notes), stuck, kept,
-                       notes + odd, plan=plan)
+                       notes, odd, plan=plan)
 
     def bind_wave(self, wave: int, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
         """Wave `wave` bound on what the cluster has free now: its intents whose preview GPUs
@@ -162,15 +163,15 @@ class LiveBinder:
                           and m.spec_hash != getattr(self._preview_by_ref.get(m.ref), "spec_hash", None)})
         if earlier:
             # the binding lives in objects of an earlier step (dra's claim templates), applied already
-            return Binding(previewed, notes=notes + (f"wave-{wave}: the live binding of {', '.join(map(str, earlier))} "
-                                                     f"changes objects applied before the waves; applied as "
-                                                     f"previewed (apply --no-wait binds them all at the start)",),
-                           plan=plan)
+            return Binding(previewed, notes=notes, plan=plan,
+                           remarks=(f"the live binding of {', '.join(map(str, earlier))} changes objects applied "
+                                    f"before the waves; applied as previewed (apply --no-wait binds them all at "
+                                    f"the start)",))
         same, odd = self._same_objects(tuple(m for m in everything if m.step == step), previewed)
         manifests, kept = self._choose(same, live, occupied)
         waiting = tuple(b for b in stuck if any(live.get(m.ref) is None for m in previewed if m.intent == b.intent))
         return Binding(manifests, self._changes(plan, names, manifests, occupied, notes), waiting, kept,
-                       notes + odd, plan=plan)
+                       notes, odd, plan=plan)
 
     @staticmethod
     def _same_objects(bound: Sequence[Manifest], previewed: Sequence[Manifest]
@@ -227,7 +228,7 @@ def describe(b: Binding) -> list[str]:
     """Lines for the apply report: where the live binding differs from the preview, and why."""
     lines = [f"live binding differs from the preview: {c.text()}" for c in b.changes]
     lines += [f"kept: {ref}: {why}" for ref, why in sorted(b.kept.items())]
-    return lines
+    return lines + list(b.remarks)
 
 
 __all__ = ["Binding", "LiveBinder", "PREVIEW_HASH_ANNOTATION", "describe", "where"]

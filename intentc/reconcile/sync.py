@@ -42,8 +42,8 @@ from intentc.reserved import reserved_namespace
 from intentc.render.model import (COMMIT_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, SETUP_STEPS, Manifest, ObjectRef, Rendered,
                                   step_label)
 
-REPLACEABLE_KINDS = frozenset({"Job"})
-ROOM_POLL_S = 5.0                          # how often a wave that does not fit looks for room again     # immutable pod template: delete + create
+REPLACEABLE_KINDS = frozenset({"Job"})     # immutable pod template: delete + create
+ROOM_POLL_S = 5.0                          # how often a wave that does not fit looks for room again
 # Kinds checked before pruning a namespace: deleting it would take these along.
 # Not Secrets: listing them returns their data, and the daemon's role holds no
 # cluster-wide Secret read (SECURITY.md).
@@ -418,8 +418,10 @@ class Reconciler:
 
     def _record(self, b: Binding, where: str) -> None:
         """The binding's differences from the preview: in the report, and as an Event on the target."""
-        lines = describe(b) if b.live else list(b.notes[:1])
-        self._binding += [f"{where}: {line}" for line in lines]
+        if b.live:
+            self._binding += [f"{where}: {line}" for line in describe(b)]
+        elif b.notes and not any(line.endswith(b.notes[0]) for line in self._binding):
+            self._binding.append(b.notes[0])          # the preview as compiled: said once
         if b.changes and not self.opts.dry_run:
             self._event("LiveBinding", f"{where}: " + "; ".join(c.text() for c in b.changes), kind="Normal")
 
