@@ -3,28 +3,28 @@
 `apply` compiles the preview (the same bytes CI wrote) and hands the
 reconciler a `LiveBinder`.  The binder reads the cluster (Nodes and
 running Pods, `intentc.kube.cluster_state`), turns it into an `Occupancy`
-(`intentc.plan.live`) and re-plans:
+(`intentc.plan.live`) and binds:
 
 * `whole()` — every intent on what is free when the apply starts
   (`apply --no-wait` creates every wave from this);
-* `bind_wave(n, live)` — wave `n` alone, just before it is created
-  (`apply --wait`): the pods of earlier waves that still run hold their
-  GPUs, the wave's own pods (from an earlier apply) do not.
+* `bind_wave(n, live)` — wave `n`, just before it is created (`apply
+  --wait`): the pods of earlier waves that still run hold their GPUs, the
+  wave's own pods (from an earlier apply) do not.
 
-Both render the preview plan with only the re-planned bindings swapped in
-(`intentc.plan.rebind.merged`), so the same objects come out, in the same
-steps, and only their node pins / GPU annotations / batch follow the live
-plan.  An object bound differently from the preview carries the preview's
-spec-hash in `intentc.dev/preview-spec-hash`, so a later apply recognises it.
+Only intents whose preview GPUs the cluster cannot give now are re-planned
+(`intentc.plan.rebind`), around the GPUs the others keep; the preview plan
+is rendered with only those bindings swapped in, so the same objects come
+out in the same steps and only node pins / GPU annotations / batch follow
+the live plan.  An object bound differently from the preview carries the
+preview's spec-hash in `intentc.dev/preview-spec-hash`, so later applies,
+the daemon and drift recognise it.  What already runs from the preview's
+content stays where it runs (a Job always: its pod template is immutable,
+re-binding would delete and re-run it).
 
 When the cluster has none of the topology's nodes (a bare API server, or
 nodes not joined yet) there is nothing to bind to: the preview is applied
 as it is, with a note, and its pods wait Pending for their nodes.  So it
 is when the caller may not list Nodes and Pods (a namespaced role).
-
-A Job that already exists is never re-bound (its pod template is
-immutable: re-binding would delete and re-run it): it keeps the binding
-it was created with as long as its content is the preview's.
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ from intentc.kube.errors import AccessDenied, NotFound
 from intentc.plan.live import occupancy
 from intentc.plan.model import Occupancy, Plan
 from intentc.plan.planner import make_plan
-from intentc.plan.rebind import (BindingChange, Blocked, blocked, changes, holding, merged, unfit, wave_program,
-                                 where)
+from intentc.plan.rebind import BindingChange, Blocked, blocked, changes, holding, merged, unfit, wave_program
 from intentc.policy import BUILTIN, Policies
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
@@ -231,4 +230,4 @@ def describe(b: Binding) -> list[str]:
     return lines + list(b.remarks)
 
 
-__all__ = ["Binding", "LiveBinder", "PREVIEW_HASH_ANNOTATION", "describe", "where"]
+__all__ = ["Binding", "LiveBinder", "PREVIEW_HASH_ANNOTATION", "describe"]
