@@ -53,11 +53,11 @@ class ApplyFormat(str, enum.Enum):
 
 Order: namespaces, RBAC, quotas, priority classes, then the plan's waves;
 with --wait (default) a wave starts when the previous one is healthy, and
-is re-planned on what the cluster has free just before it is created: node
-pins and GPU annotations follow that live plan, the report says where it
-differs from the compiled preview and why (node cordoned, NotReady, tainted,
-GPUs held by other pods), and a wave that does not fit waits (an Event on
-the target says why) until its budget runs out.  --no-wait binds every wave
+just before it is created its intents whose planned GPUs the cluster cannot
+give now (node cordoned, NotReady, tainted, GPUs held by other pods) are
+re-planned: the report says where the binding differs from the compiled
+preview and why, and a wave that does not fit waits (an Event on the
+target says why) until its budget runs out.  --no-wait binds every wave
 on the cluster as it is at the start.  A cluster with none of the
 topology's nodes gets the preview as compiled.
 Objects whose intentc.dev/spec-hash already matches get no request.
