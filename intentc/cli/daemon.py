@@ -94,8 +94,10 @@ def daemon(
                                     "'0.0.0.0:9090' for kubelet probes from outside the pod ('' disables)."),
     target: InventoryTarget = DEFAULT_TARGET_NAME,
     workdir: Path = typer.Option(Path("/tmp/intentc-daemon"), "--workdir", metavar="DIR", help="Mirror and scratch space."),
-    rollout_timeout: float = typer.Option(600.0, "--rollout-timeout", min=0.0, metavar="SECONDS",
-                                          help="Seconds a rollout may take to become healthy."),
+    rollout_timeout: Optional[float] = typer.Option(
+        None, "--rollout-timeout", min=0.0, metavar="SECONDS",
+        help="Seconds each wave of a rollout may take to become healthy (default: from the intents' "
+             "duration × (1 + slack) + 5 min, as `apply` derives it)."),
     prune: bool = typer.Option(False, "--prune", help="Delete managed objects a new commit no longer wants."),
     local: bool = typer.Option(False, "--local", help="Follow the working tree of --repo (hot reload) instead of the branch."),
     kube_version: KubeVersionOverride = None,

@@ -71,7 +71,7 @@ class DaemonConfig:
     listen: str | None = "127.0.0.1:9090"
     target: str = "default"
     workdir: str = "/tmp/intentc-daemon"
-    rollout_timeout: float = 600.0
+    rollout_timeout: float | None = None  # per wave; None: from the intents' duration (reconcile/timeouts)
     prune: bool = False
     kube_version: KubeVersion | None = None
     render_target: str = "device-plugin"
@@ -419,7 +419,8 @@ class Daemon:
 
         def work() -> None:
             try:
-                self.queue.put(run_rollout(self.client, desired, self._options(), self._version(),
+                self.queue.put(run_rollout(self.client, desired, self._options(budgets=desired.budgets),
+                                           self._version(),
                                            self.config.render_target, self._sleep))
             finally:
                 self.metrics.reconcile_seconds.labels("rollout").observe(self.clock() - started)

@@ -18,6 +18,7 @@ from intentc.drift.detect import History
 from intentc.drift.rollback import RepoSource, compile_revision
 from intentc.ir import Program
 from intentc.plan.model import Placement, Plan
+from intentc.reconcile.timeouts import Budget, wave_budgets
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Manifest, ObjectRef
 
@@ -34,12 +35,16 @@ class Desired:
     held: tuple[str, ...] = ()       # tenants held back by their errors: neither applied nor pruned
     # intent -> its planned placement (the Intent objects' status shows it)
     placements: Mapping[str, Placement] = field(default_factory=dict, compare=False, repr=False)
+    # intent -> how long its wave may take to become healthy (reconcile/timeouts.py): from
+    # its `duration` and `slack`, as `intentc apply` derives it, not one flat limit
+    budgets: Mapping[str, Budget] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str,
            held: tuple[str, ...] = (), plan: Plan | None = None) -> Desired:
         placements = {p.intent: p for p in plan.placements} if plan is not None else {}
-        return cls(commit, manifests, program, origin, {m.ref: m for m in manifests}, held, placements)
+        budgets = wave_budgets(program, plan) if plan is not None else {}
+        return cls(commit, manifests, program, origin, {m.ref: m for m in manifests}, held, placements, budgets)
 
     @property
     def kinds(self) -> frozenset[tuple[str, str]]:
