@@ -349,10 +349,18 @@ class Placer:
 
     def place(self, req: Request, view: View, limit: int) -> Placed | None:
         """Allocate the gang (all of it) or nothing."""
+        found = self.locate(req, view, limit)
+        return None if found is None else self.commit(*found)
+
+    def locate(self, req: Request, view: View, limit: int) -> tuple[Domain, list[tuple[NodeState, int]]] | None:
+        """Where the gang would go (its domain, and GPUs per node), taking nothing yet."""
         domain = self.search(view, req.count, limit)
         if domain is None:
             return None
-        shares = self.distribute(view, domain, req.count)
+        return domain, self.distribute(view, domain, req.count)
+
+    def commit(self, domain: Domain, shares: list[tuple[NodeState, int]]) -> Placed:
+        """Take the GPUs `locate` found: on each node the best set of that many."""
         chosen: list[tuple[NodeState, Choice]] = []
         for node, n in shares:
             choice = self.c.chooser.choose(node.table, node.free, n)

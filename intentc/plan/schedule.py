@@ -33,7 +33,7 @@ a live cluster by the caller) are taken at time 0 and released at their
 
 from __future__ import annotations
 
-import heapq
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -48,6 +48,13 @@ from intentc.plan.repack import Room, Seated, make_room
 
 Gate = tuple[Filter, int, str | None]   # a waiting intent's filter, `within` depth, tenant if over quota
 NEVER = 1 << 62         # "no lower bound": the waiting intent can never start, so it gates nobody
+
+
+class Gated:
+    """What `_try_place` returns when the gang would fit but a waiting higher class could use those GPUs."""
+
+
+GATED = Gated()
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,8 @@ class Simulation:
         self.rank = {n: sla_rank(j.intent) for n, j in jobs.items()}
         self.chain = self._remaining_chains(jobs)
         self.holds: dict[str, _Hold] = {}
+        # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
+        # the bounds for waiting intents walk them in time order without sorting again
         self.events: list[tuple[int, int, str]] = []
         self._seq = 0
         self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
@@ -111,8 +120,6 @@ class Simulation:
         self.started_now: dict[str, Seated] = {}
         self._now = -1
         self._subset: dict[tuple[Filter, Filter], bool] = {}
-        self._sorted_events: list[tuple[int, int, str]] | None = None
-        self._sorted_for = (0, 0)
         self.succs: dict[str, list[str]] = {n: [] for n in jobs}
         self.pending: dict[str, int] = {}
         for name, job in sorted(jobs.items()):
@@ -183,7 +190,7 @@ class Simulation:
             self.held[hold.tenant] = self.held.get(hold.tenant, 0) + hold.gpus
         if hold.end is not None:
             self._seq += 1
-            heapq.heappush(self.events, (hold.end, self._seq, key))
+            bisect.insort(self.events, (hold.end, self._seq, key))
 
     def _release(self, key: str) -> None:
         hold = self.holds.pop(key)
@@ -206,7 +213,7 @@ class Simulation:
         first = True
         while True:
             while self.events and self.events[0][0] <= t:
-                _, _, key = heapq.heappop(self.events)
+                _, _, key = self.events.pop(0)
                 self._release(key)
                 if not key.startswith("\0"):
                     self._done(key, t, ready)
@@ -324,15 +331,15 @@ class Simulation:
                                                                                     and end >= seen[1])):
                 placed = None                   # the same search, same state, no earlier end: undone again
             else:
-                placed = self._try_place(req, view, limit, started_now, failed)
-            if placed is not None and not self._clears_gates(placed, end, gates, t, earliest):
-                self._undo(placed)
+                placed = self._try_place(req, view, limit, started_now, failed, end, gates, t, earliest)
+            if placed is GATED:
                 undone[memo] = (self.c.version, end)
                 placed = None
             if placed is None:
                 gate = (req.filter, limit, None)
                 blocked[gate] = min(req.count, blocked.get(gate, req.count))
                 continue
+            assert isinstance(placed, tuple)
             seat_placed, room = placed
             for moved_name, moved in (room.moved.items() if room else ()):
                 old = self.out.seated[moved_name]
@@ -350,23 +357,41 @@ class Simulation:
         return False
 
     def _try_place(self, req: Request, view: View, limit: int, started_now: dict[str, Seated],
-                   failed: dict[tuple[Filter, int], tuple[int, int]]) -> tuple[Placed, Room | None] | None:
+                   failed: dict[tuple[Filter, int], tuple[int, int]], end: int | None, gates: dict[Gate, int],
+                   t: int, earliest: dict[tuple[Gate, int, int, int], int]
+                   ) -> tuple[Placed, Room | None] | Gated | None:
+        """Place `req` now (moving same-instant jobs if that makes room), or None; GATED when
+        it would fit but would hold GPUs a waiting higher class could use (`_clears_gates`):
+        then nothing was taken.  The gates are checked on where the gang would go before
+        any GPU is taken, so a refused try costs a search, not a take and an undo."""
         key = (req.filter, limit)
         seen = failed.get(key)
         if seen is not None and seen[0] == self.c.version and req.count >= seen[1]:
             return None                         # the same search failed for fewer GPUs, nothing changed since
-        placed = self.placer.place(req, view, limit) if view.free[self.c.root.id] >= req.count else None
-        if placed is not None:
-            return placed, None
+        located = self.placer.locate(req, view, limit) if view.free[self.c.root.id] >= req.count else None
+        if located is not None:
+            shares = [(self.node_index[n.spec.name], k) for n, k in located[1]]
+            if not self._clears_gates([(shares, end)], gates, t, earliest, taken=False):
+                return GATED
+            return self.placer.commit(*located), None
         if self.pinned:
             started_now = {n: seat for n, seat in started_now.items() if n not in self.pinned}
         if started_now and self._movable(view, req.count, started_now) + view.free[self.c.root.id] >= req.count:
             room = make_room(self.placer, req, view, limit, started_now)
             if room is not None:
+                items = [(self._shares(room.placed.allocations), end)]
+                items += [(self._shares(moved.allocations), self.out.times[name][1])
+                          for name, moved in room.moved.items()]
+                if not self._clears_gates(items, gates, t, earliest, taken=True):
+                    self._undo((room.placed, room))
+                    return GATED
                 return room.placed, room
         failed[key] = (self.c.version, min(req.count, seen[1]) if seen and seen[0] == self.c.version
                        else req.count)
         return None
+
+    def _shares(self, allocs: tuple[NodeAllocation, ...]) -> list[tuple[int, int]]:
+        return [(self.node_index[a.node], len(a.gpus)) for a in allocs]
 
     def _movable(self, view: View, k: int, started_now: dict[str, Seated]) -> int:
         """GPUs held on nodes of `view` big enough for k by single-node intents that started
@@ -393,43 +418,40 @@ class Simulation:
                 for a in self.out.seated[moved_name].placement.allocations:
                     self.c.take(nodes[a.node], a.gpus)
 
-    def _clears_gates(self, placed: tuple[Placed, Room | None], end: int | None, gates: dict[Gate, int],
-                      t: int, earliest: dict[tuple[Gate, int, int, int], int]) -> bool:
-        """True if nothing placed (or moved) now holds GPUs in a domain where a waiting
-        higher-class intent could start before they are released.
+    def _clears_gates(self, items: list[tuple[list[tuple[int, int]], int | None]], gates: dict[Gate, int],
+                      t: int, earliest: dict[tuple[Gate, int, int, int], int], taken: bool) -> bool:
+        """True if nothing about to be placed (or moved) would hold GPUs in a domain where a
+        waiting higher-class intent could start before they are released.
 
+        `items`: (node index, GPUs) per node and the end, for the gang and for each job moved
+        to make room for it; `taken`: whether those GPUs are taken already (a repack) or not.
         A waiting intent needs k free GPUs inside one domain at its `within` depth.  In a
         domain d that cannot have k of its GPUs free before time e_d (what is free now plus
         what the running intents release by then; new starts only take more), anything that
         ends by e_d is gone before the waiting intent could use d, so it delays nothing."""
         if not gates:
             return True
-        seat_placed, room = placed
-        items: list[tuple[tuple[NodeAllocation, ...], int | None]] = [(seat_placed.allocations, end)]
-        if room is not None:
-            for moved_name, moved in room.moved.items():
-                items.append((moved.allocations, self.out.times[moved_name][1]))
+        nodes = self.c.nodes
         for gate, k in gates.items():
             flt, limit, _ = gate
             view = self.c.view(flt)
-            # the bound is for a world without what is being placed now: count its GPUs as free
+            # the bound is for a world without what is being placed now: its GPUs count as free
             tentative: dict[int, int] = {}
-            for allocs, _ in items:
-                for a in allocs:
-                    i = self.node_index[a.node]
+            for shares, _ in items:
+                for i, n in shares:
                     if view.eligible[i]:
-                        d = self.c.nodes[i].leaf.at_depth(limit).id
-                        tentative[d] = tentative.get(d, 0) + len(a.gpus)
-            for allocs, until in items:
-                for a in allocs:
-                    i = self.node_index[a.node]
+                        d = nodes[i].leaf.at_depth(limit).id
+                        tentative[d] = tentative.get(d, 0) + n
+            for shares, until in items:
+                for i, _ in shares:
                     if not view.eligible[i]:
                         continue
-                    domain = self.c.nodes[i].leaf.at_depth(limit).id
+                    domain = nodes[i].leaf.at_depth(limit).id
                     key = (gate, k, domain, tentative[domain])
                     bound = earliest.get(key)
                     if bound is None:
-                        bound = earliest[key] = max(self._earliest(view, k, t, limit, domain, tentative[domain]),
+                        extra = tentative[domain] if taken else 0
+                        bound = earliest[key] = max(self._earliest(view, k, t, limit, domain, extra),
                                                     self._quota_free(gate[2], k, t))
                     if until is None or until > bound:
                         return False
@@ -496,11 +518,8 @@ class Simulation:
         return NEVER
 
     def _by_end(self) -> list[tuple[int, int, str]]:
-        """The pending releases in time order (cached until the next one is added or taken)."""
-        if self._sorted_events is None or self._sorted_for != (len(self.events), self._seq):
-            self._sorted_events = sorted(self.events)
-            self._sorted_for = (len(self.events), self._seq)
-        return self._sorted_events
+        """The pending releases in time order."""
+        return self.events
 
     # ------------------------------------------------------------------
     # Refusals
