@@ -73,6 +73,7 @@ class _Hold:
     end: int | None
     tenant: str | None
     allocs: list[tuple[NodeState, tuple[int, ...]]]
+    seq: int = 0                # its place among releases at the same end
 
     @property
     def gpus(self) -> int:
@@ -117,6 +118,10 @@ class Simulation:
         self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
         self.by_name = {n.spec.name: n for n in cluster.nodes}
         self.held: dict[str, int] = {}          # tenant -> GPUs it holds now
+        # per node index: the finite holds on it -> (end, sequence, GPUs there), so the bound for
+        # a waiting intent in one domain looks at that domain's releases, not at every release
+        self._on_node: list[dict[str, tuple[int, int, int]]] = [{} for _ in cluster.nodes]
+        self._under: dict[int, list[int]] = {}  # domain id -> node indices inside it
         self.started_now: dict[str, Seated] = {}
         self._now = -1
         self._subset: dict[tuple[Filter, Filter], bool] = {}
@@ -190,10 +195,24 @@ class Simulation:
             self.held[hold.tenant] = self.held.get(hold.tenant, 0) + hold.gpus
         if hold.end is not None:
             self._seq += 1
+            hold.seq = self._seq
             bisect.insort(self.events, (hold.end, self._seq, key))
+            self._index(key, hold, True)
+
+    def _index(self, key: str, hold: _Hold, add: bool) -> None:
+        """File a finite hold under the nodes it holds GPUs on (or take it off them)."""
+        if hold.end is None:
+            return
+        for node, gpus in hold.allocs:
+            on = self._on_node[self.node_index[node.spec.name]]
+            if add:
+                on[key] = (hold.end, hold.seq, len(gpus))
+            else:
+                on.pop(key, None)
 
     def _release(self, key: str) -> None:
         hold = self.holds.pop(key)
+        self._index(key, hold, False)
         if hold.tenant is not None and hold.allocs:
             self.held[hold.tenant] -= hold.gpus
         for node, gpus in hold.allocs:
@@ -344,8 +363,10 @@ class Simulation:
             for moved_name, moved in (room.moved.items() if room else ()):
                 old = self.out.seated[moved_name]
                 self.out.seated[moved_name] = started_now[moved_name] = Seated(old.request, _with(old.placement, moved))
-                self.holds[moved_name].allocs = [(self.c.nodes[self.node_index[a.node]], a.gpus)
-                                                 for a in moved.allocations]
+                hold = self.holds[moved_name]
+                self._index(moved_name, hold, False)
+                hold.allocs = [(self.c.nodes[self.node_index[a.node]], a.gpus) for a in moved.allocations]
+                self._index(moved_name, hold, True)
             self._start(name, t, ready[name], seat_placed, ready)
             started_now[name] = self.out.seated[name]
             running[req.tenant] = running.get(req.tenant, 0) + req.count
@@ -488,13 +509,24 @@ class Simulation:
         free = view.free[domain] + extra
         if free >= k:
             return t
+        if depth > 0:
+            # this domain's releases only, in the same (end, sequence) order as the events
+            under = self._under.get(domain)
+            if under is None:
+                under = self._under[domain] = [i for i, n in enumerate(self.c.nodes)
+                                               if n.leaf.at_depth(depth).id == domain]
+            on_node = self._on_node
+            for end, _, n in sorted(e for i in under if view.eligible[i] for e in on_node[i].values()):
+                free += n
+                if free >= k:
+                    return end
+            return NEVER
         for end, _, key in self._by_end():
             hold = self.holds.get(key)
             if hold is None:
                 continue
             for node, g in hold.allocs:
-                if view.eligible[self.node_index[node.spec.name]] and (
-                        depth == 0 or node.leaf.at_depth(depth).id == domain):
+                if view.eligible[self.node_index[node.spec.name]]:
                     free += len(g)
             if free >= k:
                 return end
