@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, error
-from intentc.plan.admission import FairShare, TenantTerms, sla_rank
+from intentc.plan.admission import FairShare, TenantTerms, queue_keys, sla_rank
 from intentc.plan.cluster import Cluster, Filter, NodeState, View
 from intentc.plan.metrics import idle_on_used_nodes
 from intentc.plan.model import NodeAllocation, Occupancy, Placement, Unplaced
@@ -110,6 +110,8 @@ class Simulation:
         self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
         self.rank = {n: sla_rank(j.intent) for n, j in jobs.items()}
         self.chain = self._remaining_chains(jobs)
+        self.gpus = {n: j.intent.gpu_count for n, j in jobs.items()}
+        self.keys = queue_keys([j.intent for j in jobs.values()], wave_of, self.chain)
         self.holds: dict[str, _Hold] = {}
         # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
         # the bounds for waiting intents walk them in time order without sorting again
@@ -137,6 +139,7 @@ class Simulation:
         kept = self.out.gangs if protect_for is None else self.out.gangs & protect_for
         self.waiting_gangs = {n: sla_rank(jobs[n].intent) for n in kept if n not in self.out.refusals}
         self.spans = spans
+        self._gang_count: tuple[int, dict[int, int]] = (-1, {})
         self._take_occupancy(occupancy)
         for n in gpu_names:
             flt = self.reqs[n].filter
@@ -291,7 +294,7 @@ class Simulation:
         changed = True
         while changed:
             changed = False
-            for name in sorted(n for n in ready if self.jobs[n].intent.gpu_count <= 0):
+            for name in sorted(n for n in ready if self.gpus[n] <= 0):
                 self._start(name, t, ready[name], None, ready)
                 changed = True
             if self._offer_gpus(t, ready):
@@ -303,7 +306,7 @@ class Simulation:
     def _offer_gpus(self, t: int, ready: dict[str, int]) -> bool:
         """Offer the ready GPU intents once, in admission order; True (and stop) when a
         serve with dependants started: they are ready at this same instant."""
-        cands = [self.jobs[n].intent for n in ready if self.jobs[n].intent.gpu_count > 0]
+        cands = [self.jobs[n].intent for n in ready if self.gpus[n] > 0]
         if not cands:
             return False
         running = self._running_per_tenant()
@@ -318,7 +321,7 @@ class Simulation:
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
         # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
         undone: dict[tuple[Filter, int, int, bool], tuple[int, int | None]] = {}
-        for intent in fair.order(cands, self.wave_of, self.rank, self.chain):
+        for intent in fair.order(cands, self.wave_of, self.rank, self.chain, self.keys):
             name = intent.name
             r = self.rank[name]
             if r != rank:
@@ -339,7 +342,7 @@ class Simulation:
             duration = self.jobs[name].duration
             end = None if duration is None else t + duration
             # only gangs of this class or a higher one may keep domains whole against it
-            self.placer.protect_nvlink = any(k <= r for g, k in self.waiting_gangs.items() if g != name)
+            self.placer.protect_nvlink = self._gangs_waiting_at(r, name)
             if self._surely_gated(req.filter, end, gates, t, earliest):
                 gate = (req.filter, limit, None)
                 blocked[gate] = min(req.count, blocked.get(gate, req.count))
@@ -376,6 +379,21 @@ class Simulation:
                 # in admission order, rather than after the rest of this round
                 return True
         return False
+
+    def _gangs_waiting_at(self, rank: int, name: str) -> bool:
+        """True if a gang other than `name`, of class `rank` or a higher one, keeps NVLink
+        domains whole (counted per class; gangs only ever stop waiting, so the count is
+        redone when there are fewer of them)."""
+        gangs = self.waiting_gangs
+        if self._gang_count[0] != len(gangs):
+            per: dict[int, int] = {}
+            for k in gangs.values():
+                per[k] = per.get(k, 0) + 1
+            self._gang_count = (len(gangs), per)
+        per = self._gang_count[1]
+        n = sum(c for k, c in per.items() if k <= rank)
+        own = gangs.get(name)
+        return n - (1 if own is not None and own <= rank else 0) > 0
 
     def _try_place(self, req: Request, view: View, limit: int, started_now: dict[str, Seated],
                    failed: dict[tuple[Filter, int], tuple[int, int]], end: int | None, gates: dict[Gate, int],
