@@ -99,8 +99,9 @@ class FairShare:
         for rank in sorted(classes):
             queues = {t: deque(sorted(q, key=lambda i: keys[i.name]))
                       for t, q in sorted(classes[rank].items())}
+            allocated, scale = self.allocated, self._scale
             while queues:
-                tenant = min(queues, key=lambda t: (self._share(t), t))
+                tenant = min(queues, key=lambda t: (allocated.get(t, 0) * scale[t], t))   # as `_share`
                 queue = queues[tenant]
                 intent = queue.popleft()
                 if not queue:

@@ -47,6 +47,7 @@ from intentc.plan.placer import Placed, Placer, Refused, Request
 from intentc.plan.repack import Room, Seated, make_room
 
 Gate = tuple[Filter, int, str | None]   # a waiting intent's filter, `within` depth, tenant if over quota
+MAX_RANK = max(c.rank for c in ir.SlaClass)
 NEVER = 1 << 62         # "no lower bound": the waiting intent can never start, so it gates nobody
 
 
@@ -140,6 +141,7 @@ class Simulation:
         self.waiting_gangs = {n: sla_rank(jobs[n].intent) for n in kept if n not in self.out.refusals}
         self.spans = spans
         self._gang_count: tuple[int, dict[int, int]] = (-1, {})
+        self._views: dict[str, View] = {}      # per intent: its filter's view (views live as long as the cluster)
         self._take_occupancy(occupancy)
         for n in gpu_names:
             flt = self.reqs[n].filter
@@ -331,7 +333,9 @@ class Simulation:
                 rank = r
             req = self.reqs[name]
             quota = self.terms[req.tenant].quota_gpus
-            view = self.c.view(req.filter)
+            view = self._views.get(name)
+            if view is None:
+                view = self._views[name] = self.c.view(req.filter)
             limit = self.c.depth_of(req.within) if req.within else 0
             if quota is not None and running.get(req.tenant, 0) + req.count > quota:
                 # waits for its own tenant's intents; lower classes still must not hold what it
@@ -385,13 +389,16 @@ class Simulation:
         domains whole (counted per class; gangs only ever stop waiting, so the count is
         redone when there are fewer of them)."""
         gangs = self.waiting_gangs
-        if self._gang_count[0] != len(gangs):
-            per: dict[int, int] = {}
+        counted, at_or_above = self._gang_count
+        if counted != len(gangs):
+            at_or_above = {}
             for k in gangs.values():
-                per[k] = per.get(k, 0) + 1
-            self._gang_count = (len(gangs), per)
-        per = self._gang_count[1]
-        n = sum(c for k, c in per.items() if k <= rank)
+                for r in range(k, MAX_RANK + 1):
+                    at_or_above[r] = at_or_above.get(r, 0) + 1
+            self._gang_count = (len(gangs), at_or_above)
+        n = at_or_above.get(min(rank, MAX_RANK), 0)
+        if n == 0:
+            return False
         own = gangs.get(name)
         return n - (1 if own is not None and own <= rank else 0) > 0
 
@@ -531,8 +538,7 @@ class Simulation:
             # this domain's releases only, in the same (end, sequence) order as the events
             under = self._under.get(domain)
             if under is None:
-                under = self._under[domain] = [i for i, n in enumerate(self.c.nodes)
-                                               if n.leaf.at_depth(depth).id == domain]
+                under = self._under[domain] = self._nodes_under(domain)
             on_node = self._on_node
             for end, _, n in sorted(e for i in under if view.eligible[i] for e in on_node[i].values()):
                 free += n
@@ -549,6 +555,17 @@ class Simulation:
             if free >= k:
                 return end
         return NEVER
+
+    def _nodes_under(self, domain: int) -> list[int]:
+        """Node indices inside a domain, in node order."""
+        out: list[int] = []
+        stack = [self.c.domains[domain]]
+        while stack:
+            d = stack.pop()
+            if d.node is not None:
+                out.append(self.node_index[d.node.spec.name])
+            stack += d.children
+        return sorted(out)
 
     def _quota_free(self, tenant: str | None, k: int, t: int) -> int:
         """For an intent waiting for its tenant's quota: when the tenant's running intents
