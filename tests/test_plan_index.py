@@ -22,7 +22,7 @@ from tests.test_plan_properties import topologies
 FILTERS = (Filter(None, None), Filter("h100-80gb", None), Filter("gb200", None), Filter("a100-40gb", None))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(topologies(), st.randoms(use_true_random=False), st.integers(0, 2))
 def test_indexed_search_matches_the_scan_of_every_node(topo: LoadedTopology, rng: random.Random, seed: int) -> None:
     cluster = Cluster(topo.topology, lambda n: topo.matrix(n.name), seed)
