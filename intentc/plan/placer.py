@@ -240,6 +240,29 @@ class Placer:
             ties = [d for d in ties if scores[d.id] == most]
         return min(ties, key=lambda d: d.tie) if ties else None
 
+    def _least_outer(self, branches: set[tuple[int, int]], free: list[int], own: int) -> set[tuple[int, int]]:
+        """The branches whose enclosing domains have the fewest free GPUs, inside out (the
+        key `_best_fit` builds per branch: `own` once per single-child domain, then each
+        enclosing domain from the branch up).  When every branch has as many single-child
+        domains and sits at the same depth the keys line up level by level, so they are
+        compared one level at a time and most branches drop out at the first."""
+        up, domains = self._up, self.c.domains
+        shapes = {(g[0], domains[g[1]].depth if g[1] >= 0 else -1) for g in branches}
+        if len(shapes) == 1 and next(iter(shapes))[1] >= 0:
+            cands = list(branches)
+            m = min(free[g[1]] for g in cands)
+            cands = [g for g in cands if free[g[1]] == m]
+            for level in range(len(up[cands[0][1]])):
+                if len(cands) == 1:
+                    break
+                m = min(free[up[g[1]][level]] for g in cands)
+                cands = [g for g in cands if free[up[g[1]][level]] == m]
+            return set(cands)
+        outer = {g: [own] * g[0] + ([free[g[1]]] + [free[b] for b in up[g[1]]] if g[1] >= 0 else [])
+                 for g in branches}
+        least = min(outer.values())
+        return {g for g, key in outer.items() if key == least}
+
     def _wanted(self, node: NodeState) -> int:
         kind = (node.product, node.memory)
         found = self._wanted_kind.get(kind)
@@ -311,12 +334,8 @@ class Placer:
                 ties = [(gid, ls) for gid, ls in ties if wanted[groups[gid].kind] == least_wanted]
         branches = {groups[gid].branch for gid, _ in ties}
         if len(branches) > 1:
-            up = self._up
-            own = free[next(iter(ties[0][1]))]
-            outer = {g: [own] * g[0] + ([free[g[1]]] + [free[b] for b in up[g[1]]] if g[1] >= 0 else [])
-                     for g in branches}
-            least = min(outer.values())
-            ties = [(gid, ls) for gid, ls in ties if outer[groups[gid].branch] == least]
+            best = self._least_outer(branches, free, free[next(iter(ties[0][1]))])
+            ties = [(gid, ls) for gid, ls in ties if groups[gid].branch in best]
         domains = self.c.domains
         cands = [domains[i] for _, ls in ties for i in ls]
         if len(cands) > 1:
