@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
+import git
 import pytest
 
 from intentc.compile import compile_paths
@@ -26,6 +29,7 @@ from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.reconcile.timeouts import wave_budgets
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import PREVIEW_HASH_ANNOTATION, ObjectRef
+from tests.git_support import commit
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
 from tests.kube_support import invoke, wait_for
@@ -222,3 +226,37 @@ def test_a_wave_that_does_not_fit_waits_then_times_out_with_the_reason(kube_clus
     helper.join()
     assert code == 0, output
     assert pinned_node(case.job("first")) == case.nodes[1] == pinned_node(case.job("second"))
+
+
+def test_the_daemon_binds_its_rollouts_on_live_state(kube_cluster: KubeEnv, tmp_path: Path) -> None:
+    """The daemon's rollout of the branch re-plans each wave on the cluster like `apply --wait`:
+    a foreign pod on the preview's node sends `first` to the other node, and drift then takes
+    the moved Job for the preview's (no heal puts the pins back)."""
+    case = Case(tmp_path, kube_cluster)
+    preview = case.preview_node("first")
+    case.foreign_pod(preview, 4)
+    repo = git.Repo.init(case.dir, initial_branch="main")
+    commit(repo, {"intents/main.intent": (case.dir / "intents" / "main.intent").read_text(),
+                  "cluster.yaml": case.topology.read_text()}, "intents")
+    log = tmp_path / "daemon.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "intentc", "daemon", "--repo", str(case.dir), "--branch", "main",
+             "-t", "cluster.yaml", "--kubeconfig", str(kube_cluster.kubeconfig), "--target", case.t,
+             "--listen", "", "--interval", "1", "--resync", "3", "--no-leader-elect",
+             "--workdir", str(tmp_path / "work")], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            def bound() -> bool:
+                found = kube_cluster.kubectl_run("get", "jobs", "-n", case.tenant, "-o", "name", check=False)
+                return "job.batch/first" in found.stdout
+            wait_for(bound, 120, "the daemon creates first")
+            job = case.job("first")
+            assert pinned_node(job) == case.other(preview), log.read_text()
+            assert job["metadata"]["annotations"][PREVIEW_HASH_ANNOTATION]
+            wait_for(lambda: any(case.events("LiveBinding")), 60, "a LiveBinding Event")
+            time.sleep(8)       # two resyncs: drift must not heal the pins back to the preview
+            assert pinned_node(case.job("first")) == case.other(preview), log.read_text()
+            assert "healed" not in log.read_text(), log.read_text()
+        finally:
+            proc.terminate()
+            proc.wait(30)

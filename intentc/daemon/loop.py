@@ -47,9 +47,11 @@ from intentc.drift.live import Managed, complete, heal, own_plumbing, read_manag
 from intentc.drift.policy import Decision, Policies, asking_for_rollback, decide, wave_blocker
 from intentc.drift.rollback import RollbackError, RollbackOutcome
 from intentc.gitrepo import GitError
+from intentc.kube.cluster_state import read_cluster_state
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import Inventory
+from intentc.reconcile.live_binding import LiveBinder
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions
 from intentc.render.capabilities import KubeVersion
@@ -402,6 +404,16 @@ class Daemon:
                             timeout=self.config.rollout_timeout)
         return replace(base, **changes)
 
+    def _binder(self, desired: Desired) -> LiveBinder | None:
+        """Re-binding on live state for a rollout of the branch (docs/live-planning.md); not
+        under Kueue, which admits on live state itself, nor in local mode, whose hot-reload
+        snapshot is the plan applied as is."""
+        preview = desired.preview
+        if preview is None or self.config.render_target == "kueue":
+            return None
+        return LiveBinder(desired.program, preview.topology, preview.plan, preview.rendered, self._version(),
+                          lambda: read_cluster_state(self.client), preview.policies, self.config.seed)
+
     def _sleep(self, seconds: float) -> None:
         if self.stop_event.wait(seconds) or not self.leading():
             raise Stopped()
@@ -420,8 +432,8 @@ class Daemon:
         def work() -> None:
             try:
                 self.queue.put(run_rollout(self.client, desired, self._options(budgets=desired.budgets),
-                                           self._version(),
-                                           self.config.render_target, self._sleep))
+                                           self._version(), self.config.render_target, self._sleep,
+                                           self._binder(desired)))
             finally:
                 self.metrics.reconcile_seconds.labels("rollout").observe(self.clock() - started)
         self._submit(work)

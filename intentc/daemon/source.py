@@ -18,11 +18,24 @@ from intentc.drift.detect import History
 from intentc.drift.rollback import RepoSource, compile_revision
 from intentc.ir import Program
 from intentc.plan.model import Placement, Plan
+from intentc.policy import BUILTIN, Policies
 from intentc.reconcile.timeouts import Budget, wave_budgets
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import Manifest, ObjectRef, Rendered
+from intentc.topology.load import LoadedTopology
 
 HISTORY_DEPTH = 5000      # commits of the branch kept for stale / foreign checks
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What re-binding a rollout's waves on live state needs (reconcile/live_binding.py):
+    the commit's plan is the preview, made on the topology file."""
+
+    plan: Plan
+    topology: LoadedTopology
+    rendered: Rendered
+    policies: Policies
 
 
 @dataclass(frozen=True)
@@ -38,6 +51,7 @@ class Desired:
     # intent -> how long its wave may take to become healthy (reconcile/timeouts.py): from
     # its `duration` and `slack`, as `intentc apply` derives it, not one flat limit
     budgets: Mapping[str, Budget] = field(default_factory=dict, compare=False, repr=False)
+    preview: Preview | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str,
@@ -56,8 +70,12 @@ def from_compile(result: CompileResult, origin: str) -> Desired | None:
     out for the other tenants (intentc.holdback), as `intentc apply` does."""
     if result.rendered is None or result.program is None or (not result.ok and not result.held_tenants):
         return None
-    return Desired.of(result.rendered.commit, result.rendered.manifests, result.program, origin,
-                      result.held_tenants, result.plan)
+    desired = Desired.of(result.rendered.commit, result.rendered.manifests, result.program, origin,
+                         result.held_tenants, result.plan)
+    if result.plan is None or result.topology is None:
+        return desired
+    return replace(desired, preview=Preview(result.plan, result.topology, result.rendered,
+                                            result.policies or BUILTIN))
 
 
 class GitSource:
