@@ -45,7 +45,8 @@ from intentc.render.model import Rendered
 from intentc.render.output import manifest_files
 from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import OUTPUT_MANIFESTS, mark_output, read_text
-from intentc.topology.load import load_topology
+from intentc.topology.load import LoadedTopology, load_topology
+from intentc.policy import Policies
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 MANIFESTS_DIR = OUTPUT_MANIFESTS          # discovery skips it beside the output marker
@@ -86,6 +87,9 @@ class CompileResult:
     rendered: Rendered | None = None
     dag: nx.DiGraph | None = field(default=None, compare=False)
     topology_unreadable: bool = False
+    # What the plan was made with, for callers that plan again (apply's live binding).
+    topology: LoadedTopology | None = field(default=None, compare=False)
+    policies: Policies | None = field(default=None, compare=False)
 
     @property
     def plan_json(self) -> str:
@@ -163,7 +167,7 @@ def compile_checked(checked: Checked, policy: tuple[Policies, list[Diagnostic], 
             return CompileResult(tuple(diags), sources, checked.program, plan)
         held, diags = hb.tenants, sorted_diagnostics(diags + list(hb.notes))
     rendered = render(checked.program, plan, commit, kube_version, target, loaded.topology, policies, hold=held)
-    return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g)
+    return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g, topology=loaded, policies=policies)
 
 
 def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:

@@ -11,7 +11,6 @@ import typer
 from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics, exit_for
 from intentc.cli.common import (
     Commit,
-    HealthTimeout,
     InventoryTarget,
     Kubeconfig,
     KubeContext,
@@ -34,6 +33,11 @@ from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
 from intentc.render.targets import DEFAULT_TARGET
 
 
+class Binding(str, enum.Enum):
+    LIVE = "live"
+    PREVIEW = "preview"
+
+
 class ApplyFormat(str, enum.Enum):
     TEXT = "text"
     JSON = "json"
@@ -52,7 +56,14 @@ class ApplyFormat(str, enum.Enum):
   intentc apply intents/ --cluster prod-eu-1 --clusters clusters/     # one cluster of a fleet
 
 Order: namespaces, RBAC, quotas, priority classes, then the plan's waves;
-with --wait (default) a wave starts when the previous one is healthy.
+with --wait (default) a wave starts when the previous one is healthy, and
+just before it is created its intents whose planned GPUs the cluster cannot
+give now (node cordoned, NotReady, tainted, GPUs held by other pods) are
+re-planned: the report says where the binding differs from the compiled
+preview and why, and a wave that does not fit waits (an Event on the
+target says why) until its budget runs out.  --no-wait binds every wave
+on the cluster as it is at the start.  A cluster with none of the
+topology's nodes gets the preview as compiled.
 Objects whose intentc.dev/spec-hash already matches get no request.
 Exit 0 applied, 1 failed (conflict, invalid object, failed Job, timeout,
 or a tenant held back by its errors: the other tenants are applied, the held
@@ -66,7 +77,13 @@ def apply(
     dry_run: bool = typer.Option(False, "--dry-run", help="Server-side dry run: print what would change, write nothing."),
     prune: bool = typer.Option(False, "--prune", help="Delete managed objects that are no longer desired."),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for each wave to be healthy before the next."),
-    timeout: HealthTimeout = 300.0,
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", min=0.0, metavar="SECONDS",
+        help="Seconds each wave may take to become healthy (default: from its intents: duration x (1 + slack) "
+             "+ 5m for a Job, 10m for a serve intent to be available)."),
+    binding: Binding = typer.Option(Binding.LIVE, "--binding",
+                                    help="live: bind on what the cluster has free (with --wait, each wave again "
+                                         "just before it is created); preview: the empty-cluster plan, as compiled."),
     force_conflicts: bool = typer.Option(False, "--force-conflicts", help="Take ownership of fields other managers own."),
     target: InventoryTarget = DEFAULT_TARGET_NAME,
     commit: Commit = None,
@@ -85,7 +102,11 @@ def apply(
 ) -> None:
     """Compile, then server-side apply the result to a cluster, wave by wave."""
     from intentc.compile import compile_paths
+    from intentc.kube.cluster_state import read_cluster_state
+    from intentc.policy import BUILTIN
+    from intentc.reconcile.live_binding import LiveBinder
     from intentc.reconcile.sync import ApplyOptions, Reconciler
+    from intentc.reconcile.timeouts import wave_budgets
 
     only = None
     if cluster is not None or clusters is not None:
@@ -110,11 +131,18 @@ def apply(
             raise typer.Exit(EXIT_USAGE)
         exit_for(list(result.diagnostics))
     emit_diagnostics(list(result.diagnostics), OutputFormat.TEXT, result.sources, to_stderr=True)
+    assert result.program is not None and result.plan is not None
     options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout,
-                           force_conflicts=force_conflicts, workers=workers, lock_wait=lock_timeout)
+                           force_conflicts=force_conflicts, workers=workers, lock_wait=lock_timeout,
+                           budgets=wave_budgets(result.program, result.plan))
+    binder = None
+    if binding is Binding.LIVE and render_target != "kueue" and result.topology is not None:
+        # Kueue admits on live state itself; every other target pins what the plan says
+        binder = LiveBinder(result.program, result.topology, result.plan, result.rendered, version,
+                            lambda: read_cluster_state(client), result.policies or BUILTIN, seed)
     try:
         with StderrProgress() as progress:
-            outcome = Reconciler(client, options, progress=progress).apply(result.rendered)
+            outcome = Reconciler(client, options, progress=progress, binder=binder).apply(result.rendered)
     finally:
         client.close()
     typer.echo(outcome.to_json() if format is ApplyFormat.JSON else outcome.to_text(), nl=False)

@@ -363,7 +363,8 @@ class Reloader:
         same dataset URIs, no other intent's inputs can have changed."""
         tgt = get_target(self.target)
         commit, version = self.commit, self.kube_version
-        setup = tenant_manifests(program, commit, plan, self.policies, tgt.gpu_quota) + [crd_manifest(version, commit)]
+        setup = (tenant_manifests(program, commit, plan, self.policies, tgt.gpu_quota, tgt.tenant_gpu_ceiling(topology))
+                 + [crd_manifest(version, commit)])
         if previous is not None and previous.topology is not topology:
             previous = None           # a target may render the topology itself (flavors, cliques)
         same_data = previous is not None and previous.uris == uris
