@@ -7,6 +7,7 @@ very same nodes and jobs.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 from intentc import ir
@@ -121,10 +122,15 @@ def _duration(rng: random.Random, size: int) -> int:
     return int(min(max(seconds, 300), 8 * 3600)) // 60 * 60
 
 
-def build_dag_workload(rng: random.Random, jobs: int) -> ir.Program:
+def build_dag_workload(rng: random.Random, jobs: int, quota_scale: float = 1) -> ir.Program:
     """`jobs` finite GPU jobs (no serve: the benchmark measures a makespan), about a third
-    of them in pipelines (`after` 1-2 recent jobs of the same tenant), each with a duration."""
+    of them in pipelines (`after` 1-2 recent jobs of the same tenant), each with a duration.
+    `quota_scale` multiplies the tenants' GPU quotas (for the same workload per node on a
+    bigger cluster)."""
     base = build_workload(rng, jobs=jobs)
+    if quota_scale != 1:
+        base = replace(base, tenants=tuple(
+            replace(t, quota_gpus=round(t.quota_gpus * quota_scale)) if t.quota_gpus else t for t in base.tenants))
     recent: dict[str, list[str]] = {}
     depth: dict[str, int] = {}
     intents = []

@@ -112,6 +112,15 @@ CODES: dict[str, str] = {
     "E1020": "placement breaks a tag rule",
     "W1001": "batch: auto cannot be sized (model size or GPU memory unknown)",
     "W1003": "Policy document outside policies/",
+    # fleets (intentc.fleet: clusters/*.yaml and the intents' clusters:)
+    "E1120": "duplicate cluster name",
+    "E1121": "a cluster needs exactly one of context and kubeconfig",
+    "E1122": "cluster topology file not found",
+    "E1123": "intent selects an unknown cluster",
+    "E1124": "cluster selector label is not a valid Kubernetes label",
+    "E1125": "no Cluster documents in the clusters directory",
+    "E1126": "cluster kubeconfig file not found",
+    "W1130": "intent selects no cluster",
     # tenancy (intentc.passes.tenancy, intentc.compile)
     "E0901": "tenant name is a reserved namespace",
     "E0902": "tenant group is a Kubernetes system group",

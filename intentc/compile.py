@@ -30,13 +30,14 @@ from intentc import graph
 from intentc.atomic import write_atomic
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.holdback import holdback
-from intentc.ir import Program
-from intentc.pipeline import check, texts_for_carets
+from intentc.ir import Intent, Program
+from intentc.pipeline import Checked, check, texts_for_carets
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
 from intentc.plan.model import Occupancy
 from intentc.ir import Topology
 from intentc.plan.planner import make_plan
+from intentc.policy.catalogue import Policies
 from intentc.policy.load import load_policies
 from intentc.render import render
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
@@ -44,7 +45,8 @@ from intentc.render.model import Rendered
 from intentc.render.output import manifest_files
 from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import OUTPUT_MANIFESTS, mark_output, read_text
-from intentc.topology.load import load_topology
+from intentc.topology.load import LoadedTopology, load_topology
+from intentc.policy import Policies
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 MANIFESTS_DIR = OUTPUT_MANIFESTS          # discovery skips it beside the output marker
@@ -85,6 +87,9 @@ class CompileResult:
     rendered: Rendered | None = None
     dag: nx.DiGraph | None = field(default=None, compare=False)
     topology_unreadable: bool = False
+    # What the plan was made with, for callers that plan again (apply's live binding).
+    topology: LoadedTopology | None = field(default=None, compare=False)
+    policies: Policies | None = field(default=None, compare=False)
 
     @property
     def plan_json(self) -> str:
@@ -117,18 +122,31 @@ class CompileResult:
 def compile_paths(paths: Sequence[str], topology: str, commit: str,
                   kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
                   seed: int = 0, jobs: int | None = None, exclude: Sequence[str] = (),
-                  live: LiveReader | None = None) -> CompileResult:
+                  live: LiveReader | None = None, only: Callable[[Intent], bool] | None = None) -> CompileResult:
     """Check, plan and render (files matching `exclude` left out).  `live`, when given, reads
     what a cluster has free for the checked program and topology; the plan is then made on
-    that ("basis": live)."""
+    that ("basis": live).  `only`, when given, keeps the intents it accepts (a fleet
+    cluster's selection, `intentc.fleet.select.for_cluster`)."""
+    checked = check(paths, jobs=jobs, exclude=exclude)
+    if only is not None:
+        program = dataclasses.replace(checked.program, intents=tuple(filter(only, checked.program.intents)))
+        checked = dataclasses.replace(checked, program=program)
+    return compile_checked(checked, load_policies(paths), topology, commit, kube_version, target, seed, live)
+
+
+def compile_checked(checked: Checked, policy: tuple[Policies, list[Diagnostic], dict[str, str]], topology: str,
+                    commit: str, kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
+                    seed: int = 0, live: LiveReader | None = None) -> CompileResult:
+    """Plan and render an already checked program (`compile_paths` after parsing; a fleet
+    parses once and calls this per cluster) with the repository's policies
+    (`load_policies`: catalogue, diagnostics, texts)."""
     sources: dict[str, str] = {}
     loaded, topo_diags = load_topology(topology)
     topo_text = read_text(topology)
     if topo_text is not None:
         sources[Path(topology).as_posix()] = topo_text
-    checked = check(paths, jobs=jobs, exclude=exclude)
     sources.update(checked.sources)
-    policies, policy_diags, policy_texts = load_policies(paths)
+    policies, policy_diags, policy_texts = policy
     sources.update(policy_texts)
     diags = list(checked.diagnostics) + topo_diags + policy_diags
     if loaded is None:
@@ -149,7 +167,7 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
             return CompileResult(tuple(diags), sources, checked.program, plan)
         held, diags = hb.tenants, sorted_diagnostics(diags + list(hb.notes))
     rendered = render(checked.program, plan, commit, kube_version, target, loaded.topology, policies, hold=held)
-    return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g)
+    return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g, topology=loaded, policies=policies)
 
 
 def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:

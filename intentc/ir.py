@@ -23,7 +23,7 @@ import operator
 import struct
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import ClassVar, Iterator
+from typing import ClassVar, Iterator, Mapping
 
 from intentc.compact import Compact
 from intentc.diagnostics import Span, make_span
@@ -353,6 +353,25 @@ CONSTRAINT_KEYS = ("cpu", "memory", "gpus", "sla", "tolerance", "duration", "sla
 
 
 @dataclass(frozen=True, slots=True)
+class ClusterSelector(Compact):
+    """Which clusters of a fleet an intent goes to (docs/fleets.md): the clusters
+    named in `names`, or, with `by_labels`, those whose labels include every pair of
+    `match_labels`.  An intent without one goes to every cluster."""
+
+    names: tuple[str, ...] = ()
+    match_labels: tuple[tuple[str, str], ...] = ()     # sorted by key
+    by_labels: bool = False
+    name_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)   # one per name, where known
+    span: Span = _span()
+    spans: FieldSpans = _spans()
+
+    def selects(self, name: str, labels: Mapping[str, str]) -> bool:
+        if self.by_labels:
+            return all(labels.get(k) == v for k, v in self.match_labels)
+        return name in self.names
+
+
+@dataclass(frozen=True, slots=True)
 class Intent(Compact):
     name: str
     trigger: Trigger
@@ -361,6 +380,7 @@ class Intent(Compact):
     constraints: Constraints = field(default_factory=Constraints)
     consumes: tuple[Ref, ...] = ()
     produces: tuple[Ref, ...] = ()
+    clusters: ClusterSelector | None = None     # None: every cluster of the fleet
     span: Span = _span()
     spans: FieldSpans = _spans()
 

@@ -189,9 +189,11 @@ class KubeEnv:
             "--node-lease-duration-seconds=40", "--cidr=10.244.0.1/16", "--node-ip=10.1.0.1",
             f"--server-address=127.0.0.1:{free_port()}"])
 
-    def start_kueue(self, timeout: float = 120.0) -> None:
+    def start_kueue(self, timeout: float = 120.0, settings: dict[str, Any] | None = None) -> None:
         """Kueue's CRDs, then its controller out of cluster (no webhooks are registered
-        with the API server, so callers create Jobs suspended with their queue label)."""
+        with the API server, so callers create Jobs suspended with their queue label).
+        `settings` are added to Kueue's Configuration (e.g. `fairSharing`); a test that
+        wants them starts the control plane without "kueue" and calls this itself."""
         crds = self.assets / "kueue-crds"
         self.kubectl_run("apply", "--server-side", "-f", str(crds))
         self.kubectl_run("wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds))
@@ -223,6 +225,7 @@ class KubeEnv:
             "internalCertManagement": {"enable": False},
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": ["batch/job"]},
+            **(settings or {}),
         }))
         # Topology-aware scheduling on (the kueue render target uses it); the on-demand
         # visibility API server off (it serves from a fixed certificate path, /visibility).

@@ -12,6 +12,7 @@ keeps every version it sees, in order, so tests can check after the fact.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import threading
 import time
@@ -88,6 +89,17 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last!r}")
+
+
+def sigterm(proc: subprocess.Popen[bytes], timeout: float = 120.0) -> tuple[int, str]:
+    """Stop a daemon subprocess the way the kubelet does; its exit code and output."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return code, proc.stdout.read().decode() if proc.stdout else ""
 
 
 def invoke(*args: str) -> tuple[int, str, str]:

@@ -97,6 +97,18 @@ def test_action_inputs_and_steps() -> None:
         assert "${{" not in step.get("run", ""), step["name"]
 
 
+@pytest.mark.parametrize("path", WORKFLOWS[:2], ids=lambda p: p.name)
+def test_the_pr_comment_uses_the_chosen_render_target(path: Path) -> None:
+    """diff (the PR comment: what the target creates per intent) and compile render for the
+    same, configurable target."""
+    runs = [words for script in _runs(yaml.safe_load(path.read_text())) for words in _invocations(script)]
+    for words in runs:
+        if words[0] in ("diff", "compile"):
+            assert "--render-target" in words, words
+    if path.name == "action.yml":
+        assert yaml.safe_load(path.read_text())["inputs"]["render-target"]["default"] == "device-plugin"
+
+
 def test_example_workflow_checks_out_intentc_and_compiles() -> None:
     wf = yaml.safe_load((ROOT / "examples" / "github" / "intentc-pr.yml").read_text())
     steps = wf["jobs"]["review"]["steps"]

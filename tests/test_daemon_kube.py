@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import subprocess
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -29,6 +29,7 @@ from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.render.model import COMMIT_ANNOTATION, ObjectRef
 from tests.kube_env import KubeEnv, finished_job_status, free_port
+from tests.kube_support import sigterm
 from tests.test_drift_kube import DriftRepo, edit_as
 
 pytestmark = pytest.mark.kube
@@ -146,6 +147,9 @@ def test_failed_rollout_is_rolled_back_and_the_bad_commit_is_not_reapplied(
 
     bad = repo.commit("broken prep image", prep_image="busybox:2.0-broken")
     wait_for("the bad commit's Job", lambda: commit_of(c.get(job)) == bad)
+    # applied, health not yet known: /readyz must not vouch for it (issue 14: it said "ok" for ~20 s)
+    ready, why, said = r.daemon.ready()
+    assert not ready and said == "rollout of the head commit not verified yet" and bad[:12] in why
     job_done(c, job, failed=True)
 
     # the daemon rolls back: the Job of the good commit comes back (replaced: the template is immutable)
@@ -156,6 +160,12 @@ def test_failed_rollout_is_rolled_back_and_the_bad_commit_is_not_reapplied(
     assert entry is not None and entry.rolled_back_to == good
     assert "not consistent" in entry.reason and "prep" in entry.reason
     wait_for("rollback recorded in metrics", lambda: sample(metrics(r.daemon), "intentc_rollbacks_total") == 1.0)
+    wait_for("ready again, on the good commit", lambda: r.daemon.ready()[:2] == (True, f"ok: commit {good[:12]}"))
+    # a daemon starting now says how many commits are held back before its first cycle
+    fresh = Daemon(replace(r.daemon.config, listen=None, leader_elect=True), c)
+    fresh._startup_gauges()
+    text = fresh.metrics.exposition().decode()
+    assert sample(text, "intentc_quarantined_commits") == 1.0 and sample(text, "intentc_leader") == 0.0
     events = c.events(inventory_ref(repo.target))
     assert any(e["reason"] == "RolledBack" and bad[:12] in e["message"] for e in events)
     assert any(e["reason"] == "RolledBack" for e in c.events(job))
@@ -277,13 +287,7 @@ def test_daemon_endpoints_and_clean_sigterm(kube_env: KubeEnv, tmp_path: Path) -
             assert name in text, name
         assert get("/nope")[0] == 404
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-    out = proc.stdout.read().decode() if proc.stdout else ""
+        code, out = sigterm(proc)
     assert code == 0, out
     records = [json.loads(line) for line in out.splitlines() if line.strip()]   # --log-format json: every line
     messages = [r["msg"] for r in records if r["logger"] == "intentc.daemon"]
@@ -342,6 +346,17 @@ def test_deploy_manifests_apply_and_their_role_is_enough(kube_env: KubeEnv, tmp_
     w = Watch(sa, "batch/v1", "Job", rv, timeout_seconds=1)
     assert [e for e in w if e.type == "ERROR"] == []
 
+    # leader election: create, renew (update against resourceVersion), release, and its Event
+    from intentc.daemon.election import Elector, election_ref
+    from intentc.daemon.leader import Timing
+    elector = Elector(sa, repo.target, Timing())
+    elector.tick()
+    elector.tick()
+    assert elector.leading()
+    elector.stop()
+    lease = admin.get(election_ref(repo.target))
+    assert lease is not None and not lease["spec"].get("holderIdentity")
+    assert any(e["reason"] == "LeaderElection" for e in admin.events(election_ref(repo.target)))
     with pytest.raises(AccessDenied):
         sa.get(ObjectRef("v1", "Secret", "default", "anything"))
     with pytest.raises(AccessDenied):

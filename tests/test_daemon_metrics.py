@@ -88,12 +88,36 @@ def test_a_busy_listen_port_is_a_clear_exit_2(tmp_path) -> None:  # type: ignore
     kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n"
                           "users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
                           "current-context: x\n")
+    import logging
+    handlers, level = logging.root.handlers[:], logging.root.level
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        res = CliRunner().invoke(app, ["daemon", "--repo", str(tmp_path), "--topology", "cluster.yaml",
-                                       "--kubeconfig", str(kubeconfig), "--listen", f"127.0.0.1:{port}",
-                                       "--workdir", str(tmp_path / "work")])
+        try:
+            res = CliRunner().invoke(app, ["daemon", "--repo", str(tmp_path), "--topology", "cluster.yaml",
+                                           "--kubeconfig", str(kubeconfig), "--listen", f"127.0.0.1:{port}",
+                                           "--workdir", str(tmp_path / "work")])
+        finally:    # the daemon's logging setup wrote to the runner's stream, closed now
+            logging.root.handlers[:], logging.root.level = handlers, level
     assert res.exit_code == 2, res.output
     assert f"127.0.0.1:{port}" in res.output and "Traceback" not in res.output
+
+
+def test_readyz_body_carries_only_the_probes_public_phrase() -> None:
+    """A follower says why it is not ready (an operator reads `/readyz`), but the
+    logged detail (addresses, errors) stays out of the body."""
+    said = {"answer": (False, "not watching: https://10.0.0.1:6443 refused", "")}
+    server = HealthServer("127.0.0.1:0", DaemonMetrics(), lambda: (True, ""), lambda: said["answer"]).start()
+    try:
+        assert get(server.port, "/readyz")[::2] == (503, "not ready\n")
+        said["answer"] = (False, "not leader (lease held by pod-b_1234)", "not leader (lease held by pod-b_1234)")
+        assert get(server.port, "/readyz")[::2] == (503, "not ready: not leader (lease held by pod-b_1234)\n")
+    finally:
+        server.stop()
+
+
+def test_leader_gauge_is_exposed() -> None:
+    metrics = DaemonMetrics()
+    metrics.leader.set(1)
+    assert samples(metrics.exposition().decode())[("intentc_leader", ())] == 1

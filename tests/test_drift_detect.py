@@ -340,13 +340,14 @@ def test_a_shared_cluster_object_is_judged_by_content_not_by_commit() -> None:
     from intentc.render import crd_manifest
     from intentc.render.capabilities import KubeVersion
 
-    mine = crd_manifest(KubeVersion(1, 29), "a" * 40)
-    theirs = crd_manifest(KubeVersion(1, 29), "b" * 40)       # same content, another repository's commit
+    mine = crd_manifest(KubeVersion(1, 33), "a" * 40)
+    theirs = crd_manifest(KubeVersion(1, 33), "b" * 40)       # same content, another repository's commit
 
     history = History(("a" * 40,))
     same = detect([mine.body], [dict(theirs.body)], history=history)
     assert [f.drift.value for f in same.findings] == ["in-sync"]
-    other = crd_manifest(KubeVersion(1, 24), "b" * 40)        # different content: no CEL rules
+    other = crd_manifest(KubeVersion(1, 33), "b" * 40)        # different content: another column
+    other.body["spec"]["versions"][0]["additionalPrinterColumns"].pop()
     changed = detect([mine.body], [dict(other.body)], history=history)
     assert [f.drift.value for f in changed.findings] != ["in-sync"]
     assert "foreign" not in [f.drift.value for f in changed.findings]

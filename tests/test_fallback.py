@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from typing import Any
 
 from intentc import ir
-from intentc.daemon.fallback import OBSERVATION_SECONDS, TaintChange, next_fallback, taint_changes
+from intentc.daemon.fallback import OBSERVATION_SECONDS, TaintChange, next_fallback, resumable, taint_changes
 from intentc.frontend.dsl import parse
 from tests.kube_schema import validate_manifest
 from intentc.plan.observation import OBSERVATION_TAINT
@@ -18,7 +20,7 @@ from intentc.sources import SourceFile
 from intentc.topology.load import LoadedTopology
 from intentc.topology.nvsmi import default_matrix
 
-V129, V120, V122 = KubeVersion(1, 29), KubeVersion(1, 20), KubeVersion(1, 22)
+V129 = KubeVersion(1, 33)
 
 
 def program_of(constraints: str, trigger: str = "on push", settings: str = "batch: 64") -> ir.Program:
@@ -72,7 +74,6 @@ def test_pod_failure_policy_from_1_26() -> None:
     assert rules[2]["action"] == "FailJob" and rules[2]["onExitCodes"]["operator"] == "NotIn"
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"    # required by podFailurePolicy
     assert env(job)["INTENTC_GPU_FAILURE_EXIT_CODES"] == "74,75"
-    assert "podFailurePolicy" not in jobs_of(program_of("retries 3"), V120)["train"]["spec"]
 
 
 def test_variants_are_suspended_smaller_batch_then_cpu() -> None:
@@ -98,12 +99,11 @@ def test_no_cpu_variant_without_fallback_cpu_and_no_batch_step_without_batch() -
     assert sorted(jobs_of(program_of("fallback cpu", settings="seq_len: 128"))) == ["train", "train-fallback-cpu"]
 
 
-def test_no_variants_where_jobs_cannot_be_suspended_or_for_cronjobs() -> None:
+def test_nothing_is_rendered_below_the_supported_floor_and_no_variants_for_cronjobs() -> None:
     prog = program_of("fallback cpu")
-    assert sorted(jobs_of(prog, V120)) == ["train"]
-    assert sorted(jobs_of(prog, V122)) == ["train", "train-fallback-batch", "train-fallback-cpu"]
     plan, _ = make_plan(prog, topology())
-    assert "cannot suspend Jobs" in render(prog, plan, "a" * 40, V120).choices[0].reason
+    with pytest.raises(ValueError, match="supports 1.33 and later"):
+        render(prog, plan, "a" * 40, KubeVersion(1, 22))
     assert sorted(jobs_of(program_of("fallback cpu", trigger='schedule "0 2 * * *"'))) == ["train"]
 
 
@@ -140,7 +140,11 @@ def test_taint_the_node_of_a_recent_gpu_failure_for_15_minutes() -> None:
                             [node("n1"), node("n2")], NOW)
     assert changes == [TaintChange("n1", True, int(failed_at) + OBSERVATION_SECONDS)]
     assert changes[0].taint() == {"key": OBSERVATION_TAINT, "value": str(int(failed_at) + 900),
-                                  "effect": "NoSchedule"}
+                                  "effect": "NoSchedule", "timeAdded": iso(int(failed_at))}
+    other = {"key": "example.com/maintenance", "effect": "NoSchedule"}
+    live = {"metadata": {"name": "n1"}, "spec": {"taints": [other]}}
+    assert changes[0].taints(live) == [other, changes[0].taint()]
+    assert TaintChange("n1", False).taints({"spec": {"taints": [other, changes[0].taint()]}}) == [other]
 
 
 def test_old_failures_and_already_tainted_nodes_change_nothing() -> None:
@@ -176,6 +180,39 @@ def test_next_fallback_follows_the_chain() -> None:
     assert next_fallback([job("train", 0), smaller]) is None
 
 
+def test_resumable_walks_every_chain_and_skips_jobs_without_variants() -> None:
+    def in_ns(j: dict[str, Any], ns: str) -> dict[str, Any]:
+        return {**j, "metadata": {**j["metadata"], "namespace": ns}}
+    failed = job("train", 0, failed="BackoffLimitExceeded")
+    smaller = job("train-fallback-batch", 1, suspend=True)
+    lone = {"metadata": {"name": "other", "namespace": "a"},
+            "status": {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]}}
+    jobs = [in_ns(smaller, "b"), in_ns(failed, "b"), in_ns(smaller, "a"), in_ns(job("train", 0), "a"), lone]
+    assert resumable(jobs) == [("b", "train-fallback-batch", "train")]
+
+
+def test_a_gpu_variant_may_run_on_any_node_of_the_planned_product() -> None:
+    """The daemon taints the node whose GPU failed before it resumes the variant: a variant
+    pinned to that node would never schedule."""
+    prog = program_of("fallback cpu")
+    plan, _ = make_plan(prog, topology())
+    rendered = render(prog, plan, "a" * 40, V129, topology=topology().topology)
+    jobs = {m.ref.name: dict(m.body) for m in rendered.manifests if m.ref.kind == "Job"}
+    primary = jobs["train"]["spec"]["template"]["spec"]
+    smaller = jobs["train-fallback-batch"]["spec"]["template"]["spec"]
+    assert primary["nodeSelector"] == {"kubernetes.io/hostname": "n1"}
+    assert "nodeSelector" not in smaller
+    affinity = smaller["affinity"]["nodeAffinity"]
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["H100-80GB"]}]}]
+    assert affinity["preferredDuringSchedulingIgnoredDuringExecution"][0]["preference"]["matchExpressions"] == [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]
+    assert smaller["tolerations"] == primary["tolerations"]
+    # no product known (no topology, none declared): any node with GPUs to give
+    loose = jobs_of(prog)["train-fallback-batch"]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    assert list(loose) == ["preferredDuringSchedulingIgnoredDuringExecution"]
+
+
 def test_planner_avoids_nodes_under_observation() -> None:
     prog = program_of("sla P1")
     plan, _ = make_plan(prog, topology())
@@ -205,3 +242,24 @@ def test_taints_reach_the_planner_through_topology_import(tmp_path: Any) -> None
     assert loaded.topology.nodes[0].taints == ((OBSERVATION_TAINT, "1800000900", "NoSchedule"),)
     plan, _ = make_plan(program_of("sla P1"), loaded)
     assert plan.placements[0].nodes == ("n2",)
+
+
+# -- the phase an Intent object shows (daemon/phase.py) --------------------------
+
+def test_intent_phase_follows_the_step_of_the_chain_that_runs() -> None:
+    from intentc.daemon.phase import intent_phase
+
+    def kind(j: dict[str, Any], k: str = "Job") -> dict[str, Any]:
+        return {**j, "kind": k}
+    done = {"conditions": [{"type": "Complete", "status": "True"}]}
+    failed = kind(job("train", 0, failed="BackoffLimitExceeded"))
+    standby = kind(job("train-fallback-batch", 1, suspend=True))
+    running = kind(job("train-fallback-batch", 1))
+    assert intent_phase([]) == "Pending"
+    assert intent_phase([kind(job("train", 0)), standby]) == "Running"
+    assert intent_phase([failed, standby]) == "Failed"
+    assert intent_phase([failed, running]) == "Fallback"
+    assert intent_phase([failed, {**running, "status": done}]) == "Succeeded"
+    assert intent_phase([kind({"metadata": {"name": "t"}}, "CronJob")]) == "Scheduled"
+    # a gang shows its worst member
+    assert intent_phase([kind({**job("t-0", 0), "status": done}), kind(job("t-1", 0))]) == "Running"

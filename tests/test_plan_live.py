@@ -48,3 +48,14 @@ def test_the_gpu_taint_intentc_tolerates_does_not_make_a_node_unavailable() -> N
     nodes = [node(f"n{i}", taints=[{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]) for i in range(1, 7)]
     occ, notes = occupancy(TOPOLOGY, nodes, [])
     assert occ.unavailable == frozenset() and occ.busy == () and notes == ()
+
+
+def test_gpu_nodes_the_topology_file_does_not_list_are_named_not_used() -> None:
+    gfd = {"nvidia.com/gpu.product": "H100-80GB", "nvidia.com/gpu.count": "8"}
+    nodes = [node(f"n{i}") for i in range(1, 7)] + [
+        {**node(f"extra-{i}"), "metadata": {"name": f"extra-{i}", "labels": gfd}} for i in range(7)] + [
+        {"metadata": {"name": "cpu-only"}, "spec": {}, "status": {"capacity": {"cpu": "64"}}}]
+    occ, notes = occupancy(TOPOLOGY, nodes, [])
+    assert occ.unavailable == frozenset() and occ.busy == ()
+    assert notes == ("7 GPU node(s) of the cluster are not in the topology file and are not planned onto: "
+                     "extra-0, extra-1, extra-2, extra-3, extra-4, … (+2 more) (`intentc topology import` adds them)",)

@@ -173,7 +173,7 @@ intent ledger {
 """
 
 
-def objects(text: str, version: KubeVersion = KubeVersion(1, 29)) -> dict[tuple[str, str], dict[str, Any]]:
+def objects(text: str, version: KubeVersion = KubeVersion(1, 33)) -> dict[tuple[str, str], dict[str, Any]]:
     prog = program_of(text)
     plan, _ = make_plan(prog, loaded("nvl-a"))
     return {(m.ref.kind, m.ref.name): dict(m.body) for m in render(prog, plan, "a" * 40, version).manifests}
@@ -191,7 +191,6 @@ def test_stateful_gets_a_claim_a_budget_and_the_mount() -> None:
         pod = objs[("Job", name)]["spec"]["template"]["spec"]
         assert pod["volumes"] == [{"name": "intentc-state", "persistentVolumeClaim": {"claimName": "ledger-state"}}]
         assert pod["containers"][0]["volumeMounts"][0]["mountPath"] == "/var/lib/intentc/state"
-    assert objects(STATEFUL, KubeVersion(1, 20))[("PodDisruptionBudget", "ledger")]["apiVersion"] == "policy/v1beta1"
 
 
 def test_pci_dss_gets_a_default_deny_network_policy_in_the_namespace() -> None:

@@ -171,6 +171,17 @@ def test_kueue_cluster_objects() -> None:
         "intentc-p0": 4000, "intentc-p1": 3000, "intentc-p2": 2000, "intentc-p3": 1000}
 
 
+def test_kueue_tenant_namespaces_allow_what_kueue_may_admit() -> None:
+    """A ResourceQuota at the tenant's quota (or its planned GPUs) would forbid the pods of
+    Jobs Kueue admitted on GPUs the cohort lent: under kueue it allows every GPU (56)."""
+    hard = {n: q["spec"]["hard"] for n, q in
+            ((m.ref.namespace, dict(m.body)) for m in rendered("kueue").manifests if m.ref.kind == "ResourceQuota")}
+    assert {n: h["requests.nvidia.com/gpu"] for n, h in hard.items()} == {"team-a": "56", "team-b": "56"}
+    plugin = {m.ref.namespace: dict(m.body)["spec"]["hard"]["requests.nvidia.com/gpu"]
+              for m in rendered("device-plugin").manifests if m.ref.kind == "ResourceQuota"}
+    assert plugin["team-a"] == "32", "other targets keep the tenant's own bound"
+
+
 def test_kueue_workloads_are_suspended_queued_and_not_pinned() -> None:
     r = rendered("kueue")
     jobs = bodies(r, "Job")

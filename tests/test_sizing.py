@@ -215,8 +215,7 @@ def test_burst_serving_gets_an_autoscaler_and_steady_does_not() -> None:
     from intentc.render.capabilities import KubeVersion
     base = embed("batch: auto\n    model_memory: 16Gi\n    throughput_mode: MODE", gpus="4")
     base = base.replace("inference", "serve replicas 4")
-    for mode, version in (("burst", KubeVersion(1, 29)), ("steady", KubeVersion(1, 29)),
-                          ("burst", KubeVersion(1, 20))):
+    for mode, version in (("burst", KubeVersion(1, 33)), ("steady", KubeVersion(1, 33))):
         prog = program_of(base.replace("MODE", mode))
         plan, _ = make_plan(prog, H100)
         objs = {m.ref.kind: m.body for m in render(prog, plan, "a" * 40, version).manifests}
@@ -226,7 +225,7 @@ def test_burst_serving_gets_an_autoscaler_and_steady_does_not() -> None:
             assert env["INTENTC_BATCH_GROWTH"] == "linear"
             continue
         hpa = objs["HorizontalPodAutoscaler"]
-        assert hpa["apiVersion"] == ("autoscaling/v2" if version.minor >= 23 else "autoscaling/v2beta2")
+        assert hpa["apiVersion"] == "autoscaling/v2"
         assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 4)
         assert hpa["spec"]["behavior"]["scaleUp"]["stabilizationWindowSeconds"] == 0
         assert "replicas" not in objs["Deployment"]["spec"]          # the autoscaler owns it

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import enum
+from pathlib import Path
+from typing import Optional
 
 import typer
 
 from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, app, emit_diagnostics, exit_for
 from intentc.cli.common import (
     Commit,
-    HealthTimeout,
     InventoryTarget,
     Kubeconfig,
     KubeContext,
@@ -17,18 +18,24 @@ from intentc.cli.common import (
     Exclude,
     Paths,
     RenderTarget,
+    OptionalTopologyFile,
     Seed,
-    TopologyFile,
     check_render_target,
     check_target_served,
     commit_or_exit,
     connect_or_exit,
     format_option,
+    the_topology,
 )
 from intentc.cli.progress import StderrProgress
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME
 from intentc.render.targets import DEFAULT_TARGET
+
+
+class Binding(str, enum.Enum):
+    LIVE = "live"
+    PREVIEW = "preview"
 
 
 class ApplyFormat(str, enum.Enum):
@@ -46,8 +53,17 @@ class ApplyFormat(str, enum.Enum):
 
   intentc apply intents/ -t clusters/prod.yaml --no-wait --format json --context prod-eu
 
+  intentc apply intents/ --cluster prod-eu-1 --clusters clusters/     # one cluster of a fleet
+
 Order: namespaces, RBAC, quotas, priority classes, then the plan's waves;
-with --wait (default) a wave starts when the previous one is healthy.
+with --wait (default) a wave starts when the previous one is healthy, and
+just before it is created its intents whose planned GPUs the cluster cannot
+give now (node cordoned, NotReady, tainted, GPUs held by other pods) are
+re-planned: the report says where the binding differs from the compiled
+preview and why, and a wave that does not fit waits (an Event on the
+target says why) until its budget runs out.  --no-wait binds every wave
+on the cluster as it is at the start.  A cluster with none of the
+topology's nodes gets the preview as compiled.
 Objects whose intentc.dev/spec-hash already matches get no request.
 Exit 0 applied, 1 failed (conflict, invalid object, failed Job, timeout,
 or a tenant held back by its errors: the other tenants are applied, the held
@@ -55,13 +71,19 @@ one is neither applied nor pruned), 2 cluster unreachable / bad kubeconfig / usa
 """)
 def apply(
     paths: Paths,
-    topology: TopologyFile,
+    topology: OptionalTopologyFile = None,
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
     dry_run: bool = typer.Option(False, "--dry-run", help="Server-side dry run: print what would change, write nothing."),
     prune: bool = typer.Option(False, "--prune", help="Delete managed objects that are no longer desired."),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for each wave to be healthy before the next."),
-    timeout: HealthTimeout = 300.0,
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", min=0.0, metavar="SECONDS",
+        help="Seconds each wave may take to become healthy (default: from its intents: duration x (1 + slack) "
+             "+ 5m for a Job, 10m for a serve intent to be available)."),
+    binding: Binding = typer.Option(Binding.LIVE, "--binding",
+                                    help="live: bind on what the cluster has free (with --wait, each wave again "
+                                         "just before it is created); preview: the empty-cluster plan, as compiled."),
     force_conflicts: bool = typer.Option(False, "--force-conflicts", help="Take ownership of fields other managers own."),
     target: InventoryTarget = DEFAULT_TARGET_NAME,
     commit: Commit = None,
@@ -73,17 +95,35 @@ def apply(
     seed: Seed = 0,
     format: ApplyFormat = format_option(ApplyFormat.TEXT),
     exclude: Exclude = None,
+    cluster: Optional[str] = typer.Option(None, "--cluster", metavar="NAME",
+                                          help="Apply this Cluster of --clusters DIR: its connection, topology, "
+                                               "render target and intents; inventory target NAME (docs/fleets.md)."),
+    clusters: Optional[Path] = typer.Option(None, "--clusters", metavar="DIR", help="The fleet's Cluster files."),
 ) -> None:
     """Compile, then server-side apply the result to a cluster, wave by wave."""
     from intentc.compile import compile_paths
+    from intentc.kube.cluster_state import read_cluster_state
+    from intentc.policy import BUILTIN
+    from intentc.reconcile.live_binding import LiveBinder
     from intentc.reconcile.sync import ApplyOptions, Reconciler
+    from intentc.reconcile.timeouts import wave_budgets
 
+    only = None
+    if cluster is not None or clusters is not None:
+        from intentc.cli.fleet import fleet_member_or_exit
+        from intentc.fleet.select import for_cluster
+        member = fleet_member_or_exit(cluster, clusters, topology is not None or kubeconfig is not None
+                                      or context is not None)
+        topology, kubeconfig, context = Path(member.topology), member.kubeconfig, member.context
+        render_target, target, only = member.target, member.name, for_cluster(member.name, member.label_map)
+    if topology is None:
+        topology = the_topology(paths, exclude or ())
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     client, version = connect_or_exit(kubeconfig, context, kube_version, pool_size=max(workers, 4))
     check_render_target(render_target, version)
     check_target_served(client, render_target)
-    result = compile_paths(paths, str(topology), sha, version, render_target, seed, exclude=exclude or ())
+    result = compile_paths(paths, str(topology), sha, version, render_target, seed, exclude=exclude or (), only=only)
     diag_format = OutputFormat.JSON if format is ApplyFormat.JSON else OutputFormat.TEXT
     if result.topology_unreadable or result.rendered is None:
         emit_diagnostics(list(result.diagnostics), diag_format, result.sources)
@@ -91,11 +131,18 @@ def apply(
             raise typer.Exit(EXIT_USAGE)
         exit_for(list(result.diagnostics))
     emit_diagnostics(list(result.diagnostics), OutputFormat.TEXT, result.sources, to_stderr=True)
+    assert result.program is not None and result.plan is not None
     options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout,
-                           force_conflicts=force_conflicts, workers=workers, lock_wait=lock_timeout)
+                           force_conflicts=force_conflicts, workers=workers, lock_wait=lock_timeout,
+                           budgets=wave_budgets(result.program, result.plan))
+    binder = None
+    if binding is Binding.LIVE and render_target != "kueue" and result.topology is not None:
+        # Kueue admits on live state itself; every other target pins what the plan says
+        binder = LiveBinder(result.program, result.topology, result.plan, result.rendered, version,
+                            lambda: read_cluster_state(client), result.policies or BUILTIN, seed)
     try:
         with StderrProgress() as progress:
-            outcome = Reconciler(client, options, progress=progress).apply(result.rendered)
+            outcome = Reconciler(client, options, progress=progress, binder=binder).apply(result.rendered)
     finally:
         client.close()
     typer.echo(outcome.to_json() if format is ApplyFormat.JSON else outcome.to_text(), nl=False)

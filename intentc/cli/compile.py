@@ -43,6 +43,8 @@ from intentc.render.targets import DEFAULT_TARGET, TARGETS
 
   intentc compile intents/ -t clusters/prod.yaml -d build/ --commit $GITHUB_SHA --format github
 
+  intentc compile intents/ --clusters clusters/ -o build/        # a fleet: build/<cluster>/...
+
 Writes build/manifests/NN-kind-namespace-name.yaml (NN = apply step: 00
 namespaces, 01 RBAC, 02 quotas, 03 priority classes, 04+ waves),
 build/plan.json and build/graph.json.  Without --kube-version, manifests
@@ -66,6 +68,10 @@ def compile(
     kubeconfig: LiveKubeconfig = None,
     context: LiveContext = None,
     exclude: Exclude = None,
+    clusters: Optional[Path] = typer.Option(
+        None, "--clusters", metavar="DIR",
+        help="A fleet: compile for every Cluster in DIR/*.yaml (its topology and render target) "
+             "into OUT/<cluster>/ (docs/fleets.md)."),
 ) -> None:
     """Compile intents into Kubernetes manifests, plan.json and graph.json; exit 1 on errors.
 
@@ -77,6 +83,14 @@ def compile(
 
     version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION)
     assert version is not None
+    if clusters is not None:
+        if topology is not None or kubeconfig is not None or context is not None:
+            usage_error("--clusters takes each cluster's topology and target from its Cluster file; "
+                        "drop --topology, --kubeconfig and --context")
+        from intentc.cli.fleet import compile_fleet_command
+        compile_fleet_command(paths, clusters, out, commit_or_exit(paths, commit), version, seed, format,
+                              jobs or None, exclude or ())
+        return
     check_render_target(render_target, version)
     sha = commit_or_exit(paths, commit)
     if topology is None:

@@ -23,7 +23,6 @@ from intentc.cli.common import (
     KubeVersionOverride,
     Paths,
     RenderTarget,
-    RepoTopologyFile,
     Seed,
     TopologyFile,
     check_render_target,
@@ -70,12 +69,22 @@ that is not consistent (a wave not healthy in time, a gang member missing,
 a placement changed) is rolled back to the last known-good commit when the
 failing intents ask for `drift: rollback`.  Serves /healthz, /readyz and
 /metrics on --listen.  SIGTERM stops it cleanly (exit 0).
+
+Leader election is on by default (kube-controller-manager's defaults:
+lease 15 s, renew deadline 10 s, retry 2 s): run two replicas and only the
+holder of the Lease intentc-system/intentc-daemon-<target> acts; the other
+watches, serves /metrics, and answers /readyz with 503 "not leader".  A
+crashed leader is replaced within one lease duration; one stopped by
+SIGTERM releases the Lease at once.  --no-leader-elect acts at once, even
+next to another daemon of the same target (one instance only).
 """)
 def daemon(
     *,  # keyword-only, so the required --topology below (no `=` default) can stay after --branch, its place in --help
     repo: str = typer.Option(..., "--repo", metavar="URL|DIR", help="Git repository: a local path or a URL to mirror."),
     branch: str = typer.Option("main", "--branch", metavar="NAME", help="Branch to follow."),
-    topology: RepoTopologyFile,
+    topology: Optional[str] = typer.Option(None, "--topology", "-t", metavar="FILE",
+                                           help="Topology file (path in the repository); with --cluster, the "
+                                                "cluster's."),
     path: List[str] = typer.Option(["intents"], "--path", metavar="PATH", help="Intent paths in the repository (repeatable)."),
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
@@ -86,8 +95,10 @@ def daemon(
                                     "'0.0.0.0:9090' for kubelet probes from outside the pod ('' disables)."),
     target: InventoryTarget = DEFAULT_TARGET_NAME,
     workdir: Path = typer.Option(Path("/tmp/intentc-daemon"), "--workdir", metavar="DIR", help="Mirror and scratch space."),
-    rollout_timeout: float = typer.Option(600.0, "--rollout-timeout", min=0.0, metavar="SECONDS",
-                                          help="Seconds a rollout may take to become healthy."),
+    rollout_timeout: Optional[float] = typer.Option(
+        None, "--rollout-timeout", min=0.0, metavar="SECONDS",
+        help="Seconds each wave of a rollout may take to become healthy (default: from the intents' "
+             "duration × (1 + slack) + 5 min, as `apply` derives it)."),
     prune: bool = typer.Option(False, "--prune", help="Delete managed objects a new commit no longer wants."),
     local: bool = typer.Option(False, "--local", help="Follow the working tree of --repo (hot reload) instead of the branch."),
     kube_version: KubeVersionOverride = None,
@@ -96,17 +107,48 @@ def daemon(
     log_level: LogLevel = typer.Option(LogLevel.INFO, "--log-level", help="Least severe level logged."),
     log_format: LogFormat = typer.Option(LogFormat.TEXT, "--log-format",
                                          help="text, or json: one JSON object per line (time, level, logger, msg)."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", metavar="NAME",
+                                          help="Run for this Cluster of --clusters DIR: its connection, topology, "
+                                               "render target and intents; inventory target NAME (docs/fleets.md)."),
+    clusters: Optional[Path] = typer.Option(None, "--clusters", metavar="DIR",
+                                            help="The fleet's Cluster files (with --cluster)."),
+    leader_elect: bool = typer.Option(True, "--leader-elect/--no-leader-elect",
+                                      help="Act only while holding the Lease intentc-system/intentc-daemon-<target>, "
+                                           "so replicas of one target never act twice."),
+    lease_duration: int = typer.Option(15, "--leader-elect-lease-duration", min=1, metavar="SECONDS",
+                                       help="How long followers wait after the last renewal they saw before "
+                                            "taking the Lease over (the failover time after a crash)."),
+    renew_deadline: float = typer.Option(10.0, "--leader-elect-renew-deadline", min=0.1, metavar="SECONDS",
+                                         help="A leader that could not renew for this long stops acting "
+                                              "(shorter than the lease duration)."),
+    retry_period: float = typer.Option(2.0, "--leader-elect-retry-period", min=0.1, metavar="SECONDS",
+                                       help="Seconds between attempts to take or renew the Lease."),
 ) -> None:
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
     from intentc.compile import CommitError, resolve_commit
     from intentc.daemon.http import parse_listen
+    from intentc.daemon.leader import Timing
     from intentc.daemon.loop import Daemon, DaemonConfig, ListenError
     from intentc.gitrepo import GitError
     from intentc.kube.client import KubeClient
     from intentc.kube.errors import KubeError
 
+    selected: tuple[str, tuple[tuple[str, str], ...]] | None = None
+    if cluster is not None or clusters is not None:
+        if local:
+            usage_error("--local does not combine with --cluster: a fleet's daemon follows the branch")
+        from intentc.cli.fleet import fleet_member_or_exit, repo_topology
+        member = fleet_member_or_exit(cluster, clusters, topology is not None or kubeconfig is not None
+                                      or context is not None)
+        topology, kubeconfig, context = repo_topology(repo, member), member.kubeconfig, member.context
+        render_target, target, selected = member.target, member.name, (member.name, member.labels)
+    if topology is None:
+        usage_error("--topology is needed (or --cluster NAME --clusters DIR)")
     check_render_target(render_target)
     configure_logging(log_level, log_format)
+    timing = Timing(lease_duration, renew_deadline, retry_period)
+    if timing.problem():
+        usage_error(f"--leader-elect-*: {timing.problem()}")
     if listen:
         try:
             parse_listen(listen)
@@ -127,7 +169,8 @@ def daemon(
     config = DaemonConfig(repo=repo, branch=branch, paths=tuple(path), topology=topology, local=local, commit=commit,
                           interval=interval, resync=resync, listen=listen or None, target=target,
                           workdir=str(workdir), rollout_timeout=rollout_timeout, prune=prune,
-                          kube_version=parse_kube_version(kube_version), render_target=render_target, seed=seed)
+                          kube_version=parse_kube_version(kube_version), render_target=render_target, seed=seed,
+                          cluster=selected, leader_elect=leader_elect, leader_timing=timing)
     try:
         d = Daemon(config, client)
     except OSError as e:

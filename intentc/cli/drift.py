@@ -28,14 +28,15 @@ from intentc.cli.common import (
     KubeVersionOverride,
     Paths,
     RenderTarget,
+    OptionalTopologyFile,
     RepoTopologyFile,
     Seed,
-    TopologyFile,
     check_render_target,
     cluster_errors,
     commit_or_exit,
     connect_or_exit,
     format_option,
+    the_topology,
 )
 from intentc.diagnostics import OutputFormat
 from intentc.reconcile.inventory import DEFAULT_TARGET_NAME, LAST_GOOD
@@ -138,6 +139,8 @@ def report_github(report: Report, target: str, commit: str, program: Program | N
 
   intentc drift intents/ -t clusters/prod.yaml --context prod-eu --format json
 
+  intentc drift intents/ --clusters clusters/ -o json     # a fleet: one row per cluster
+
 Classes: modified (a field intentc sets was changed by another field
 manager, named), missing, orphan (labelled managed-by=intentc and neither
 desired nor in any inventory, or in this target's inventory but no longer
@@ -148,7 +151,7 @@ Exit 0 in sync, 1 drift found, 2 errors (compile, kubeconfig, cluster).
 """)
 def drift(
     paths: Paths,
-    topology: TopologyFile,
+    topology: OptionalTopologyFile = None,
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
     target: InventoryTarget = DEFAULT_TARGET_NAME,
@@ -157,11 +160,25 @@ def drift(
     render_target: RenderTarget = DEFAULT_TARGET,
     seed: Seed = 0,
     format: DriftFormat = format_option(DriftFormat.TEXT),
+    clusters: Optional[Path] = typer.Option(
+        None, "--clusters", metavar="DIR",
+        help="A fleet: compare every Cluster in DIR/*.yaml (inventory target = the cluster's name); "
+             "one row per cluster, exit code the worst (docs/fleets.md)."),
 ) -> None:
     """Compare the cluster with the compiled intents (read-only); exit 1 on drift."""
     from intentc.compile import compile_paths
     from intentc.drift.live import observe
 
+    if clusters is not None:
+        if topology is not None or kubeconfig is not None or context is not None or format is DriftFormat.GITHUB:
+            usage_error("--clusters reads each cluster's topology and connection from its Cluster file; "
+                        "drop --topology, --kubeconfig and --context (formats: text, json)")
+        from intentc.cli.fleet import drift_fleet_command
+        sha = commit_or_exit(paths, commit)
+        drift_fleet_command(paths, clusters, sha, seed, _history(paths, sha), kube_version,
+                            format is DriftFormat.JSON)
+    if topology is None:
+        topology = the_topology(paths)
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     client, version = connect_or_exit(kubeconfig, context, kube_version)

@@ -8,23 +8,25 @@ value passed in, so they are unit-tested without a cluster:
   failure code there in the last 15 minutes) and which taints to lift
   (their end time has passed).  The taint's value is the Unix time the
   observation ends, so the decision needs no memory between passes.
+* `resumable(jobs)`: over every live Job, `next_fallback` per chain (a Job
+  and the variants whose `intentc.dev/fallback-of` names it).
 * `next_fallback(jobs)`: which suspended variant of an intent's Job to
   resume — the next step of the chain once the step before it failed
   with `BackoffLimitExceeded` (GPU retries used up).  A Job stopped by its
   podFailurePolicy (an application error) or its deadline ends the chain.
 
-`daemon/loop.py` gathers the pods, nodes and Jobs and applies the result
+`daemon/failures.py` gathers the pods, nodes and Jobs and applies the result
 (a node patch for each `TaintChange`; `spec.suspend: false` for the Job).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Iterable, Mapping
 
 from intentc.plan.observation import OBSERVATION_TAINT
-from intentc.render.fallback import FALLBACK_OF, FALLBACK_STEP, GPU_FAILURE_EXIT_CODES
+from intentc.render.fallback import FALLBACK_OF, GPU_FAILURE_EXIT_CODES, chain_root, chains, step_of
 
 OBSERVATION_SECONDS = 15 * 60
 TAINT_EFFECT = "NoSchedule"
@@ -37,8 +39,16 @@ class TaintChange:
     until: int | None = None  # Unix time the observation ends (the taint's value) when adding
 
     def taint(self) -> dict[str, str]:
-        """The taint as `spec.taints` spells it (for `add`)."""
-        return {"key": OBSERVATION_TAINT, "value": str(self.until), "effect": TAINT_EFFECT}
+        """The taint as `spec.taints` spells it (for `add`); `timeAdded` is when the
+        observation began (the failure), so `kubectl describe node` says since when."""
+        start = datetime.fromtimestamp((self.until or 0) - OBSERVATION_SECONDS, UTC)
+        return {"key": OBSERVATION_TAINT, "value": str(self.until), "effect": TAINT_EFFECT,
+                "timeAdded": start.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+    def taints(self, node: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The node's whole `spec.taints` after this change (other taints kept as they are)."""
+        kept = [dict(t) for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != OBSERVATION_TAINT]
+        return [*kept, self.taint()] if self.add else kept
 
 
 def _epoch(stamp: Any) -> float | None:
@@ -102,13 +112,26 @@ def _failed_reason(job: Mapping[str, Any]) -> str | None:
     return None
 
 
+def resumable(jobs: Iterable[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """(namespace, variant to resume, the Job it takes over from), sorted; chains that
+    have no variant (most Jobs) are skipped without looking at them further."""
+    jobs = list(jobs)
+    roots = {chain_root(j) for j in jobs if FALLBACK_OF in ((j.get("metadata") or {}).get("annotations") or {})}
+    out = []
+    for (namespace, root), chain in chains(j for j in jobs if chain_root(j) in roots).items():
+        name = next_fallback(chain)
+        if name is not None:
+            before = chain[[str(j["metadata"]["name"]) for j in chain].index(name) - 1]
+            out.append((namespace, name, str(before["metadata"]["name"])))
+    return out
+
+
 def next_fallback(jobs: Iterable[Mapping[str, Any]]) -> str | None:
     """The name of the suspended variant to resume now, or None.
 
     `jobs` are one Job of an intent and its variants (`intentc.dev/fallback-of`
     names the Job, `intentc.dev/fallback-step` orders the variants)."""
-    chain = sorted(jobs, key=lambda j: int(((j.get("metadata") or {}).get("annotations") or {})
-                                          .get(FALLBACK_STEP, "0")))
+    chain = sorted(jobs, key=step_of)
     for before, after in zip(chain, chain[1:]):
         if _failed_reason(before) != "BackoffLimitExceeded":
             return None

@@ -8,7 +8,10 @@ still turning" (a stuck loop is restarted by the kubelet); readiness means
 
 Whoever can reach the port learns only what the bodies say, so they are
 terse (`ok`, `not ready`): the reasons — API server URLs, RBAC refusals —
-go to the daemon's log when they change.  The server binds where `--listen`
+go to the daemon's log when they change.  A probe may add a fixed phrase
+that names no address or error for the body, where a human or an alert
+reading `/readyz` needs it (`not leader (lease held by <pod>)`, `rollout
+of the head commit not verified yet`).  The server binds where `--listen`
 says, loopback by default; metrics carry no secrets but are not
 authenticated here — put kube-rbac-proxy in front (SECURITY.md).  A client
 that hangs up mid-answer (a scraper timing out) is not an error worth a
@@ -27,7 +30,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from intentc.daemon.metrics import DaemonMetrics
 
-Probe = Callable[[], tuple[bool, str]]
+# (ok, why for the log) or (ok, why for the log, phrase the body may carry)
+Probe = Callable[[], tuple[bool, str] | tuple[bool, str, str]]
 
 
 DEFAULT_LISTEN = "127.0.0.1:9090"
@@ -72,9 +76,10 @@ class HealthServer:
                     self._send(404, b"not found\n", "text/plain")
 
             def _probe(self, probe: Probe) -> None:
-                ok, why = probe()
+                ok, why, *said = probe()
                 owner.note(self.path, ok, why)
-                self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n", "text/plain; charset=utf-8")
+                body = "ok" if ok else ("not ready: " + said[0] if said and said[0] else "not ready")
+                self._send(200 if ok else 503, (body + "\n").encode(), "text/plain; charset=utf-8")
 
             def _send(self, code: int, body: bytes, ctype: str) -> None:
                 self.send_response(code)

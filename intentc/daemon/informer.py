@@ -31,7 +31,7 @@ OnChange = Callable[[str, frozenset[ObjectRef]], None]
 class Informer:
     def __init__(self, client: KubeClient, api_version: str, kind: str, on_change: OnChange,
                  metrics: DaemonMetrics, stop: threading.Event, timeout_seconds: int = 300,
-                 backoff: tuple[float, float] = (0.5, 30.0)) -> None:
+                 backoff: tuple[float, float] = (0.5, 30.0), label_selector: str = SELECTOR) -> None:
         self.client = client
         self.api_version = api_version
         self.kind = kind
@@ -40,6 +40,7 @@ class Informer:
         self.stop = stop
         self.timeout_seconds = timeout_seconds
         self.backoff = backoff
+        self.label_selector = label_selector      # "" for every object of the kind (Nodes)
         self.resource_version = ""
         self.synced = threading.Event()       # first list done
         self.connected = False
@@ -70,7 +71,7 @@ class Informer:
 
     # -- the loop ---------------------------------------------------------------
     def _list(self) -> None:
-        items, rv = list_objects(self.client, self.api_version, self.kind, "", SELECTOR)
+        items, rv = list_objects(self.client, self.api_version, self.kind, "", self.label_selector)
         fresh = {ObjectRef.of(i): i for i in items}
         with self._lock:
             touched = frozenset(set(self._cache) | set(fresh))
@@ -97,7 +98,7 @@ class Informer:
                     self._list()
                     need_list = False
                 w = Watch(self.client, self.api_version, self.kind, self.resource_version,
-                          label_selector=SELECTOR, timeout_seconds=self.timeout_seconds)
+                          label_selector=self.label_selector, timeout_seconds=self.timeout_seconds)
                 self._watch = w
                 if self.stop.is_set():
                     break

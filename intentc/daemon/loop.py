@@ -5,7 +5,10 @@ watcher (local mode) and the rollout worker only *report* into a queue;
 the reactor drains it, runs the pure detector on what changed, and acts
 on the policies.  One thread deciding means no two actions race (a heal
 and a rollback of the same object, two rollouts at once), which matters
-more than throughput for a controller that rewrites production.
+more than throughput for a controller that rewrites production.  Across
+replicas the same holds through leader election (`daemon.election`): only
+the Lease holder acts; a follower keeps the plan the cluster runs in force
+and its informers warm, so it can act within a retry period of winning.
 
 While a rollout (or a rollback) is in flight, heals are suspended: the
 rollout is itself converging the objects, and "healing" a later wave's
@@ -25,10 +28,14 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from intentc.daemon.branch import Step, decide_head
+from intentc.daemon.failures import FailureReactor, Observed
+from intentc.daemon.election import Elector
 from intentc.daemon.http import HealthServer
 from intentc.daemon.informer import Informer
+from intentc.daemon.leader import Timing
 from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
+from intentc.daemon.mirror import IntentMirror
 from intentc.daemon.reload import ReloadResult, follow
 from intentc.daemon.rollouts import Changed, Done, Reloaded, Stopped, run_rollback, run_rollout
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile
@@ -40,9 +47,11 @@ from intentc.drift.live import Managed, complete, heal, own_plumbing, read_manag
 from intentc.drift.policy import Decision, Policies, asking_for_rollback, decide, wave_blocker
 from intentc.drift.rollback import RollbackError, RollbackOutcome
 from intentc.gitrepo import GitError
+from intentc.kube.cluster_state import read_cluster_state
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import Inventory
+from intentc.reconcile.live_binding import LiveBinder
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions
 from intentc.render.capabilities import KubeVersion
@@ -64,7 +73,7 @@ class DaemonConfig:
     listen: str | None = "127.0.0.1:9090"
     target: str = "default"
     workdir: str = "/tmp/intentc-daemon"
-    rollout_timeout: float = 600.0
+    rollout_timeout: float | None = None  # per wave; None: from the intents' duration (reconcile/timeouts)
     prune: bool = False
     kube_version: KubeVersion | None = None
     render_target: str = "device-plugin"
@@ -72,6 +81,9 @@ class DaemonConfig:
     commit: str | None = None           # local mode: the SHA to stamp (the CLI passes git HEAD)
     watch_timeout: int = 300            # server-side watch timeout (s)
     heal_backoff: tuple[float, float] = (2.0, 300.0)
+    cluster: tuple[str, tuple[tuple[str, str], ...]] | None = None   # a fleet's cluster (name, labels): its intents only
+    leader_elect: bool = False          # the CLI turns it on; a library caller or test opts in
+    leader_timing: Timing = Timing()
 
 
 @dataclass
@@ -86,6 +98,13 @@ class _State:
     busy: str = ""                      # "" | "rollout" | "rollback"
     attempted: set[str] = field(default_factory=set)
     pending: Desired | None = None      # local mode: a plan that arrived during a rollout
+
+
+@dataclass(frozen=True)
+class Leadership:
+    """The elector: this replica started (True) or stopped (False) leading."""
+
+    leading: bool
 
 
 class ListenError(Exception):
@@ -114,26 +133,50 @@ class Daemon:
         self._threads: list[threading.Thread] = []
         self.ledger = DriftLedger(config.heal_backoff)
         self._kube_version = config.kube_version
+        self.failures = FailureReactor(client, self.metrics, self.stop_event, lambda: self.queue.put(Observed()),
+                                       config.watch_timeout)
+        self.mirror = IntentMirror(client, config.target)
+        self.elector = Elector(client, config.target, config.leader_timing,
+                               on_change=self._on_leadership) if config.leader_elect else None
+        self._next_poll = clock()
         Path(config.workdir).mkdir(parents=True, exist_ok=True)
+
+    def leading(self) -> bool:
+        """Whether this replica may act now (always, without leader election)."""
+        return self.elector is None or self.elector.leading()
+
+    def _on_leadership(self, leading: bool) -> None:
+        self.metrics.leader.set(1 if leading else 0)
+        self.queue.put(Leadership(leading))
 
     # -- probes -----------------------------------------------------------------
     def live(self) -> tuple[bool, str]:
         age = self.clock() - self.beat
         return (age < 60.0, f"reactor last turned {age:.0f}s ago")
 
-    def ready(self) -> tuple[bool, str]:
+    def ready(self) -> tuple[bool, str, str]:
+        """(ready, why for the log, what the body may say: no URLs, no RBAC errors)."""
+        if self.elector is not None and not self.elector.leading():
+            holder = "".join(c for c in self.elector.holder[:253] if c.isprintable()) or "nobody yet"
+            said = f"not leader (lease held by {holder})"
+            return False, said, said
         if self.state.desired is None:
-            return False, "no plan in force yet"
+            return False, "no plan in force yet", ""
+        busy, commit = self.state.busy, self.state.desired.commit[:12]
+        if busy:
+            # a rollout is applied but its health not yet confirmed: what runs may be about to be rolled back
+            said = ("rollout of the head commit not verified yet" if busy == "rollout" else "rolling back")
+            return False, f"{said} ({busy} of {commit} in progress)", said
         down = [f"{i.kind}: {i.last_error}" for i in self.informers.values()
                 if not i.synced.is_set() or not i.connected]
         if down:
-            return False, "not watching: " + "; ".join(sorted(down))
-        return True, f"ok: commit {self.state.desired.commit[:12]}"
+            return False, "not watching: " + "; ".join(sorted(down)), ""
+        return True, f"ok: commit {commit}", ""
 
     # -- lifecycle ----------------------------------------------------------------
     def stop(self) -> None:
         self.stop_event.set()
-        for inf in list(self.informers.values()):
+        for inf in self._informers():
             inf.close()
         self.queue.put(None)
 
@@ -148,14 +191,19 @@ class Daemon:
                                   f"{e.strerror or e} (choose another --listen address)") from None
             log.info("serving /healthz /readyz /metrics on port %d", self.http.port)
         try:
+            self._startup_gauges()
+            if self.elector is not None:
+                self.elector.start()
             self._start_source()
             self._loop()
         finally:
             self.stop_event.set()
-            for inf in list(self.informers.values()):
+            for inf in self._informers():
                 inf.close()
             self.worker.shutdown(wait=True, cancel_futures=True)
-            for inf in list(self.informers.values()):
+            if self.elector is not None:
+                self.elector.stop()         # releases the Lease: after the last action
+            for inf in self._informers():
                 inf.join()
             for t in self._threads:
                 t.join(timeout=10)
@@ -163,6 +211,14 @@ class Daemon:
                 self.http.stop()
             log.info("stopped")
         return 0
+
+    def _startup_gauges(self) -> None:
+        """Every gauge means something before the first cycle: the quarantine as the
+        cluster records it (a restarted daemon must not say 0 while it holds a commit
+        back), and leadership (0 until the Lease is won)."""
+        self.metrics.leader.set(1 if self.elector is None else 0)
+        self._safe("quarantine", lambda: self.metrics.quarantined.set(
+            len(quarantine.read(self.client, self.config.target).entries)))
 
     def _start_source(self) -> None:
         cfg = self.config
@@ -182,23 +238,23 @@ class Daemon:
             self._threads.append(t)
         else:
             self.git = GitSource(cfg.repo, cfg.branch, cfg.paths, cfg.topology, cfg.workdir,
-                                 cfg.render_target, cfg.seed)
+                                 cfg.render_target, cfg.seed, cfg.cluster)
 
     # -- the reactor ----------------------------------------------------------------
     def _loop(self) -> None:
         cfg = self.config
-        next_poll = self.clock()
+        self._next_poll = self.clock()
         next_resync = self.clock() + cfg.resync
         while not self.stop_event.is_set():
             self.beat = self.clock()
             now = self.clock()
-            if self.git is not None and now >= next_poll and not self.state.busy:
+            if self.git is not None and now >= self._next_poll and not self.state.busy:
                 self._poll()
-                next_poll = self.clock() + cfg.interval
+                self._next_poll = self.clock() + cfg.interval
             if now >= next_resync:
                 self._resync()
                 next_resync = self.clock() + cfg.resync
-            timeout = max(0.05, min(next_poll if self.git else next_resync, next_resync) - self.clock())
+            timeout = max(0.05, min(self._next_poll if self.git else next_resync, next_resync) - self.clock())
             try:
                 item = self.queue.get(timeout=min(timeout, 1.0))
             except queue.Empty:
@@ -221,6 +277,25 @@ class Daemon:
             self._done(item)
         elif isinstance(item, Reloaded):
             self._reloaded(item.result)
+        elif isinstance(item, Observed):
+            self._react()
+        elif isinstance(item, Leadership):
+            self._leadership(item.leading)
+
+    def _leadership(self, leading: bool) -> None:
+        """A new leader decides afresh (the old one may have applied since); one that
+        lost stops at once: `leading()` is false already, a rollout stops at its next wait."""
+        if not leading:
+            return
+        self.state.head = None
+        if self.local is not None:
+            if self.state.desired is not None and not self.state.busy:
+                self._rollout(self.state.desired)
+            return
+        if self.git is not None and not self.state.busy:
+            self._poll()                # first what the branch wants (a rollout suspends heals) ...
+            self._next_poll = self.clock() + self.config.interval
+        self._resync()                  # ... then drift
 
     def _safe(self, step: str, fn: Callable[[], Any]) -> Any:
         """Run one reactor step; failures are counted and logged, never fatal."""
@@ -257,14 +332,18 @@ class Daemon:
     def _poll_once(self) -> None:
         assert self.git is not None
         head = self.git.poll()
+        if not self.leading():
+            self._follow(head)
+            return
         if head == self.state.head and self.state.desired is not None:
             return
         self.state.history = self.git.history(head)
         inventory = self._read_inventory()
         in_force = self.state.desired.commit if self.state.desired else None
+        held = quarantine.read(self.client, self.config.target)
+        self.metrics.quarantined.set(len(held.entries))
         decision = decide_head(head, previous_head=self.state.head, in_force=in_force, inventory=inventory,
-                               quarantine=quarantine.read(self.client, self.config.target),
-                               attempted=self.state.attempted)
+                               quarantine=held, attempted=self.state.attempted)
         self.state.head = head
         if decision.warning:
             log.warning("branch %s: %s", self.config.branch, decision.warning)
@@ -292,6 +371,17 @@ class Daemon:
                       format_text([d for d in compiled.diagnostics if d.is_error], compiled.sources).rstrip())
         self._rollout(desired)
 
+    def _follow(self, head: str) -> None:
+        """A follower applies nothing: it keeps what the leader last applied in
+        force (so its informers and detection are warm) and re-reads at every poll."""
+        self.state.head = None              # decide afresh once leading
+        inventory = self._read_inventory()
+        self.metrics.quarantined.set(len(quarantine.read(self.client, self.config.target).entries))
+        commit = inventory.commit or inventory.last_known_good
+        if commit and (self.state.desired is None or self.state.desired.commit != commit):
+            self.state.history = self.git.history(head) if self.git is not None else None
+            self._adopt(commit)
+
     def _adopt(self, commit: str | None) -> None:
         """Take `commit` as the plan in force without applying it (it is on
         the cluster already), and start watching its kinds."""
@@ -315,11 +405,24 @@ class Daemon:
                             timeout=self.config.rollout_timeout)
         return replace(base, **changes)
 
+    def _binder(self, desired: Desired) -> LiveBinder | None:
+        """Re-binding on live state for a rollout of the branch (docs/live-planning.md); not
+        under Kueue, which admits on live state itself, nor in local mode, whose hot-reload
+        snapshot is the plan applied as is."""
+        preview = desired.preview
+        if preview is None or self.config.render_target == "kueue":
+            return None
+        return LiveBinder(desired.program, preview.topology, preview.plan, preview.rendered, self._version(),
+                          lambda: read_cluster_state(self.client), preview.policies, self.config.seed)
+
     def _sleep(self, seconds: float) -> None:
-        if self.stop_event.wait(seconds):
+        if self.stop_event.wait(seconds) or not self.leading():
             raise Stopped()
 
     def _rollout(self, desired: Desired) -> None:
+        if not self.leading():          # local mode follower: watch the plan, apply nothing
+            self._in_force(desired)
+            return
         log.info("rolling out commit %s (%d objects)", desired.commit[:12], len(desired.manifests))
         self.state.busy = "rollout"
         self.rollouts.append(("rollout", desired.commit))
@@ -329,8 +432,9 @@ class Daemon:
 
         def work() -> None:
             try:
-                self.queue.put(run_rollout(self.client, desired, self._options(), self._version(),
-                                           self.config.render_target, self._sleep))
+                self.queue.put(run_rollout(self.client, desired, self._options(budgets=desired.budgets),
+                                           self._version(), self.config.render_target, self._sleep,
+                                           self._binder(desired)))
             finally:
                 self.metrics.reconcile_seconds.labels("rollout").observe(self.clock() - started)
         self._submit(work)
@@ -357,6 +461,9 @@ class Daemon:
         result = done.result
         desired = done.desired
         if not isinstance(result, ApplyResult) or desired is None:
+            if desired is not None and done.error == "stopped":     # shut down, or leadership lost
+                self.state.head = None
+                self.state.attempted.discard(desired.commit)
             return
         if result.result == "error":
             log.error("rollout of %s stopped: %s", desired.commit[:12], result.message)
@@ -373,6 +480,9 @@ class Daemon:
         log.error("%s", verdict.summary())
         askers = asking_for_rollback(((p.intent, p.tenant) for p in verdict.problems),
                                      Policies.from_program(desired.program))
+        if not self.leading():          # the new leader judges what it finds
+            log.warning("not rolling back %s: no longer the leader", desired.commit[:12])
+            return
         if not askers or self.git is None:
             log.warning("not rolling back %s: no failing intent has `drift: rollback`", desired.commit[:12])
             self._resync()
@@ -417,7 +527,7 @@ class Daemon:
 
     def _clear_quarantine(self, commit: str) -> None:
         history = self.state.history
-        if history is None:
+        if history is None or not self.leading():
             return
 
         def clear() -> None:
@@ -455,6 +565,10 @@ class Daemon:
                            timeout_seconds=self.config.watch_timeout)
             self.informers[key] = inf
             inf.start()
+        self.failures.start()
+
+    def _informers(self) -> list[Informer]:
+        return [*self.informers.values(), *(self.failures.informers if self.failures.started else ())]
 
     def _on_change(self, _event: str, refs: frozenset[ObjectRef]) -> None:
         self.queue.put(Changed(refs))
@@ -517,27 +631,46 @@ class Daemon:
         self.metrics.reconcile_seconds.labels("resync" if refs is None else "event").observe(self.clock() - started)
 
     def _act(self, report: Any, desired: Desired) -> None:
-        if self.state.busy:
+        if self.state.busy or not self.leading():
             return
         inventory = self.state.inventory
         applied = {e.ref for e in inventory.entries if e.state == "applied"} if inventory is not None else set()
         decisions = decide(report, Policies.from_program(desired.program))
         live = self._cache()
         for d, manifest in self.ledger.heals_due(decisions, desired.by_ref, applied, self.clock()):
+            if not self.leading():      # lost the Lease during this pass: stop before the next write
+                return
             blocked = wave_blocker(manifest, desired.by_ref.values(), live)
             if blocked is not None:
                 log.info("heal of %s waits: %s", manifest.ref, blocked)
                 continue
             self._safe("heal", partial(self._heal_one, d, manifest))
+        self._react()
+
+    def _react(self) -> None:
+        """GPU failures and the Intent mirror (daemon/failures.py, daemon/mirror.py): they act,
+        so they run when the daemon acts (`_act`: not during a rollout, only on the leader)."""
+        desired = self.state.desired
+        if desired is None or self.state.busy or not self.leading():     # followers only watch
+            return
+        live = self._cache()
+        self._safe("fallback", partial(self.failures.react, live))
+        self._safe("mirror", partial(self.mirror.sync, desired, live))
 
     def _heal_one(self, d: Decision, manifest: Manifest) -> None:
         """Re-apply one drifted object and say so (log line, metric, Event)."""
-        outcome = heal(self.client, manifest, self._sleep)
+        try:
+            outcome = heal(self.client, manifest, self._sleep)
+        except Stopped:                 # shutting down, or the Lease was lost mid-heal
+            log.warning("heal of %s interrupted: %s", d.finding.ref,
+                        "shutting down" if self.stop_event.is_set() else "no longer the leader")
+            return
         f = d.finding
         if not outcome.ok:
             log.error("heal of %s failed: %s", f.ref, outcome.message)
             return
         self.metrics.heals.labels(f.drift.value).inc()
+        self.mirror.healed(manifest.body)
         who = ", ".join(f.managers) or f.drift.value
         log.warning("healed %s (%s by %s; policy %s)", f.ref, f.drift.value, who, d.policy.value)
         events.emit(self.client, f.ref, "DriftHealed", f"intentc re-applied the desired state ({f.message})",

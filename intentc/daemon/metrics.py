@@ -43,8 +43,17 @@ class DaemonMetrics:
                                       "Watch streams restarted, by reason (expired, error, timeout).",
                                       ["reason"], registry=r)
         self.errors = Counter("intentc_errors_total", "Failed daemon steps, by step.", ["step"], registry=r)
+        self.observation_taints = Counter("intentc_gpu_observation_taints_total",
+                                          "Nodes tainted after a GPU failure (added) and taints lifted (lifted).",
+                                          ["action"], registry=r)
+        for action in ("added", "lifted"):
+            self.observation_taints.labels(action)
+        self.fallbacks = Counter("intentc_fallback_resumes_total",
+                                 "Fallback variants resumed after the Job before them failed.", registry=r)
         self.quarantined = Gauge("intentc_quarantined_commits", "Commits the daemon refuses to apply.",
                                  registry=r)
+        self.leader = Gauge("intentc_leader", "1 while this replica holds its target's leader Lease (or runs "
+                            "without leader election), else 0.", registry=r)
 
     def set_counts(self, counts: dict[DriftClass, int]) -> None:
         for cls in DRIFT_CLASSES:

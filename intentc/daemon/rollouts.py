@@ -17,6 +17,7 @@ from intentc.daemon.source import Desired
 from intentc.drift.rollback import RepoSource, RollbackError, RollbackOutcome, rollback
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
+from intentc.reconcile.live_binding import LiveBinder
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
@@ -54,11 +55,13 @@ class Reloaded:
 
 
 def run_rollout(client: KubeClient, desired: Desired, options: ApplyOptions, version: KubeVersion,
-                render_target: str, sleep: Callable[[float], None]) -> Done:
+                render_target: str, sleep: Callable[[float], None], binder: LiveBinder | None = None) -> Done:
+    """Apply `desired` wave by wave; with a `binder`, each wave is re-planned on the
+    cluster's free GPUs just before it is created, as `intentc apply --wait` does."""
     rendered = Rendered(desired.manifests, str(version), render_target, desired.commit,
                         held_tenants=desired.held)
     try:
-        return Done("rollout", desired, Reconciler(client, options, sleep=sleep).apply(rendered))
+        return Done("rollout", desired, Reconciler(client, options, sleep=sleep, binder=binder).apply(rendered))
     except Stopped:
         return Done("rollout", desired, None, "stopped")
     except Exception as e:

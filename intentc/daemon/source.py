@@ -17,10 +17,25 @@ from intentc.daemon.reload import Reloader, ReloadResult
 from intentc.drift.detect import History
 from intentc.drift.rollback import RepoSource, compile_revision
 from intentc.ir import Program
+from intentc.plan.model import Placement, Plan
+from intentc.policy import BUILTIN, Policies
+from intentc.reconcile.timeouts import Budget, wave_budgets
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import Manifest, ObjectRef, Rendered
+from intentc.topology.load import LoadedTopology
 
 HISTORY_DEPTH = 5000      # commits of the branch kept for stale / foreign checks
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What re-binding a rollout's waves on live state needs (reconcile/live_binding.py):
+    the commit's plan is the preview, made on the topology file."""
+
+    plan: Plan
+    topology: LoadedTopology
+    rendered: Rendered
+    policies: Policies
 
 
 @dataclass(frozen=True)
@@ -31,11 +46,19 @@ class Desired:
     origin: str                      # "git" | "local"
     by_ref: Mapping[ObjectRef, Manifest] = field(default_factory=dict, compare=False, repr=False)
     held: tuple[str, ...] = ()       # tenants held back by their errors: neither applied nor pruned
+    # intent -> its planned placement (the Intent objects' status shows it)
+    placements: Mapping[str, Placement] = field(default_factory=dict, compare=False, repr=False)
+    # intent -> how long its wave may take to become healthy (reconcile/timeouts.py): from
+    # its `duration` and `slack`, as `intentc apply` derives it, not one flat limit
+    budgets: Mapping[str, Budget] = field(default_factory=dict, compare=False, repr=False)
+    preview: Preview | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str,
-           held: tuple[str, ...] = ()) -> Desired:
-        return cls(commit, manifests, program, origin, {m.ref: m for m in manifests}, held)
+           held: tuple[str, ...] = (), plan: Plan | None = None) -> Desired:
+        placements = {p.intent: p for p in plan.placements} if plan is not None else {}
+        budgets = wave_budgets(program, plan) if plan is not None else {}
+        return cls(commit, manifests, program, origin, {m.ref: m for m in manifests}, held, placements, budgets)
 
     @property
     def kinds(self) -> frozenset[tuple[str, str]]:
@@ -47,8 +70,12 @@ def from_compile(result: CompileResult, origin: str) -> Desired | None:
     out for the other tenants (intentc.holdback), as `intentc apply` does."""
     if result.rendered is None or result.program is None or (not result.ok and not result.held_tenants):
         return None
-    return Desired.of(result.rendered.commit, result.rendered.manifests, result.program, origin,
-                      result.held_tenants)
+    desired = Desired.of(result.rendered.commit, result.rendered.manifests, result.program, origin,
+                         result.held_tenants, result.plan)
+    if result.plan is None or result.topology is None:
+        return desired
+    return replace(desired, preview=Preview(result.plan, result.topology, result.rendered,
+                                            result.policies or BUILTIN))
 
 
 class GitSource:
@@ -56,13 +83,13 @@ class GitSource:
     is mirrored (bare) under `workdir` and fetched on every poll."""
 
     def __init__(self, repo: str, branch: str, paths: tuple[str, ...], topology: str, workdir: str | Path,
-                 render_target: str, seed: int) -> None:
+                 render_target: str, seed: int, cluster: tuple[str, tuple[tuple[str, str], ...]] | None = None) -> None:
         self.url = repo
         self.branch = branch
         self.workdir = Path(workdir)
         self.local = gitrepo.is_local_repository(repo)
         self.path = str(Path(repo).expanduser()) if self.local else str(gitrepo.mirror(repo, self.workdir))
-        self.source = RepoSource(self.path, paths, topology, render_target=render_target, seed=seed)
+        self.source = RepoSource(self.path, paths, topology, render_target=render_target, seed=seed, cluster=cluster)
 
     def poll(self) -> str:
         """The branch's current SHA (after a fetch, for a mirror)."""
@@ -92,4 +119,4 @@ class LocalSource:
         snap = result.snapshot
         if not result.ok or snap is None:
             return None
-        return Desired.of(snap.rendered.commit, snap.rendered.manifests, snap.program, "local")
+        return Desired.of(snap.rendered.commit, snap.rendered.manifests, snap.program, "local", plan=snap.plan)

@@ -22,7 +22,7 @@ from intentc.diagnostics import Span
 from intentc.ir import NO_SPAN, Declaration, FieldSpans, Program, Ref
 
 Json = Any
-UNORDERED = frozenset({"tags", "consumes", "produces", "after"})
+UNORDERED = frozenset({"tags", "consumes", "produces", "after", "names"})
 KINDS: tuple[tuple[str, str], ...] = (("tenant", "tenants"), ("dataset", "datasets"), ("intent", "intents"),
                                       ("topology", "topologies"))
 

@@ -34,6 +34,7 @@ from intentc.render.model import (
     INTENT_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    PREVIEW_HASH_ANNOTATION,
     SHARED_ANNOTATION,
     SPEC_HASH_ANNOTATION,
     TENANT_LABEL,
@@ -212,7 +213,9 @@ def _provenance(ref: ObjectRef, desired: Mapping[str, Any], live: Mapping[str, A
                 history: History | None) -> Finding | None:
     live_commit = _annotation(live, COMMIT_ANNOTATION)
     want_commit = _annotation(desired, COMMIT_ANNOTATION)
-    same_spec = _annotation(live, SPEC_HASH_ANNOTATION) == _desired_hash(desired)
+    # an object apply bound on the live cluster carries the preview's hash it stands for
+    same_spec = _desired_hash(desired) in (_annotation(live, SPEC_HASH_ANNOTATION),
+                                           _annotation(live, PREVIEW_HASH_ANNOTATION))
     intent, tenant = _owner(desired)
 
     def finding(cls: DriftClass, why: str) -> Finding:
@@ -286,8 +289,9 @@ def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any
             continue
         live_body = hit[1]
         found: list[Finding] = []
-        # a cluster-wide object all repositories apply alike carries the last applier's commit
-        shared = _annotation(body, SHARED_ANNOTATION) is not None
+        # a cluster-wide object all repositories apply alike carries the last applier's commit; so does
+        # one an inventory records (PriorityClasses, DeviceClasses): targets on one cluster own it jointly
+        shared = _annotation(body, SHARED_ANNOTATION) is not None or (not ref.namespace and _loose(ref) in managed)
         prov = _provenance(ref, body, live_body, None if shared else history)
         if prov is not None:
             found.append(prov)

@@ -15,12 +15,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from intentc.drift.detect import History, Report, detect
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import ApplyConflict, Invalid, KubeError, NotFound
+from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import INVENTORY_NAMESPACE, Inventory, inventory_ref
 from intentc.reconcile.sync import REPLACEABLE_KINDS
 from intentc.render.model import MANAGED_BY, MANAGED_BY_LABEL, Manifest, ObjectRef
 
 SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
-INVENTORY_LABEL = "intentc.dev/inventory"      # set by the reconciler on every inventory ConfigMap
 
 
 def list_managed(client: KubeClient, kinds: Iterable[tuple[str, str]]) -> dict[ObjectRef, Mapping[str, Any]]:
@@ -63,18 +63,12 @@ def own_plumbing(target: str) -> frozenset[ObjectRef]:
 
 def read_managed(client: KubeClient, target: str) -> Managed:
     """Raises KubeError, and ValueError for an unreadable inventory of `target`."""
-    own = Inventory.from_configmap(client.get(inventory_ref(target)), target)
+    own = inventory_store.read_inventory(client, target)
     refs = set(own.refs())
-    plumbing = set(own_plumbing(target))
-    for body in client.list("v1", "ConfigMap", INVENTORY_NAMESPACE, INVENTORY_LABEL):
-        other = str((body.get("metadata", {}).get("labels") or {}).get(INVENTORY_LABEL, ""))
-        plumbing.add(ObjectRef.of({"apiVersion": "v1", "kind": "ConfigMap", **body}))
-        if other and other != target:
-            try:
-                refs |= Inventory.from_configmap(body, other).refs()
-            except ValueError:
-                continue          # another target's problem; its objects may show as orphans
-    return Managed(own, frozenset(refs), frozenset(plumbing))
+    others, listed = inventory_store.read_others(client, target)   # unreadable ones: their objects may show as orphans
+    for other in others.values():
+        refs |= other.refs()
+    return Managed(own, frozenset(refs), own_plumbing(target) | listed)
 
 
 def observe(client: KubeClient, manifests: Sequence[Manifest], target: str, history: History | None

@@ -23,7 +23,9 @@ from intentc import gitrepo
 from intentc.compile import CompileResult, compile_paths
 from intentc.diagnostics import Diagnostic, Related, Span
 from intentc.drift import events, quarantine
+from intentc.fleet.select import for_cluster
 from intentc.kube.client import KubeClient
+from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import LAST_GOOD, Inventory, inventory_ref
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
@@ -53,6 +55,7 @@ class RepoSource:
     kube_version: KubeVersion = DEFAULT_KUBE_VERSION
     render_target: str = DEFAULT_TARGET
     seed: int = 0
+    cluster: tuple[str, tuple[tuple[str, str], ...]] | None = None    # a fleet's cluster: (name, labels)
 
 
 _EXPORT_LOCK = threading.Lock()
@@ -88,8 +91,9 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path) -> Compi
             target.write_bytes(data)
         topology = str(dest / topo_rel) if topo_rel in files else source.topology
         inputs = [str(dest / p) for p in source.paths]
+        only = for_cluster(source.cluster[0], dict(source.cluster[1])) if source.cluster is not None else None
         result = compile_paths(inputs, topology, sha, source.kube_version, source.render_target, source.seed,
-                               jobs=1)
+                               jobs=1, only=only)
         root = str(dest) + "/"
         dag = result.dag.copy() if result.dag is not None else None
         if dag is not None:
@@ -147,7 +151,7 @@ def rollback(client: KubeClient, source: RepoSource, workdir: str | Path, to: st
     commit it replaces (`bad`, default: the newest apply in the inventory).
     Events go to the inventory and to each of the `failing` objects (those
     that made the rollout inconsistent)."""
-    inventory = Inventory.from_configmap(client.get(inventory_ref(options.target)), options.target)
+    inventory = inventory_store.read_inventory(client, options.target)
     sha = target_commit(inventory, source.repo, to)
     if bad is None and inventory.last is not None and inventory.last.commit != sha:
         bad = inventory.last.commit

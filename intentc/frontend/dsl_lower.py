@@ -24,6 +24,7 @@ from intentc.ir import (
     SETTING_KEYS,
     Action,
     Batch,
+    ClusterSelector,
     Constraints,
     Context,
     Dataset,
@@ -209,7 +210,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
             return None
         fields: dict[str, Any] = {}
         spans = {"name": name_span}
-        self._take(u, ("trigger", "action", "context", "constraints", "consumes", "produces"), fields, spans)
+        self._take(u, ("trigger", "action", "context", "constraints", "consumes", "produces", "clusters"),
+                   fields, spans)
         if "constraints" not in fields:     # no clause: later passes still get a place to point at
             fields["constraints"] = Constraints(span=name_span)
         i = Intent(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
@@ -230,8 +232,24 @@ class Lowering(Transformer):  # type: ignore[type-arg]
             return "context", self._context(items), self._items_span(items), kw
         if t == "CONSTRAINTS":
             return "constraints", self._constraints(items), self._items_span(items), kw
+        if t == "CLUSTERS":
+            return "clusters", c[2], c[2].span, kw
         span = self._cover(self._sp(items[0]), self._sp(items[-1]))
         return t.lower(), self._refs(items), span, kw
+
+    def clusters(self, c: list[Any]) -> ClusterSelector:
+        """`[a, b]`: by name; `{ key: value, ... }`: by labels (matchLabels)."""
+        if isinstance(c[0], tuple):
+            names, span, each = c[0]
+            return ClusterSelector(names=names, name_spans=each, span=span)
+        span = self._cover(self._sp(c[0]), self._sp(c[-1]))
+        pairs: list[tuple[str, str, Span]] = [p for p in c[1:-1] if isinstance(p, tuple)]
+        spans = {f"label:{k}": sp for k, _, sp in pairs}
+        return ClusterSelector(match_labels=tuple(sorted((k, v) for k, v, _ in pairs)), by_labels=True,
+                               span=span, spans=FieldSpans.of(spans))
+
+    def label_pair(self, c: list[Any]) -> tuple[str, str, Span]:
+        return self._text(c[0]), self._text(c[2]), self._cover(self._sp(c[0]), self._sp(c[2]))
 
     # -- trigger and action --------------------------------------------------
 

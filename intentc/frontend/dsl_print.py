@@ -27,7 +27,7 @@ from typing import Sequence
 
 from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend.dsl import Comment, parse_full
-from intentc.ir import (CONSTRAINT_KEYS, SETTING_KEYS, Action, Batch, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
+from intentc.ir import (CONSTRAINT_KEYS, SETTING_KEYS, Action, Batch, ClusterSelector, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
                         Program, Tenant, Trigger)
 from intentc.sources import SourceFile
 
@@ -128,6 +128,8 @@ class _Layout:
         for key, refs in (("consumes", i.consumes), ("produces", i.produces)):
             if refs:
                 self.add(1, f"{key}: " + ", ".join(word(r.name) for r in refs), sp.get(key, i.span))
+        if i.clusters is not None:
+            self.add(1, f"clusters: {_clusters(i.clusters)}", sp.get("clusters", i.clusters.span))
         self.close(0, i.span)
 
     def _action(self, a: Action, span: Span) -> None:
@@ -329,3 +331,9 @@ def format_source(source: SourceFile) -> tuple[str | None, list[Diagnostic]]:
                                     Span.point(source.path, 1, 1),
                                     hint="please report this file as a bug in intentc fmt")]
     return text, diags
+
+
+def _clusters(c: ClusterSelector) -> str:
+    if c.by_labels:
+        return "{ " + ", ".join(f"{word(k)}: {word(v)}" for k, v in c.match_labels) + " }" if c.match_labels else "{}"
+    return "[" + ", ".join(word(n) for n in c.names) + "]"

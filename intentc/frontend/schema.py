@@ -39,7 +39,8 @@ except ImportError:  # pragma: no cover - exercised only where the wheel is miss
 API_VERSION = "intentc.dev/v1alpha1"
 KINDS = ("Intent", "Tenant", "Dataset", "Topology")
 POLICY_KIND = "Policy"      # read from policies/*.yaml by intentc.policy.load, not with the intents
-SCHEMA_FILES = {kind: f"{kind.lower()}.schema.json" for kind in (*KINDS, POLICY_KIND)}
+CLUSTER_KIND = "Cluster"    # read from clusters/*.yaml by intentc.fleet.clusters, not with the intents
+SCHEMA_FILES = {kind: f"{kind.lower()}.schema.json" for kind in (*KINDS, POLICY_KIND, CLUSTER_KIND)}
 COMMON_FILE = "common.schema.json"
 
 # 0-based (line, column, end_line, end_column) as the YAML parser reports them.

@@ -18,6 +18,7 @@ from intentc.diagnostics import Diagnostic, Span, error, excerpt, warning
 from intentc.frontend.schema import (
     API_VERSION,
     KINDS,
+    CLUSTER_KIND,
     POLICY_KIND,
     Pos,
     YList,
@@ -30,6 +31,7 @@ from intentc.ir import (
     SETTING_KEYS,
     Action,
     Batch,
+    ClusterSelector,
     Constraints,
     Context,
     Dataset,
@@ -238,9 +240,24 @@ class _Lower:
             name=name, trigger=self.trigger(spec), action=self.action(spec),
             context=self.context(spec), constraints=self.constraints(spec),
             consumes=self.refs(spec, "consumes"), produces=self.refs(spec, "produces"),
-            span=self.span(doc.at),
+            clusters=self.clusters(spec), span=self.span(doc.at),
             spans=self.spans(spec, {k: k for k in ("trigger", "action", "context", "constraints",
-                                                   "consumes", "produces")}, {"name": name_span}))
+                                                   "consumes", "produces", "clusters")}, {"name": name_span}))
+
+    def clusters(self, spec: YMap) -> ClusterSelector | None:
+        """`clusters: [a, b]` or `clusters: {matchLabels: {k: v}}` (malformed: the schema said so)."""
+        v = spec.get("clusters")
+        span = self.vspan(spec, "clusters")
+        if span is None:
+            return None
+        if isinstance(v, YMap):
+            labels = self.map_of(v, "matchLabels")
+            pairs = {k: x for k, x in labels.items() if isinstance(k, str) and isinstance(x, str)}
+            spans = {f"label:{k}": to_span(self.file, labels.pos[k][0]) for k in pairs if k in labels.pos}
+            return ClusterSelector(match_labels=tuple(sorted(pairs.items())), by_labels=True, span=span,
+                                   spans=FieldSpans.of(spans))
+        return ClusterSelector(names=self.strs(spec, "clusters"), name_spans=self.item_spans(spec, "clusters"),
+                               span=span)
 
     def node(self, n: YMap, levels: tuple[str, ...]) -> TopologyNode | None:
         name = self.str_of(n, "name")
@@ -288,6 +305,8 @@ def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
                                  to_span(file, doc.pos["kind"][1]),
                                  hint="move it into the repository's policies/ directory (docs/policies.md)"))
         return None                                    # intentc.policy.load reads it
+    if doc.get("apiVersion") == API_VERSION and kind == CLUSTER_KIND:
+        return None                                    # intentc.fleet.clusters reads it (--clusters)
     first_key = to_span(file, next(iter(doc.pos.values()))[0]) if doc.pos else to_span(file, doc.at)
     kinds = ", ".join(KINDS)
     api = doc.get("apiVersion")

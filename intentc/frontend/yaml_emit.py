@@ -29,6 +29,7 @@ from intentc.frontend.schema import API_VERSION
 from intentc.ir import (
     Action,
     Batch,
+    ClusterSelector,
     Constraints,
     Context,
     Dataset,
@@ -134,7 +135,20 @@ def _intent(i: Intent) -> CommentedMap:
         ("trigger", _trigger(i.trigger)), ("action", _action(i.action)), ("context", _context(i.context)),
         ("constraints", _constraints(i.constraints)),
         ("consumes", tuple(r.name for r in i.consumes)), ("produces", tuple(r.name for r in i.produces)),
+        ("clusters", _clusters(i.clusters)),
     ]))
+
+
+def _clusters(c: ClusterSelector | None) -> CommentedMap | CommentedSeq | None:
+    """Written even when empty: `clusters: []` (selects nothing) is not the absent field."""
+    if c is None:
+        return None
+    if c.by_labels:
+        labels = CommentedMap((k, _text(v)) for k, v in c.match_labels)
+        out = CommentedMap()
+        out["matchLabels"] = labels
+        return out
+    return CommentedSeq(_text(n) for n in c.names)
 
 
 def _node(n: TopologyNode) -> CommentedMap:

@@ -96,6 +96,11 @@ class KubeClient:
     def close(self) -> None:
         self.api.close()
 
+    def with_timeout(self, timeout: tuple[float, float]) -> "KubeClient":
+        """The same connection with other (connect, read) timeouts, e.g. a
+        Lease renewal that must not outlive its deadline."""
+        return KubeClient(self.api, timeout)
+
     @property
     def host(self) -> str:
         return str(self.api.configuration.host)

@@ -85,23 +85,33 @@ class FairShare:
 
     def order(self, intents: Sequence[ir.Intent], wave_of: Mapping[str, int],
               rank_of: Mapping[str, int] | None = None,
-              first: Mapping[str, int] | None = None) -> Iterator[ir.Intent]:
+              first: Mapping[str, int] | None = None,
+              keys: Mapping[str, tuple[int, int, int, str]] | None = None) -> Iterator[ir.Intent]:
         """Yield intents in admission order; call `charge` between yields to steer it.
-        (`rank_of`: SLA ranks by intent name, when the caller has them already.)"""
+        (`rank_of`: SLA ranks by intent name, when the caller has them already; `keys`: the
+        order inside a tenant by intent name, as `queue_keys` makes it, likewise.)"""
         classes: dict[int, dict[str, list[ir.Intent]]] = {}
         for intent in intents:
             rank = rank_of[intent.name] if rank_of is not None else sla_rank(intent)
             classes.setdefault(rank, {}).setdefault(intent.tenant, []).append(intent)
-        late = len(wave_of) + 1
+        if keys is None:
+            keys = queue_keys(intents, wave_of, first)
         for rank in sorted(classes):
-            lead = first or {}
-            queues = {t: deque(sorted(q, key=lambda i: (lead.get(i.name, 0), wave_of.get(i.name, late),
-                                                        i.gpu_count, i.name)))
+            queues = {t: deque(sorted(q, key=lambda i: keys[i.name]))
                       for t, q in sorted(classes[rank].items())}
+            allocated, scale = self.allocated, self._scale
             while queues:
-                tenant = min(queues, key=lambda t: (self._share(t), t))
+                tenant = min(queues, key=lambda t: (allocated.get(t, 0) * scale[t], t))   # as `_share`
                 queue = queues[tenant]
                 intent = queue.popleft()
                 if not queue:
                     del queues[tenant]
                 yield intent
+
+
+def queue_keys(intents: Sequence[ir.Intent], wave_of: Mapping[str, int],
+               first: Mapping[str, int] | None = None) -> dict[str, tuple[int, int, int, str]]:
+    """The order inside one tenant's queue: the caller's `first` key, wave, smaller gangs, name."""
+    lead = first or {}
+    late = len(wave_of) + 1
+    return {i.name: (lead.get(i.name, 0), wave_of.get(i.name, late), i.gpu_count, i.name) for i in intents}

@@ -101,6 +101,18 @@ class Filter:
         return self.memory is None or (n.memory is not None and n.memory >= self.memory * MEMORY_SLACK)
 
 
+@dataclass(frozen=True)
+class Group:
+    """What nodes of one group share, so a best fit ranks them alike up to the GPU-set score:
+    `branch` (how many single-child domains enclose the node, then the first enclosing domain
+    with several children, or -1), the multi-node NVLink domain (-1: the node is alone in its
+    own, whose free GPUs are the node's), and the kind (product, memory per GPU)."""
+
+    branch: tuple[int, int]
+    nvlink: int
+    kind: tuple[str | None, Decimal | None]
+
+
 @dataclass(eq=False)
 class View:
     """Free and total GPUs per domain, counting only the nodes a filter admits."""
@@ -109,12 +121,14 @@ class View:
     eligible: list[bool]        # per node index
     free: list[int]             # per domain id
     cap: list[int]              # per domain id
-    # eligible nodes by free GPUs (free count -> leaf domain ids): the best fit for k GPUs on one
-    # node is in the first non-empty bucket from k up, so the search never scans every node
-    # (nodes in a multi-node NVLink domain are kept apart in `shared`: while such domains are
-    # protected they rank by the domain's free GPUs, not their own)
-    buckets: dict[int, set[int]] = field(default_factory=dict)
-    shared: dict[int, set[int]] = field(default_factory=dict)
+    # eligible nodes by free GPUs, then by group (free count -> group id -> leaf domain ids; only
+    # non-empty entries): the best fit for k GPUs on one node is in the first bucket from k up,
+    # and nodes of one group rank alike until the GPU-set score (`Cluster.groups`), so the
+    # search looks at groups (about one per rack), never at every node.  Nodes in a multi-node
+    # NVLink domain are kept apart in `shared`: while such domains are protected they rank by
+    # the domain's free GPUs, not their own.
+    buckets: dict[int, dict[int, set[int]]] = field(default_factory=dict)
+    shared: dict[int, dict[int, set[int]]] = field(default_factory=dict)
 
 
 class Cluster:
@@ -158,8 +172,33 @@ class Cluster:
         self.leaf_depth = len(self.levels)
         self.nvlink_depth = self.depth_of("nvlink")
         self._shared = {n.leaf.id: self.in_shared_nvlink(n) for n in self.nodes}
+        # nodes that rank alike in a best fit up to the GPU-set score: same enclosing branch,
+        # same multi-node NVLink domain, same kind (see `Group`)
+        self.groups: list[Group] = []
+        self.group_of: dict[int, int] = {}
+        self._group_ids: dict[Group, int] = {}
+        for n in self.nodes:
+            self.group_of[n.leaf.id] = self._group(n)
+        # domains with several children, per depth: a domain with one child has its child's free
+        # GPUs, so a search that found no child with room needs not look at it
+        self.branching: list[list[Domain]] = [[d for d in ds if len(d.children) > 1] for ds in self.by_depth]
         self._views: dict[Filter, View] = {}
         self.version = 0            # bumped on every take / release (lets callers cache failed searches)
+
+    def _group(self, node: NodeState) -> int:
+        single, a = 0, node.leaf.parent
+        while a is not None and len(a.children) == 1:
+            single, a = single + 1, a.parent
+        nv = node.leaf.at_depth(self.nvlink_depth)
+        while len(nv.children) == 1:
+            nv = nv.children[0]
+        key = Group((single, a.id if a is not None else -1), nv.id if nv.node is None else -1,
+                    (node.product, node.memory))
+        found = self._group_ids.get(key)
+        if found is None:
+            found = self._group_ids[key] = len(self.groups)
+            self.groups.append(key)
+        return found
 
     def _domain(self, level: str, name: str, depth: int, parent: Domain | None, seed: int) -> Domain:
         d = Domain(len(self.domains), level, name, depth, parent, tiebreak(name, seed))
@@ -206,7 +245,7 @@ class Cluster:
             found = self._views[flt] = View(flt, eligible, free, cap)
             for n, ok in zip(self.nodes, eligible):
                 if ok:
-                    self._bucket(found, n).setdefault(n.free_count, set()).add(n.leaf.id)
+                    _file(self._bucket(found, n), n.free_count, self.group_of[n.leaf.id], n.leaf.id)
         return found
 
     def in_shared_nvlink(self, node: NodeState) -> bool:
@@ -215,7 +254,7 @@ class Cluster:
             return False
         return len(node.leaf.at_depth(self.nvlink_depth).children) > 1
 
-    def _bucket(self, view: View, node: NodeState) -> dict[int, set[int]]:
+    def _bucket(self, view: View, node: NodeState) -> dict[int, dict[int, set[int]]]:
         return view.shared if self._shared[node.leaf.id] else view.buckets
 
     def take(self, node: NodeState, gpus: tuple[int, ...]) -> None:
@@ -237,14 +276,29 @@ class Cluster:
         self.version += 1
         chain = node.leaf.ancestors()
         leaf = node.leaf.id
+        group = self.group_of[leaf]
         for view in self._views.values():
             if view.filter.admits(node):
                 old = view.free[leaf]
                 for d in chain:
                     view.free[d.id] += delta
                 buckets = self._bucket(view, node)
-                buckets[old].discard(leaf)
-                buckets.setdefault(old + delta, set()).add(leaf)
+                _unfile(buckets, old, group, leaf)
+                _file(buckets, old + delta, group, leaf)
+
+
+def _file(buckets: dict[int, dict[int, set[int]]], free: int, group: int, leaf: int) -> None:
+    buckets.setdefault(free, {}).setdefault(group, set()).add(leaf)
+
+
+def _unfile(buckets: dict[int, dict[int, set[int]]], free: int, group: int, leaf: int) -> None:
+    groups = buckets[free]
+    leaves = groups[group]
+    leaves.discard(leaf)
+    if not leaves:
+        del groups[group]
+        if not groups:
+            del buckets[free]
 
 
 def _mask(gpus: tuple[int, ...]) -> int:

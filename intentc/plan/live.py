@@ -1,6 +1,6 @@
 """From a live cluster's nodes and pods to what the planner must not use (pure).
 
-`intentc plan --kubeconfig` (and `compile`, `apply --live-plan`) read the
+`intentc plan --kubeconfig` (and `compile --kubeconfig`, `apply`) read the
 cluster with `intentc.kube.cluster_state` and pass the JSON here; the
 result is an `Occupancy` for `make_plan` and one note per decision, so the
 plan says why a node or a GPU was left alone:
@@ -18,6 +18,10 @@ plan says why a node or a GPU was left alone:
   Pods in the namespaces of this program's tenants that intentc manages are
   this target's own: the new plan replaces them, so they take nothing.
 
+GPU nodes of the cluster that the topology file does not list are not
+planned onto (the file is the reviewed inventory and holds the GPU
+matrices); one note names them.
+
 Busy GPUs stay busy for the whole plan (`until_s` None): a running pod's
 end is not known.
 """
@@ -29,6 +33,7 @@ from typing import Any, Iterable, Mapping
 from intentc import ir
 from intentc.plan.model import Busy, Occupancy
 from intentc.quantity import parse_quantity
+from intentc.topology.labels import GPU_COUNT, GPU_PRODUCT
 from intentc.render.model import GPU_INDICES_ANNOTATION, GPU_RESOURCE, INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 
 TOLERATED_TAINTS = frozenset({GPU_RESOURCE})
@@ -77,16 +82,20 @@ def _planned_indices(pod: Mapping[str, Any], node: str) -> tuple[int, ...] | Non
         return None
 
 
-def _own(pod: Mapping[str, Any], own_namespaces: frozenset[str]) -> bool:
+def _own(pod: Mapping[str, Any], own_namespaces: frozenset[str], own_intents: frozenset[str] | None) -> bool:
     labels = _meta(pod).get("labels") or {}
     return (_meta(pod).get("namespace") in own_namespaces and labels.get(MANAGED_BY_LABEL) in (MANAGED_BY, None)
-            and INTENT_LABEL in labels)
+            and INTENT_LABEL in labels and (own_intents is None or labels[INTENT_LABEL] in own_intents))
 
 
 def occupancy(topology: ir.Topology, nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
-              own_namespaces: Iterable[str] = ()) -> tuple[Occupancy, tuple[str, ...]]:
-    """What the live cluster leaves for this plan, and why (one note per node or pod)."""
+              own_namespaces: Iterable[str] = (),
+              own_intents: Iterable[str] | None = None) -> tuple[Occupancy, tuple[str, ...]]:
+    """What the live cluster leaves for this plan, and why (one note per node or pod).
+    With `own_intents` (re-planning one wave), only the pods of those intents are
+    replaced by the plan; this target's other pods (earlier waves still running) are busy."""
     own = frozenset(own_namespaces)
+    replaced = frozenset(own_intents) if own_intents is not None else None
     live = {str(_meta(n).get("name")): n for n in nodes}
     unavailable: set[str] = set()
     taken: dict[str, set[int]] = {}
@@ -118,7 +127,7 @@ def occupancy(topology: ir.Topology, nodes: Iterable[Mapping[str, Any]], pods: I
                  f"the node reports {int(allocatable)} allocatable of {tn.gpu_count}")
     for pod in pods:
         node_name = str((pod.get("spec") or {}).get("nodeName") or "")
-        if node_name not in count or node_name in unavailable or _own(pod, own):
+        if node_name not in count or node_name in unavailable or _own(pod, own, replaced):
             continue
         n = _gpus_requested(pod)
         if not n:
@@ -130,4 +139,16 @@ def occupancy(topology: ir.Topology, nodes: Iterable[Mapping[str, Any]], pods: I
         else:
             take(node_name, highest_free(node_name, n), who + f", {n} GPU(s) by count")
     busy = tuple(Busy(node, tuple(sorted(gpus))) for node, gpus in sorted(taken.items()) if gpus)
+    outside = sorted(name for name, n in live.items() if name not in count and _gpu_node(n))
+    if outside:
+        shown = ", ".join(outside[:5]) + (f", … (+{len(outside) - 5} more)" if len(outside) > 5 else "")
+        notes.append(f"{len(outside)} GPU node(s) of the cluster are not in the topology file and are not "
+                     f"planned onto: {shown} (`intentc topology import` adds them)")
     return Occupancy(busy, frozenset(unavailable)), tuple(notes)
+
+
+def _gpu_node(node: Mapping[str, Any]) -> bool:
+    """GPU feature discovery labels it, or the device plugin reports GPUs on it."""
+    labels = _meta(node).get("labels") or {}
+    raw = ((node.get("status") or {}).get("capacity") or {}).get(GPU_RESOURCE)
+    return GPU_PRODUCT in labels or GPU_COUNT in labels or (raw is not None and str(raw) not in ("0", ""))

@@ -240,6 +240,29 @@ class Placer:
             ties = [d for d in ties if scores[d.id] == most]
         return min(ties, key=lambda d: d.tie) if ties else None
 
+    def _least_outer(self, branches: set[tuple[int, int]], free: list[int], own: int) -> set[tuple[int, int]]:
+        """The branches whose enclosing domains have the fewest free GPUs, inside out (the
+        key `_best_fit` builds per branch: `own` once per single-child domain, then each
+        enclosing domain from the branch up).  When every branch has as many single-child
+        domains and sits at the same depth the keys line up level by level, so they are
+        compared one level at a time and most branches drop out at the first."""
+        up, domains = self._up, self.c.domains
+        shapes = {(g[0], domains[g[1]].depth if g[1] >= 0 else -1) for g in branches}
+        if len(shapes) == 1 and next(iter(shapes))[1] >= 0:
+            cands = list(branches)
+            m = min(free[g[1]] for g in cands)
+            cands = [g for g in cands if free[g[1]] == m]
+            for level in range(len(up[cands[0][1]])):
+                if len(cands) == 1:
+                    break
+                m = min(free[up[g[1]][level]] for g in cands)
+                cands = [g for g in cands if free[up[g[1]][level]] == m]
+            return set(cands)
+        outer = {g: [own] * g[0] + ([free[g[1]]] + [free[b] for b in up[g[1]]] if g[1] >= 0 else [])
+                 for g in branches}
+        least = min(outer.values())
+        return {g for g, key in outer.items() if key == least}
+
     def _wanted(self, node: NodeState) -> int:
         kind = (node.product, node.memory)
         found = self._wanted_kind.get(kind)
@@ -253,38 +276,74 @@ class Placer:
         self._wanted_kind.clear()
 
     def search(self, view: View, k: int, limit: int) -> Domain | None:
-        leaf = self.c.leaf_depth
-        for depth in range(leaf, limit - 1, -1):
-            found = self._best_fit(view, self._leaf_candidates(view, k) if depth == leaf else self.c.by_depth[depth], k)
+        found = self._leaf_fit(view, k)
+        if found is not None:
+            return found
+        # no node has k free GPUs, so no domain with a single child does either
+        for depth in range(self.c.leaf_depth - 1, limit - 1, -1):
+            found = self._best_fit(view, self.c.branching[depth], k)
             if found is not None:
                 return found
         return None
 
-    def _leaf_candidates(self, view: View, k: int) -> list[Domain]:
-        """Nodes with at least k free GPUs that can win the best fit, from the view's buckets.
+    def _leaf_fit(self, view: View, k: int) -> Domain | None:
+        """`_best_fit` over the nodes with at least k free GPUs, by groups of nodes.
 
         Plain best fit ranks by the node's free GPUs first, so only the first non-empty
         bucket from k up can win.  While multi-node NVLink domains are protected, the
         enclosing NVLink domain's free GPUs rank first: for a node alone in its NVLink
         domain that is its own count (again only the first bucket), for a node of a shared
-        domain it is the domain's, so every such node from k up competes.
+        domain it is the domain's, so every such node from k up competes.  Nodes of one
+        group (`cluster.Group`) rank alike on every key before the GPU-set score, so the
+        keys are computed once per group and only the winning groups' nodes are scored:
+        the same choice as `_best_fit` over every candidate node.
         """
-        domains = self.c.domains
-        out: list[Domain] = []
-        solo = min((f for f, ids in view.buckets.items() if f >= k and ids), default=None)
-        shared = sorted(f for f, ids in view.shared.items() if f >= k and ids)
-        if not self.protect_nvlink:
+        free, big, groups = view.free, self._big, self.c.groups
+        solo = min((f for f in view.buckets if f >= k), default=None)
+        shared = sorted(f for f in view.shared if f >= k)
+        protect = self.protect_nvlink
+        sources: list[tuple[int, dict[int, set[int]]]] = []
+        if not protect:
             first = min([f for f in (solo, *shared[:1]) if f is not None], default=None)
             if first is None:
-                return []
-            for bucket in (view.buckets, view.shared):
-                out += [domains[i] for i in bucket.get(first, ())]
-            return out
-        if solo is not None:
-            out += [domains[i] for i in view.buckets[solo]]
-        for f in shared:
-            out += [domains[i] for i in view.shared[f]]
-        return out
+                return None
+            sources = [(first, b[first]) for b in (view.buckets, view.shared) if first in b]
+        else:
+            sources = ([(solo, view.buckets[solo])] if solo is not None else []) + [(f, view.shared[f]) for f in shared]
+        best_p = -1
+        ties: list[tuple[int, set[int]]] = []
+        for f, bucket in sources:
+            for gid, leaves in bucket.items():
+                nv = groups[gid].nvlink
+                nvf = free[nv] if nv >= 0 else f
+                p = nvf * big + f if protect else f * big + nvf
+                if p < best_p or best_p < 0:
+                    best_p, ties = p, [(gid, leaves)]
+                elif p == best_p:
+                    ties.append((gid, leaves))
+        if not ties:
+            return None
+        if len(ties) > 1 and self.demand:
+            kinds = {groups[gid].kind for gid, _ in ties}
+            if len(kinds) > 1:
+                nodes = self.c.domains
+                wanted = {kind: self._wanted(next(n for gid, ls in ties if groups[gid].kind == kind
+                                                  for n in (nodes[min(ls)].node,) if n is not None))
+                          for kind in kinds}
+                least_wanted = min(wanted.values())
+                ties = [(gid, ls) for gid, ls in ties if wanted[groups[gid].kind] == least_wanted]
+        branches = {groups[gid].branch for gid, _ in ties}
+        if len(branches) > 1:
+            best = self._least_outer(branches, free, free[next(iter(ties[0][1]))])
+            ties = [(gid, ls) for gid, ls in ties if groups[gid].branch in best]
+        domains = self.c.domains
+        cands = [domains[i] for _, ls in ties for i in ls]
+        if len(cands) > 1:
+            choose = self.c.chooser.choose
+            scores = {d.id: choose(d.node.table, d.node.free, k).score for d in cands if d.node is not None}
+            most = max(scores.values())
+            cands = [d for d in cands if scores[d.id] == most]
+        return min(cands, key=lambda d: d.tie)
 
     def distribute(self, view: View, d: Domain, k: int) -> list[tuple[NodeState, int]]:
         """Split k GPUs over the nodes of d: whole children largest first, the rest best-fit."""
@@ -309,10 +368,18 @@ class Placer:
 
     def place(self, req: Request, view: View, limit: int) -> Placed | None:
         """Allocate the gang (all of it) or nothing."""
+        found = self.locate(req, view, limit)
+        return None if found is None else self.commit(*found)
+
+    def locate(self, req: Request, view: View, limit: int) -> tuple[Domain, list[tuple[NodeState, int]]] | None:
+        """Where the gang would go (its domain, and GPUs per node), taking nothing yet."""
         domain = self.search(view, req.count, limit)
         if domain is None:
             return None
-        shares = self.distribute(view, domain, req.count)
+        return domain, self.distribute(view, domain, req.count)
+
+    def commit(self, domain: Domain, shares: list[tuple[NodeState, int]]) -> Placed:
+        """Take the GPUs `locate` found: on each node the best set of that many."""
         chosen: list[tuple[NodeState, Choice]] = []
         for node, n in shares:
             choice = self.c.chooser.choose(node.table, node.free, n)

@@ -33,13 +33,13 @@ a live cluster by the caller) are taken at time 0 and released at their
 
 from __future__ import annotations
 
-import heapq
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, error
-from intentc.plan.admission import FairShare, TenantTerms, sla_rank
+from intentc.plan.admission import FairShare, TenantTerms, queue_keys, sla_rank
 from intentc.plan.cluster import Cluster, Filter, NodeState, View
 from intentc.plan.metrics import idle_on_used_nodes
 from intentc.plan.model import NodeAllocation, Occupancy, Placement, Unplaced
@@ -47,7 +47,15 @@ from intentc.plan.placer import Placed, Placer, Refused, Request
 from intentc.plan.repack import Room, Seated, make_room
 
 Gate = tuple[Filter, int, str | None]   # a waiting intent's filter, `within` depth, tenant if over quota
+MAX_RANK = max(c.rank for c in ir.SlaClass)
 NEVER = 1 << 62         # "no lower bound": the waiting intent can never start, so it gates nobody
+
+
+class Gated:
+    """What `_try_place` returns when the gang would fit but a waiting higher class could use those GPUs."""
+
+
+GATED = Gated()
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,7 @@ class _Hold:
     end: int | None
     tenant: str | None
     allocs: list[tuple[NodeState, tuple[int, ...]]]
+    seq: int = 0                # its place among releases at the same end
 
     @property
     def gpus(self) -> int:
@@ -102,17 +111,23 @@ class Simulation:
         self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
         self.rank = {n: sla_rank(j.intent) for n, j in jobs.items()}
         self.chain = self._remaining_chains(jobs)
+        self.gpus = {n: j.intent.gpu_count for n, j in jobs.items()}
+        self.keys = queue_keys([j.intent for j in jobs.values()], wave_of, self.chain)
         self.holds: dict[str, _Hold] = {}
+        # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
+        # the bounds for waiting intents walk them in time order without sorting again
         self.events: list[tuple[int, int, str]] = []
         self._seq = 0
         self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
         self.by_name = {n.spec.name: n for n in cluster.nodes}
         self.held: dict[str, int] = {}          # tenant -> GPUs it holds now
+        # per node index: the finite holds on it -> (end, sequence, GPUs there), so the bound for
+        # a waiting intent in one domain looks at that domain's releases, not at every release
+        self._on_node: list[dict[str, tuple[int, int, int]]] = [{} for _ in cluster.nodes]
+        self._under: dict[int, list[int]] = {}  # domain id -> node indices inside it
         self.started_now: dict[str, Seated] = {}
         self._now = -1
         self._subset: dict[tuple[Filter, Filter], bool] = {}
-        self._sorted_events: list[tuple[int, int, str]] | None = None
-        self._sorted_for = (0, 0)
         self.succs: dict[str, list[str]] = {n: [] for n in jobs}
         self.pending: dict[str, int] = {}
         for name, job in sorted(jobs.items()):
@@ -125,6 +140,8 @@ class Simulation:
         kept = self.out.gangs if protect_for is None else self.out.gangs & protect_for
         self.waiting_gangs = {n: sla_rank(jobs[n].intent) for n in kept if n not in self.out.refusals}
         self.spans = spans
+        self._gang_count: tuple[int, dict[int, int]] = (-1, {})
+        self._views: dict[str, View] = {}      # per intent: its filter's view (views live as long as the cluster)
         self._take_occupancy(occupancy)
         for n in gpu_names:
             flt = self.reqs[n].filter
@@ -183,10 +200,24 @@ class Simulation:
             self.held[hold.tenant] = self.held.get(hold.tenant, 0) + hold.gpus
         if hold.end is not None:
             self._seq += 1
-            heapq.heappush(self.events, (hold.end, self._seq, key))
+            hold.seq = self._seq
+            bisect.insort(self.events, (hold.end, self._seq, key))
+            self._index(key, hold, True)
+
+    def _index(self, key: str, hold: _Hold, add: bool) -> None:
+        """File a finite hold under the nodes it holds GPUs on (or take it off them)."""
+        if hold.end is None:
+            return
+        for node, gpus in hold.allocs:
+            on = self._on_node[self.node_index[node.spec.name]]
+            if add:
+                on[key] = (hold.end, hold.seq, len(gpus))
+            else:
+                on.pop(key, None)
 
     def _release(self, key: str) -> None:
         hold = self.holds.pop(key)
+        self._index(key, hold, False)
         if hold.tenant is not None and hold.allocs:
             self.held[hold.tenant] -= hold.gpus
         for node, gpus in hold.allocs:
@@ -206,7 +237,7 @@ class Simulation:
         first = True
         while True:
             while self.events and self.events[0][0] <= t:
-                _, _, key = heapq.heappop(self.events)
+                _, _, key = self.events.pop(0)
                 self._release(key)
                 if not key.startswith("\0"):
                     self._done(key, t, ready)
@@ -265,7 +296,7 @@ class Simulation:
         changed = True
         while changed:
             changed = False
-            for name in sorted(n for n in ready if self.jobs[n].intent.gpu_count <= 0):
+            for name in sorted(n for n in ready if self.gpus[n] <= 0):
                 self._start(name, t, ready[name], None, ready)
                 changed = True
             if self._offer_gpus(t, ready):
@@ -277,7 +308,7 @@ class Simulation:
     def _offer_gpus(self, t: int, ready: dict[str, int]) -> bool:
         """Offer the ready GPU intents once, in admission order; True (and stop) when a
         serve with dependants started: they are ready at this same instant."""
-        cands = [self.jobs[n].intent for n in ready if self.jobs[n].intent.gpu_count > 0]
+        cands = [self.jobs[n].intent for n in ready if self.gpus[n] > 0]
         if not cands:
             return False
         running = self._running_per_tenant()
@@ -292,7 +323,7 @@ class Simulation:
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
         # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
         undone: dict[tuple[Filter, int, int, bool], tuple[int, int | None]] = {}
-        for intent in fair.order(cands, self.wave_of, self.rank, self.chain):
+        for intent in fair.order(cands, self.wave_of, self.rank, self.chain, self.keys):
             name = intent.name
             r = self.rank[name]
             if r != rank:
@@ -302,7 +333,9 @@ class Simulation:
                 rank = r
             req = self.reqs[name]
             quota = self.terms[req.tenant].quota_gpus
-            view = self.c.view(req.filter)
+            view = self._views.get(name)
+            if view is None:
+                view = self._views[name] = self.c.view(req.filter)
             limit = self.c.depth_of(req.within) if req.within else 0
             if quota is not None and running.get(req.tenant, 0) + req.count > quota:
                 # waits for its own tenant's intents; lower classes still must not hold what it
@@ -313,7 +346,7 @@ class Simulation:
             duration = self.jobs[name].duration
             end = None if duration is None else t + duration
             # only gangs of this class or a higher one may keep domains whole against it
-            self.placer.protect_nvlink = any(k <= r for g, k in self.waiting_gangs.items() if g != name)
+            self.placer.protect_nvlink = self._gangs_waiting_at(r, name)
             if self._surely_gated(req.filter, end, gates, t, earliest):
                 gate = (req.filter, limit, None)
                 blocked[gate] = min(req.count, blocked.get(gate, req.count))
@@ -324,21 +357,23 @@ class Simulation:
                                                                                     and end >= seen[1])):
                 placed = None                   # the same search, same state, no earlier end: undone again
             else:
-                placed = self._try_place(req, view, limit, started_now, failed)
-            if placed is not None and not self._clears_gates(placed, end, gates, t, earliest):
-                self._undo(placed)
+                placed = self._try_place(req, view, limit, started_now, failed, end, gates, t, earliest)
+            if placed is GATED:
                 undone[memo] = (self.c.version, end)
                 placed = None
             if placed is None:
                 gate = (req.filter, limit, None)
                 blocked[gate] = min(req.count, blocked.get(gate, req.count))
                 continue
+            assert isinstance(placed, tuple)
             seat_placed, room = placed
             for moved_name, moved in (room.moved.items() if room else ()):
                 old = self.out.seated[moved_name]
                 self.out.seated[moved_name] = started_now[moved_name] = Seated(old.request, _with(old.placement, moved))
-                self.holds[moved_name].allocs = [(self.c.nodes[self.node_index[a.node]], a.gpus)
-                                                 for a in moved.allocations]
+                hold = self.holds[moved_name]
+                self._index(moved_name, hold, False)
+                hold.allocs = [(self.c.nodes[self.node_index[a.node]], a.gpus) for a in moved.allocations]
+                self._index(moved_name, hold, True)
             self._start(name, t, ready[name], seat_placed, ready)
             started_now[name] = self.out.seated[name]
             running[req.tenant] = running.get(req.tenant, 0) + req.count
@@ -349,24 +384,60 @@ class Simulation:
                 return True
         return False
 
+    def _gangs_waiting_at(self, rank: int, name: str) -> bool:
+        """True if a gang other than `name`, of class `rank` or a higher one, keeps NVLink
+        domains whole (counted per class; gangs only ever stop waiting, so the count is
+        redone when there are fewer of them)."""
+        gangs = self.waiting_gangs
+        counted, at_or_above = self._gang_count
+        if counted != len(gangs):
+            at_or_above = {}
+            for k in gangs.values():
+                for r in range(k, MAX_RANK + 1):
+                    at_or_above[r] = at_or_above.get(r, 0) + 1
+            self._gang_count = (len(gangs), at_or_above)
+        n = at_or_above.get(min(rank, MAX_RANK), 0)
+        if n == 0:
+            return False
+        own = gangs.get(name)
+        return n - (1 if own is not None and own <= rank else 0) > 0
+
     def _try_place(self, req: Request, view: View, limit: int, started_now: dict[str, Seated],
-                   failed: dict[tuple[Filter, int], tuple[int, int]]) -> tuple[Placed, Room | None] | None:
+                   failed: dict[tuple[Filter, int], tuple[int, int]], end: int | None, gates: dict[Gate, int],
+                   t: int, earliest: dict[tuple[Gate, int, int, int], int]
+                   ) -> tuple[Placed, Room | None] | Gated | None:
+        """Place `req` now (moving same-instant jobs if that makes room), or None; GATED when
+        it would fit but would hold GPUs a waiting higher class could use (`_clears_gates`):
+        then nothing was taken.  The gates are checked on where the gang would go before
+        any GPU is taken, so a refused try costs a search, not a take and an undo."""
         key = (req.filter, limit)
         seen = failed.get(key)
         if seen is not None and seen[0] == self.c.version and req.count >= seen[1]:
             return None                         # the same search failed for fewer GPUs, nothing changed since
-        placed = self.placer.place(req, view, limit) if view.free[self.c.root.id] >= req.count else None
-        if placed is not None:
-            return placed, None
+        located = self.placer.locate(req, view, limit) if view.free[self.c.root.id] >= req.count else None
+        if located is not None:
+            shares = [(self.node_index[n.spec.name], k) for n, k in located[1]]
+            if not self._clears_gates([(shares, end)], gates, t, earliest, taken=False):
+                return GATED
+            return self.placer.commit(*located), None
         if self.pinned:
             started_now = {n: seat for n, seat in started_now.items() if n not in self.pinned}
         if started_now and self._movable(view, req.count, started_now) + view.free[self.c.root.id] >= req.count:
             room = make_room(self.placer, req, view, limit, started_now)
             if room is not None:
+                items = [(self._shares(room.placed.allocations), end)]
+                items += [(self._shares(moved.allocations), self.out.times[name][1])
+                          for name, moved in room.moved.items()]
+                if not self._clears_gates(items, gates, t, earliest, taken=True):
+                    self._undo((room.placed, room))
+                    return GATED
                 return room.placed, room
         failed[key] = (self.c.version, min(req.count, seen[1]) if seen and seen[0] == self.c.version
                        else req.count)
         return None
+
+    def _shares(self, allocs: tuple[NodeAllocation, ...]) -> list[tuple[int, int]]:
+        return [(self.node_index[a.node], len(a.gpus)) for a in allocs]
 
     def _movable(self, view: View, k: int, started_now: dict[str, Seated]) -> int:
         """GPUs held on nodes of `view` big enough for k by single-node intents that started
@@ -393,43 +464,40 @@ class Simulation:
                 for a in self.out.seated[moved_name].placement.allocations:
                     self.c.take(nodes[a.node], a.gpus)
 
-    def _clears_gates(self, placed: tuple[Placed, Room | None], end: int | None, gates: dict[Gate, int],
-                      t: int, earliest: dict[tuple[Gate, int, int, int], int]) -> bool:
-        """True if nothing placed (or moved) now holds GPUs in a domain where a waiting
-        higher-class intent could start before they are released.
+    def _clears_gates(self, items: list[tuple[list[tuple[int, int]], int | None]], gates: dict[Gate, int],
+                      t: int, earliest: dict[tuple[Gate, int, int, int], int], taken: bool) -> bool:
+        """True if nothing about to be placed (or moved) would hold GPUs in a domain where a
+        waiting higher-class intent could start before they are released.
 
+        `items`: (node index, GPUs) per node and the end, for the gang and for each job moved
+        to make room for it; `taken`: whether those GPUs are taken already (a repack) or not.
         A waiting intent needs k free GPUs inside one domain at its `within` depth.  In a
         domain d that cannot have k of its GPUs free before time e_d (what is free now plus
         what the running intents release by then; new starts only take more), anything that
         ends by e_d is gone before the waiting intent could use d, so it delays nothing."""
         if not gates:
             return True
-        seat_placed, room = placed
-        items: list[tuple[tuple[NodeAllocation, ...], int | None]] = [(seat_placed.allocations, end)]
-        if room is not None:
-            for moved_name, moved in room.moved.items():
-                items.append((moved.allocations, self.out.times[moved_name][1]))
+        nodes = self.c.nodes
         for gate, k in gates.items():
             flt, limit, _ = gate
             view = self.c.view(flt)
-            # the bound is for a world without what is being placed now: count its GPUs as free
+            # the bound is for a world without what is being placed now: its GPUs count as free
             tentative: dict[int, int] = {}
-            for allocs, _ in items:
-                for a in allocs:
-                    i = self.node_index[a.node]
+            for shares, _ in items:
+                for i, n in shares:
                     if view.eligible[i]:
-                        d = self.c.nodes[i].leaf.at_depth(limit).id
-                        tentative[d] = tentative.get(d, 0) + len(a.gpus)
-            for allocs, until in items:
-                for a in allocs:
-                    i = self.node_index[a.node]
+                        d = nodes[i].leaf.at_depth(limit).id
+                        tentative[d] = tentative.get(d, 0) + n
+            for shares, until in items:
+                for i, _ in shares:
                     if not view.eligible[i]:
                         continue
-                    domain = self.c.nodes[i].leaf.at_depth(limit).id
+                    domain = nodes[i].leaf.at_depth(limit).id
                     key = (gate, k, domain, tentative[domain])
                     bound = earliest.get(key)
                     if bound is None:
-                        bound = earliest[key] = max(self._earliest(view, k, t, limit, domain, tentative[domain]),
+                        extra = tentative[domain] if taken else 0
+                        bound = earliest[key] = max(self._earliest(view, k, t, limit, domain, extra),
                                                     self._quota_free(gate[2], k, t))
                     if until is None or until > bound:
                         return False
@@ -466,17 +534,38 @@ class Simulation:
         free = view.free[domain] + extra
         if free >= k:
             return t
+        if depth > 0:
+            # this domain's releases only, in the same (end, sequence) order as the events
+            under = self._under.get(domain)
+            if under is None:
+                under = self._under[domain] = self._nodes_under(domain)
+            on_node = self._on_node
+            for end, _, n in sorted(e for i in under if view.eligible[i] for e in on_node[i].values()):
+                free += n
+                if free >= k:
+                    return end
+            return NEVER
         for end, _, key in self._by_end():
             hold = self.holds.get(key)
             if hold is None:
                 continue
             for node, g in hold.allocs:
-                if view.eligible[self.node_index[node.spec.name]] and (
-                        depth == 0 or node.leaf.at_depth(depth).id == domain):
+                if view.eligible[self.node_index[node.spec.name]]:
                     free += len(g)
             if free >= k:
                 return end
         return NEVER
+
+    def _nodes_under(self, domain: int) -> list[int]:
+        """Node indices inside a domain, in node order."""
+        out: list[int] = []
+        stack = [self.c.domains[domain]]
+        while stack:
+            d = stack.pop()
+            if d.node is not None:
+                out.append(self.node_index[d.node.spec.name])
+            stack += d.children
+        return sorted(out)
 
     def _quota_free(self, tenant: str | None, k: int, t: int) -> int:
         """For an intent waiting for its tenant's quota: when the tenant's running intents
@@ -496,11 +585,8 @@ class Simulation:
         return NEVER
 
     def _by_end(self) -> list[tuple[int, int, str]]:
-        """The pending releases in time order (cached until the next one is added or taken)."""
-        if self._sorted_events is None or self._sorted_for != (len(self.events), self._seq):
-            self._sorted_events = sorted(self.events)
-            self._sorted_for = (len(self.events), self._seq)
-        return self._sorted_events
+        """The pending releases in time order."""
+        return self.events
 
     # ------------------------------------------------------------------
     # Refusals

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from intentc.drift.fields import FieldDiff, diff_fields, ignored_paths
-from intentc.render.model import (MANAGED_BY, MANAGED_BY_LABEL, SPEC_HASH_ANNOTATION, Manifest,
-                                  ObjectRef)
+from intentc.render.model import (MANAGED_BY, MANAGED_BY_LABEL, PREVIEW_HASH_ANNOTATION, SPEC_HASH_ANNOTATION,
+                                  Manifest, ObjectRef)
 from intentc.render.stamp import unstamped
 
 
@@ -77,7 +77,16 @@ def decide(p: Pair) -> Action:
         return Action.CREATE
     if live_hash(p.live) == p.desired.spec_hash:
         return Action.REPAIR if drifted(p.desired.body, p.live) else Action.UNCHANGED
+    if bound_live(p.live) == p.desired.spec_hash:
+        # this very content, bound on the live cluster by an earlier apply: the preview's
+        # node pins are not put back over it (a Job would be deleted and run again)
+        return Action.UNCHANGED
     return Action.UPDATE
+
+
+def bound_live(live: Mapping[str, Any] | None) -> str | None:
+    """The preview spec-hash of an object `apply` bound on the live cluster, else None."""
+    return ((live or {}).get("metadata", {}).get("annotations") or {}).get(PREVIEW_HASH_ANNOTATION)
 
 
 def repair_diff(desired: Mapping[str, Any], live: Mapping[str, Any], manager: str = "intentc") -> tuple[str, ...]:

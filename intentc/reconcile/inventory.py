@@ -4,10 +4,13 @@ One ConfigMap per target, `intentc-system/intentc-inventory-<target>`,
 with one JSON document (key `inventory.json`).  A ConfigMap holds at most
 1 MiB, about 3,000 objects of plain JSON; past `PLAIN_LIMIT` bytes the
 document is stored gzipped under `binaryData` (`inventory.json.gz`, about a
-fifth of the size: the spec hashes do not compress), so one target can
-manage about 15,000 objects while small inventories stay readable with
-`kubectl get -o yaml`.  It is the memory that makes prune and rollback need
-no guessing:
+fifth of the size: the spec hashes do not compress), so one ConfigMap holds
+about 15,000 objects while small inventories stay readable with
+`kubectl get -o yaml`.  Past `SHARD_BUDGET` gzipped bytes the objects move
+to *shards* (`intentc-inventory-<target>.<i>.<digest>`, see `shards`): the
+index ConfigMap keeps the history and names each shard with its digest, so
+an inventory has no size cap.  It is the memory that makes prune and
+rollback need no guessing:
 
 * `objects` — every object intentc applied or was about to apply, with the
   spec hash and commit it was applied from.  `state: pending` marks objects
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
@@ -43,6 +47,11 @@ INVENTORY_GZ_KEY = "inventory.json.gz"
 PLAIN_LIMIT = 512 * 1024            # bytes of JSON kept readable (about 1,500 objects); larger ones are gzipped
 CONFIGMAP_LIMIT = 1024 * 1024       # what the API server accepts in one ConfigMap's data
 INVENTORY_LABEL = "intentc.dev/inventory"       # value: the target name
+SHARD_LABEL = "intentc.dev/inventory-shard"     # value: the target name; never on an index
+SHARD_KEY = "objects.json.gz"
+# Gzipped bytes one ConfigMap carries before the objects are sharded; below the
+# 1 MiB limit with room for the quarantine record on the index.
+SHARD_BUDGET = 768 * 1024
 INVENTORY_FORMAT = inventory_schema.FORMAT
 HISTORY_LIMIT = 10
 DEFAULT_TARGET_NAME = "default"
@@ -55,6 +64,10 @@ def inventory_name(target: str) -> str:
 
 def inventory_ref(target: str) -> ObjectRef:
     return ObjectRef("v1", "ConfigMap", INVENTORY_NAMESPACE, inventory_name(target))
+
+
+def shard_ref(name: str) -> ObjectRef:
+    return ObjectRef("v1", "ConfigMap", INVENTORY_NAMESPACE, name)
 
 
 @dataclass(frozen=True)
@@ -159,13 +172,15 @@ class Inventory:
         return replace(self, history=history)
 
     # -- encoding ---------------------------------------------------------
+    def _doc(self) -> dict[str, Any]:
+        return {"format": INVENTORY_FORMAT, "target": self.target, "commit": self.commit,
+                "lastKnownGood": ({"commit": self.last_known_good, "at": self.last_known_good_at}
+                                  if self.last_known_good else None),
+                "objects": [e.to_json() for e in self.entries],
+                "history": [r.to_json() for r in self.history]}
+
     def to_json(self) -> str:
-        doc = {"format": INVENTORY_FORMAT, "target": self.target, "commit": self.commit,
-               "lastKnownGood": ({"commit": self.last_known_good, "at": self.last_known_good_at}
-                                 if self.last_known_good else None),
-               "objects": [e.to_json() for e in self.entries],
-               "history": [r.to_json() for r in self.history]}
-        return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False)
+        return json.dumps(self._doc(), sort_keys=True, indent=1, ensure_ascii=False)
 
     @classmethod
     def from_json(cls, text: str, target: str) -> "Inventory":
@@ -178,37 +193,159 @@ class Inventory:
                    tuple(Record.from_json(r) for r in doc.get("history") or []),
                    good.get("commit"), good.get("at"), exists=True)
 
+    def configmaps(self) -> tuple[dict[str, Any], ...]:
+        """Every ConfigMap of this inventory in the order to write them: the shards
+        (none while the objects fit in one ConfigMap), then the index.
+
+        A shard's name carries the digest of its content, so writing new shards never
+        touches one the current index names: a write cut off before the index leaves
+        the old index and its shards whole, and an unchanged shard is not rewritten."""
+        doc = self._doc()
+        estimate = len(_gzip(_compact(doc)))     # fast; the indented form packs a little larger
+        if estimate <= SHARD_BUDGET:
+            text = self.to_json()
+            if len(text.encode("utf-8")) <= PLAIN_LIMIT:
+                return (self._index(text),)
+            packed = _gzip(text)
+            if len(packed) <= SHARD_BUDGET:
+                return (self._index(text, packed),)
+        shards = [self._shard(i, packed) for i, packed in enumerate(_partition(self, doc["objects"], estimate))]
+        listed = [{"name": b["metadata"]["name"], "objects": n, "sha256": d} for b, n, d in shards]
+        return tuple(b for b, _, _ in shards) + (self._index(self._index_json(listed)),)
+
     def configmap(self) -> dict[str, Any]:
+        """The index ConfigMap (the whole inventory while it fits in one)."""
+        return self.configmaps()[-1]
+
+    def _index_json(self, shards: list[dict[str, Any]]) -> str:
+        doc = {**replace(self, entries=())._doc(), "shards": shards}
+        return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False)
+
+    def _index(self, text: str, packed: bytes | None = None) -> dict[str, Any]:
         meta = {"name": inventory_name(self.target), "namespace": INVENTORY_NAMESPACE,
                 "labels": {**labels(), INVENTORY_LABEL: self.target}}
-        text = self.to_json()
         doc: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
         if len(text.encode("utf-8")) <= PLAIN_LIMIT:
             doc["data"] = {INVENTORY_KEY: text}
         else:
-            # mtime=0: the same inventory always encodes to the same bytes (no-op applies stay no-ops).
             # Server-side apply drops the plain key this manager no longer sends, and the other way round.
-            packed = gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
-            doc["binaryData"] = {INVENTORY_GZ_KEY: base64.b64encode(packed).decode("ascii")}
+            doc["binaryData"] = {INVENTORY_GZ_KEY: base64.b64encode(packed or _gzip(text)).decode("ascii")}
         return doc
 
+    def _shard(self, i: int, part: tuple[bytes, int]) -> tuple[dict[str, Any], int, str]:
+        packed, count = part
+        digest = hashlib.sha256(packed).hexdigest()
+        meta = {"name": f"{inventory_name(self.target)}.{i}.{digest[:12]}", "namespace": INVENTORY_NAMESPACE,
+                "labels": {SHARD_LABEL: self.target}}
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "immutable": True,
+                "binaryData": {SHARD_KEY: base64.b64encode(packed).decode("ascii")}}
+        return body, count, digest
+
     @classmethod
-    def from_configmap(cls, body: Mapping[str, Any] | None, target: str) -> "Inventory":
+    def from_configmap(cls, body: Mapping[str, Any] | None, target: str,
+                       shards: Mapping[str, Mapping[str, Any]] | None = None) -> "Inventory":
+        """The inventory from its index ConfigMap and, when it is sharded, its shard
+        ConfigMaps by name (others are ignored).  ValueError when a shard the index
+        names is missing or not the one it names (digest)."""
         if body is None:
             return cls(target)
-        packed = (body.get("binaryData") or {}).get(INVENTORY_GZ_KEY)
-        if packed:
-            if not isinstance(packed, str):
-                raise ValueError(f"{INVENTORY_GZ_KEY} is not base64 text")
-            try:
-                text = inventory_schema.inflate(base64.b64decode(packed, validate=True))
-            except ValueError as e:
-                raise ValueError(f"{INVENTORY_GZ_KEY} is not gzipped JSON: {e}") from None
-            return cls.from_json(text, target)
-        plain = (body.get("data") or {}).get(INVENTORY_KEY)
-        if not plain or not isinstance(plain, str):
-            raise ValueError(f"ConfigMap {INVENTORY_NAMESPACE}/{inventory_name(target)} has no {INVENTORY_KEY}")
-        return cls.from_json(plain, target)
+        doc = inventory_schema.parse(_index_text(body, target))
+        objects = list(doc.get("objects") or [])
+        for listed in doc.get("shards") or []:
+            objects += _read_shard(listed, (shards or {}).get(listed["name"]), target)
+        good = doc.get("lastKnownGood") or {}
+        return cls(target, doc.get("commit"),
+                   _sorted(Entry.from_json(e) for e in objects),
+                   tuple(Record.from_json(r) for r in doc.get("history") or []),
+                   good.get("commit"), good.get("at"), exists=True)
+
+
+def shard_names(body: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The shards an index ConfigMap names (none for an unsharded one), without reading
+    further: what a reader must fetch."""
+    if body is None:
+        return ()
+    try:
+        doc = inventory_schema.parse(_index_text(body, ""))
+    except ValueError:
+        return ()            # reading the index again says why
+    return tuple(s["name"] for s in doc.get("shards") or [])
+
+
+def _index_text(body: Mapping[str, Any], target: str) -> str:
+    packed = (body.get("binaryData") or {}).get(INVENTORY_GZ_KEY)
+    if packed:
+        return _unpack(packed, INVENTORY_GZ_KEY)
+    text = (body.get("data") or {}).get(INVENTORY_KEY)
+    if not text or not isinstance(text, str):
+        raise ValueError(f"ConfigMap {INVENTORY_NAMESPACE}/{inventory_name(target)} has no {INVENTORY_KEY}")
+    return text
+
+
+def _read_shard(listed: Mapping[str, Any], body: Mapping[str, Any] | None, target: str) -> list[Any]:
+    name = listed["name"]
+    if body is None:
+        raise ValueError(f"shard {INVENTORY_NAMESPACE}/{name} is missing")
+    packed = (body.get("binaryData") or {}).get(SHARD_KEY)
+    if not packed or not isinstance(packed, str):
+        raise ValueError(f"shard {name} has no {SHARD_KEY}")
+    try:
+        raw = base64.b64decode(packed, validate=True)
+    except ValueError:
+        raise ValueError(f"shard {name}: {SHARD_KEY} is not base64 text") from None
+    if hashlib.sha256(raw).hexdigest() != listed["sha256"]:
+        raise ValueError(f"shard {name} is not the one the index names (digest differs)")
+    try:
+        doc = inventory_schema.parse_shard(inventory_schema.inflate(raw))
+    except ValueError as e:
+        raise ValueError(f"shard {name}: {e}") from None
+    if doc.get("target") != target or len(doc["objects"]) != listed["objects"]:
+        raise ValueError(f"shard {name} does not hold what the index says")
+    return list(doc["objects"])
+
+
+def _unpack(packed: Any, key: str) -> str:
+    if not isinstance(packed, str):
+        raise ValueError(f"{key} is not base64 text")
+    try:
+        return inventory_schema.inflate(base64.b64decode(packed, validate=True))
+    except ValueError as e:
+        raise ValueError(f"{key} is not gzipped JSON: {e}") from None
+
+
+def _compact(doc: Any) -> str:
+    """Shards are read by intentc only: the C encoder's compact form (`indent` would
+    fall back to the pure-Python encoder, about ten times slower)."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _gzip(text: str) -> bytes:
+    # mtime=0: the same inventory always encodes to the same bytes (no-op applies stay no-ops).
+    return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+
+
+def _bucket(ref: ObjectRef, n: int) -> int:
+    key = f"{ref.api_version}/{ref.kind}/{ref.namespace}/{ref.name}".encode()
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") % n
+
+
+def _partition(inv: Inventory, docs: list[dict[str, Any]], packed_size: int) -> list[tuple[bytes, int]]:
+    """The entries (`docs`, in entry order) in buckets by a hash of their ref, as few
+    buckets (a power of two) as keep each under `SHARD_BUDGET` gzipped, each as (its
+    gzipped shard document, its entry count): a change to some objects rewrites only
+    their buckets' shards, and the same entries always land in the same shards."""
+    n = 2
+    while n * SHARD_BUDGET * 0.8 < packed_size:
+        n *= 2
+    while True:
+        buckets: list[list[dict[str, Any]]] = [[] for _ in range(n)]
+        for e, d in zip(inv.entries, docs):
+            buckets[_bucket(e.ref, n)].append(d)
+        parts = [(_gzip(_compact({"format": inventory_schema.SHARD_FORMAT, "target": inv.target, "objects": b})),
+                  len(b)) for b in buckets]
+        if max(len(p) for p, _ in parts) <= SHARD_BUDGET or n >= len(docs):
+            return parts
+        n *= 2
 
 
 def _sorted(entries: Iterable[Entry]) -> tuple[Entry, ...]:

@@ -7,7 +7,8 @@ what the other applied (issue 16: 50 Jobs untracked).  Every apply of a
 target therefore holds the Lease `intentc-system/intentc-apply-<target>`
 from before it reads the inventory until after its last write.
 
-Taking the Lease is optimistic concurrency on the API server: create it,
+Taking the Lease (read and written through `reconcile.lease`, which the
+daemon's leader election shares) is optimistic concurrency on the API server: create it,
 or replace it with the resourceVersion read, when it is free or expired.
 Two processes that race get one success and one `AlreadyExists` /
 `Outdated`, and the loser reads again.  The holder renews it every third
@@ -24,12 +25,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import AlreadyExists, KubeError, Outdated
-from intentc.reserved import INTENTC_NAMESPACE
+from intentc.reconcile import lease
+from intentc.reconcile.lease import Held, LeaseRecord
 from intentc.render.model import ObjectRef
 
 LEASE_SECONDS = 60
@@ -43,22 +45,11 @@ class LockBusy(Exception):
 
 
 def lease_ref(target: str) -> ObjectRef:
-    return ObjectRef("coordination.k8s.io/v1", "Lease", INTENTC_NAMESPACE, f"intentc-apply-{target}")
+    return lease.lease_ref(f"intentc-apply-{target}")
 
 
 def holder_identity() -> str:
     return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
-
-
-def _micro(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse(text: Any) -> datetime | None:
-    try:
-        return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None
 
 
 class ApplyLock:
@@ -76,42 +67,33 @@ class ApplyLock:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
-    def _body(self, acquired: str, existing: dict[str, Any] | None = None) -> dict[str, Any]:
-        meta: dict[str, Any] = {"name": self.ref.name, "namespace": self.ref.namespace,
-                                "labels": {"app.kubernetes.io/managed-by": "intentc"}}
-        if existing is not None:
-            meta["resourceVersion"] = existing["metadata"]["resourceVersion"]
-        return {"apiVersion": self.ref.api_version, "kind": "Lease", "metadata": meta,
-                "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
-                         "acquireTime": acquired, "renewTime": _micro(self.now())}}
+    def _record(self, acquired: datetime | None, held: Held | None) -> LeaseRecord:
+        moves = held.record.transitions if held is not None else 0
+        if held is not None and held.record.holder != self.identity:
+            moves += 1
+        now = self.now()
+        return LeaseRecord(self.identity, self.duration, acquired or now, now, moves)
 
-    def _free(self, lease: dict[str, Any]) -> bool:
-        spec = lease.get("spec") or {}
-        if not spec.get("holderIdentity") or spec.get("holderIdentity") == self.identity:
+    def _free(self, record: LeaseRecord) -> bool:
+        if not record.holder or record.holder == self.identity:
             return True
-        renewed = _parse(spec.get("renewTime"))
-        seconds = spec.get("leaseDurationSeconds")
-        if renewed is None or not isinstance(seconds, int):
+        if record.renewed is None or record.duration is None:
             return True                       # not a lease anyone could hold
-        return renewed + timedelta(seconds=seconds) < self.now()
+        return record.renewed + timedelta(seconds=record.duration) < self.now()
 
     def acquire(self) -> None:
         deadline = self.monotonic() + self.wait
         while True:
-            lease = self.client.get(self.ref)
+            held = lease.read(self.client, self.ref)
             try:
-                if lease is None:
-                    self.client.create(self._body(_micro(self.now())))
-                    break
-                if self._free(lease):
-                    self.client.replace(self._body(_micro(self.now()), lease))
+                if held is None or self._free(held.record):
+                    lease.write(self.client, self.ref, self._record(None, held), held)
                     break
             except (AlreadyExists, Outdated):
                 continue                      # another process won this round: read again
             if self.monotonic() >= deadline:
-                spec = lease.get("spec") or {}
-                raise LockBusy(f"target is being applied by {spec.get('holderIdentity')} (since "
-                               f"{spec.get('acquireTime')}); waited {self.wait:g}s — try again later")
+                raise LockBusy(f"target is being applied by {held.record.holder} (since "
+                               f"{_shown(held.record.acquired)}); waited {self.wait:g}s — try again later")
             self.sleep(POLL_SECONDS)
         self._renewer = threading.Thread(target=self._renew, name="intentc-lease", daemon=True)
         self._renewer.start()
@@ -119,12 +101,11 @@ class ApplyLock:
     def _renew(self) -> None:
         while not self._stop.wait(self.duration / 3):
             try:
-                lease = self.client.get(self.ref)
-                if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                held = lease.read(self.client, self.ref)
+                if held is None or held.record.holder != self.identity:
                     self.lost = True
                     return
-                acquired = str((lease.get("spec") or {}).get("acquireTime") or _micro(self.now()))
-                self.client.replace(self._body(acquired, lease))
+                lease.write(self.client, self.ref, self._record(held.record.acquired, held), held)
             except KubeError:                 # a failed renewal is retried next period
                 continue
 
@@ -134,12 +115,10 @@ class ApplyLock:
             self._renewer.join(timeout=10)
         for _ in range(5):
             try:
-                lease = self.client.get(self.ref)
-                if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                held = lease.read(self.client, self.ref)
+                if held is None or held.record.holder != self.identity:
                     return
-                body = self._body(str(lease["spec"].get("acquireTime")), lease)
-                body["spec"]["holderIdentity"] = None
-                self.client.replace(body)
+                lease.write(self.client, self.ref, replace(held.record, holder="", renewed=self.now()), held)
                 return
             except Outdated:
                 continue
@@ -152,3 +131,7 @@ class ApplyLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _shown(t: datetime | None) -> str:
+    return lease.micro(t) if t is not None else "?"

@@ -42,6 +42,7 @@ class ApplyResult:
     health: str = "Unknown"
     message: str = ""
     inventory_written: bool = False
+    binding: tuple[str, ...] = ()      # where the live binding differs from the preview, and why
 
     @property
     def exit_code(self) -> int:
@@ -60,7 +61,7 @@ class ApplyResult:
         doc = {"target": self.target, "commit": self.commit, "kubeVersion": self.kube_version,
                "dryRun": self.dry_run, "result": self.result, "health": self.health,
                "message": self.message, "counts": self.counts(),
-               "inventoryWritten": self.inventory_written,
+               "inventoryWritten": self.inventory_written, "binding": list(self.binding),
                "objects": [o.to_json() for o in self.objects]}
         return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -75,6 +76,7 @@ class ApplyResult:
                 line += f": {o.message}"
             lines.append(line)
             lines.extend(f"               {d}" for d in o.diff)
+        lines.extend(f"  binding   {b}" for b in self.binding)
         counts = ", ".join(f"{n} {k}" for k, n in self.counts().items()) or "nothing to do"
         lines.append(f"{self.result}: {counts}; health {self.health}")
         if self.message:

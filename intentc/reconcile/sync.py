@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from itertools import groupby
 from typing import Any, Mapping
@@ -27,18 +27,24 @@ from intentc.kube.client import KubeClient
 from intentc.progress import Progress, silent
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
 from intentc.drift.fields import without_handed_over
-from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, pair, repair_diff
+from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, live_hash, pair, repair_diff
 from intentc.reconcile.health import Health, HealthStatus, health_of, worst
 from intentc.reconcile.lock import ApplyLock, LockBusy
-from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, DEFAULT_TARGET_NAME, INVENTORY_LABEL, INVENTORY_NAMESPACE, Entry, Inventory,
+from intentc.reconcile import inventory_store
+from intentc.reconcile.inventory import (DEFAULT_TARGET_NAME, INVENTORY_NAMESPACE, Entry, Inventory,
                                          Record, inventory_ref)
+from intentc.reconcile.live_binding import Binding, LiveBinder, describe
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
+from intentc.reconcile.timeouts import Budget, wave_timeout
+from intentc.duration import format_duration
+from intentc.drift import events
 from intentc.render.meta import labels
 from intentc.reserved import reserved_namespace
 from intentc.render.model import (COMMIT_ANNOTATION, MANAGED_BY, MANAGED_BY_LABEL, SETUP_STEPS, Manifest, ObjectRef, Rendered,
                                   step_label)
 
 REPLACEABLE_KINDS = frozenset({"Job"})     # immutable pod template: delete + create
+ROOM_POLL_S = 5.0                          # how often a wave that does not fit looks for room again
 # Kinds checked before pruning a namespace: deleting it would take these along.
 # Not Secrets: listing them returns their data, and the daemon's role holds no
 # cluster-wide Secret read (SECURITY.md).
@@ -58,11 +64,14 @@ class ApplyOptions:
     dry_run: bool = False
     prune: bool = False
     wait: bool = True
-    timeout: float = 300.0
+    # Seconds each wave may take to become healthy; None: derived per wave from its
+    # intents' `budgets` (reconcile/timeouts.py), FALLBACK_S where none is known.
+    timeout: float | None = None
     force_conflicts: bool = False
     workers: int = 8
     poll_interval: float = 1.0
     lock_wait: float = 600.0          # how long to wait for another apply of the target (reconcile.lock)
+    budgets: Mapping[str, Budget] = field(default_factory=dict)   # intent -> how long it may take
 
 
 class _Abort(Exception):
@@ -76,8 +85,11 @@ class _Abort(Exception):
 class Reconciler:
     def __init__(self, client: KubeClient, options: ApplyOptions = ApplyOptions(),
                  clock: Callable[[], str] = utc_now, sleep: Callable[[float], None] = time.sleep,
-                 monotonic: Callable[[], float] = time.monotonic, progress: Progress = silent) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, progress: Progress = silent,
+                 binder: LiveBinder | None = None) -> None:
         self.client = client
+        self.binder = binder          # re-plans on live state (the whole plan, or each wave under --wait)
+        self._binding: list[str] = []
         self.progress = progress
         self.opts = options
         self.clock = clock
@@ -87,13 +99,14 @@ class Reconciler:
         self._others: dict[str, Inventory] | None = None
         self._lock = threading.Lock()
         self._held: frozenset[str] = frozenset()
+        self._shards: frozenset[str] = frozenset()      # inventory shards known to exist (inventory_store)
 
     # -- entry point ------------------------------------------------------
     def apply(self, rendered: Rendered) -> ApplyResult:
         def result(objects: Sequence[ObjectOutcome], res: str, health: str = "Unknown",
                    message: str = "", written: bool = False) -> ApplyResult:
             return ApplyResult(self.opts.target, rendered.commit, rendered.kube_version, self.opts.dry_run,
-                               tuple(objects), res, health, message, written)
+                               tuple(objects), res, health, message, written, tuple(self._binding))
         outcomes: list[ObjectOutcome] = []
         self._held = frozenset(rendered.held_tenants)
         lock: ApplyLock | None = None
@@ -104,6 +117,9 @@ class Reconciler:
                 self._call(lock.acquire)
             inventory = self.load_inventory()
             live = self.list_live(rendered.manifests, inventory)
+            if self.binder is not None and (self.opts.dry_run or not self.opts.wait):
+                # every wave is created now: bind them all on what the cluster has free now
+                rendered = replace(rendered, manifests=self._bind_whole(rendered, live))
             pairs = pair(rendered.manifests, live, inventory.refs())
             if self.opts.dry_run:
                 outcomes = self._dry_run(pairs, inventory)
@@ -123,8 +139,9 @@ class Reconciler:
     # -- reading ----------------------------------------------------------
     def load_inventory(self) -> Inventory:
         try:
-            body = self._call(self.client.get, inventory_ref(self.opts.target))
-            return Inventory.from_configmap(body, self.opts.target)
+            stored = self._call(inventory_store.read, self.client, self.opts.target)
+            self._shards = stored.shards_present
+            return stored.inventory
         except ValueError as e:
             raise _Abort(f"inventory {inventory_ref(self.opts.target)} is unreadable: {e}") from None
 
@@ -183,7 +200,6 @@ class Reconciler:
         inventory = loaded.mark_interrupted()
         running = Record(rendered.commit, started)
         health: dict[ObjectRef, Health] = {}
-        deadline = self.monotonic() + self.opts.timeout
         written = False
         failure = ""
         desired = [p for p in pairs if p.desired is not None]
@@ -191,14 +207,23 @@ class Reconciler:
             found = self._unlabelled_namespaces(desired)
             for step, group in groupby(desired, key=lambda p: p.desired.step if p.desired else 0):
                 items = list(group)
+                limit, why = self._limit(items)
+                deadline = self.monotonic() + limit
+                kept: Mapping[ObjectRef, str] = {}
+                if self.binder is not None and self.opts.wait and step >= SETUP_STEPS:
+                    items, kept, failure = self._bind_wave(step, items, deadline, limit, why)
+                    if failure:
+                        break
                 todo = [p for p in items if decide(p) is not Action.UNCHANGED]
                 same = [p for p in items if p not in todo]
                 for p in same:
                     health[p.ref] = health_of(p.live)
-                    outcomes.append(ObjectOutcome(p.ref, step, Action.UNCHANGED, health=health[p.ref].status.value))
+                    outcomes.append(ObjectOutcome(p.ref, step, Action.UNCHANGED, health=health[p.ref].status.value,
+                                                  message=kept.get(p.ref, "")))
                 # unchanged objects are on record too, with the commit that last wrote them
                 inventory = inventory.with_entries(
-                    _entry(p, "applied", _live_commit(p), loaded.entry(p.ref), p.ref in found) for p in same)
+                    _entry(p, "applied", _live_commit(p), loaded.entry(p.ref), p.ref in found, live_hash(p.live))
+                    for p in same)
                 if todo:
                     self.progress(f"{_step_name(step)}: applying", 0, len(todo))
                     inventory = inventory.with_entries(_entry(p, "pending", old=loaded.entry(p.ref),
@@ -215,7 +240,8 @@ class Reconciler:
                         failure = f"{sum(not o.ok for o, _ in done)} object(s) failed in {_step_name(step)}"
                         break
                 if self.opts.wait and step >= SETUP_STEPS:
-                    failure = self._wait([p.ref for p in items], health, deadline, step)
+                    failure = self._wait([p.ref for p in items], health, deadline, step, limit, why,
+                                         {p.ref: p.desired.intent for p in items if p.desired is not None})
                     if failure:
                         break
             if not failure:
@@ -306,7 +332,19 @@ class Reconciler:
         return inventory.with_entries(applied + restored).without(dropped)
 
     # -- waiting ----------------------------------------------------------
-    def _wait(self, refs: list[ObjectRef], health: dict[ObjectRef, Health], deadline: float, step: int) -> str:
+    def _limit(self, items: Sequence[Pair]) -> tuple[float, str]:
+        """(seconds, why) this step may take to become healthy: --timeout, else its intents' budget."""
+        if self.opts.timeout is not None:
+            return self.opts.timeout, f"--timeout {self.opts.timeout:g}s"
+        seconds, why = wave_timeout([p.desired.intent for p in items if p.desired and p.desired.intent],
+                                    self.opts.budgets)
+        return float(seconds), why
+
+    def _wait(self, refs: list[ObjectRef], health: dict[ObjectRef, Health], deadline: float, step: int,
+              limit: float | None = None, why: str = "", intents: Mapping[ObjectRef, str | None] | None = None
+              ) -> str:
+        started = self.monotonic()
+        bodies: dict[ObjectRef, Mapping[str, Any] | None] = {}
         while True:
             healthy = sum(health[r].status is HealthStatus.HEALTHY for r in refs)
             self.progress(f"{_step_name(step)}: waiting until healthy", healthy, len(refs))
@@ -318,11 +356,81 @@ class Reconciler:
             if not pending:
                 return ""
             if self.monotonic() >= deadline:
-                detail = "; ".join(f"{r} ({health[r].status.value}: {health[r].message})" for r in pending[:5])
-                return f"timed out after {self.opts.timeout:g}s waiting for {_step_name(step)}: {detail}"
+                return self._timed_out(step, pending, health, bodies, intents or {}, limit, why,
+                                       self.monotonic() - started)
             self.sleep(self.opts.poll_interval)
             for r, body in zip(pending, self._map(lambda r: self._call(self.client.get, r), pending)):
                 health[r] = health_of(body)
+                bodies[r] = body
+
+    def _timed_out(self, step: int, pending: list[ObjectRef], health: dict[ObjectRef, Health],
+                   bodies: Mapping[ObjectRef, Mapping[str, Any] | None], intents: Mapping[ObjectRef, str | None],
+                   limit: float | None, why: str, waited: float) -> str:
+        """Which intents are still not healthy, and for how long they ran."""
+        now = self.clock()
+        parts = []
+        for r in pending[:5]:
+            name = intents.get(r)
+            ran = _ran(bodies.get(r), now)
+            parts.append(f"{'intent ' + name + ': ' if name else ''}{r} is {health[r].status.value}"
+                         f"{' (' + health[r].message + ')' if health[r].message else ''}"
+                         f"{', running for ' + ran if ran else ', not started'}")
+        more = f" (and {len(pending) - 5} more)" if len(pending) > 5 else ""
+        budget = f"{format_duration(int(limit))} ({why})" if limit is not None and why else \
+            (f"{format_duration(int(limit))}" if limit is not None else "")
+        return (f"timed out after {format_duration(int(waited))} waiting for {_step_name(step)}"
+                f"{', its budget ' + budget if budget else ''}: {'; '.join(parts)}{more}")
+
+    # -- live binding -----------------------------------------------------
+    def _bind_whole(self, rendered: Rendered, live: Mapping[ObjectRef, Mapping[str, Any]]) -> tuple[Manifest, ...]:
+        assert self.binder is not None
+        b = self._call(self.binder.whole, live)
+        self._record(b, "all waves")
+        self._binding += [f"all waves: not placeable on the live cluster now, applied with the preview's "
+                          f"binding (its pods wait Pending): {x.text()}" for x in b.blocked]
+        return b.manifests
+
+    def _bind_wave(self, step: int, items: list[Pair], deadline: float, limit: float, why: str
+                   ) -> tuple[list[Pair], Mapping[ObjectRef, str], str]:
+        """Re-plan the wave on live state just before creating it; while some of its
+        intents cannot be placed, wait (an Event on the target says why), up to the wave's budget."""
+        assert self.binder is not None
+        wave = step - SETUP_STEPS
+        said: set[str] = set()
+        started = self.monotonic()
+        while True:
+            b: Binding = self._call(self.binder.bind_wave, wave, {p.ref: p.live for p in items})
+            if not b.blocked:
+                break
+            reason = "; ".join(x.text() for x in b.blocked)
+            if reason not in said:
+                said.add(reason)
+                self._event("WaveWaiting", f"{_step_name(step)} waits for room on the live cluster: {reason}")
+            self.progress(f"{_step_name(step)}: waiting for room ({len(b.blocked)} intent(s) do not fit)", 0,
+                          len(b.blocked))
+            if self.monotonic() >= deadline:
+                message = (f"timed out after {format_duration(int(self.monotonic() - started))} waiting for room "
+                           f"for {_step_name(step)}, its budget {format_duration(int(limit))} ({why}): {reason}")
+                self._event("WaveTimedOut", message)
+                return items, {}, message
+            # each look reads every Node and Pod and plans again: not more often than ROOM_POLL_S
+            self.sleep(max(self.opts.poll_interval, min(ROOM_POLL_S, deadline - self.monotonic())))
+        self._record(b, _step_name(step))
+        by_ref = {m.ref: m for m in b.manifests}
+        return [replace(p, desired=by_ref.get(p.ref, p.desired)) for p in items], b.kept, ""
+
+    def _record(self, b: Binding, where: str) -> None:
+        """The binding's differences from the preview: in the report, and as an Event on the target."""
+        if b.live:
+            self._binding += [f"{where}: {line}" for line in describe(b)]
+        elif b.notes and not any(line.endswith(b.notes[0]) for line in self._binding):
+            self._binding.append(b.notes[0])          # the preview as compiled: said once
+        if b.changes and not self.opts.dry_run:
+            self._event("LiveBinding", f"{where}: " + "; ".join(c.text() for c in b.changes), kind="Normal")
+
+    def _event(self, reason: str, message: str, kind: str = "Warning") -> None:
+        if not self.opts.dry_run:
+            events.emit(self.client, inventory_ref(self.opts.target), reason, _short(message, 1000), kind)
 
     # -- prune ------------------------------------------------------------
     def _prune_candidates(self, pairs: list[Pair], inventory: Inventory, execute: bool) -> list[ObjectOutcome]:
@@ -370,14 +478,7 @@ class Reconciler:
         (PriorityClasses, shared namespaces): pruning it would break that target."""
         with self._lock:
             if self._others is None:
-                self._others = {}
-                for cm in self._call(self.client.list, "v1", "ConfigMap", INVENTORY_NAMESPACE, INVENTORY_LABEL):
-                    target = str(((cm.get("metadata") or {}).get("labels") or {}).get(INVENTORY_LABEL, ""))
-                    if target and target != self.opts.target:
-                        try:
-                            self._others[target] = Inventory.from_configmap(cm, target)
-                        except ValueError:
-                            continue
+                self._others, _ = self._call(inventory_store.read_others, self.client, self.opts.target)
         for target, inv in sorted(self._others.items()):
             entry = inv.entry(ref)
             if entry is not None and entry.desired:
@@ -406,14 +507,8 @@ class Reconciler:
 
     def _save(self, inventory: Inventory) -> None:
         self._ensure_namespace()
-        body = inventory.configmap()
-        size = sum(len(v) for key in ("data", "binaryData") for v in (body.get(key) or {}).values())
-        if size > CONFIGMAP_LIMIT:
-            raise _Abort(f"the inventory of {len(inventory.entries)} objects takes {size:,} bytes even "
-                         f"gzipped, over the {CONFIGMAP_LIMIT:,}-byte ConfigMap limit: split the intents "
-                         f"over several targets (--target), each with its own inventory")
         try:
-            self._call(self.client.apply, body, force=True)
+            self._shards = self._call(inventory_store.write, self.client, inventory, self._shards)
         except KubeError as e:
             raise _Abort(f"cannot write the inventory {inventory_ref(self.opts.target)}: {e.message}") from None
 
@@ -450,14 +545,15 @@ def _diff_for(action: Action, p: Pair) -> tuple[str, ...]:
 
 
 def _entry(p: Pair, state: str, commit: str | None = None, old: Entry | None = None,
-           existed: bool = False) -> Entry:
+           existed: bool = False, spec_hash: str | None = None) -> Entry:
     """An object on record; a Namespace that was there before intentc labelled
     it (`existed`) stays `adopted` (never pruned) for as long as it is on record."""
     assert p.desired is not None
     m = p.desired
     adopted = (old is not None and old.adopted) or existed or (
         m.ref.kind == "Namespace" and p.live is not None and not is_managed(p.live))
-    return Entry(m.ref, m.step, m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True, adopted)
+    # an unchanged object is on record with the hash it carries (a live-bound one: its own, not the preview's)
+    return Entry(m.ref, m.step, spec_hash or m.spec_hash, commit or m.commit, m.intent, m.tenant, state, True, adopted)
 
 
 def _live_commit(p: Pair) -> str | None:
@@ -502,3 +598,17 @@ def _health_text(outcomes: Sequence[ObjectOutcome]) -> str:
 
 def _step_name(step: int) -> str:
     return step_label(step)
+
+
+def _ran(body: Mapping[str, Any] | None, now: str) -> str:
+    """How long a workload has run, from its `status.startTime` (Jobs) or creation."""
+    meta, status = (body or {}).get("metadata") or {}, (body or {}).get("status") or {}
+    since = status.get("startTime") or meta.get("creationTimestamp")
+    if not since:
+        return ""
+    try:
+        seconds = (datetime.fromisoformat(now.replace("Z", "+00:00")) -
+                   datetime.fromisoformat(str(since).replace("Z", "+00:00"))).total_seconds()
+    except ValueError:
+        return ""
+    return format_duration(max(int(seconds), 0))

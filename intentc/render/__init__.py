@@ -42,16 +42,17 @@ def manifest(body: dict[str, Any], step: int, commit: str, tenant: str | None = 
 
 
 def tenant_manifests(program: Program, commit: str, plan: Plan | None = None,
-                     policies: Policies = BUILTIN, gpu_quota: str = GPU_QUOTA) -> list[Manifest]:
-    """Per tenant: Namespace, ResourceQuota (always: see `resource_quota`; its GPU key is the
-    render target's), RoleBinding (when the tenant names a group), and a default-deny
+                     policies: Policies = BUILTIN, gpu_quota: str = GPU_QUOTA,
+                     gpu_ceiling: int | None = None) -> list[Manifest]:
+    """Per tenant: Namespace, ResourceQuota (always: see `resource_quota`; its GPU key and
+    ceiling are the render target's), RoleBinding (when the tenant names a group), and a default-deny
     NetworkPolicy when a tag rule of one of its intents requires it."""
     deny = {i.tenant for i in program.intents if policies.requires(i, Requirement.DEFAULT_DENY_NETWORK)}
     planned = {s.tenant: s.allocated_gpus for s in plan.tenants} if plan is not None else {}
     out: list[Manifest] = []
     for t in program.tenants:
         out.append(manifest(namespace(t), SetupStep.NAMESPACES, commit, t.name))
-        bodies = [role_binding(t), resource_quota(t, planned.get(t.name, 0), gpu_quota),
+        bodies = [role_binding(t), resource_quota(t, planned.get(t.name, 0), gpu_quota, gpu_ceiling),
                   default_deny(t) if t.name in deny else None]
         for body in bodies:
             if body is not None:
@@ -125,7 +126,7 @@ def render(program: Program, plan: Plan, commit: str,
     intents = [i for i in scheduled if i.tenant not in held]
     kept = Program(tuple(t for t in program.tenants if t.name not in held), program.datasets,
                    tuple(intents), program.topologies) if held else program
-    manifests = (tenant_manifests(kept, commit, plan, policies, tgt.gpu_quota)
+    manifests = (tenant_manifests(kept, commit, plan, policies, tgt.gpu_quota, tgt.tenant_gpu_ceiling(topology))
                  + priority_class_manifests(scheduled, commit)
                  + target_manifests(tgt, kept, intents, topology, commit))
     manifests.append(crd_manifest(kube_version, commit))

@@ -39,7 +39,7 @@ def autoscaler(intent: Intent, replicas: int, version: KubeVersion) -> dict[str,
     if mode(intent) != ThroughputMode.BURST.value:
         return None
     return {
-        "apiVersion": version.hpa_api_version, "kind": "HorizontalPodAutoscaler",
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
         "metadata": metadata(intent.name, intent.tenant, tenant=intent.tenant, intent=intent.name),
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": intent.name},

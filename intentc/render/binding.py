@@ -79,6 +79,11 @@ class RenderTarget(Protocol):
         """The ResourceQuota key that counts a tenant's GPUs under this target."""
         ...
 
+    def tenant_gpu_ceiling(self, topology: Topology | None) -> int | None:
+        """The GPUs every tenant namespace's ResourceQuota allows under this target, or
+        None for the tenant's own bound (its quota, else what the plan gave it)."""
+        ...
+
     def exact_devices(self) -> bool:
         """True when a pod template names its GPU indices, so gang members whose
         planned index sets differ need templates (Jobs) of their own."""
@@ -108,6 +113,9 @@ class TargetDefaults:
     @property
     def gpu_quota(self) -> str:
         return GPU_QUOTA
+
+    def tenant_gpu_ceiling(self, topology: Topology | None) -> int | None:
+        return None
 
     def exact_devices(self) -> bool:
         return False

@@ -47,21 +47,6 @@ class KubeVersion:
         """`resource.k8s.io/v1` (DRA GA) is served from 1.34."""
         return self.at_least(1, 34)
 
-    @property
-    def pod_failure_policy(self) -> bool:
-        """Job `podFailurePolicy` is beta and on by default from 1.26 (GA 1.31)."""
-        return self.at_least(1, 26)
-
-    @property
-    def job_suspend(self) -> bool:
-        """Job `suspend` is beta and on by default from 1.22: the fallback variants need it."""
-        return self.at_least(1, 22)
-
-    @property
-    def hpa_api_version(self) -> str:
-        """HorizontalPodAutoscaler `autoscaling/v2` is served from 1.23; before, `v2beta2`."""
-        return "autoscaling/v2" if self.at_least(1, 23) else "autoscaling/v2beta2"
-
 
 MINIMUM_KUBE_VERSION = KubeVersion(1, 33)
 DEFAULT_KUBE_VERSION = MINIMUM_KUBE_VERSION

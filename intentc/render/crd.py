@@ -118,7 +118,8 @@ STATUS = {
     "type": "object",
     "description": "What the intentc daemon observed: written by it, never by a user.",
     "properties": {
-        "phase": {"type": "string", "description": "Pending, Running, Succeeded, Failed, Drifted or Healed."},
+        "phase": {"type": "string", "description": ("Pending, Running, Fallback (a fallback variant runs), Scheduled (a CronJob), "
+                                                   "Succeeded or Failed (intentc/daemon/phase.py).")},
         "placement": {"type": "string", "description": "The planned nodes and GPU indices."},
         "commit": {"type": "string", "description": "The commit the intent's objects were applied from."},
         "lastHeal": {"type": "string", "format": "date-time", "description": "When drift was last healed."},
@@ -127,8 +128,7 @@ STATUS = {
 
 
 def intent_crd(version: KubeVersion) -> dict[str, Any]:
-    spec_schema = structural(load_schema(INTENT_SCHEMA)["properties"]["spec"], cel=version.at_least(1, 25),
-                             path=("spec",))
+    spec_schema = structural(load_schema(INTENT_SCHEMA)["properties"]["spec"], path=("spec",))
     columns = [
         {"name": "Tenant", "type": "string", "jsonPath": ".spec.context.tenant"},
         {"name": "Action", "type": "string", "jsonPath": ".spec.action.kind"},

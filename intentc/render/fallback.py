@@ -10,7 +10,11 @@ A run-to-completion intent degrades in a fixed chain when its GPUs fail:
    exit fails the Job at once, because a smaller batch or a CPU does not
    fix a bug;
 2. **a smaller batch**: `NAME-fallback-batch`, the same Job with half the
-   batch, rendered *suspended*;
+   batch, rendered *suspended*, and held to the planned GPU product rather
+   than to the planned node (`released_from_nodes`): by the time it is
+   resumed the daemon has tainted the node whose GPU failed, so the
+   scheduler must be free to put it on another node of that product (the
+   planned node stays preferred);
 3. **a CPU variant** (only with `fallback cpu`): `NAME-fallback-cpu`, no GPU
    request and no node pin, rendered suspended.
 
@@ -24,12 +28,14 @@ before it failed with `BackoffLimitExceeded` (`daemon/fallback.py` decides).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Iterable, Mapping, Sequence
 
 from intentc.duration import parse_duration
 from intentc.ir import Fallback, Intent
+from intentc.render.binding import HOSTNAME_LABEL, PodBinding
 from intentc.render.capabilities import KubeVersion
+from intentc.topology.labels import GPU_PRODUCT
 
 DEFAULT_RETRIES = 2
 DEFAULT_SLACK = 0.5
@@ -84,8 +90,7 @@ def failure_spec(intent: Intent, version: KubeVersion, gpu: bool) -> dict[str, A
     deadline = active_deadline(intent)
     if deadline is not None:
         spec["activeDeadlineSeconds"] = deadline
-    if version.pod_failure_policy:
-        spec["podFailurePolicy"] = pod_failure_policy(gpu)
+    spec["podFailurePolicy"] = pod_failure_policy(gpu)
     return spec
 
 
@@ -101,7 +106,45 @@ def variants(intent: Intent, batch: int | None, gpu: bool) -> tuple[Variant, ...
     return tuple(out)
 
 
+def step_of(job: Mapping[str, Any]) -> int:
+    text = str(((job.get("metadata") or {}).get("annotations") or {}).get(FALLBACK_STEP, "0"))
+    return int(text) if text.isdigit() else 0
+
+
+def chain_root(job: Mapping[str, Any]) -> tuple[str, str]:
+    """(namespace, name of the chain's first Job) — the Job itself when it is not a variant."""
+    meta = job.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str((meta.get("annotations") or {}).get(FALLBACK_OF) or meta.get("name"))
+
+
+def chains(jobs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+    """Jobs grouped by chain, each chain in step order (the Job first)."""
+    out: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for job in jobs:
+        out.setdefault(chain_root(job), []).append(job)
+    return {k: sorted(v, key=step_of) if len(v) > 1 else v for k, v in sorted(out.items())}
+
+
 def is_standby(job: Mapping[str, Any]) -> bool:
     """A fallback variant not resumed yet: healthy as it is, so it never holds up a wave."""
     annotations = (job.get("metadata") or {}).get("annotations") or {}
     return FALLBACK_OF in annotations and bool((job.get("spec") or {}).get("suspend"))
+
+
+def released_from_nodes(binding: PodBinding, nodes: Sequence[str], products: Sequence[str]) -> PodBinding:
+    """The binding of a GPU variant: the planned nodes' GPU product instead of the nodes
+    themselves, the planned nodes preferred.  A binding that names devices (DRA claims)
+    is left as it is: its claims are the pin, and they stay on the planned node."""
+    if binding.resource_claims or not nodes:
+        return binding
+    product = [{"key": GPU_PRODUCT, "operator": "In", "values": list(products)}] if products else []
+    affinity: dict[str, Any] = {k: v for k, v in binding.affinity.items() if k != "nodeAffinity"}
+    node_affinity: dict[str, Any] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": {"matchExpressions": [
+            {"key": HOSTNAME_LABEL, "operator": "In", "values": list(nodes)}]}}]}
+    if product:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [{"matchExpressions": product}]}
+    affinity["nodeAffinity"] = node_affinity
+    selector = {k: v for k, v in binding.node_selector.items() if k != HOSTNAME_LABEL}
+    return replace(binding, node_selector=selector, affinity=affinity)

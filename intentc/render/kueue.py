@@ -185,6 +185,12 @@ class KueueTarget(TargetDefaults):
     def requirement(self) -> Requirement:
         return Requirement(KUEUE_API, None, "Kueue")
 
+    def tenant_gpu_ceiling(self, topology: Topology | None) -> int | None:
+        """Kueue bounds each tenant (its ClusterQueue's nominal quota plus what the cohort
+        lends, up to every GPU); the namespace's ResourceQuota must not cut below that, or
+        a Job admitted on borrowed GPUs could not create its pods."""
+        return sum(n.gpu_count for n in topology.nodes) if topology is not None else None
+
     def bind(self, req: BindRequest) -> PodBinding:
         intent = req.intent
         labels = {QUEUE_LABEL: LOCAL_QUEUE}

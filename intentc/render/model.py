@@ -26,6 +26,10 @@ HANDED_OVER_ANNOTATION = "intentc.dev/handed-over"
 # by every render target, read back by drift and by live planning (another target's pods).
 GPU_INDICES_ANNOTATION = "intentc.dev/gpu-indices"
 GPU_RESOURCE = "nvidia.com/gpu"
+# On an object `apply` bound on the live cluster differently from the compiled preview
+# (reconcile/live_binding.py): the preview object's spec-hash.  Whoever compares with the
+# preview (drift, the daemon, apply without live binding) treats it as that object, bound live.
+PREVIEW_HASH_ANNOTATION = "intentc.dev/preview-spec-hash"
 # On an object every intentc repository on a cluster applies alike (the Intent CRD): its
 # commit stamp is whichever repository applied it last, so drift judges it by content only.
 SHARED_ANNOTATION = "intentc.dev/shared"

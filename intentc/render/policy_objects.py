@@ -44,8 +44,7 @@ def state_claim(intent: Intent, size: str, pods: int) -> dict[str, Any]:
 
 
 def disruption_budget(intent: Intent, version: KubeVersion) -> dict[str, Any]:
-    api = "policy/v1" if version.at_least(1, 21) else "policy/v1beta1"
-    return {"apiVersion": api, "kind": "PodDisruptionBudget",
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": metadata(intent.name, intent.tenant, tenant=intent.tenant, intent=intent.name),
             "spec": {"maxUnavailable": 0,
                      "selector": {"matchLabels": {INTENT_LABEL: intent.name, TENANT_LABEL: intent.tenant}}}}

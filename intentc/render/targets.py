@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from intentc.render.binding import (GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, RenderTarget,
                                     Requirement, TargetDefaults, gpu_toleration, node_pins, plan_annotations)
-from intentc.render.capabilities import KubeVersion
+from intentc.render.capabilities import KubeVersion, unsupported_message
 from intentc.render.model import GPU_INDICES_ANNOTATION
 from intentc.render.dra import DraTarget
 from intentc.render.kueue import KueueTarget
@@ -55,7 +55,12 @@ def get_target(name: str) -> RenderTarget:
 
 
 def version_problem(target: RenderTarget, version: KubeVersion) -> str | None:
-    """Why `target` cannot be rendered for Kubernetes `version` (None: it can)."""
+    """Why `target` cannot be rendered for Kubernetes `version` (None: it can).
+    Below the supported floor nothing is rendered: every field intentc writes
+    (`podFailurePolicy`, Job `suspend`, `autoscaling/v2`, `policy/v1`, CEL
+    validation rules) is served from there on, so no renderer branches on it."""
+    if not version.supported:
+        return unsupported_message(version, "the render version")
     req = target.requirement
     if req is not None and req.min_kube is not None and version < req.min_kube:
         return (f"render target {target.name!r} needs Kubernetes {req.min_kube} or later ({req.what}, "

@@ -43,13 +43,17 @@ def role_binding(tenant: Tenant) -> dict[str, Any] | None:
     }
 
 
-def resource_quota(tenant: Tenant, planned_gpus: int = 0, gpu_key: str = GPU_QUOTA) -> dict[str, Any]:
+def resource_quota(tenant: Tenant, planned_gpus: int = 0, gpu_key: str = GPU_QUOTA,
+                   ceiling: int | None = None) -> dict[str, Any]:
     """Every tenant namespace is bounded.  Without a declared GPU quota the
     bound is what the plan allocated to the tenant (0 without GPU intents):
     the tenant's group has `edit` in its namespace, and without a quota a
     pod created by hand could take any GPU the plan gave someone else.
-    `gpu_key` is the render target's: DRA claims are counted per device class."""
-    gpus = tenant.quota_gpus if tenant.quota_gpus is not None else planned_gpus
+    `gpu_key` is the render target's: DRA claims are counted per device class.
+    A target whose own admission bounds tenants (Kueue: nominal quota plus what
+    the cohort lends) gives `ceiling` instead: a lower bound here would stop the
+    pods of Jobs it admitted on borrowed GPUs from being created."""
+    gpus = ceiling if ceiling is not None else tenant.quota_gpus if tenant.quota_gpus is not None else planned_gpus
     hard: dict[str, str] = {gpu_key: str(gpus)}
     if tenant.quota_cpu:
         hard["requests.cpu"] = tenant.quota_cpu

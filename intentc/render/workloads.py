@@ -15,11 +15,11 @@ from typing import Any, Mapping, Sequence
 
 from intentc.ir import ActionKind, Intent, Topology, TriggerKind
 from intentc.plan.model import NodeAllocation, Placement
-from intentc.render.binding import BindRequest, PodBinding, RenderTarget
+from intentc.render.binding import BindRequest, PodBinding, RenderTarget, node_products
 from intentc.render.autoscale import autoscaler, batch_growth
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.fallback import (FALLBACK_OF, FALLBACK_STEP, GPU_FAILURE_EXIT_CODES, Variant,
-                                     failure_spec, variants)
+                                     failure_spec, released_from_nodes, variants)
 from intentc.render.meta import labels, metadata
 from intentc.render.model import HANDED_OVER_ANNOTATION, INTENT_LABEL, TENANT_LABEL, Choice
 from intentc.render.nccl import nccl_env
@@ -177,6 +177,8 @@ def _job(intent: Intent, name: str, group: tuple[NodeAllocation, ...], layout: G
     request = (BindRequest(intent, name, (), 0, spread, topology) if cpu
                else BindRequest(intent, name, group, _gpus_per_pod(intent, group), spread, topology))
     binding = target.bind(request)
+    if variant is not None and not cpu:
+        binding = released_from_nodes(binding, [a.node for a in group], node_products(request))
     plain = {**intent_env(intent, dataset_uris, batch if variant is None else variant.batch), **binding.env}
     refs: dict[str, str] = {}
     if placement is not None and not cpu:
@@ -229,16 +231,12 @@ def jobs(intent: Intent, placement: Placement | None, wave: int, version: KubeVe
         name = intent.name if len(layout.groups) == 1 else f"{intent.name}-{rank}"
         args = (group, layout, rank, world, placement, wave, version, target, dataset_uris, batch)
         out.extend(_job(intent, name, *args, None, topology))
-        if version.job_suspend:
-            for v in steps:
-                out.extend(_job(intent, f"{name}-{v.suffix}", *args, v, topology))
+        for v in steps:
+            out.extend(_job(intent, f"{name}-{v.suffix}", *args, v, topology))
     reason = layout.reason
     if layout.mode == "per-node" and queued:
         reason += "; a queue admits each of those Jobs on its own, not the gang as a whole"
     decisions = [(layout.mode, reason)] if reason else []
-    if steps and not version.job_suspend:
-        decisions.append(("no-fallback", f"Kubernetes {version} cannot suspend Jobs (1.22+): the fallback "
-                                         f"variants ({', '.join(v.suffix for v in steps)}) are not rendered"))
     if not decisions:
         return out, None
     return out, Choice(intent.name, ", ".join(d for d, _ in decisions), "; ".join(r for _, r in decisions))

@@ -108,6 +108,10 @@ def test_role_grants_exactly_what_intentc_needs(tmp_path: Path) -> None:
     cluster |= {("rbac.authorization.k8s.io", "clusterroles", "bind", TENANT_CLUSTER_ROLE),
                 ("", "events", "create", "*"), ("", "events", "patch", "*")}
     cluster |= {(*_resource(*k), "list", "*") for k in NAMESPACE_CONTENT}
+    # The daemon's own reactors: the Intent mirror (daemon/mirror.py) and the GPU
+    # failure fallback (daemon/failures.py: pods watched, nodes tainted).
+    cluster |= {("intentc.dev", "intents", v, "*") for v in WRITE} | {("intentc.dev", "intents/status", "patch", "*")}
+    cluster |= {("", "nodes", v, "*") for v in ("get", "list", "watch", "patch")} | {("", "pods", "watch", "*")}
     inventory = {("", "configmaps", v, "*") for v in ("get", "list", "watch", "create", "patch")}
     inventory |= {("coordination.k8s.io", "leases", v, "*") for v in ("get", "create", "update")}
 
@@ -159,6 +163,13 @@ CAN_I = [
     ("create", "clusterrolebindings.rbac.authorization.k8s.io", "", False),
     ("create", "pods", "team-x", False),
     ("impersonate", "users", "", False),
+    ("patch", "nodes", "", True),
+    ("watch", "pods", "", True),
+    ("delete", "nodes", "", False),
+    ("create", "nodes", "", False),
+    ("patch", "intents.intentc.dev", "team-x", True),
+    ("patch", "intents.intentc.dev --subresource=status", "team-x", True),
+    ("update", "intents.intentc.dev --subresource=status", "team-x", False),
 ]
 
 
@@ -167,12 +178,21 @@ def test_kubectl_apply_k_and_can_i_as_the_service_account(kube_env: KubeEnv) -> 
     kubectl = [str(kube_env.kubectl), "--kubeconfig", str(kube_env.kubeconfig)]
     res = subprocess.run([*kubectl, "apply", "-k", str(DEPLOY)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
+    # the Intent CRD, as `intentc apply` installs it: kubectl resolves `intents` through discovery
+    from intentc.render.crd import intent_crd
+    from intentc.render.output import to_yaml
+    crd = subprocess.run([*kubectl, "apply", "--server-side", "-f", "-"], input=to_yaml(intent_crd(KubeVersion(1, 37))),
+                         capture_output=True, text=True, timeout=120)
+    assert crd.returncode == 0, crd.stderr
+    subprocess.run([*kubectl, "wait", "--for=condition=established", "--timeout=60s", "crd/intents.intentc.dev"],
+                   capture_output=True, text=True, timeout=120)
     wrong = []
     for verb, resource, ns, allowed in CAN_I:
-        cmd = [*kubectl, "auth", "can-i", verb, resource, f"--as={SA}"] + (["-n", ns] if ns else [])
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
+        cmd = [*kubectl, "auth", "can-i", verb, *resource.split(), f"--as={SA}"] + (["-n", ns] if ns else [])
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        out = done.stdout.strip()
         if out != ("yes" if allowed else "no"):
-            wrong.append(f"{verb} {resource} {ns or '(cluster)'}: {out!r}")
+            wrong.append(f"{verb} {resource} {ns or '(cluster)'}: {out!r} {done.stderr.strip()}")
     assert not wrong, wrong
 
 

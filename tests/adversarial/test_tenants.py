@@ -193,7 +193,7 @@ def test_the_daemon_rolls_out_the_other_tenants_and_keeps_the_held_one(tmp_path:
         bad = tenant("team-bad", "quota: gpus 1") + intent("greedy", "team-bad", "gpus 4")
         desired = from_compile(_compile(tmp_path, GOOD + bad), "git")
         assert desired is not None and desired.held == ("team-bad",)
-        done = run_rollout(client, desired, ApplyOptions(wait=False), KubeVersion(1, 29), "device-plugin",
+        done = run_rollout(client, desired, ApplyOptions(wait=False), KubeVersion(1, 33), "device-plugin",
                            lambda s: None)
         assert done.result is not None and done.result.result == "failed"
         assert "held back" in done.result.message

@@ -62,7 +62,8 @@ class Renderer:
                topology: Topology | None) -> tuple[list[Manifest], tuple[str, ...]]:
         """Tenants' objects, the CRD, priority classes (`intents`; None: the previous ones), the target's."""
         tgt = get_target(self.target)
-        setup = tenant_manifests(program, self.commit, plan, self.policies, tgt.gpu_quota)
+        setup = tenant_manifests(program, self.commit, plan, self.policies, tgt.gpu_quota,
+                                 tgt.tenant_gpu_ceiling(topology))
         setup.append(crd_manifest(self.kube_version, self.commit))
         if intents is None and previous is not None:
             setup.extend(m for m in previous.setup if m.ref.kind == "PriorityClass")

@@ -1,0 +1,92 @@
+"""How long `apply --wait` waits for a wave, derived from the intents it holds (pure).
+
+A flat 300 s says a `duration 4h` training Job "timed out" after five
+minutes.  A wave's budget is instead the longest budget of its intents:
+
+* a run-to-completion intent (batch, training, inference) may run
+  `duration × (1 + slack)` — exactly the `activeDeadlineSeconds` its Job is
+  rendered with (render/fallback.py), the Kubernetes-side limit — plus
+  `START_GRACE_S` for scheduling, image pulls and the Job controller, plus
+  how long the plan queues it behind other intents of the same wave.
+  Without a `duration`, the planner's default for its kind (batch 30m,
+  inference 1h, training 4h) with the default slack;
+* a `serve` intent runs open-ended: the wave waits for its Deployment to be
+  available, up to `SERVE_READY_S` (Kubernetes' default
+  `progressDeadlineSeconds` for a Deployment);
+* a scheduled or manual intent renders a CronJob, healthy once it exists:
+  `START_GRACE_S`.
+
+`tolerance` is a quality bound (which precisions are allowed), not a time,
+so it does not enter.  `apply --timeout SECONDS` overrides the derived
+budget of every wave.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from intentc import graph, ir
+from intentc.duration import format_duration, parse_duration
+from intentc.plan.model import Plan
+from intentc.render.fallback import DEFAULT_SLACK
+
+START_GRACE_S = 300          # the old flat wave timeout: enough to schedule, pull and start
+SERVE_READY_S = 600          # a Deployment's default progressDeadlineSeconds
+FALLBACK_S = 300             # a wave whose intents are unknown (setup objects only)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long one intent's objects may take to become healthy, and the arithmetic."""
+
+    intent: str
+    seconds: int
+    derivation: str
+
+
+def budget(intent: ir.Intent, queued_s: int = 0) -> Budget:
+    """One intent's budget; `queued_s`: how long the plan has it wait behind its own wave."""
+    kind = intent.action.kind
+    if kind == ir.ActionKind.SERVE.value:
+        return Budget(intent.name, SERVE_READY_S + queued_s,
+                      f"serve: available within {format_duration(SERVE_READY_S)}" + _queued(queued_s))
+    if intent.trigger.kind in (ir.TriggerKind.SCHEDULE.value, ir.TriggerKind.MANUAL.value):
+        return Budget(intent.name, START_GRACE_S, f"{intent.trigger.kind}: a CronJob, created within "
+                                                  f"{format_duration(START_GRACE_S)}")
+    c = intent.constraints
+    given = parse_duration(c.duration) if c.duration else None
+    seconds = given if given is not None else graph.duration_seconds(intent)
+    slack = DEFAULT_SLACK if c.slack is None else c.slack
+    run = math.ceil(seconds * (1 + slack))
+    source = f"duration {format_duration(seconds)}" if given is not None else \
+        f"default duration of {kind} {format_duration(seconds)}"
+    return Budget(intent.name, run + START_GRACE_S + queued_s,
+                  f"{source} x (1 + slack {slack:g}) + {format_duration(START_GRACE_S)} to start" + _queued(queued_s))
+
+
+def _queued(queued_s: int) -> str:
+    return f" + {format_duration(queued_s)} queued behind its wave" if queued_s else ""
+
+
+def wave_budgets(program: ir.Program, plan: Plan) -> dict[str, Budget]:
+    """Every scheduled intent's budget, by name (queueing measured from its wave's first start)."""
+    by_name = {i.name: i for i in program.intents}
+    out: dict[str, Budget] = {}
+    for wave in plan.waves:
+        starts = {n: p.start_s for n in wave if (p := plan.placement(n)) is not None}
+        first = min(starts.values(), default=0)
+        for name in wave:
+            if name in by_name:
+                out[name] = budget(by_name[name], starts.get(name, first) - first)
+    return out
+
+
+def wave_timeout(intents: Iterable[str], budgets: Mapping[str, Budget]) -> tuple[int, str]:
+    """(seconds, why) for a wave holding `intents`: its longest intent budget."""
+    known = [budgets[n] for n in sorted(set(intents)) if n in budgets]
+    if not known:
+        return FALLBACK_S, f"{format_duration(FALLBACK_S)} (no intent budget known)"
+    longest = max(known, key=lambda b: (b.seconds, b.intent))
+    return longest.seconds, f"{format_duration(longest.seconds)}, from {longest.intent}: {longest.derivation}"
