@@ -10,7 +10,13 @@ semantics, so operators who know kube-controller-manager's flags know ours:
   renewed it for `lease_duration` seconds *as measured by the candidate's
   own clock* from the moment it first saw the current record — never by
   comparing the record's renewTime with the local wall clock, which would
-  trust two machines' clocks to agree.
+  trust two machines' clocks to agree.  A candidate reads the Lease every
+  `retry_period`, so it sees a renewal up to one period late; it takes
+  that lag off (expiry = first seen + duration − retry period), so that a
+  crashed leader is replaced within one lease duration, not one duration
+  plus a period (client-go's behaviour).  Safety needs the old leader to
+  have stopped by then: `lease_duration − retry_period > renew_deadline`
+  (`Timing.problem`).
 - The leader renews every `retry_period`.  If it has not renewed
   successfully for `renew_deadline` seconds it stops acting; because
   `renew_deadline < lease_duration`, it has stopped before any candidate
@@ -50,8 +56,9 @@ class Timing:
         """Why these durations cannot work together ("" when they can)."""
         if self.retry_period <= 0:
             return "the retry period must be positive"
-        if not self.lease_duration > self.renew_deadline:
-            return (f"the lease duration ({self.lease_duration:g}s) must be longer than the renew deadline "
+        if not self.lease_duration - self.retry_period > self.renew_deadline:
+            return (f"the lease duration ({self.lease_duration:g}s) less the retry period "
+                    f"({self.retry_period:g}s) must be longer than the renew deadline "
                     f"({self.renew_deadline:g}s), or a new leader could act before the old one stops")
         if not self.renew_deadline > JITTER * self.retry_period:
             return (f"the renew deadline ({self.renew_deadline:g}s) must be longer than {JITTER:g} × the retry "
@@ -81,11 +88,13 @@ class Step:
 def expires(observed: Observed | None, timing: Timing) -> float | None:
     """When (local monotonic time) a follower may take over the record it observed
     (None: nobody holds it, or nothing observed).  Lets a follower try right then
-    rather than at its next retry period."""
+    rather than at its next retry period.  The record was written up to one retry
+    period before we first saw it (we read every period): that lag is taken off."""
     if observed is None or observed.record is None or not observed.record.holder:
         return None
     duration = observed.record.duration
-    return observed.since + (duration if duration is not None and duration > 0 else timing.lease_duration)
+    seconds = duration if duration is not None and duration > 0 else timing.lease_duration
+    return observed.since + seconds - timing.retry_period
 
 
 def leads(last_renew: float | None, now: float, timing: Timing) -> bool:
