@@ -35,7 +35,6 @@ from intentc.pipeline import Checked, check, texts_for_carets
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
 from intentc.plan.model import Occupancy
-from intentc.ir import Topology
 from intentc.plan.planner import make_plan
 from intentc.policy.catalogue import Policies
 from intentc.policy.load import load_policies
@@ -75,8 +74,9 @@ def resolve_commit(paths: Sequence[str], explicit: str | None = None) -> str:
 
 
 
-# (program, topology) -> (what is taken, why): reads a cluster; injected so this module stays pure.
-LiveReader = Callable[[Program, Topology], tuple[Occupancy, tuple[str, ...]]]
+# (program, topology) -> (the topology with the cluster's GPU nodes, what is taken, why): reads a
+# cluster; injected so this module stays pure.
+LiveReader = Callable[[Program, LoadedTopology], tuple[LoadedTopology, Occupancy, tuple[str, ...]]]
 
 @dataclass(frozen=True)
 class CompileResult:
@@ -154,7 +154,10 @@ def compile_checked(checked: Checked, policy: tuple[Policies, list[Diagnostic], 
         return CompileResult(tuple(sorted_diagnostics(diags)), sources, checked.program,
                              topology_unreadable=unreadable)
     g, graph_diags = graph.build(checked.program)
-    occupied, notes = live(checked.program, loaded.topology) if live is not None else (None, ())
+    occupied: Occupancy | None = None
+    notes: tuple[str, ...] = ()
+    if live is not None:
+        loaded, occupied, notes = live(checked.program, loaded)
     plan, plan_diags = make_plan(checked.program, loaded, seed, occupied, policies)
     if occupied is not None:
         plan = dataclasses.replace(plan, basis="live", basis_notes=notes)

@@ -4,7 +4,9 @@ A whole control plane with kwok playing the kubelet of fake GPU nodes
 (tests/kube_nodes.py): Job pods are scheduled by kube-scheduler on their
 pinned node and completed by kwok, so waves really run one after another.
 "Foreign" pods are plain pods holding GPUs that no intent of the test owns.
-Each test has its own nodes, tenants and inventory target.
+Each test has its own nodes, tenants and inventory target, and plans only onto
+its own topology file's nodes (`--only-topology-nodes`): the other tests' fake
+nodes share the cluster.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ class Case:
     def apply(self, *flags: str) -> tuple[int, dict[str, Any], str]:
         code, out, output = invoke("apply", str(self.dir / "intents"), "-t", str(self.topology),
                                    "--kubeconfig", str(self.env.kubeconfig), "--commit", SHA,
-                                   "--target", self.t, "--format", "json", *flags)
+                                   "--target", self.t, "--format", "json", "--only-topology-nodes", *flags)
         start = out.find("{")
         return code, (json.loads(out[start:]) if start >= 0 else {}), output
 
@@ -130,7 +132,8 @@ def test_apply_binds_around_gpus_a_foreign_pod_holds(kube_cluster: KubeEnv, tmp_
     preview = case.preview_node("first")
     pod = case.foreign_pod(preview, 4)
     code, out, output = invoke("apply", str(case.dir / "intents"), "-t", str(case.topology), "--kubeconfig",
-                               str(kube_cluster.kubeconfig), "--commit", SHA, "--target", case.t, "--dry-run")
+                               str(kube_cluster.kubeconfig), "--commit", SHA, "--target", case.t, "--dry-run",
+                               "--only-topology-nodes")
     assert code == 0 and f"first: preview {preview} GPU 0-7 -> live {case.other(preview)}" in out, output
     assert kube_cluster.kubectl_run("get", "jobs", "-n", case.tenant, "-o", "name").stdout == "", "a dry run"
     code, doc, output = case.apply("--no-wait")
@@ -183,7 +186,8 @@ def test_a_later_wave_is_rebound_when_its_node_is_cordoned_after_the_preview(kub
     client = KubeClient.connect(str(kube_cluster.kubeconfig))
     try:
         binder = CordonBeforeWave(result.program, result.topology, result.plan, result.rendered, KubeVersion(1, 37),
-                                  lambda: read_cluster_state(client), env=kube_cluster, node=node)
+                                  lambda: read_cluster_state(client), cluster_nodes=False, env=kube_cluster,
+                                  node=node)
         options = ApplyOptions(target=case.t, budgets=wave_budgets(result.program, result.plan), poll_interval=0.5)
         outcome = Reconciler(client, options, binder=binder).apply(result.rendered)
     finally:
@@ -243,7 +247,7 @@ def test_the_daemon_binds_its_rollouts_on_live_state(kube_cluster: KubeEnv, tmp_
         proc = subprocess.Popen(
             [sys.executable, "-m", "intentc", "daemon", "--repo", str(case.dir), "--branch", "main",
              "-t", "cluster.yaml", "--kubeconfig", str(kube_cluster.kubeconfig), "--target", case.t,
-             "--listen", "", "--interval", "1", "--resync", "3", "--no-leader-elect",
+             "--listen", "", "--interval", "1", "--resync", "3", "--no-leader-elect", "--only-topology-nodes",
              "--workdir", str(tmp_path / "work")], stdout=out, stderr=subprocess.STDOUT)
         try:
             def bound() -> bool:
@@ -260,3 +264,28 @@ def test_the_daemon_binds_its_rollouts_on_live_state(kube_cluster: KubeEnv, tmp_
         finally:
             proc.terminate()
             proc.wait(30)
+
+
+def test_a_live_plan_uses_gpu_nodes_the_topology_file_does_not_list(kube_cluster: KubeEnv, tmp_path: Path) -> None:
+    """The topology file lists one of the case's two nodes and a foreign pod holds half of
+    it: `plan --kubeconfig` places the 8-GPU job on a node it learned from the cluster's
+    GPU feature discovery labels, and says so; `--only-topology-nodes` queues it instead."""
+    case = Case(tmp_path, kube_cluster)
+    listed = case.dir / "one-node.yaml"
+    text = case.topology.read_text()
+    listed.write_text(text[:text.index(f"    - name: {case.t}-n2")])
+    case.foreign_pod(f"{case.t}-n1", 4)
+    code, out, output = invoke("plan", str(case.dir / "intents"), "-t", str(listed), "--kubeconfig",
+                               str(kube_cluster.kubeconfig), "--format", "json")
+    assert code == 0, output
+    plan = json.loads(out)
+    first = next(p for p in plan["placements"] if p["intent"] == "first")
+    node = first["allocations"][0]["node"]
+    assert node != f"{case.t}-n1", first
+    notes = "\n".join(plan["basis"]["notes"])
+    assert f"{node}: added from the cluster's labels (8 × H100-80GB" in notes, notes
+    code, out, output = invoke("plan", str(case.dir / "intents"), "-t", str(listed), "--kubeconfig",
+                               str(kube_cluster.kubeconfig), "--format", "json", "--only-topology-nodes")
+    # the one listed node has 4 GPUs held for as long as anyone knows: 8 never fit there
+    assert code == 1 and "E0601" in output, output
+    assert "added from the cluster's labels" not in "\n".join(json.loads(out)["basis"]["notes"])

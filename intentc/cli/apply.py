@@ -15,6 +15,7 @@ from intentc.cli.common import (
     Kubeconfig,
     KubeContext,
     KubeVersionOverride,
+    OnlyTopologyNodes,
     Exclude,
     Paths,
     RenderTarget,
@@ -84,6 +85,7 @@ def apply(
     binding: Binding = typer.Option(Binding.LIVE, "--binding",
                                     help="live: bind on what the cluster has free (with --wait, each wave again "
                                          "just before it is created); preview: the empty-cluster plan, as compiled."),
+    only_topology_nodes: OnlyTopologyNodes = False,
     force_conflicts: bool = typer.Option(False, "--force-conflicts", help="Take ownership of fields other managers own."),
     target: InventoryTarget = DEFAULT_TARGET_NAME,
     commit: Commit = None,
@@ -139,7 +141,8 @@ def apply(
     if binding is Binding.LIVE and render_target != "kueue" and result.topology is not None:
         # Kueue admits on live state itself; every other target pins what the plan says
         binder = LiveBinder(result.program, result.topology, result.plan, result.rendered, version,
-                            lambda: read_cluster_state(client), result.policies or BUILTIN, seed)
+                            lambda: read_cluster_state(client), result.policies or BUILTIN, seed,
+                            cluster_nodes=not only_topology_nodes)
     try:
         with StderrProgress() as progress:
             outcome = Reconciler(client, options, progress=progress, binder=binder).apply(result.rendered)

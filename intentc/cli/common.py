@@ -106,12 +106,21 @@ LiveContext = Annotated[Optional[str], typer.Option(
     "--context", metavar="NAME", help="Kubeconfig context of the cluster to plan on (implies a live plan).")]
 
 
-def live_occupancy_or_exit(kubeconfig: str | None, context: str | None, program: Any,
-                           topology: Any) -> tuple[Any, tuple[str, ...]]:
-    """(Occupancy, notes) read from the cluster; exit 2 when it cannot be read."""
+OnlyTopologyNodes = Annotated[bool, typer.Option(
+    "--only-topology-nodes",
+    help="Plan on the live cluster only onto the topology file's nodes (default: the cluster's GPU "
+         "nodes the file does not list are added from their GPU feature discovery labels).")]
+
+
+def live_occupancy_or_exit(kubeconfig: str | None, context: str | None, only_file_nodes: bool, program: Any,
+                           loaded: Any) -> tuple[Any, Any, tuple[str, ...]]:
+    """(topology, Occupancy, notes) read from the cluster: the topology file's nodes plus
+    the cluster's GPU nodes it does not list (plan/cluster_nodes.py); exit 2 when the
+    cluster cannot be read."""
     from intentc.kube.client import KubeClient
     from intentc.kube.cluster_state import read_cluster_state
     from intentc.kube.errors import KubeError
+    from intentc.plan.cluster_nodes import with_cluster_nodes
     from intentc.plan.live import occupancy
 
     try:
@@ -122,7 +131,11 @@ def live_occupancy_or_exit(kubeconfig: str | None, context: str | None, program:
             client.close()
     except KubeError as e:
         usage_error(f"cannot read the cluster to plan on: {e.message}")
-    return occupancy(topology, state.nodes, state.pods, [t.name for t in program.tenants])
+    added: tuple[str, ...] = ()
+    if not only_file_nodes:
+        loaded, added = with_cluster_nodes(loaded, state.nodes)
+    occupied, notes = occupancy(loaded.topology, state.nodes, state.pods, [t.name for t in program.tenants])
+    return loaded, occupied, added + notes
 
 
 def parse_kube_version(text: str | None, default: KubeVersion | None = None) -> KubeVersion | None:

@@ -22,6 +22,7 @@ from intentc.cli.common import (
     LiveContext,
     OptionalTopologyFile,
     LiveKubeconfig,
+    OnlyTopologyNodes,
     Paths,
     Seed,
     check_render_target,
@@ -67,6 +68,7 @@ def compile(
     jobs: Jobs = 0,
     kubeconfig: LiveKubeconfig = None,
     context: LiveContext = None,
+    only_topology_nodes: OnlyTopologyNodes = False,
     exclude: Exclude = None,
     clusters: Optional[Path] = typer.Option(
         None, "--clusters", metavar="DIR",
@@ -97,7 +99,7 @@ def compile(
         topology = the_topology(paths, exclude or ())
     live = None
     if kubeconfig is not None or context is not None:
-        live = functools.partial(live_occupancy_or_exit, kubeconfig, context)
+        live = functools.partial(live_occupancy_or_exit, kubeconfig, context, only_topology_nodes)
     result = compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None,
                            exclude or (), live)
     emit_diagnostics(list(result.diagnostics), format, result.sources)

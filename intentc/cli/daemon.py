@@ -21,6 +21,7 @@ from intentc.cli.common import (
     Kubeconfig,
     KubeContext,
     KubeVersionOverride,
+    OnlyTopologyNodes,
     Paths,
     RenderTarget,
     Seed,
@@ -103,6 +104,7 @@ def daemon(
     local: bool = typer.Option(False, "--local", help="Follow the working tree of --repo (hot reload) instead of the branch."),
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
+    only_topology_nodes: OnlyTopologyNodes = False,
     seed: Seed = 0,
     log_level: LogLevel = typer.Option(LogLevel.INFO, "--log-level", help="Least severe level logged."),
     log_format: LogFormat = typer.Option(LogFormat.TEXT, "--log-format",
@@ -170,7 +172,8 @@ def daemon(
                           interval=interval, resync=resync, listen=listen or None, target=target,
                           workdir=str(workdir), rollout_timeout=rollout_timeout, prune=prune,
                           kube_version=parse_kube_version(kube_version), render_target=render_target, seed=seed,
-                          cluster=selected, leader_elect=leader_elect, leader_timing=timing)
+                          cluster=selected, leader_elect=leader_elect, leader_timing=timing,
+                          only_topology_nodes=only_topology_nodes)
     try:
         d = Daemon(config, client)
     except OSError as e:

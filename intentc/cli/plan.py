@@ -10,7 +10,7 @@ import typer
 
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
-from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, LiveContext, LiveKubeconfig, Paths,
+from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, LiveContext, LiveKubeconfig, OnlyTopologyNodes, Paths,
                                 TopologyFile, format_option, live_occupancy_or_exit)
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
 from intentc.sources import read_text
@@ -54,6 +54,7 @@ def plan(
     jobs: Jobs = 0,
     kubeconfig: LiveKubeconfig = None,
     context: LiveContext = None,
+    only_topology_nodes: OnlyTopologyNodes = False,
     exclude: Exclude = None,
 ) -> None:
     """Schedule every intent onto the topology over time (start and end in plan time; what does
@@ -86,7 +87,8 @@ def plan(
     occupied: Occupancy | None = None
     notes: tuple[str, ...] = ()
     if kubeconfig is not None or context is not None:
-        occupied, notes = live_occupancy_or_exit(kubeconfig, context, result.program, loaded.topology)
+        loaded, occupied, notes = live_occupancy_or_exit(kubeconfig, context, only_topology_nodes,
+                                                         result.program, loaded)
     the_plan, plan_diags = make_plan(result.program, loaded, seed, occupied, policies)
     if occupied is not None:
         the_plan = dataclasses.replace(the_plan, basis="live", basis_notes=notes)

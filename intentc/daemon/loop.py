@@ -81,6 +81,7 @@ class DaemonConfig:
     commit: str | None = None           # local mode: the SHA to stamp (the CLI passes git HEAD)
     watch_timeout: int = 300            # server-side watch timeout (s)
     heal_backoff: tuple[float, float] = (2.0, 300.0)
+    only_topology_nodes: bool = False   # live binding: leave GPU nodes the topology file does not list
     cluster: tuple[str, tuple[tuple[str, str], ...]] | None = None   # a fleet's cluster (name, labels): its intents only
     leader_elect: bool = False          # the CLI turns it on; a library caller or test opts in
     leader_timing: Timing = Timing()
@@ -413,7 +414,8 @@ class Daemon:
         if preview is None or self.config.render_target == "kueue":
             return None
         return LiveBinder(desired.program, preview.topology, preview.plan, preview.rendered, self._version(),
-                          lambda: read_cluster_state(self.client), preview.policies, self.config.seed)
+                          lambda: read_cluster_state(self.client), preview.policies, self.config.seed,
+                          cluster_nodes=not self.config.only_topology_nodes)
 
     def _sleep(self, seconds: float) -> None:
         if self.stop_event.wait(seconds) or not self.leading():

@@ -18,9 +18,9 @@ plan says why a node or a GPU was left alone:
   Pods in the namespaces of this program's tenants that intentc manages are
   this target's own: the new plan replaces them, so they take nothing.
 
-GPU nodes of the cluster that the topology file does not list are not
-planned onto (the file is the reviewed inventory and holds the GPU
-matrices); one note names them.
+GPU nodes of the cluster that the topology file does not list are added
+to the topology before this runs (`plan/cluster_nodes.py`); with
+`--only-topology-nodes` they are not, and one note here names them.
 
 Busy GPUs stay busy for the whole plan (`until_s` None): a running pod's
 end is not known.

@@ -36,6 +36,7 @@ from typing import Any, Callable, Mapping, Sequence
 from intentc import ir
 from intentc.kube.cluster_state import ClusterState
 from intentc.kube.errors import AccessDenied, NotFound
+from intentc.plan.cluster_nodes import with_cluster_nodes
 from intentc.plan.live import occupancy
 from intentc.plan.model import Occupancy, Plan
 from intentc.plan.planner import make_plan
@@ -82,9 +83,12 @@ def _marked(m: Manifest, preview_hash: str) -> Manifest:
 class LiveBinder:
     def __init__(self, program: ir.Program, topology: LoadedTopology, preview: Plan, rendered: Rendered,
                  kube_version: KubeVersion, read: Callable[[], ClusterState], policies: Policies = BUILTIN,
-                 seed: int = 0) -> None:
+                 seed: int = 0, cluster_nodes: bool = True) -> None:
         self.program = program
         self.topology = topology
+        # GPU nodes of the cluster the file does not list are planned onto too (plan/cluster_nodes.py)
+        self.cluster_nodes = cluster_nodes
+        self._live = topology           # the topology of the last read: the file's, plus the cluster's
         self.preview = preview
         self.rendered = rendered
         self.kube_version = kube_version
@@ -113,9 +117,20 @@ class LiveBinder:
                     f"(pods wait Pending until those nodes join)")
         return None
 
+    def _occupancy(self, state: ClusterState, names: Sequence[str] | None = None
+                   ) -> tuple[Occupancy, tuple[str, ...]]:
+        """What is taken on the cluster as read, on the file's topology plus (unless
+        `cluster_nodes` is off) the cluster's GPU nodes it does not list."""
+        added: tuple[str, ...] = ()
+        self._live = self.topology
+        if self.cluster_nodes:
+            self._live, added = with_cluster_nodes(self.topology, state.nodes)
+        occupied, notes = occupancy(self._live.topology, state.nodes, state.pods, self._tenants, names)
+        return occupied, added + notes
+
     def _render(self, plan: Plan) -> Rendered:
         return render(self.program, plan, self.rendered.commit, self.kube_version, self.rendered.target,
-                      self.topology.topology, self.policies, hold=self.rendered.held_tenants)
+                      self._live.topology, self.policies, hold=self.rendered.held_tenants)
 
     def _rebind(self, names: Sequence[str], occupied: Occupancy, notes: tuple[str, ...]
                 ) -> tuple[Plan, tuple[Blocked, ...]]:
@@ -125,7 +140,7 @@ class LiveBinder:
         plan, stuck = self.preview, tuple[Blocked, ...]()
         if moving:
             around = holding(occupied, self.preview, [n for n in names if n not in set(moving)])
-            fresh, _ = make_plan(wave_program(self.program, moving), self.topology, self.seed, around, self.policies)
+            fresh, _ = make_plan(wave_program(self.program, moving), self._live, self.seed, around, self.policies)
             plan, stuck = merged(self.preview, fresh, moving), blocked(fresh, moving)
         return dataclasses.replace(plan, basis="live", basis_notes=notes), stuck
 
@@ -135,7 +150,7 @@ class LiveBinder:
         state, absent = self._state()
         if absent:
             return Binding(self.rendered.manifests, notes=(absent,), live=False, plan=self.preview)
-        occupied, notes = occupancy(self.topology.topology, state.nodes, state.pods, self._tenants)
+        occupied, notes = self._occupancy(state)
         scheduled = [n for wave in self.preview.waves for n in wave]
         plan, stuck = self._rebind(scheduled, occupied, notes)
         bound = self._render(plan) if plan.placements is not self.preview.placements else self.rendered
@@ -153,7 +168,7 @@ class LiveBinder:
         if absent:
             return Binding(previewed, notes=(absent,), live=False, plan=self.preview)
         names = tuple(sorted(self.preview.waves[wave])) if wave < len(self.preview.waves) else ()
-        occupied, notes = occupancy(self.topology.topology, state.nodes, state.pods, self._tenants, names)
+        occupied, notes = self._occupancy(state, names)
         plan, stuck = self._rebind(names, occupied, notes)
         if plan.placements is self.preview.placements:
             return Binding(previewed, notes=notes, plan=plan)
