@@ -44,3 +44,35 @@ def test_indexed_search_matches_the_scan_of_every_node(topo: LoadedTopology, rng
                 every = [n.leaf for i, n in enumerate(cluster.nodes)
                          if view.eligible[i] and view.free[n.leaf.id] >= k]
                 assert placer._leaf_fit(view, k) is placer._best_fit(view, every, k), (step, k, view.filter)
+
+
+def test_branch_index_matches_the_scan_on_racks_of_lone_nodes() -> None:
+    """Racks of 8-GPU nodes (each alone in its NVLink domain) beside NVL72-style domains: the
+    views get a `BranchIndex`, and through it the search still picks the scan's node."""
+    from benchmarks.plan_workload import build_cluster
+    topo = build_cluster(48, 4, 3, 3, 6)
+    cluster = Cluster(topo.topology, lambda n: topo.matrix(n.name), 0)
+    placer = Placer(cluster)
+    views = [cluster.view(f) for f in FILTERS[:2]]
+    assert all(v.index is not None for v in views)
+    rng = random.Random(5)
+    indexed = 0
+    for step in range(400):
+        node = rng.choice(cluster.nodes)
+        free = [g for g in range(node.capacity) if node.free >> g & 1]
+        taken = [g for g in range(node.capacity) if not node.free >> g & 1]
+        if free and (not taken or rng.random() < 0.6):
+            cluster.take(node, tuple(sorted(rng.sample(free, rng.randint(1, len(free))))))
+        elif taken:
+            cluster.release(node, tuple(sorted(rng.sample(taken, rng.randint(1, len(taken))))))
+        placer.protect_nvlink = rng.random() < 0.5
+        for view in views:
+            for k in (1, 2, 3, 4, 8):
+                every = [n.leaf for i, n in enumerate(cluster.nodes)
+                         if view.eligible[i] and view.free[n.leaf.id] >= k]
+                solo = min((f for f in view.buckets if f >= k), default=None)
+                shared = sorted(f for f in view.shared if f >= k)
+                if solo is not None and placer._leaf_fit_indexed(view, k, solo, shared) is not None:
+                    indexed += 1
+                assert placer._leaf_fit(view, k) is placer._best_fit(view, every, k), (step, k, view.filter)
+    assert indexed > 1000
