@@ -72,9 +72,11 @@ class FairShare:
         # allocated/weight compared exactly as integers: allocated * (L / weight), L = lcm of weights
         lcm = math.lcm(*(t.weight for t in self.terms.values())) if self.terms else 1
         self._scale = {t: lcm // terms.weight for t, terms in self.terms.items()}
+        self._charges = 0           # how many charges so far: the next tenant changes only after one
 
     def charge(self, tenant: str, gpus: int) -> None:
         self.allocated[tenant] = self.allocated.get(tenant, 0) + gpus
+        self._charges += 1
 
     def over_quota(self, tenant: str, gpus: int) -> bool:
         quota = self.terms[tenant].quota_gpus
@@ -100,12 +102,18 @@ class FairShare:
             queues = {t: deque(sorted(q, key=lambda i: keys[i.name]))
                       for t, q in sorted(classes[rank].items())}
             allocated, scale = self.allocated, self._scale
+            tenant, seen = None, -1
             while queues:
-                tenant = min(queues, key=lambda t: (allocated.get(t, 0) * scale[t], t))   # as `_share`
+                # the least-served tenant stays the least served until a charge or its queue runs
+                # out (an intent that waits is not charged): recomputed only then
+                if tenant is None or seen != self._charges:
+                    tenant = min(queues, key=lambda t: (allocated.get(t, 0) * scale[t], t))   # as `_share`
+                    seen = self._charges
                 queue = queues[tenant]
                 intent = queue.popleft()
                 if not queue:
                     del queues[tenant]
+                    tenant = None
                 yield intent
 
 

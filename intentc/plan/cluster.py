@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from intentc import ir
+from intentc.plan.branchindex import BranchIndex
 from intentc.plan.gpuset import GpuChooser
 from intentc.quantity import parse_quantity
 from intentc.topology.matrix import GpuMatrix
@@ -129,6 +130,9 @@ class View:
     # the domain's free GPUs, not their own.
     buckets: dict[int, dict[int, set[int]]] = field(default_factory=dict)
     shared: dict[int, dict[int, set[int]]] = field(default_factory=dict)
+    # the least-loaded branches per bucket (`branchindex.py`), where the view's nodes outside
+    # shared NVLink domains all rank alike up to the branch key; None: the search scans groups
+    index: BranchIndex | None = None
 
 
 class Cluster:
@@ -246,7 +250,29 @@ class Cluster:
             for n, ok in zip(self.nodes, eligible):
                 if ok:
                     _file(self._bucket(found, n), n.free_count, self.group_of[n.leaf.id], n.leaf.id)
+            found.index = self._branch_index(found)
         return found
+
+    def _branch_index(self, view: View) -> BranchIndex | None:
+        """The view's `BranchIndex`, when its nodes outside shared NVLink domains all have one
+        kind, no NVLink domain shared further up, a branch, and the same shape above them (so
+        a branch holds one group of them, and they rank alike up to the branch key)."""
+        solo = [n for n, ok in zip(self.nodes, view.eligible) if ok and not self._shared[n.leaf.id]]
+        groups = {self.group_of[n.leaf.id] for n in solo}
+        shapes = {(self.groups[g].branch[0], self.domains[self.groups[g].branch[1]].depth
+                   if self.groups[g].branch[1] >= 0 else -1) for g in groups}
+        if not solo or len({self.groups[g].kind for g in groups}) != 1 or len(shapes) != 1 \
+                or next(iter(shapes))[1] < 0 or any(self.groups[g].nvlink >= 0 for g in groups):
+            return None
+        index = BranchIndex(view.free, {self.groups[g].branch[1]: g for g in groups})
+        for n in solo:
+            index.add(self.groups[self.group_of[n.leaf.id]].branch[1], n.free_count, 1)
+        for b in index.presence:
+            index.touch(b)
+        for nv in sorted({self.groups[self.group_of[n.leaf.id]].nvlink for n, ok in zip(self.nodes, view.eligible)
+                          if ok and self._shared[n.leaf.id]} - {-1}):
+            index.file_nvlink(nv, None, view.free[nv])
+        return index
 
     def in_shared_nvlink(self, node: NodeState) -> bool:
         """True if the node's NVLink domain holds other nodes too (an NVL72-style rack)."""
@@ -285,6 +311,18 @@ class Cluster:
                 buckets = self._bucket(view, node)
                 _unfile(buckets, old, group, leaf)
                 _file(buckets, old + delta, group, leaf)
+                index = view.index
+                if index is not None:
+                    if not self._shared[leaf]:
+                        index.move(self.groups[group].branch[1], old, old + delta)
+                    else:
+                        nv = self.groups[group].nvlink
+                        if nv >= 0:
+                            index.file_nvlink(nv, view.free[nv] - delta, view.free[nv])
+                    over = index.over.get(leaf)
+                    if over is None:
+                        over = index.over[leaf] = [d.id for d in chain if d.id in index.presence]
+                    index.log += over
 
 
 def _file(buckets: dict[int, dict[int, set[int]]], free: int, group: int, leaf: int) -> None:

@@ -302,6 +302,10 @@ class Placer:
         solo = min((f for f in view.buckets if f >= k), default=None)
         shared = sorted(f for f in view.shared if f >= k)
         protect = self.protect_nvlink
+        if view.index is not None and solo is not None:
+            found = self._leaf_fit_indexed(view, k, solo, shared)
+            if found is not None:
+                return found
         sources: list[tuple[int, dict[int, set[int]]]] = []
         if not protect:
             first = min([f for f in (solo, *shared[:1]) if f is not None], default=None)
@@ -337,13 +341,47 @@ class Placer:
             best = self._least_outer(branches, free, free[next(iter(ties[0][1]))])
             ties = [(gid, ls) for gid, ls in ties if groups[gid].branch in best]
         domains = self.c.domains
-        cands = [domains[i] for _, ls in ties for i in ls]
+        return self._best_node([domains[i] for _, ls in ties for i in ls], k)
+
+    def _best_node(self, cands: list[Domain], k: int) -> Domain:
+        """Among nodes that rank alike so far: the best GPU-set score, then the tie-break."""
         if len(cands) > 1:
             choose = self.c.chooser.choose
             scores = {d.id: choose(d.node.table, d.node.free, k).score for d in cands if d.node is not None}
             most = max(scores.values())
             cands = [d for d in cands if scores[d.id] == most]
         return min(cands, key=lambda d: d.tie)
+
+    def _leaf_fit_indexed(self, view: View, k: int, solo: int, shared: list[int]) -> Domain | None:
+        """`_leaf_fit` through the view's `BranchIndex` when the nodes alone in their NVLink
+        domain win outright: they all rank solo * big + solo and tie up to the branch key, so
+        the least-loaded branches of bucket `solo` come off the index instead of a scan of every
+        group.  None when a node of a shared NVLink domain ranks as well or better (then the
+        caller's scan decides, as it always did)."""
+        free, big, groups = view.free, self._big, self.c.groups
+        protect = self.protect_nvlink
+        p_solo = solo * big + solo
+        if not protect and shared and shared[0] < solo:
+            return None                         # plain best fit: a node with fewer free GPUs wins
+        # a node of a shared domain ranks nvf * big + f (protected) or f * big + nvf (then f is
+        # solo), with k <= f <= nvf: only one whose domain has nvf <= solo can rank as well
+        assert view.index is not None
+        for f in (shared if protect else shared[:1]) if view.index.nvlink_between(k, solo) else ():
+            if f > solo:
+                break
+            for gid in view.shared[f]:
+                nv = groups[gid].nvlink
+                nvf = free[nv] if nv >= 0 else f
+                if (nvf * big + f if protect else f * big + nvf) <= p_solo:
+                    return None
+        gids = view.index.least(solo)
+        if not gids:
+            return None
+        if len(gids) > 1:
+            best = self._least_outer({groups[g].branch for g in gids}, free, solo)
+            gids = [g for g in gids if groups[g].branch in best]
+        bucket, domains = view.buckets[solo], self.c.domains
+        return self._best_node([domains[i] for g in gids for i in bucket[g]], k)
 
     def distribute(self, view: View, d: Domain, k: int) -> list[tuple[NodeState, int]]:
         """Split k GPUs over the nodes of d: whole children largest first, the rest best-fit."""

@@ -110,6 +110,8 @@ class Simulation:
         self.out = Outcome(cluster)
         self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
         self.rank = {n: sla_rank(j.intent) for n, j in jobs.items()}
+        # per intent: the depth of its required `within` domain (0: anywhere)
+        self.limits = {n: cluster.depth_of(r.within) if r.within else 0 for n, r in self.reqs.items()}
         self.chain = self._remaining_chains(jobs)
         self.gpus = {n: j.intent.gpu_count for n, j in jobs.items()}
         self.keys = queue_keys([j.intent for j in jobs.values()], wave_of, self.chain)
@@ -336,12 +338,13 @@ class Simulation:
             view = self._views.get(name)
             if view is None:
                 view = self._views[name] = self.c.view(req.filter)
-            limit = self.c.depth_of(req.within) if req.within else 0
+            limit = self.limits[name]
             if quota is not None and running.get(req.tenant, 0) + req.count > quota:
                 # waits for its own tenant's intents; lower classes still must not hold what it
                 # could use past the later of when its quota and the GPUs could allow it
                 gate = (req.filter, limit, req.tenant)
-                blocked[gate] = min(req.count, blocked.get(gate, req.count))
+                if blocked.get(gate, NEVER) > req.count:
+                    blocked[gate] = req.count
                 continue
             duration = self.jobs[name].duration
             end = None if duration is None else t + duration
@@ -349,7 +352,8 @@ class Simulation:
             self.placer.protect_nvlink = self._gangs_waiting_at(r, name)
             if self._surely_gated(req.filter, end, gates, t, earliest):
                 gate = (req.filter, limit, None)
-                blocked[gate] = min(req.count, blocked.get(gate, req.count))
+                if blocked.get(gate, NEVER) > req.count:
+                    blocked[gate] = req.count
                 continue
             memo = (req.filter, limit, req.count, self.placer.protect_nvlink)
             seen = undone.get(memo)
@@ -363,7 +367,8 @@ class Simulation:
                 placed = None
             if placed is None:
                 gate = (req.filter, limit, None)
-                blocked[gate] = min(req.count, blocked.get(gate, req.count))
+                if blocked.get(gate, NEVER) > req.count:
+                    blocked[gate] = req.count
                 continue
             assert isinstance(placed, tuple)
             seat_placed, room = placed
