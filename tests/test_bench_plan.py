@@ -11,9 +11,13 @@ from __future__ import annotations
 import random
 
 from benchmarks.bench_plan import evaluate, idle_floor, run_intentc, sla_bound, sla_order
+from benchmarks.bench_plan_time import lower_bound
+from benchmarks.bench_plan_time import run_intentc as time_intentc
 from benchmarks.plan_baselines import POLICIES, run_baseline
 from benchmarks.plan_milp import policy_optimum, unconstrained_optimum
-from benchmarks.plan_workload import build_cluster, build_workload
+from benchmarks.plan_time_baselines import fifo_bestfit, list_scheduler
+from benchmarks.plan_workload import build_cluster, build_dag_workload, build_workload
+from intentc import ir
 
 
 def test_small_instance_scores_and_optima_agree() -> None:
@@ -43,3 +47,22 @@ def test_idle_floor_and_sla_bound() -> None:
     p3 = sorted(i.gpu_count for i in program.intents if (i.constraints.sla or "P2") == "P3")
     assert sla_bound(program, counts, sum(p3)) == len(p3)
     assert sla_bound(program, counts, 0) == 0
+
+
+def test_gang_aware_bound_counts_nvlink_units() -> None:
+    """Two 32-GPU gangs fill a 72-GPU NVLink domain (its last 8 GPUs serve no gang), so two
+    32s and a 16 of an hour each take 5 units of 16 GPUs for an hour on 4 units: >= 1.25 h,
+    above GPU-time / GPUs (80 GPU-h on 88 GPUs) and the critical path (1 h); every schedule
+    must respect it."""
+    topo = build_cluster(2, 2, 1, 1, 18)                          # 16 HGX GPUs + one 72-GPU domain
+    base = build_dag_workload(random.Random(1), 5)
+    tenant = base.tenants[0].name
+    gangs = tuple(ir.Intent(name, ir.Trigger("push"), ir.Action("training", "img"), ir.Context(ir.Ref(tenant)),
+                            ir.Constraints(gpus=ir.GpuRequest(count=size, within="nvlink"), duration="3600s"))
+                  for name, size in (("a", 32), ("b", 32), ("c", 16)))
+    program = ir.Program(tenants=base.tenants, intents=gangs)
+    bound = lower_bound(program, topo)
+    assert bound["critical_path_s"] == 3600 and bound["work_over_gpus_s"] == -(-80 * 3600 // 88)
+    assert bound["nvlink_gangs_s"] == bound["gang_aware_bound_s"] == 4500
+    for runs in (time_intentc(program, topo), fifo_bestfit(program, topo), list_scheduler(program, topo)):
+        assert max(r.end for r in runs) >= bound["gang_aware_bound_s"]
