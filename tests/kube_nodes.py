@@ -21,6 +21,7 @@ from intentc import ir
 from intentc.topology.nodes_import import GPU_CLIQUE, GPU_COUNT, GPU_MEMORY, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
 
 from tests.kube_env import KWOK_ANNOTATION, KubeEnv
+from tests.kube_support import wait_for
 
 DRA_DRIVER = "gpu.nvidia.com"
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5}
@@ -120,4 +121,15 @@ def add_topology(env: KubeEnv, topology_path: str, dra: bool = False, timeout: f
     names = [n.name for n in topo.nodes]
     env.kubectl_run("wait", "--for=condition=Ready", f"--timeout={int(timeout)}s",
                     *[f"node/{n}" for n in names], timeout=timeout + 10)
+    # The node lifecycle controller lifts its `node.kubernetes.io/not-ready` taint a few
+    # seconds after the node turns Ready (its monitor period): until then schedulers and
+    # intentc's live planning rightly treat the node as unavailable.
+    wanted = set(names)
+
+    def untainted() -> bool:
+        nodes = json.loads(env.kubectl_run("get", "nodes", "-o", "json").stdout)["items"]
+        return all(not any(t.get("key", "").startswith("node.kubernetes.io/")
+                           for t in (n.get("spec") or {}).get("taints") or [])
+                   for n in nodes if n["metadata"]["name"] in wanted)
+    wait_for(untainted, timeout, "the node lifecycle controller lifts its not-ready taints")
     return names
