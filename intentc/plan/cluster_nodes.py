@@ -31,7 +31,7 @@ from intentc import ir
 from intentc.render.model import GPU_RESOURCE
 from intentc.topology.labels import GPU_CLIQUE, GPU_COUNT, GPU_MEMORY, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
 from intentc.topology.load import LoadedTopology
-from intentc.topology.matrix import Link
+from intentc.topology.matrix import GpuMatrix, Link
 from intentc.topology.nvsmi import default_matrix
 
 
@@ -90,6 +90,7 @@ def with_cluster_nodes(loaded: LoadedTopology, nodes: Iterable[Mapping[str, Any]
     per added node or disagreement."""
     listed = {n.name: n for n in loaded.topology.nodes}
     added: list[ir.TopologyNode] = []
+    matrices: list[tuple[str, GpuMatrix]] = []
     notes: list[str] = []
     for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
         name = str((node.get("metadata") or {}).get("name"))
@@ -106,18 +107,16 @@ def with_cluster_nodes(loaded: LoadedTopology, nodes: Iterable[Mapping[str, Any]
         fresh = cluster_node(node, loaded.topology.levels)
         if fresh is None:
             continue
+        matrix = default_matrix(fresh.gpu_count, fresh.gpu_product)
         added.append(fresh)
+        matrices.append((name, matrix))
+        nvswitch = any(info.link is Link.NVLINK for _, _, info in matrix.links)
         what = f"{fresh.gpu_count} × {fresh.gpu_product or 'GPU'}"
         notes.append(f"{name}: added from the cluster's labels ({what}, "
                      f"{', '.join(f'{lvl} {d}' for lvl, d in fresh.domains)}; no nvidia-smi matrix: "
-                     f"{'NVSwitch' if _sxm(fresh) else 'PCIe'} assumed)")
+                     f"{'NVSwitch' if nvswitch else 'PCIe'} assumed)")
     if not added:
         return loaded, tuple(notes)
     topology = dataclasses.replace(loaded.topology, nodes=loaded.topology.nodes + tuple(added))
-    matrices = loaded.matrices + tuple((n.name, default_matrix(n.gpu_count, n.gpu_product)) for n in added)
-    return LoadedTopology(topology, matrices), tuple(notes)
+    return LoadedTopology(topology, loaded.matrices + tuple(matrices)), tuple(notes)
 
-
-def _sxm(node: ir.TopologyNode) -> bool:
-    """Whether the assumed matrix joins the GPUs through NVLink (an SXM-class product)."""
-    return any(info.link is Link.NVLINK for _, _, info in default_matrix(node.gpu_count, node.gpu_product).links)
