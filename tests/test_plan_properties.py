@@ -371,3 +371,28 @@ def test_issue_reproducer_places_c_before_d_takes_the_h100s(seed: int) -> None:
     assert c.start_s == 0 and c.nodes == ("h100",)
     assert d.start_s >= c.end_s  # type: ignore[operator]
     assert _inversions(program, topo, plan) == []
+
+
+def test_a_gate_that_can_never_open_holds_nothing_back() -> None:
+    """Found by hypothesis in CI: a P0 gang (8 GPUs within nvlink) waits behind an
+    open-ended serve holding 1 of the node's 8 GPUs, so it can never start.  Its gate
+    once held back an unconstrained 1-GPU serve with 7 GPUs free (refused as
+    "fragmentation"); a waiting intent that can never start delays nobody."""
+    node = ir.TopologyNode("n0", 8, "H100-80GB", MEMORY["H100-80GB"], domains=(("rack", "rack-b"),))
+    topo = LoadedTopology(ir.Topology("gate", ("rack", "nvlink", "node"), (node,)),
+                          (("n0", default_matrix(8, "H100-80GB")),))
+
+    def intent(name: str, kind: str, count: int, sla: str | None, within: str | None,
+               after: str | None = None) -> ir.Intent:
+        trigger = ir.Trigger("after", (ir.Ref(after),)) if after else ir.Trigger("push")
+        return ir.Intent(name, trigger, ir.Action(kind, "img"), ir.Context(ir.Ref("t")),
+                         ir.Constraints(gpus=ir.GpuRequest(count, None, None, within, within), sla=sla))
+    program = ir.Program(tenants=(ir.Tenant("t"),), intents=(
+        intent("front", "serve", 1, "P0", "nvlink"),
+        intent("gang", "training", 8, "P0", "nvlink", after="front"),
+        intent("small", "serve", 1, None, None)))
+    plan, _ = make_plan(program, topo)
+    assert [u.intent for u in plan.unplaced] == ["gang"]
+    assert plan.unplaced[0].reason == "capacity"
+    small = plan.placement("small")
+    assert small is not None and small.start_s == 0

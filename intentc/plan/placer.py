@@ -179,9 +179,10 @@ class Placer:
                                        f"{cap_total} {req.noun()} are free",
                            "free capacity by lowering other intents' GPU counts, or add nodes")
         most = max((view.free[d.id] for d in self.c.by_depth[limit]), default=0)
+        scope = f"{req.within} domain" if req.within else "domain"
         return Refused("fragmentation",
                        f"cannot place {req.describe()}: {free_total} {req.noun()} are free but no "
-                       f"{req.within} domain has {req.count} of them together (the most in one is {most})",
+                       f"{scope} has {req.count} of them together (the most in one is {most})",
                        f"relax `within {req.within}` to a wider scope, or give this intent a higher "
                        f"SLA class so it is placed before smaller jobs")
 

@@ -504,7 +504,7 @@ class Simulation:
                         extra = tentative[domain] if taken else 0
                         bound = earliest[key] = max(self._earliest(view, k, t, limit, domain, extra),
                                                     self._quota_free(gate[2], k, t))
-                    if until is None or until > bound:
+                    if bound < NEVER and (until is None or until > bound):
                         return False
         return True
 
@@ -526,7 +526,7 @@ class Simulation:
             if bound is None:
                 bound = earliest[(gate, k, root, 0)] = max(self._earliest(self.c.view(gate[0]), k, t, 0, root),
                                                            self._quota_free(gate[2], k, t))
-            if end is None or end > bound:
+            if bound < NEVER and (end is None or end > bound):
                 return True
         return False
 
