@@ -520,3 +520,28 @@ def test_load_needs_exactly_one_topology(tmp_path: Path) -> None:
     schema_error.write_text(_topology_yaml("    - name: a\n      gpu: {count: many}\n"))
     loaded, diags = load_topology(str(schema_error))
     assert loaded is None and diags and all(d.code.startswith("E02") for d in diags)
+
+
+def test_the_importer_and_live_planning_read_a_node_alike(tmp_path: Path) -> None:
+    """`topology import` writes, and a live plan adds, the same description of a GPU node:
+    one reader (`topology/cluster_node.topology_node`), so the imported file loaded back
+    equals what `with_cluster_nodes` adds to an empty topology on the file's levels."""
+    from intentc import ir
+    from intentc.plan.cluster_nodes import with_cluster_nodes
+    from intentc.quantity import parse_quantity
+    from intentc.topology.load import LoadedTopology
+
+    text, _ = nodes_import.import_nodes(_nodes(), "eu-west")
+    (tmp_path / "t.yaml").write_text(text)
+    imported, diags = load_topology(str(tmp_path / "t.yaml"))
+    assert imported is not None, diags
+    empty = LoadedTopology(ir.Topology("eu-west", imported.topology.levels, ()), ())
+    live, _ = with_cluster_nodes(empty, _nodes()["items"])
+
+    def seen(n: ir.TopologyNode) -> tuple:
+        # a level the file leaves out for a node is that node's own domain (the W0701 the importer gives)
+        domains = tuple((lvl, n.domain(lvl) or n.name) for lvl in imported.topology.levels if lvl != "node")
+        return (n.name, n.gpu_count, n.gpu_product, n.gpu_memory, n.cpu, domains, n.taints,
+                parse_quantity(n.memory) if n.memory else None)
+    from_file = [seen(n) for n in imported.topology.nodes if n.gpu_count]
+    assert len(from_file) >= 5 and [seen(n) for n in live.topology.nodes] == from_file

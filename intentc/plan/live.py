@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping
 from intentc import ir
 from intentc.plan.model import Busy, Occupancy
 from intentc.quantity import parse_quantity
-from intentc.topology.labels import GPU_COUNT, GPU_PRODUCT
+from intentc.topology.cluster_node import gpu_count
 from intentc.render.model import GPU_INDICES_ANNOTATION, GPU_RESOURCE, INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 
 TOLERATED_TAINTS = frozenset({GPU_RESOURCE})
@@ -139,16 +139,10 @@ def occupancy(topology: ir.Topology, nodes: Iterable[Mapping[str, Any]], pods: I
         else:
             take(node_name, highest_free(node_name, n), who + f", {n} GPU(s) by count")
     busy = tuple(Busy(node, tuple(sorted(gpus))) for node, gpus in sorted(taken.items()) if gpus)
-    outside = sorted(name for name, n in live.items() if name not in count and _gpu_node(n))
+    outside = sorted(name for name, n in live.items() if name not in count and gpu_count(n) > 0)
     if outside:
         shown = ", ".join(outside[:5]) + (f", … (+{len(outside) - 5} more)" if len(outside) > 5 else "")
         notes.append(f"{len(outside)} GPU node(s) of the cluster are not in the topology file and are not "
                      f"planned onto: {shown} (`intentc topology import` adds them)")
     return Occupancy(busy, frozenset(unavailable)), tuple(notes)
 
-
-def _gpu_node(node: Mapping[str, Any]) -> bool:
-    """GPU feature discovery labels it, or the device plugin reports GPUs on it."""
-    labels = _meta(node).get("labels") or {}
-    raw = ((node.get("status") or {}).get("capacity") or {}).get(GPU_RESOURCE)
-    return GPU_PRODUCT in labels or GPU_COUNT in labels or (raw is not None and str(raw) not in ("0", ""))

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from intentc.diagnostics import Diagnostic, Span, error, warning
+from intentc.topology.cluster_node import topology_node, unreadable_labels
 
 from intentc.topology.labels import GPU_CLIQUE as GPU_CLIQUE
 from intentc.topology.labels import GPU_COUNT as GPU_COUNT
@@ -112,14 +113,6 @@ def _items(nodes_json: Mapping[str, Any], path: str) -> tuple[list[Mapping[str, 
     return good, diags
 
 
-def _str_map(obj: Mapping[str, Any], *keys: str) -> dict[str, str]:
-    for key in keys:
-        obj = obj.get(key) or {}
-        if not isinstance(obj, Mapping):
-            return {}
-    return {str(k): str(v) for k, v in obj.items()}
-
-
 @dataclass(frozen=True)
 class _Where:
     """Positions for diagnostics: the JSON text is optional (a dict has no lines),
@@ -138,73 +131,34 @@ class _Where:
         return Span.whole_file(self.path)
 
 
-def _int_label(labels: Mapping[str, str], key: str, node: str, where: _Where,
-               diags: list[Diagnostic]) -> int | None:
-    raw = labels.get(key)
-    if raw is None:
-        return None
-    if raw.isdigit():
-        return int(raw)
-    diags.append(warning("W0701", f'node "{node}": label {key}={raw!r} is not a whole number; ignored',
-                         where.node(node)))
-    return None
-
-
 def _node_lines(item: Mapping[str, Any], rack_label: str, zone_label: str,
                 keep_labels: Sequence[str], where: _Where, diags: list[Diagnostic]) -> tuple[list[str], set[str]]:
-    name = str(item["metadata"]["name"])
-    labels = _str_map(item, "metadata", "labels")
-    capacity = _str_map(item, "status", "capacity")
-    count = _int_label(labels, GPU_COUNT, name, where, diags)
-    if count is None and capacity.get("nvidia.com/gpu", "").isdigit():
-        count = int(capacity["nvidia.com/gpu"])       # device plugin without GFD
-    memory_mib = _int_label(labels, GPU_MEMORY, name, where, diags)
-
-    lines = [f"    - name: {yaml_scalar(name)}"]
-    if count:
+    """One node's YAML lines (the node as `topology_node` reads it) and the levels its labels give."""
+    node = topology_node(item, rack_label=rack_label, zone_label=zone_label, keep_labels=keep_labels)
+    for key, raw in unreadable_labels(item):
+        diags.append(warning("W0701", f'node "{node.name}": label {key}={raw!r} is not a whole number; ignored',
+                             where.node(node.name)))
+    lines = [f"    - name: {yaml_scalar(node.name)}"]
+    if node.gpu_count:
         gpu: list[tuple[str, str | int]] = []
-        if GPU_PRODUCT in labels:
-            gpu.append(("product", labels[GPU_PRODUCT]))
-        gpu.append(("count", count))
-        if memory_mib:
-            gpu.append(("memory", f"{memory_mib}Mi"))
+        if node.gpu_product is not None:
+            gpu.append(("product", node.gpu_product))
+        gpu.append(("count", node.gpu_count))
+        if node.gpu_memory is not None:
+            gpu.append(("memory", node.gpu_memory))
         lines.append(f"      gpu: {_flow(gpu)}")
-    if "cpu" in capacity:
-        lines.append(f"      cpu: {yaml_scalar(capacity['cpu'])}")
-    if "memory" in capacity:
-        lines.append(f"      memory: {yaml_scalar(normalize_memory(capacity['memory']))}")
-
-    domains: list[tuple[str, str | int]] = []
-    if zone_label in labels:
-        domains.append(("zone", labels[zone_label]))
-    if rack_label in labels:
-        domains.append(("rack", labels[rack_label]))
-    # Without a clique label the node's own NVLink fabric is its whole domain.
-    domains.append(("nvlink", labels.get(GPU_CLIQUE, name)))
-    lines.append(f"      domains: {_flow(domains)}")
-
-    kept = sorted((k, v) for k, v in labels.items() if k.startswith(tuple(keep_labels)))
-    if kept:
-        lines.append(f"      labels: {_flow(kept)}")
-    taints = _taints(item)
-    if taints:
+    if node.cpu is not None:
+        lines.append(f"      cpu: {yaml_scalar(node.cpu)}")
+    if node.memory is not None:
+        lines.append(f"      memory: {yaml_scalar(normalize_memory(node.memory))}")
+    lines.append(f"      domains: {_flow(list(node.domains))}")
+    if node.labels:
+        lines.append(f"      labels: {_flow(list(node.labels))}")
+    if node.taints:
         lines.append("      taints:")
-        lines.extend(f"      - {_flow(t)}" for t in taints)
-    return lines, {str(k) for k, _ in domains}
-
-
-def _taints(item: Mapping[str, Any]) -> list[list[tuple[str, str | int]]]:
-    """The node's taints the planner reads (render/plan avoid intentc.dev/gpu-observation)."""
-    raw = (item.get("spec") or {}).get("taints") or []
-    out = []
-    for t in raw if isinstance(raw, list) else []:
-        if isinstance(t, Mapping) and isinstance(t.get("key"), str) and isinstance(t.get("effect"), str):
-            fields: list[tuple[str, str | int]] = [("key", t["key"])]
-            if isinstance(t.get("value"), str) and t["value"]:
-                fields.append(("value", t["value"]))
-            fields.append(("effect", t["effect"]))
-            out.append(fields)
-    return sorted(out)
+        lines.extend(f"      - {_flow([('key', k)] + ([('value', v)] if v else []) + [('effect', e)])}"
+                     for k, v, e in node.taints)
+    return lines, {lvl for lvl, _ in node.domains}
 
 
 def import_nodes(nodes_json: dict[str, Any], name: str, rack_label: str = RACK_LABEL,
