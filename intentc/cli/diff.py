@@ -7,10 +7,11 @@ checkout; the working tree when --head is omitted) and hand plain data to
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import gc
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
@@ -22,11 +23,17 @@ from intentc.cli.app import (
     emit_diagnostics,
     usage_error,
 )
-from intentc.cli.common import (BaseRevision, Exclude, HeadRevision, Jobs, MergeBase, RenderTarget,
-                                check_render_target, format_option)
+from intentc.cli.common import (BaseRevision, Exclude, HeadRevision, Jobs, Kubeconfig, KubeContext, MergeBase,
+                                OnlyTopologyNodes, RenderTarget, Seed, check_render_target, format_option,
+                                the_topology)
 from intentc.diagnostics import OutputFormat, has_errors
 from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
+
+if TYPE_CHECKING:
+    from intentc import ir
+    from intentc.diff.live import LiveBindingDiff
+    from intentc.topology.load import LoadedTopology
 
 # The diff machinery (GitPython, deepdiff, jsonschema, the renderer, the planner)
 # is imported inside the commands: every `intentc` invocation imports this
@@ -52,6 +59,44 @@ class FailOn(str, enum.Enum):
     ERR = "ERR"
     WARN = "WARN"
     INFO = "INFO"
+
+
+def _live_binding(program: "ir.Program", loaded: "LoadedTopology", kubeconfig: str | None, context: str | None,
+                  render_target: str, seed: int, only_topology_nodes: bool, paths: List[str],
+                  commit: str) -> "LiveBindingDiff":
+    """The head's preview bound on the cluster as `apply --dry-run` binds it; exit 2 when
+    the cluster cannot be read."""
+    from intentc.cli.common import connect_or_exit
+    from intentc.diff.live import LiveBindingDiff, Rebinding, Waiting
+    from intentc.kube.cluster_state import read_cluster_state
+    from intentc.kube.errors import KubeError
+    from intentc.plan.planner import make_plan
+    from intentc.policy.load import load_policies
+    from intentc.reconcile.live_binding import LiveBinder
+    from intentc.reconcile.sync import ApplyOptions, Reconciler
+    from intentc.render import render
+
+    client, version = connect_or_exit(kubeconfig, context, None)
+    cluster = context or client.host
+    try:
+        if render_target == "kueue":      # as apply: Kueue admits on live state itself
+            return LiveBindingDiff(cluster, bound=False, notes=("the kueue target binds nothing: Kueue admits "
+                                                                "each workload on live state itself",))
+        policies = load_policies(paths)[0]
+        preview, _ = make_plan(program, loaded, seed, None, policies)
+        rendered = render(program, preview, commit, version, render_target, loaded.topology, policies)
+        binder = LiveBinder(program, loaded, preview, rendered, version, lambda: read_cluster_state(client),
+                            policies, seed, cluster_nodes=not only_topology_nodes)
+        b = Reconciler(client, ApplyOptions(dry_run=True), binder=binder).live_binding(rendered)
+    except KubeError as e:
+        usage_error(f"cannot bind on the live cluster: {e.message}")
+    finally:
+        client.close()
+    spans = {i.name: i.span for i in program.intents}
+    return LiveBindingDiff(cluster, b.live, tuple(Rebinding(c, spans.get(c.intent)) for c in b.changes),
+                           tuple(Waiting(x, spans.get(x.intent)) for x in b.blocked),
+                           tuple(sorted((str(ref), why) for ref, why in b.kept.items())), b.remarks, b.notes,
+                           len(preview.placements))
 
 
 def _label(rev: str | None, sha: str | None) -> str:
@@ -147,6 +192,14 @@ def schema_diff(
   intentc diff --base origin/main --topology examples/topologies/cluster.yaml   # plus the plan diff
 
   intentc diff --base origin/main -t examples/topologies/cluster.yaml --render-target kueue --format markdown
+
+  intentc diff --base origin/main --context prod-eu     # plus where apply's live binding differs from the preview
+
+With --kubeconfig/--context the head revision's plan (the preview CI writes)
+is also bound on what that cluster has free now, as `apply --dry-run` binds
+it: per intent whose nodes/GPUs would differ, preview -> live and why; the
+intents that fit nowhere now; the running Jobs kept where they run.  It
+reads the cluster, writes nothing, and leaves the exit code to the revisions.
 """)
 def diff(
     base: BaseRevision,
@@ -162,9 +215,14 @@ def diff(
     jobs: Jobs = 0,
     render_target: RenderTarget = DEFAULT_TARGET,
     exclude: Exclude = None,
+    kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
+    only_topology_nodes: OnlyTopologyNodes = False,
+    seed: Seed = 0,
 ) -> None:
     """Show what changes semantically between two revisions: intents, tenants and datasets
-    (field by field, with positions), the dependency graph and, with --topology, the plan.
+    (field by field, with positions), the dependency graph and, with --topology, the plan;
+    with --kubeconfig/--context, where the live binding differs from the preview.
     Exit 0 when nothing changes, 1 when something does, 2 on errors."""
     from intentc import gitrepo
     from intentc.diff.format import render_report
@@ -185,9 +243,14 @@ def diff(
             prefixes = gitrepo.repo_relative(root, paths or ["intents"])
             base_snap = gitrepo.snapshot(root, base_sha, prefixes, SOURCE_SUFFIXES, exclude or ())
             head_snap = gitrepo.snapshot(root, head_sha, prefixes, SOURCE_SUFFIXES, exclude or ())
+            on_cluster = kubeconfig is not None or context is not None
+            # the stamp only (spec hashes leave it out): what `apply` would stamp on the head
+            commit = head_sha or (gitrepo.resolve(root, "HEAD") if on_cluster else "")
         except gitrepo.GitError as exc:
             usage_error(str(exc))
         loaded = None
+        if topology is None and on_cluster:
+            topology = str(the_topology(paths or ["intents"], exclude or ()))
         if topology is not None:
             loaded, topo_diags = load_topology(topology)
             if loaded is None or has_errors(topo_diags):
@@ -200,6 +263,10 @@ def diff(
         gc.freeze()
     finally:
         gc.enable()
+    if on_cluster and loaded is not None and not report.head_errors:
+        report = dataclasses.replace(report, binding=_live_binding(
+            head_side.program, loaded, kubeconfig, context, render_target, seed, only_topology_nodes,
+            paths or ["intents"], commit))
     typer.echo(render_report(report, format.value), nl=False)
     if report.head_errors:
         errors = [d for d in report.head_diagnostics if d.is_error]

@@ -12,6 +12,8 @@ from intentc.diagnostics import Span
 from intentc.diff.graph_diff import Edge
 from intentc.diff.impact import ImpactClass
 from intentc.diff.intents import DeclChange, FieldChange, Status
+from intentc.diff.live import github_commands, markdown_lines, text_lines
+from intentc.diff.live import to_json_obj as binding_json
 from intentc.diff.report import DiffReport
 
 SHOWN = 50           # list items shown per section in text/markdown; JSON has everything
@@ -97,6 +99,8 @@ def format_text(report: DiffReport) -> str:
         out.append(f"objects ({report.target}):")
         out += [f"  {o.intent}: {', '.join(o.objects) or 'none'}" for o in report.creates[:SHOWN]]
         out += _more(len(report.creates))
+    if report.binding is not None:
+        out += text_lines(report.binding)
     return "\n".join(out) + "\n"
 
 
@@ -139,7 +143,10 @@ def to_json_obj(report: DiffReport) -> dict[str, Any]:
 
 
 def format_json(report: DiffReport) -> str:
-    return json.dumps(to_json_obj(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    obj = to_json_obj(report)
+    if report.binding is not None:          # only with a cluster: the key's absence says none was read
+        obj["binding"] = binding_json(report.binding)
+    return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def _md(s: str) -> str:
@@ -150,8 +157,9 @@ def format_markdown(report: DiffReport) -> str:
     impact = {i.intent: i for i in report.impacts}
     out = ["<!-- intentc:diff -->", "### intentc diff",
            f"`{report.base}` \u2192 `{report.head}`: **{_counts(report)}**"]
+    live = markdown_lines(report.binding) if report.binding is not None else []
     if not report.changed:
-        return "\n".join(out) + "\n"
+        return "\n".join(out + live) + "\n"
     out += ["", "| | kind | name | impact | fields |", "|---|---|---|---|---|"]
     for c in report.declarations[:SHOWN * 4]:
         name = f"`{c.old_name}` \u2192 `{c.name}`" if c.status is Status.RENAMED else f"`{c.name}`"
@@ -200,7 +208,7 @@ def format_markdown(report: DiffReport) -> str:
         out += [f"- `{b.intent}` batch: {b.old} \u2192 {b.new} ({_md(b.derivation)})" for b in p.batches]
         out.append("")
     out.append("</details>")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + live) + "\n"
 
 
 # Impacts a reviewer should not miss: the intent stops fitting, or its pods move.
@@ -239,6 +247,8 @@ def format_github(report: DiffReport) -> str:
             if not cap.placeable:
                 out.append(gh.command(gh.Level.WARNING, f"{cap.intent}: {cap.message}", heads.get(cap.intent),
                                       f"intentc diff: {cap.intent} no longer placeable"))
+    if report.binding is not None:
+        out += github_commands(report.binding)
     return gh.lines(out)
 
 

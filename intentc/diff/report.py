@@ -21,6 +21,7 @@ from intentc.diff.creates import IntentObjects, target_objects
 from intentc.diff.graph_diff import GraphDiff, GraphView, diff_graphs, view
 from intentc.diff.impact import Impact, SideState, classify
 from intentc.diff.intents import DeclChange, diff_programs
+from intentc.diff.live import LiveBindingDiff
 from intentc.diff.plan_diff import PlanDiff, diff_plans
 from intentc.diff.sides import CompileStats, Side, Tree, compile_sides
 from intentc.plan.model import Plan
@@ -42,6 +43,7 @@ class DiffReport:
     stats: CompileStats | None = None
     target: str = DEFAULT_TARGET
     creates: tuple[IntentObjects, ...] = ()      # what `target` makes for each added/changed intent
+    binding: LiveBindingDiff | None = None       # with a cluster: where apply's live binding differs (diff/live.py)
 
     @property
     def changed(self) -> bool:

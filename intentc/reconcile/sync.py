@@ -382,6 +382,18 @@ class Reconciler:
                 f"{', its budget ' + budget if budget else ''}: {'; '.join(parts)}{more}")
 
     # -- live binding -----------------------------------------------------
+    def live_binding(self, rendered: Rendered) -> Binding:
+        """What `apply --dry-run` binds, applying nothing: every wave on what the cluster
+        has free now, against the objects already there (`intentc diff --kubeconfig`).
+        KubeError when the cluster fails."""
+        assert self.binder is not None
+        try:
+            live = self.list_live(rendered.manifests, self.load_inventory())
+            result: Binding = self._call(self.binder.whole, live)
+            return result
+        except _Abort as e:
+            raise KubeError(e.message) from None
+
     def _bind_whole(self, rendered: Rendered, live: Mapping[ObjectRef, Mapping[str, Any]]) -> tuple[Manifest, ...]:
         assert self.binder is not None
         b = self._call(self.binder.whole, live)
