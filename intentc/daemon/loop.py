@@ -407,9 +407,8 @@ class Daemon:
         return replace(base, **changes)
 
     def _binder(self, desired: Desired) -> LiveBinder | None:
-        """Re-binding on live state for a rollout of the branch (docs/live-planning.md); not
-        under Kueue, which admits on live state itself, nor in local mode, whose hot-reload
-        snapshot is the plan applied as is."""
+        """Re-binding on live state for a rollout, of the branch or of a hot-reload snapshot
+        (docs/live-planning.md); not under Kueue, which admits on live state itself."""
         preview = desired.preview
         if preview is None or self.config.render_target == "kueue":
             return None
@@ -548,7 +547,8 @@ class Daemon:
             log.error("change does not compile; keeping the plan in force:\n%s",
                       format_text(list(result.diagnostics), dict(result.sources)).rstrip())
             return
-        desired = LocalSource.desired(result)
+        assert self.local is not None
+        desired = self.local.desired(result)
         if desired is None or (self.state.desired is not None and
                                self.state.desired.manifests == desired.manifests):
             return

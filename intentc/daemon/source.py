@@ -114,9 +114,13 @@ class LocalSource:
     def load(self) -> ReloadResult:
         return self.reloader.load()
 
-    @staticmethod
-    def desired(result: ReloadResult) -> Desired | None:
+    def desired(self, result: ReloadResult) -> Desired | None:
+        """The snapshot in force, with what re-binding it on live state needs (as a commit of
+        the branch has it): its plan is the preview, its topology the one it was planned on."""
         snap = result.snapshot
         if not result.ok or snap is None:
             return None
-        return Desired.of(snap.rendered.commit, snap.rendered.manifests, snap.program, "local", plan=snap.plan)
+        desired = Desired.of(snap.rendered.commit, snap.rendered.manifests, snap.program, "local", plan=snap.plan)
+        if snap.loaded is None:
+            return desired
+        return replace(desired, preview=Preview(snap.plan, snap.loaded, snap.rendered, self.reloader.policies))

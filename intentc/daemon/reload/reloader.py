@@ -236,7 +236,7 @@ class Reloader:
             loaded.topology,
             previous.global_files if previous is not None and global_diags is previous.global_diagnostics
             else files_of(global_diags),
-            previous.plan_files if reuse and previous is not None else files_of(plan_diags))
+            previous.plan_files if reuse and previous is not None else files_of(plan_diags), loaded=loaded)
         self._current = snapshot      # the atomic swap: readers see the old or the new snapshot
         self._table.settle()
         return ReloadResult(True, report, CaretTexts(known, report, self._shown), names, reparsed, made.rerendered,

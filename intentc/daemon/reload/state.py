@@ -18,6 +18,7 @@ from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import Placement, Plan
 from intentc.render.model import Choice, Manifest, Rendered
 from intentc.render.output import manifest_filename, step_width, to_yaml
+from intentc.topology.load import LoadedTopology
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,8 @@ class Snapshot:
     # files the kept findings point into: an edit there runs their pass again
     global_files: frozenset[str] = field(repr=False, default=frozenset())
     plan_files: frozenset[str] = field(repr=False, default=frozenset())
+    # the topology with its GPU matrices the plan was made on: the daemon re-binds on live state with it
+    loaded: LoadedTopology | None = field(repr=False, default=None, compare=False)
 
     def files(self) -> dict[str, str]:
         """Output path -> text, exactly `CompileResult.files()` of a full compile."""
