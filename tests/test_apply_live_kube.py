@@ -11,6 +11,7 @@ nodes share the cluster.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import subprocess
@@ -18,7 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import git
 import pytest
@@ -115,12 +116,34 @@ class Case:
         start = out.find("{")
         return code, (json.loads(out[start:]) if start >= 0 else {}), output
 
+    def has_job(self, name: str) -> bool:
+        found = self.env.kubectl_run("get", "jobs", "-n", self.tenant, "-o", "name", check=False)
+        return f"job.batch/{name}" in found.stdout
+
     def job(self, name: str) -> dict[str, Any]:
         return dict(self.env.kubectl_json("get", "job", "-n", self.tenant, name))
 
     def events(self, reason: str) -> list[dict[str, Any]]:
         items = self.env.kubectl_json("get", "events", "-n", "intentc-system")["items"]
         return [e for e in items if e.get("reason") == reason and e["involvedObject"]["name"].endswith(self.t)]
+
+
+@contextlib.contextmanager
+def running_daemon(case: Case, tmp_path: Path, *source: str) -> Iterator[Path]:
+    """`intentc daemon` on the case's repository and target, planning onto its own nodes;
+    `source`: `--branch main` or `--local`.  Yields its log file."""
+    log = tmp_path / "daemon.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "intentc", "daemon", "--repo", str(case.dir), *source,
+             "-t", "cluster.yaml", "--kubeconfig", str(case.env.kubeconfig), "--target", case.t,
+             "--listen", "", "--interval", "1", "--resync", "3", "--no-leader-elect", "--only-topology-nodes",
+             "--workdir", str(tmp_path / "work")], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            yield log
+        finally:
+            proc.terminate()
+            proc.wait(30)
 
 
 def pinned_node(job: Mapping[str, Any]) -> str:
@@ -242,28 +265,15 @@ def test_the_daemon_binds_its_rollouts_on_live_state(kube_cluster: KubeEnv, tmp_
     repo = git.Repo.init(case.dir, initial_branch="main")
     commit(repo, {"intents/main.intent": (case.dir / "intents" / "main.intent").read_text(),
                   "cluster.yaml": case.topology.read_text()}, "intents")
-    log = tmp_path / "daemon.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "intentc", "daemon", "--repo", str(case.dir), "--branch", "main",
-             "-t", "cluster.yaml", "--kubeconfig", str(kube_cluster.kubeconfig), "--target", case.t,
-             "--listen", "", "--interval", "1", "--resync", "3", "--no-leader-elect", "--only-topology-nodes",
-             "--workdir", str(tmp_path / "work")], stdout=out, stderr=subprocess.STDOUT)
-        try:
-            def bound() -> bool:
-                found = kube_cluster.kubectl_run("get", "jobs", "-n", case.tenant, "-o", "name", check=False)
-                return "job.batch/first" in found.stdout
-            wait_for(bound, 120, "the daemon creates first")
-            job = case.job("first")
-            assert pinned_node(job) == case.other(preview), log.read_text()
-            assert job["metadata"]["annotations"][PREVIEW_HASH_ANNOTATION]
-            wait_for(lambda: any(case.events("LiveBinding")), 60, "a LiveBinding Event")
-            time.sleep(8)       # two resyncs: drift must not heal the pins back to the preview
-            assert pinned_node(case.job("first")) == case.other(preview), log.read_text()
-            assert "healed" not in log.read_text(), log.read_text()
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with running_daemon(case, tmp_path, "--branch", "main") as log:
+        wait_for(lambda: case.has_job("first"), 120, "the daemon creates first")
+        job = case.job("first")
+        assert pinned_node(job) == case.other(preview), log.read_text()
+        assert job["metadata"]["annotations"][PREVIEW_HASH_ANNOTATION]
+        wait_for(lambda: any(case.events("LiveBinding")), 60, "a LiveBinding Event")
+        time.sleep(8)       # two resyncs: drift must not heal the pins back to the preview
+        assert pinned_node(case.job("first")) == case.other(preview), log.read_text()
+        assert "healed" not in log.read_text(), log.read_text()
 
 
 def test_a_live_plan_uses_gpu_nodes_the_topology_file_does_not_list(kube_cluster: KubeEnv, tmp_path: Path) -> None:

@@ -10,8 +10,6 @@ of their own per test).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import git
@@ -21,7 +19,7 @@ from intentc.render.model import PREVIEW_HASH_ANNOTATION
 from tests.git_support import commit
 from tests.kube_env import KubeEnv
 from tests.kube_support import wait_for
-from tests.test_apply_live_kube import Case, pinned_node
+from tests.test_apply_live_kube import Case, pinned_node, running_daemon
 
 pytestmark = pytest.mark.kube
 
@@ -33,24 +31,11 @@ def test_the_local_mode_daemon_binds_on_live_state(kube_cluster: KubeEnv, tmp_pa
     repo = git.Repo.init(case.dir, initial_branch="main")      # local mode stamps git HEAD
     commit(repo, {"intents/main.intent": (case.dir / "intents" / "main.intent").read_text(),
                   "cluster.yaml": case.topology.read_text()}, "intents")
-    log = tmp_path / "daemon.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "intentc", "daemon", "--repo", str(case.dir), "--local",
-             "-t", str(case.topology), "--kubeconfig", str(kube_cluster.kubeconfig), "--target", case.t,
-             "--listen", "", "--interval", "1", "--resync", "3", "--no-leader-elect", "--only-topology-nodes",
-             "--workdir", str(tmp_path / "work")], stdout=out, stderr=subprocess.STDOUT)
-        try:
-            def created() -> bool:
-                found = kube_cluster.kubectl_run("get", "jobs", "-n", case.tenant, "-o", "name", check=False)
-                return "job.batch/first" in found.stdout
-            wait_for(created, 120, "the local-mode daemon creates first")
-            job = case.job("first")
-            assert pinned_node(job) == case.other(preview), log.read_text()
-            assert job["metadata"]["annotations"][PREVIEW_HASH_ANNOTATION], job["metadata"]
-            wait_for(lambda: any(case.events("LiveBinding")), 60, "a LiveBinding Event")
-            said = " ".join(e["message"] for e in case.events("LiveBinding"))
-            assert f"first: preview {preview} GPU 0-7 -> live {case.other(preview)} GPU 0-7" in said, said
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with running_daemon(case, tmp_path, "--local") as log:
+        wait_for(lambda: case.has_job("first"), 120, "the local-mode daemon creates first")
+        job = case.job("first")
+        assert pinned_node(job) == case.other(preview), log.read_text()
+        assert job["metadata"]["annotations"][PREVIEW_HASH_ANNOTATION], job["metadata"]
+        wait_for(lambda: any(case.events("LiveBinding")), 60, "a LiveBinding Event")
+        said = " ".join(e["message"] for e in case.events("LiveBinding"))
+        assert f"first: preview {preview} GPU 0-7 -> live {case.other(preview)} GPU 0-7" in said, said
