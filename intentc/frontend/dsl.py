@@ -40,6 +40,7 @@ import lark_cython
 from lark_cython import lark_cython as _cy
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.grammar import Rule
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Reduce
 from lark.utils import TextSlice
@@ -200,11 +201,27 @@ def _plain_lookups(states: dict[int, dict[str, Any]], callbacks: dict[Any, Any])
     Re-keying the callbacks by the table's own rule objects and making the
     names plain `str` removes some 60 Python calls per file; nothing else changes."""
     rules = {id(arg): arg for row in states.values() for action, arg in row.values() if action is Reduce}
-    by_value = {rule: callbacks[rule] for rule in rules.values()}
+    by_value = [(rule, callbacks[rule]) for rule in rules.values()]
     callbacks.clear()
-    callbacks.update(by_value)
-    for rule in rules.values():
+    for rule, callback in by_value:
+        rule.__class__ = _TableRule
         rule.origin.name = str(rule.origin.name)
+        callbacks[rule] = callback
+
+
+class _TableRule(Rule):
+    """A rule of the parse table, equal only to itself.
+
+    lark-cython's loop asserts ``arg != end_state`` on every reduction, which
+    compared a `Rule` with an int through lark's Python `Rule.__eq__`, and
+    hashed the rule through lark's Python `__hash__` to find its callback:
+    two Python calls per reduction, some 130 per file.  The table holds one
+    object per rule and the callbacks are keyed by those very objects, so
+    identity is all these comparisons need, and it is done in C."""
+
+    __slots__ = ()
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
 
 class _Run:
