@@ -105,12 +105,16 @@ class _Lexer(_cy.Lexer, Lexer):
             if t.pattern.type == "str":
                 (self.keywords if t.pattern.value.isidentifier() else punct)[t.pattern.value] = t.name
         self.punct = punct
-        alternatives = [f"(?P<WS>{terms['WS'].pattern.to_regexp()})",
-                        f"(?P<COMMENT>{terms['COMMENT'].pattern.to_regexp()})",
+        # Whitespace is matched as the optional prefix of every token, not as a
+        # token of its own: one match and one pass of the loop per token instead
+        # of two (the DSL's text is about as many whitespace runs as tokens).
+        ws = terms["WS"].pattern.to_regexp()
+        alternatives = [f"(?P<COMMENT>{terms['COMMENT'].pattern.to_regexp()})",
                         f"(?P<WORD>{terms['WORD'].pattern.to_regexp()})",
                         f"(?P<STRING>{terms['STRING'].pattern.to_regexp()})",
                         "(?P<PUNCT>[" + "".join(re.escape(p) for p in sorted(punct)) + "])"]
-        self.scan = re.compile("|".join(alternatives)).match
+        self.scan = re.compile(f"(?:{ws})?(?:" + "|".join(alternatives) + ")").match
+        self.skip_ws = re.compile(ws).match
 
     def make_lexer_state(self, text: Any) -> Any:
         """A state at the start of `text` (a str, or a `TextSlice` when parsing
@@ -127,39 +131,45 @@ class _Lexer(_cy.Lexer, Lexer):
         ctr = lexer_state.line_ctr
         text: str = lexer_state.text
         pos, line, line_start = ctr.char_pos, ctr.line, ctr.line_start_pos
-        end = len(text)
         scan = self.scan
-        while pos < end:
+        while True:
             m = scan(text, pos)
-            if m is None:
+            if m is None:                   # the end, or a character no token starts with
+                ws = self.skip_ws(text, pos)
+                if ws is not None:
+                    start = ws.end()
+                    nl = text.count("\n", pos, start)
+                    if nl:
+                        line += nl
+                        line_start = text.rfind("\n", pos, start) + 1
+                    pos = start
                 ctr.char_pos, ctr.line, ctr.line_start_pos = pos, line, line_start
-                raise UnexpectedCharacters(text, pos, line, pos - line_start + 1, state=parser_state)
+                if pos < len(text):
+                    raise UnexpectedCharacters(text, pos, line, pos - line_start + 1, state=parser_state)
+                raise EOFError(self)
             kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a named group
+            start = m.start(kind)
             npos = m.end()
-            if kind == "WS":
-                nl = text.count("\n", pos, npos)
+            if start != pos:                # whitespace before the token
+                nl = text.count("\n", pos, start)
                 if nl:
                     line += nl
-                    line_start = text.rfind("\n", pos, npos) + 1
-                pos = npos
-                continue
-            value = m.group()
-            col = pos - line_start + 1
+                    line_start = text.rfind("\n", pos, start) + 1
+            value = text[start:npos]
+            col = start - line_start + 1
             if kind == "WORD":
                 kw = self.keywords.get(value)
                 if kw is not None and kw in _STATES[parser_state.position]:
                     kind = kw
             elif kind == "PUNCT":
                 kind = self.punct[value]
-            tok = _cy.Token(kind, value, pos, line, col, line, col + npos - pos, npos)
+            tok = _cy.Token(kind, value, start, line, col, line, col + npos - start, npos)
             pos = npos
             if kind == "COMMENT":
                 _LOWER.comments.append(tok)
                 continue
             ctr.char_pos, ctr.line, ctr.line_start_pos = pos, line, line_start
             return tok
-        ctr.char_pos, ctr.line, ctr.line_start_pos = pos, line, line_start
-        raise EOFError(self)
 
     def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Any]:
         """lark's generator interface (the interactive parser's `iter_parse`)."""
