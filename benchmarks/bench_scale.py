@@ -18,6 +18,9 @@ is also given for the memory above that constant.
 
 The machine is shared: the load average (`/proc/loadavg`) is recorded
 before and after every run, and the best of --repeat runs is kept.
+`--baseline DIR` also runs another checkout's `intentc` (DIR on PYTHONPATH,
+e.g. a work tree at the base commit) on the same repositories, its runs
+alternating with this tree's, so that before and after share the load.
 Writes benchmarks/results/bench_scale.json.
 """
 
@@ -50,6 +53,55 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
     my = sum(p[1] for p in pts) / len(pts)
     den = sum((p[0] - mx) ** 2 for p in pts)
     return round(sum((p[0] - mx) * (p[1] - my) for p in pts) / den, 3)
+
+
+def _side_by_side(cmd: list[str], envs: dict[str, dict[str, str]], repeat: int,
+                  before_each: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """The best of `repeat` runs of `cmd` under each environment, the runs taken in turn."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in envs}
+    for _ in range(repeat):
+        for name, env in envs.items():
+            if before_each is not None:
+                before_each[name]()
+            runs[name].append(measure(cmd, env))
+    out = {}
+    for name, rs in runs.items():
+        top = min(rs, key=lambda r: r["wall_s"])
+        out[name] = {**top, "wall_s_all": [r["wall_s"] for r in rs], "cpu_s_all": [r["cpu_s"] for r in rs],
+                     "peak_rss_mb_all": [r["peak_rss_mb"] for r in rs]}
+    return out
+
+
+def run_with_baseline(sizes: list[int], repeat: int, jobs: int, baseline: str) -> dict[str, Any]:
+    """Each size: cold and cached, this tree and `baseline` in turn on the same repository."""
+    work = Path(tempfile.mkdtemp(prefix="intentc-scale-"))
+    check = [sys.executable, "-m", "intentc", "check", "--format", "json"] + (["--jobs", str(jobs)] if jobs else [])
+    trees = {"after": str(ROOT), "before": str(Path(baseline).resolve())}
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    try:
+        rows: list[dict[str, Any]] = []
+        for n in sizes:
+            repo = work / f"repo-{n}"
+            generate(repo, n)
+            cold_envs = {name: dict(base_env, PYTHONPATH=tree, INTENTC_CACHE_DIR="") for name, tree in trees.items()}
+            cold = _side_by_side(check + [str(repo)], cold_envs, repeat)
+            warm_envs = {name: dict(base_env, PYTHONPATH=tree, INTENTC_CACHE_DIR=str(work / f"cache-{name}"))
+                         for name, tree in trees.items()}
+            for name, env in warm_envs.items():
+                measure(check + [str(repo)], env)               # fills the cache
+            warm = _side_by_side(check + [str(repo)], warm_envs, repeat)
+            rows.append({"intents": n, "cold": cold, "cached": warm})
+            for mode, res in (("cold", cold), ("cached", warm)):
+                a, b = res["after"], res["before"]
+                print(f"{n:>8} {mode:>6}: before {b['wall_s']:>7} s wall {b['cpu_s']:>7} s cpu {b['peak_rss_mb']:>7} MB"
+                      f" | after {a['wall_s']:>7} s wall {a['cpu_s']:>7} s cpu {a['peak_rss_mb']:>7} MB"
+                      f" | load {a['load_before']}-{b['load_after']}", flush=True)
+            shutil.rmtree(repo, ignore_errors=True)
+            for name in trees:
+                shutil.rmtree(work / f"cache-{name}", ignore_errors=True)
+        return {"sizes": sizes, "jobs": jobs or os.cpu_count(), "baseline": trees["before"], "rows": rows}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(sizes: list[int], repeat: int, jobs: int) -> dict[str, Any]:
@@ -96,7 +148,11 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=0, help="worker processes (0: one per core)")
+    ap.add_argument("--baseline", metavar="DIR", help="another checkout to run side by side (before/after)")
     args = ap.parse_args()
+    if args.baseline:
+        write_results("bench_scale_before_after", run_with_baseline(args.sizes, args.repeat, args.jobs, args.baseline))
+        return
     result = run(args.sizes, args.repeat, args.jobs)
     write_results("bench_scale", result)
     print("growth exponents (log-log slope; 1.0 = linear):")

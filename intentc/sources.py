@@ -234,9 +234,13 @@ def _kind(mode: int) -> str:
 def read_guarded(path: str, root: str | None = None) -> tuple[bytes | None, list[Diagnostic]]:
     """The bytes of `path`, or the diagnostic that says why they are not read:
     a link leaving `root` (default: the repository holding `path`), anything
-    but a regular file, a file over the size limit, an OS error."""
-    shown = display_path(path)
-    span = Span.whole_file(shown)
+    but a regular file, a file over the size limit, an OS error.
+
+    A plain file costs five system calls (lstat, the lstats of `realpath`,
+    open, fstat, one read of the size fstat gave): reading 10,000 files
+    through `commonpath`, a second `stat` and a `read` of the whole 4 MiB
+    limit (a 4 MiB buffer allocated and shrunk per file) took 0.6-0.8 s of
+    CPU, more than the system calls themselves."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -248,32 +252,72 @@ def read_guarded(path: str, root: str | None = None) -> tuple[bytes | None, list
         # five system calls per file of a 100,000-file repository).
         plain = st is not None and stat.S_ISREG(st.st_mode)
         root = _repository_root(os.path.dirname(real)) if plain else root_of(path)
-    if os.path.commonpath([real, root]) != root:
+    if not _inside(real, root):
+        shown = display_path(path)
         what = "is a symbolic link that points" if os.path.islink(path) else "lies"
         return None, [error("E0005", f"{shown} {what} outside the repository; it is not read",
-                            span, hint="copy the file into the repository, or link to a file inside it")]
+                            Span.whole_file(shown),
+                            hint="copy the file into the repository, or link to a file inside it")]
     if st is None or stat.S_ISLNK(st.st_mode):
         try:
             st = os.stat(path)
         except OSError as exc:
-            return None, [error("E0001", f"cannot read {shown}: {exc.strerror or exc}", span)]
+            return None, [_unreadable(path, exc)]
     if not stat.S_ISREG(st.st_mode):
-        return None, [error("E0006", f"{shown} is {_kind(st.st_mode)}; only regular files are read", span)]
+        return None, [_not_regular(path, st.st_mode)]
     limit = max_file_bytes()
     if st.st_size > limit:
+        shown = display_path(path)
         return None, [_too_large(shown, st.st_size, limit)]
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        return None, [error("E0001", f"cannot read {shown}: {exc.strerror or exc}", span)]
-    with os.fdopen(fd, "rb") as fh:
+        return None, [_unreadable(path, exc)]
+    try:
         st = os.fstat(fd)      # what was opened, not what the path named a moment ago
         if not stat.S_ISREG(st.st_mode):
-            return None, [error("E0006", f"{shown} is {_kind(st.st_mode)}; only regular files are read", span)]
-        data = fh.read(limit + 1)
+            return None, [_not_regular(path, st.st_mode)]
+        data = _read_at_most(fd, min(st.st_size, limit), limit + 1)
+    except OSError as exc:
+        return None, [_unreadable(path, exc)]
+    finally:
+        os.close(fd)
     if len(data) > limit:
-        return None, [_too_large(shown, len(data), limit)]
+        return None, [_too_large(display_path(path), len(data), limit)]
     return data, []
+
+
+def _inside(real: str, root: str) -> bool:
+    """Whether the real path `real` is `root` or lies below it (both absolute and normalised)."""
+    return real == root or real.startswith(root if root.endswith(os.sep) else root + os.sep)
+
+
+def _read_at_most(fd: int, size: int, cap: int) -> bytes:
+    """The bytes of an open regular file whose size fstat gave as `size`, but
+    never more than `cap`: one read asking for one byte more than `size`, and
+    further reads only when that one came back short or the file grew."""
+    data = os.read(fd, size + 1)
+    if len(data) == size:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < cap:
+        chunk = os.read(fd, min(cap - got, 1 << 20))
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def _unreadable(path: str, exc: OSError) -> Diagnostic:
+    shown = display_path(path)
+    return error("E0001", f"cannot read {shown}: {exc.strerror or exc}", Span.whole_file(shown))
+
+
+def _not_regular(path: str, mode: int) -> Diagnostic:
+    shown = display_path(path)
+    return error("E0006", f"{shown} is {_kind(mode)}; only regular files are read", Span.whole_file(shown))
 
 
 def _too_large(shown: str, size: int, limit: int) -> Diagnostic:

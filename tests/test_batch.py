@@ -118,3 +118,20 @@ def test_carets_of_cached_and_cross_file_findings_read_their_text(tmp_path: Path
     assert outputs[0] == outputs[1]
     assert "   4 |   context: tenant nope" in outputs[0]
     assert "   2 |   tier gold" in outputs[0]
+
+
+def test_results_of_many_small_chunks_come_back_in_order(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of three files, each pickled as one: the same program, diagnostics, texts and file order."""
+    plain = batch.load([str(repo)], jobs=1, use_cache=False)
+    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(batch, "_chunk_size", lambda count, workers: 3)
+    chunked = batch.load([str(repo)], jobs=2, use_cache=False)
+    assert len(plain.files) > 3 * 2
+    assert _fingerprint(chunked) == _fingerprint(plain)
+    assert chunked.sources == plain.sources and chunked.files == plain.files
+
+
+def test_chunks_stay_between_50_and_250_files() -> None:
+    assert batch._chunk_size(100, 2) == 50
+    assert batch._chunk_size(1_000, 2) == 125
+    assert batch._chunk_size(100_000, 2) == 250

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from intentc.sources import OUTPUT_MARKER, discover, mark_output, read_guarded, read_source
+from intentc.sources import OUTPUT_MARKER, _read_at_most, discover, mark_output, read_guarded, read_source
 
 
 def make(root: Path, *names: str) -> None:
@@ -86,3 +86,27 @@ def test_only_regular_files_within_the_size_limit(repo: Path, monkeypatch: pytes
     assert data is None and [d.code for d in diags] == ["E0007"] and "24 bytes" in diags[0].message
     monkeypatch.setenv("INTENTC_MAX_FILE_BYTES", "not a number")           # the default stays in force
     assert read_guarded("a.intent")[0] is not None
+
+
+def test_a_link_into_a_sibling_whose_name_extends_the_roots_is_outside(repo: Path) -> None:
+    """The inside test compares whole path components: `<root>2/` is not below `<root>/`."""
+    sibling = Path(str(repo.resolve()) + "2")
+    sibling.mkdir()
+    (sibling / "s.intent").write_text("tenant s { tier: gold }\n")
+    os.symlink(sibling / "s.intent", repo / "s.intent")
+    data, diags = read_guarded("s.intent")
+    assert data is None and [d.code for d in diags] == ["E0005"]
+
+
+def test_a_file_that_grew_after_fstat_is_read_on_to_the_cap(tmp_path: Path) -> None:
+    """One read of the size fstat gave, plus one byte; more only when the file grew, never past the cap."""
+    (tmp_path / "f").write_bytes(b"x" * 100)
+    fd = os.open(tmp_path / "f", os.O_RDONLY)
+    try:
+        assert _read_at_most(fd, 100, 1000) == b"x" * 100
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert _read_at_most(fd, 10, 1000) == b"x" * 100     # stale size: the rest is read too
+        os.lseek(fd, 0, os.SEEK_SET)
+        assert _read_at_most(fd, 10, 51) == b"x" * 51        # ... but never past the cap
+    finally:
+        os.close(fd)

@@ -40,6 +40,7 @@ import lark_cython
 from lark_cython import lark_cython as _cy
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.grammar import Rule
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Reduce
 from lark.utils import TextSlice
@@ -104,12 +105,16 @@ class _Lexer(_cy.Lexer, Lexer):
             if t.pattern.type == "str":
                 (self.keywords if t.pattern.value.isidentifier() else punct)[t.pattern.value] = t.name
         self.punct = punct
-        alternatives = [f"(?P<WS>{terms['WS'].pattern.to_regexp()})",
-                        f"(?P<COMMENT>{terms['COMMENT'].pattern.to_regexp()})",
+        # Whitespace is matched as the optional prefix of every token, not as a
+        # token of its own: one match and one pass of the loop per token instead
+        # of two (the DSL's text is about as many whitespace runs as tokens).
+        ws = terms["WS"].pattern.to_regexp()
+        alternatives = [f"(?P<COMMENT>{terms['COMMENT'].pattern.to_regexp()})",
                         f"(?P<WORD>{terms['WORD'].pattern.to_regexp()})",
                         f"(?P<STRING>{terms['STRING'].pattern.to_regexp()})",
                         "(?P<PUNCT>[" + "".join(re.escape(p) for p in sorted(punct)) + "])"]
-        self.scan = re.compile("|".join(alternatives)).match
+        self.scan = re.compile(f"(?:{ws})?(?:" + "|".join(alternatives) + ")").match
+        self.skip_ws = re.compile(ws).match
 
     def make_lexer_state(self, text: Any) -> Any:
         """A state at the start of `text` (a str, or a `TextSlice` when parsing
@@ -126,39 +131,45 @@ class _Lexer(_cy.Lexer, Lexer):
         ctr = lexer_state.line_ctr
         text: str = lexer_state.text
         pos, line, line_start = ctr.char_pos, ctr.line, ctr.line_start_pos
-        end = len(text)
         scan = self.scan
-        while pos < end:
+        while True:
             m = scan(text, pos)
-            if m is None:
+            if m is None:                   # the end, or a character no token starts with
+                ws = self.skip_ws(text, pos)
+                if ws is not None:
+                    start = ws.end()
+                    nl = text.count("\n", pos, start)
+                    if nl:
+                        line += nl
+                        line_start = text.rfind("\n", pos, start) + 1
+                    pos = start
                 ctr.char_pos, ctr.line, ctr.line_start_pos = pos, line, line_start
-                raise UnexpectedCharacters(text, pos, line, pos - line_start + 1, state=parser_state)
+                if pos < len(text):
+                    raise UnexpectedCharacters(text, pos, line, pos - line_start + 1, state=parser_state)
+                raise EOFError(self)
             kind: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a named group
+            start = m.start(kind)
             npos = m.end()
-            if kind == "WS":
-                nl = text.count("\n", pos, npos)
+            if start != pos:                # whitespace before the token
+                nl = text.count("\n", pos, start)
                 if nl:
                     line += nl
-                    line_start = text.rfind("\n", pos, npos) + 1
-                pos = npos
-                continue
-            value = m.group()
-            col = pos - line_start + 1
+                    line_start = text.rfind("\n", pos, start) + 1
+            value = text[start:npos]
+            col = start - line_start + 1
             if kind == "WORD":
                 kw = self.keywords.get(value)
                 if kw is not None and kw in _STATES[parser_state.position]:
                     kind = kw
             elif kind == "PUNCT":
                 kind = self.punct[value]
-            tok = _cy.Token(kind, value, pos, line, col, line, col + npos - pos, npos)
+            tok = _cy.Token(kind, value, start, line, col, line, col + npos - start, npos)
             pos = npos
             if kind == "COMMENT":
                 _LOWER.comments.append(tok)
                 continue
             ctr.char_pos, ctr.line, ctr.line_start_pos = pos, line, line_start
             return tok
-        ctr.char_pos, ctr.line, ctr.line_start_pos = pos, line, line_start
-        raise EOFError(self)
 
     def lex(self, lexer_state: Any, parser_state: Any) -> Iterator[Any]:
         """lark's generator interface (the interactive parser's `iter_parse`)."""
@@ -200,11 +211,27 @@ def _plain_lookups(states: dict[int, dict[str, Any]], callbacks: dict[Any, Any])
     Re-keying the callbacks by the table's own rule objects and making the
     names plain `str` removes some 60 Python calls per file; nothing else changes."""
     rules = {id(arg): arg for row in states.values() for action, arg in row.values() if action is Reduce}
-    by_value = {rule: callbacks[rule] for rule in rules.values()}
+    by_value = [(rule, callbacks[rule]) for rule in rules.values()]
     callbacks.clear()
-    callbacks.update(by_value)
-    for rule in rules.values():
+    for rule, callback in by_value:
+        rule.__class__ = _TableRule
         rule.origin.name = str(rule.origin.name)
+        callbacks[rule] = callback
+
+
+class _TableRule(Rule):
+    """A rule of the parse table, equal only to itself.
+
+    lark-cython's loop asserts ``arg != end_state`` on every reduction, which
+    compared a `Rule` with an int through lark's Python `Rule.__eq__`, and
+    hashed the rule through lark's Python `__hash__` to find its callback:
+    two Python calls per reduction, some 130 per file.  The table holds one
+    object per rule and the callbacks are keyed by those very objects, so
+    identity is all these comparisons need, and it is done in C."""
+
+    __slots__ = ()
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
 
 class _Run:
