@@ -269,8 +269,11 @@ class Cluster:
             index.add(self.groups[self.group_of[n.leaf.id]].branch[1], n.free_count, 1)
         for b in index.presence:
             index.touch(b)
-        for nv in sorted({self.groups[self.group_of[n.leaf.id]].nvlink for n, ok in zip(self.nodes, view.eligible)
-                          if ok and self._shared[n.leaf.id]} - {-1}):
+        for n, ok in zip(self.nodes, view.eligible):
+            nv = self.groups[self.group_of[n.leaf.id]].nvlink
+            if ok and self._shared[n.leaf.id] and nv >= 0:
+                index.nvlink_leaves.setdefault(nv, []).append(n.leaf.id)
+        for nv in sorted(index.nvlink_leaves):
             index.file_nvlink(nv, None, view.free[nv])
         return index
 

@@ -359,22 +359,19 @@ class Placer:
         the least-loaded branches of bucket `solo` come off the index instead of a scan of every
         group.  None when a node of a shared NVLink domain ranks as well or better (then the
         caller's scan decides, as it always did)."""
-        free, big, groups = view.free, self._big, self.c.groups
+        free, groups = view.free, self.c.groups
         protect = self.protect_nvlink
-        p_solo = solo * big + solo
         if not protect and shared and shared[0] < solo:
             return None                         # plain best fit: a node with fewer free GPUs wins
-        # a node of a shared domain ranks nvf * big + f (protected) or f * big + nvf (then f is
-        # solo), with k <= f <= nvf: only one whose domain has nvf <= solo can rank as well
+        # a node of a shared domain with f >= k free ranks nvf * big + f (protected) or f * big +
+        # nvf (then only f = solo competes), with f <= nvf: it ranks as well as the covered nodes'
+        # solo * big + solo exactly when its domain has nvf <= solo free, so only nodes of the
+        # domains with k..solo free GPUs are looked at
         assert view.index is not None
-        for f in (shared if protect else shared[:1]) if view.index.nvlink_between(k, solo) else ():
-            if f > solo:
-                break
-            for gid in view.shared[f]:
-                nv = groups[gid].nvlink
-                nvf = free[nv] if nv >= 0 else f
-                if (nvf * big + f if protect else f * big + nvf) <= p_solo:
-                    return None
+        for leaf in view.index.nodes_in_nvlink_between(k, solo):
+            f = free[leaf]
+            if f >= k and (protect or f == solo):
+                return None
         gids = view.index.least(solo)
         if not gids:
             return None

@@ -33,9 +33,10 @@ a live cluster by the caller) are taken at time 0 and released at their
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from sortedcontainers import SortedList
 
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, error
@@ -44,7 +45,7 @@ from intentc.plan.cluster import Cluster, Filter, NodeState, View
 from intentc.plan.metrics import idle_on_used_nodes
 from intentc.plan.model import NodeAllocation, Occupancy, Placement, Unplaced
 from intentc.plan.placer import Placed, Placer, Refused, Request
-from intentc.plan.repack import Room, Seated, make_room
+from intentc.plan.repack import Movable, Room, Seated, make_room
 
 Gate = tuple[Filter, int, str | None]   # a waiting intent's filter, `within` depth, tenant if over quota
 MAX_RANK = max(c.rank for c in ir.SlaClass)
@@ -117,8 +118,10 @@ class Simulation:
         self.keys = queue_keys([j.intent for j in jobs.values()], wave_of, self.chain)
         self.holds: dict[str, _Hold] = {}
         # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
-        # the bounds for waiting intents walk them in time order without sorting again
-        self.events: list[tuple[int, int, str]] = []
+        # the bounds for waiting intents walk them in time order without sorting again (a
+        # sorted list, not a plain one: a large plan has tens of thousands pending at once,
+        # and inserting into or popping the front of a plain list moves all of them)
+        self.events: SortedList = SortedList()
         self._seq = 0
         self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
         self.by_name = {n.spec.name: n for n in cluster.nodes}
@@ -127,7 +130,7 @@ class Simulation:
         # a waiting intent in one domain looks at that domain's releases, not at every release
         self._on_node: list[dict[str, tuple[int, int, int]]] = [{} for _ in cluster.nodes]
         self._under: dict[int, list[int]] = {}  # domain id -> node indices inside it
-        self.started_now: dict[str, Seated] = {}
+        self.movable = Movable()                # intents started at this instant that may still move
         self._now = -1
         self._subset: dict[tuple[Filter, Filter], bool] = {}
         self.succs: dict[str, list[str]] = {n: [] for n in jobs}
@@ -203,7 +206,7 @@ class Simulation:
         if hold.end is not None:
             self._seq += 1
             hold.seq = self._seq
-            bisect.insort(self.events, (hold.end, self._seq, key))
+            self.events.add((hold.end, self._seq, key))
             self._index(key, hold, True)
 
     def _index(self, key: str, hold: _Hold, add: bool) -> None:
@@ -319,8 +322,7 @@ class Simulation:
         blocked: dict[Gate, int] = {}           # waiting intents of the class being offered
         rank = None
         if self._now != t:
-            self._now, self.started_now = t, {}
-        started_now = self.started_now       # jobs started at this very instant: they may still move
+            self._now, self.movable = t, Movable()
         earliest: dict[tuple[Gate, int, int, int], int] = {}
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
         # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
@@ -361,7 +363,7 @@ class Simulation:
                                                                                     and end >= seen[1])):
                 placed = None                   # the same search, same state, no earlier end: undone again
             else:
-                placed = self._try_place(req, view, limit, started_now, failed, end, gates, t, earliest)
+                placed = self._try_place(req, view, limit, failed, end, gates, t, earliest)
             if placed is GATED:
                 undone[memo] = (self.c.version, end)
                 placed = None
@@ -374,13 +376,17 @@ class Simulation:
             seat_placed, room = placed
             for moved_name, moved in (room.moved.items() if room else ()):
                 old = self.out.seated[moved_name]
-                self.out.seated[moved_name] = started_now[moved_name] = Seated(old.request, _with(old.placement, moved))
+                self.out.seated[moved_name] = Seated(old.request, _with(old.placement, moved))
+                self.movable.remove(self.node_index[old.placement.allocations[0].node], moved_name)
+                self.movable.add(self.node_index[moved.allocations[0].node], self.out.seated[moved_name])
                 hold = self.holds[moved_name]
                 self._index(moved_name, hold, False)
                 hold.allocs = [(self.c.nodes[self.node_index[a.node]], a.gpus) for a in moved.allocations]
                 self._index(moved_name, hold, True)
             self._start(name, t, ready[name], seat_placed, ready)
-            started_now[name] = self.out.seated[name]
+            seat = self.out.seated[name]
+            if len(seat.placement.allocations) == 1 and name not in self.pinned:
+                self.movable.add(self.node_index[seat.placement.allocations[0].node], seat)
             running[req.tenant] = running.get(req.tenant, 0) + req.count
             fair.charge(req.tenant, req.count)
             if end is None and self.succs[name]:
@@ -407,7 +413,7 @@ class Simulation:
         own = gangs.get(name)
         return n - (1 if own is not None and own <= rank else 0) > 0
 
-    def _try_place(self, req: Request, view: View, limit: int, started_now: dict[str, Seated],
+    def _try_place(self, req: Request, view: View, limit: int,
                    failed: dict[tuple[Filter, int], tuple[int, int]], end: int | None, gates: dict[Gate, int],
                    t: int, earliest: dict[tuple[Gate, int, int, int], int]
                    ) -> tuple[Placed, Room | None] | Gated | None:
@@ -425,10 +431,9 @@ class Simulation:
             if not self._clears_gates([(shares, end)], gates, t, earliest, taken=False):
                 return GATED
             return self.placer.commit(*located), None
-        if self.pinned:
-            started_now = {n: seat for n, seat in started_now.items() if n not in self.pinned}
-        if started_now and self._movable(view, req.count, started_now) + view.free[self.c.root.id] >= req.count:
-            room = make_room(self.placer, req, view, limit, started_now)
+        movable = self.movable
+        if movable.on and movable.reaches(view, self.c.nodes, req.count, req.count - view.free[self.c.root.id]):
+            room = make_room(self.placer, req, view, limit, movable)
             if room is not None:
                 items = [(self._shares(room.placed.allocations), end)]
                 items += [(self._shares(moved.allocations), self.out.times[name][1])
@@ -443,19 +448,6 @@ class Simulation:
 
     def _shares(self, allocs: tuple[NodeAllocation, ...]) -> list[tuple[int, int]]:
         return [(self.node_index[a.node], len(a.gpus)) for a in allocs]
-
-    def _movable(self, view: View, k: int, started_now: dict[str, Seated]) -> int:
-        """GPUs held on nodes of `view` big enough for k by single-node intents that started
-        at this instant (the only ones that may move)."""
-        nodes = self.c.nodes
-        out = 0
-        for s in started_now.values():
-            allocs = s.placement.allocations
-            if len(allocs) == 1:
-                i = self.node_index[allocs[0].node]
-                if view.eligible[i] and nodes[i].capacity >= k:
-                    out += s.placement.gpu_count
-        return out
 
     def _undo(self, placed: tuple[Placed, Room | None]) -> None:
         seat_placed, room = placed
@@ -589,7 +581,7 @@ class Simulation:
                     return end
         return NEVER
 
-    def _by_end(self) -> list[tuple[int, int, str]]:
+    def _by_end(self) -> SortedList:
         """The pending releases in time order."""
         return self.events
 
