@@ -114,6 +114,7 @@ class Placer:
         self.demand: dict[Filter, int] = {}
         self._wanted_kind: dict[tuple[str | None, Decimal | None], int] = {}
         self._sizes: dict[Filter, tuple[int, int]] = {}     # largest node, largest shared NVLink domain
+        self._leaf_domains: dict[int, tuple[tuple[str, str | None], ...]] = {}   # see `_domains_of`
 
     # ------------------------------------------------------------------
     # Feasibility and reasons
@@ -426,10 +427,14 @@ class Placer:
         allocs = tuple(NodeAllocation(n.spec.name, ch.gpus, ch.numa_nodes, ch.nics, ch.link)
                        for n, ch in chosen)
         leaves = [n.leaf for n, _ in chosen]
-        domains = []
-        for depth, level in enumerate(self.c.levels, start=1):
-            ds = {leaf.at_depth(depth) for leaf in leaves}
-            domains.append((level, next(iter(ds)).name if len(ds) == 1 else None))
+        if len(leaves) == 1:
+            domains = self._domains_of(leaves[0])
+        else:
+            shared = []
+            for depth, level in enumerate(self.c.levels, start=1):
+                ds = {leaf.at_depth(depth) for leaf in leaves}
+                shared.append((level, next(iter(ds)).name if len(ds) == 1 else None))
+            domains = tuple(shared)
         nv = {self._nv[leaf.id] for leaf in leaves}
         if len(nv) > 1:
             interconnect = "network"
@@ -437,7 +442,16 @@ class Placer:
             interconnect = "nvlink"
         else:
             interconnect = "pcie"
-        return Placed(allocs, tuple(domains), interconnect, domain.depth)
+        return Placed(allocs, domains, interconnect, domain.depth)
+
+    def _domains_of(self, leaf: Domain) -> tuple[tuple[str, str | None], ...]:
+        """(level, domain name) at every level for a gang on one node: the same for every gang
+        placed there, so named once per node (most gangs are on one node)."""
+        found = self._leaf_domains.get(leaf.id)
+        if found is None:
+            found = self._leaf_domains[leaf.id] = tuple(
+                (level, leaf.at_depth(depth).name) for depth, level in enumerate(self.c.levels, start=1))
+        return found
 
     def level_name(self, depth: int) -> str:
         return ROOT_LEVEL if depth == 0 else self.c.levels[depth - 1]
