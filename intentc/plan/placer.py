@@ -127,10 +127,7 @@ class Placer:
         if not any(view.eligible):
             return Refused("no-product", f"cannot place {req.describe()}: {self._no_product(req)}",
                            "ask for a GPU product and memory this topology offers")
-        largest = self._largest.get((req.filter, limit))
-        if largest is None:
-            largest = self._largest[(req.filter, limit)] = max(
-                (view.cap[d.id] for d in self.c.by_depth[limit]), default=0)
+        largest = self.largest(req.filter, limit)
         if largest < req.count:
             where = (f"the largest {req.within} domain has {largest}" if req.within
                      else f"the cluster has {largest}")
@@ -138,6 +135,14 @@ class Placer:
                     if req.within else f"ask for at most {largest} GPUs")
             return Refused("no-domain", f"cannot place {req.describe()}: {where} {req.noun()}", hint)
         return view, limit
+
+    def largest(self, flt: Filter, depth: int) -> int:
+        """The most GPUs of `flt`'s view that one domain at `depth` has (capacity never changes)."""
+        found = self._largest.get((flt, depth))
+        if found is None:
+            view = self.c.view(flt)
+            found = self._largest[(flt, depth)] = max((view.cap[d.id] for d in self.c.by_depth[depth]), default=0)
+        return found
 
     def _no_product(self, req: Request) -> str:
         topo = self.c.topology

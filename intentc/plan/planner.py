@@ -86,8 +86,7 @@ def _unmet_preference(req: Request, placer: Placer, placed: Placement, intent: i
     gpus = intent.constraints.gpus
     span = gpus.spans.get("prefer", _gpus_span(intent)) if gpus is not None else _gpus_span(intent)
     level = placer.level_name(scope_depth)
-    view = placer.c.view(req.filter)
-    largest = max((view.cap[d.id] for d in placer.c.by_depth[want]), default=0)
+    largest = placer.largest(req.filter, want)
     if largest < req.count:
         # never possible on this topology: say so, rather than suggest waiting for room
         return warning("W0601", f"{req.describe()} prefers one {req.prefer} domain, but the largest "

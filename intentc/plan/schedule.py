@@ -145,7 +145,9 @@ class Simulation:
         kept = self.out.gangs if protect_for is None else self.out.gangs & protect_for
         self.waiting_gangs = {n: sla_rank(jobs[n].intent) for n in kept if n not in self.out.refusals}
         self.spans = spans
-        self._gang_count: tuple[int, dict[int, int]] = (-1, {})
+        self._gangs_per_rank: dict[int, int] = {}     # waiting gangs per SLA rank, kept as they stop waiting
+        for k in self.waiting_gangs.values():
+            self._gangs_per_rank[k] = self._gangs_per_rank.get(k, 0) + 1
         self._views: dict[str, View] = {}      # per intent: its filter's view (views live as long as the cluster)
         self._take_occupancy(occupancy)
         for n in gpu_names:
@@ -284,7 +286,6 @@ class Simulation:
                                                     for a in placement.allocations]), taken=True)
         self.out.seated[name] = Seated(self.reqs[name], placement)
         self.out.times[name] = (t, end, ready_at)
-        self.waiting_gangs.pop(name, None)
         self._settled(name)
         del ready[name]
         if end is None:
@@ -397,19 +398,12 @@ class Simulation:
 
     def _gangs_waiting_at(self, rank: int, name: str) -> bool:
         """True if a gang other than `name`, of class `rank` or a higher one, keeps NVLink
-        domains whole (counted per class; gangs only ever stop waiting, so the count is
-        redone when there are fewer of them)."""
-        gangs = self.waiting_gangs
-        counted, at_or_above = self._gang_count
-        if counted != len(gangs):
-            at_or_above = {}
-            for k in gangs.values():
-                for r in range(k, MAX_RANK + 1):
-                    at_or_above[r] = at_or_above.get(r, 0) + 1
-            self._gang_count = (len(gangs), at_or_above)
-        n = at_or_above.get(min(rank, MAX_RANK), 0)
+        domains whole (from the count of waiting gangs per class, a handful of classes)."""
+        top = min(rank, MAX_RANK)
+        n = sum(count for k, count in self._gangs_per_rank.items() if k <= top)
         if n == 0:
             return False
+        gangs = self.waiting_gangs
         own = gangs.get(name)
         return n - (1 if own is not None and own <= rank else 0) > 0
 
@@ -594,11 +588,13 @@ class Simulation:
         self.out.unplaced.append(Unplaced(name, intent.tenant, refused.reason, refused.message))
         self.out.refusals[name] = refused.reason
         self.out.diags.append(error("E0601", refused.message, span, hint=refused.hint))
-        self.waiting_gangs.pop(name, None)
         self._settled(name)
 
     def _settled(self, name: str) -> None:
         """`name` no longer competes for nodes (started or refused)."""
+        rank = self.waiting_gangs.pop(name, None)
+        if rank is not None:
+            self._gangs_per_rank[rank] -= 1
         flt = self.reqs[name].filter
         if flt in self.placer.demand:
             self.placer.add_demand(flt, -1)
