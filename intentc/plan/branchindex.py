@@ -121,11 +121,11 @@ class BranchIndex:
         if not heap:
             return []
         m = heap[0][0]
-        found: list[int] = []
+        found: dict[int, None] = {}                 # in the order found; a dict, as many racks can tie
         while heap and heap[0][0] == m:
             _, b = heapq.heappop(heap)
-            if free[b] == m and f in presence[b] and b not in found:
-                found.append(b)
+            if free[b] == m and f in presence[b]:
+                found[b] = None
         for b in found:
             heapq.heappush(heap, (m, b))
         return [self.group_of_branch[b] for b in found]
