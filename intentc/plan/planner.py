@@ -108,8 +108,8 @@ def _jobs(g: nx.DiGraph, intents: list[ir.Intent], cyclic: frozenset[str],
     for intent in intents:
         open_ended = intent.action.kind == serve
         seconds = durations[intent.name]
-        given = intent.constraints.duration is not None and graph.parse_duration(intent.constraints.duration) is not None
-        if intent.gpu_count > 0 and not open_ended and not given:
+        given = intent.constraints.duration
+        if intent.gpu_count > 0 and not open_ended and (given is None or graph.parse_duration(given) is None):
             diags.append(warning(
                 "W0602", f'"{intent.name}" has no `duration`: planned as {format_duration(seconds)}, the '
                          f"default for {intent.action.kind}", intent.span,
@@ -182,10 +182,11 @@ def _peaks(placements: list[Placement]) -> tuple[int, dict[str, int]]:
     """The most GPUs held at once, overall and per tenant (ends free GPUs before starts take them)."""
     points: list[tuple[int, int, str, int]] = []
     for p in placements:
-        if p.gpu_count:
-            points.append((p.start_s, 1, p.tenant, p.gpu_count))
+        gpus = p.gpu_count
+        if gpus:
+            points.append((p.start_s, 1, p.tenant, gpus))
             if p.end_s is not None:
-                points.append((p.end_s, 0, p.tenant, -p.gpu_count))
+                points.append((p.end_s, 0, p.tenant, -gpus))
     total, peak = 0, 0
     held: dict[str, int] = {}
     peaks: dict[str, int] = {}
