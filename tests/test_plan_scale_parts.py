@@ -20,6 +20,7 @@ from intentc.plan.cluster import Cluster, Filter
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.plan.placer import Request
 from intentc.plan.repack import Movable, Seated
+from tests.test_plan_index import _take_or_release
 
 
 def _seat(name: str, node: str, gpus: tuple[int, ...]) -> Seated:
@@ -63,13 +64,7 @@ def test_nodes_in_nvlink_between_lists_the_nodes_of_domains_with_that_many_free(
     assert index is not None and len(index.nvlink_leaves) == 3
     rng = random.Random(3)
     for _ in range(60):
-        node = rng.choice(cluster.nodes)
-        free = [g for g in range(node.capacity) if node.free >> g & 1]
-        taken = [g for g in range(node.capacity) if not node.free >> g & 1]
-        if free and (not taken or rng.random() < 0.7):
-            cluster.take(node, tuple(sorted(rng.sample(free, rng.randint(1, len(free))))))
-        elif taken:
-            cluster.release(node, tuple(sorted(rng.sample(taken, rng.randint(1, len(taken))))))
+        _take_or_release(cluster, rng)
         for low, high in ((1, 4), (2, 8), (0, 20), (5, 5)):
             expected = sorted(n.leaf.id for n in cluster.nodes if cluster.in_shared_nvlink(n)
                               and low <= view.free[n.leaf.at_depth(cluster.nvlink_depth).id] <= high)
