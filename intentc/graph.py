@@ -195,8 +195,10 @@ def nodes_in_cycles(g: nx.DiGraph) -> frozenset[str]:
     return frozenset(out)
 
 
-def _acyclic(g: nx.DiGraph) -> nx.DiGraph:
-    cyclic = nodes_in_cycles(g)
+def _acyclic(g: nx.DiGraph, cyclic: frozenset[str] | None = None) -> nx.DiGraph:
+    """`g` without the intents on cycles (`cyclic`: `nodes_in_cycles(g)`, if the caller has it)."""
+    if cyclic is None:
+        cyclic = nodes_in_cycles(g)
     if not cyclic:
         return g
     return g.subgraph(n for n in g if n not in cyclic)
@@ -206,19 +208,22 @@ def _acyclic(g: nx.DiGraph) -> nx.DiGraph:
 # Waves and the critical path
 # --------------------------------------------------------------------------
 
-def waves(g: nx.DiGraph) -> tuple[tuple[str, ...], ...]:
+def waves(g: nx.DiGraph, cyclic: frozenset[str] | None = None) -> tuple[tuple[str, ...], ...]:
     """Topological generations, each sorted by name; intents on cycles are left out
-    (they were reported by `build`), their dependents still get a wave."""
-    return tuple(tuple(sorted(gen)) for gen in nx.topological_generations(_acyclic(g)))
+    (they were reported by `build`), their dependents still get a wave.  `cyclic`:
+    `nodes_in_cycles(g)` when the caller has it already (a large graph takes a while)."""
+    return tuple(tuple(sorted(gen)) for gen in nx.topological_generations(_acyclic(g, cyclic)))
 
 
-def critical_path(g: nx.DiGraph, durations: Mapping[str, int]) -> tuple[tuple[str, ...], int]:
+def critical_path(g: nx.DiGraph, durations: Mapping[str, int],
+                  cyclic: frozenset[str] | None = None) -> tuple[tuple[str, ...], int]:
     """The longest chain by summed durations, and its length (the makespan).
 
     Ties go to the predecessor (and the end intent) with the smallest name,
     so the answer depends neither on insertion nor on visiting order.
+    `cyclic`: as for `waves`.
     """
-    h = _acyclic(g)
+    h = _acyclic(g, cyclic)
     dist: dict[str, int] = {}
     prev: dict[str, str | None] = {}
     for v in nx.topological_sort(h):

@@ -35,11 +35,14 @@ DEFAULT_SLA = ir.SlaClass.P2
 DEFAULT_TIER = ir.Tier.SILVER
 
 
+# an SLA class name -> its rank: a dict, as an enum lookup per intent shows at 100,000 intents
+_RANKS = {c.value: c.rank for c in ir.SlaClass}
+
+
 def sla_rank(intent: ir.Intent) -> int:
-    try:
-        return ir.SlaClass(intent.constraints.sla).rank if intent.constraints.sla else DEFAULT_SLA.rank
-    except ValueError:
-        return DEFAULT_SLA.rank
+    """The rank of the intent's SLA class; P2 where it has none or an unknown one."""
+    sla = intent.constraints.sla
+    return _RANKS.get(sla, DEFAULT_SLA.rank) if sla else DEFAULT_SLA.rank
 
 
 def sla_name(intent: ir.Intent) -> str:

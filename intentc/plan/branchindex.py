@@ -27,6 +27,7 @@ the same depth with as many single-child domains above the node
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 
 
 class BranchIndex:
@@ -43,6 +44,7 @@ class BranchIndex:
         # shared NVLink domains (of nodes the index does not cover) by their free GPUs: a node
         # there ranks ahead of the covered ones only if its domain has few free GPUs
         self.nvlink_by_free: dict[int, set[int]] = {}
+        self.nvlink_leaves: dict[int, list[int]] = {}   # shared NVLink domain -> its nodes' leaf ids
 
     def file_nvlink(self, nvlink: int, old: int | None, new: int) -> None:
         """A shared NVLink domain's free count went from `old` (None: new here) to `new`."""
@@ -53,10 +55,13 @@ class BranchIndex:
                 del self.nvlink_by_free[old]
         self.nvlink_by_free.setdefault(new, set()).add(nvlink)
 
-    def nvlink_between(self, low: int, high: int) -> bool:
-        """True if some shared NVLink domain has between low and high free GPUs."""
-        by_free = self.nvlink_by_free
-        return any(f in by_free for f in range(low, high + 1))
+    def nodes_in_nvlink_between(self, low: int, high: int) -> Iterator[int]:
+        """The leaf ids of the nodes in shared NVLink domains that have between low and high
+        free GPUs (the few that can rank with a covered node, without a scan of them all)."""
+        by_free, leaves = self.nvlink_by_free, self.nvlink_leaves
+        for f in range(low, high + 1):
+            for nv in by_free.get(f, ()):
+                yield from leaves[nv]
 
     def add(self, branch: int, f: int, delta: int) -> None:
         """`delta` nodes of `branch` now have (+1) or no longer have (-1) f free GPUs."""
@@ -116,11 +121,11 @@ class BranchIndex:
         if not heap:
             return []
         m = heap[0][0]
-        found: list[int] = []
+        found: dict[int, None] = {}                 # in the order found; a dict, as many racks can tie
         while heap and heap[0][0] == m:
             _, b = heapq.heappop(heap)
-            if free[b] == m and f in presence[b] and b not in found:
-                found.append(b)
+            if free[b] == m and f in presence[b]:
+                found[b] = None
         for b in found:
             heapq.heappush(heap, (m, b))
         return [self.group_of_branch[b] for b in found]

@@ -176,6 +176,8 @@ class Cluster:
         self.leaf_depth = len(self.levels)
         self.nvlink_depth = self.depth_of("nvlink")
         self._shared = {n.leaf.id: self.in_shared_nvlink(n) for n in self.nodes}
+        # per node's leaf id: the ids of its domains, leaf first (every take and release updates them)
+        self._chain = {n.leaf.id: [d.id for d in n.leaf.ancestors()] for n in self.nodes}
         # nodes that rank alike in a best fit up to the GPU-set score: same enclosing branch,
         # same multi-node NVLink domain, same kind (see `Group`)
         self.groups: list[Group] = []
@@ -269,8 +271,11 @@ class Cluster:
             index.add(self.groups[self.group_of[n.leaf.id]].branch[1], n.free_count, 1)
         for b in index.presence:
             index.touch(b)
-        for nv in sorted({self.groups[self.group_of[n.leaf.id]].nvlink for n, ok in zip(self.nodes, view.eligible)
-                          if ok and self._shared[n.leaf.id]} - {-1}):
+        for n, ok in zip(self.nodes, view.eligible):
+            nv = self.groups[self.group_of[n.leaf.id]].nvlink
+            if ok and self._shared[n.leaf.id] and nv >= 0:
+                index.nvlink_leaves.setdefault(nv, []).append(n.leaf.id)
+        for nv in sorted(index.nvlink_leaves):
             index.file_nvlink(nv, None, view.free[nv])
         return index
 
@@ -300,14 +305,15 @@ class Cluster:
 
     def _count(self, node: NodeState, delta: int) -> None:
         self.version += 1
-        chain = node.leaf.ancestors()
         leaf = node.leaf.id
+        chain = self._chain[leaf]
         group = self.group_of[leaf]
         for view in self._views.values():
             if view.filter.admits(node):
-                old = view.free[leaf]
+                free = view.free
+                old = free[leaf]
                 for d in chain:
-                    view.free[d.id] += delta
+                    free[d] += delta
                 buckets = self._bucket(view, node)
                 _unfile(buckets, old, group, leaf)
                 _file(buckets, old + delta, group, leaf)
@@ -321,7 +327,7 @@ class Cluster:
                             index.file_nvlink(nv, view.free[nv] - delta, view.free[nv])
                     over = index.over.get(leaf)
                     if over is None:
-                        over = index.over[leaf] = [d.id for d in chain if d.id in index.presence]
+                        over = index.over[leaf] = [d for d in chain if d in index.presence]
                     index.log += over
 
 

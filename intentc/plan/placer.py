@@ -114,6 +114,7 @@ class Placer:
         self.demand: dict[Filter, int] = {}
         self._wanted_kind: dict[tuple[str | None, Decimal | None], int] = {}
         self._sizes: dict[Filter, tuple[int, int]] = {}     # largest node, largest shared NVLink domain
+        self._leaf_domains: dict[int, tuple[tuple[str, str | None], ...]] = {}   # see `_domains_of`
 
     # ------------------------------------------------------------------
     # Feasibility and reasons
@@ -126,10 +127,7 @@ class Placer:
         if not any(view.eligible):
             return Refused("no-product", f"cannot place {req.describe()}: {self._no_product(req)}",
                            "ask for a GPU product and memory this topology offers")
-        largest = self._largest.get((req.filter, limit))
-        if largest is None:
-            largest = self._largest[(req.filter, limit)] = max(
-                (view.cap[d.id] for d in self.c.by_depth[limit]), default=0)
+        largest = self.largest(req.filter, limit)
         if largest < req.count:
             where = (f"the largest {req.within} domain has {largest}" if req.within
                      else f"the cluster has {largest}")
@@ -137,6 +135,14 @@ class Placer:
                     if req.within else f"ask for at most {largest} GPUs")
             return Refused("no-domain", f"cannot place {req.describe()}: {where} {req.noun()}", hint)
         return view, limit
+
+    def largest(self, flt: Filter, depth: int) -> int:
+        """The most GPUs of `flt`'s view that one domain at `depth` has (capacity never changes)."""
+        found = self._largest.get((flt, depth))
+        if found is None:
+            view = self.c.view(flt)
+            found = self._largest[(flt, depth)] = max((view.cap[d.id] for d in self.c.by_depth[depth]), default=0)
+        return found
 
     def _no_product(self, req: Request) -> str:
         topo = self.c.topology
@@ -359,22 +365,19 @@ class Placer:
         the least-loaded branches of bucket `solo` come off the index instead of a scan of every
         group.  None when a node of a shared NVLink domain ranks as well or better (then the
         caller's scan decides, as it always did)."""
-        free, big, groups = view.free, self._big, self.c.groups
+        free, groups = view.free, self.c.groups
         protect = self.protect_nvlink
-        p_solo = solo * big + solo
         if not protect and shared and shared[0] < solo:
             return None                         # plain best fit: a node with fewer free GPUs wins
-        # a node of a shared domain ranks nvf * big + f (protected) or f * big + nvf (then f is
-        # solo), with k <= f <= nvf: only one whose domain has nvf <= solo can rank as well
+        # a node of a shared domain with f >= k free ranks nvf * big + f (protected) or f * big +
+        # nvf (then only f = solo competes), with f <= nvf: it ranks as well as the covered nodes'
+        # solo * big + solo exactly when its domain has nvf <= solo free, so only nodes of the
+        # domains with k..solo free GPUs are looked at
         assert view.index is not None
-        for f in (shared if protect else shared[:1]) if view.index.nvlink_between(k, solo) else ():
-            if f > solo:
-                break
-            for gid in view.shared[f]:
-                nv = groups[gid].nvlink
-                nvf = free[nv] if nv >= 0 else f
-                if (nvf * big + f if protect else f * big + nvf) <= p_solo:
-                    return None
+        for leaf in view.index.nodes_in_nvlink_between(k, solo):
+            f = free[leaf]
+            if f >= k and (protect or f == solo):
+                return None
         gids = view.index.least(solo)
         if not gids:
             return None
@@ -429,10 +432,14 @@ class Placer:
         allocs = tuple(NodeAllocation(n.spec.name, ch.gpus, ch.numa_nodes, ch.nics, ch.link)
                        for n, ch in chosen)
         leaves = [n.leaf for n, _ in chosen]
-        domains = []
-        for depth, level in enumerate(self.c.levels, start=1):
-            ds = {leaf.at_depth(depth) for leaf in leaves}
-            domains.append((level, next(iter(ds)).name if len(ds) == 1 else None))
+        if len(leaves) == 1:
+            domains = self._domains_of(leaves[0])
+        else:
+            shared = []
+            for depth, level in enumerate(self.c.levels, start=1):
+                ds = {leaf.at_depth(depth) for leaf in leaves}
+                shared.append((level, next(iter(ds)).name if len(ds) == 1 else None))
+            domains = tuple(shared)
         nv = {self._nv[leaf.id] for leaf in leaves}
         if len(nv) > 1:
             interconnect = "network"
@@ -440,7 +447,16 @@ class Placer:
             interconnect = "nvlink"
         else:
             interconnect = "pcie"
-        return Placed(allocs, tuple(domains), interconnect, domain.depth)
+        return Placed(allocs, domains, interconnect, domain.depth)
+
+    def _domains_of(self, leaf: Domain) -> tuple[tuple[str, str | None], ...]:
+        """(level, domain name) at every level for a gang on one node: the same for every gang
+        placed there, so named once per node (most gangs are on one node)."""
+        found = self._leaf_domains.get(leaf.id)
+        if found is None:
+            found = self._leaf_domains[leaf.id] = tuple(
+                (level, leaf.at_depth(depth).name) for depth, level in enumerate(self.c.levels, start=1))
+        return found
 
     def level_name(self, depth: int) -> str:
         return ROOT_LEVEL if depth == 0 else self.c.levels[depth - 1]

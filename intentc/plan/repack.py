@@ -21,13 +21,15 @@ then fewest jobs moved.  At most `CANDIDATES` sets are tried per refusal
 over all nodes, so the cost stays small next to the plan itself.
 
 In a plan over time only intents that start at the same instant as the
-refused one can move (`schedule.py` passes just those): one that started
-earlier already ran on its GPUs.
+refused one can move: one that started earlier already ran on its GPUs.
+The schedule keeps those in a `Movable`, filed by node as they start and
+move, because thousands of intents can start at one instant (plan time 0
+of a large plan) and each refusal would otherwise look at all of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from intentc.plan.cluster import NodeState, View
@@ -52,6 +54,41 @@ class Room:
 
     placed: Placed
     moved: dict[str, Placement]
+
+
+class Movable:
+    """The single-node intents started at this instant that may still move, by node index."""
+
+    def __init__(self) -> None:
+        self.on: dict[int, dict[str, Seated]] = {}      # node index -> intent -> its seat
+        self.gpus: dict[int, int] = {}                  # node index -> GPUs those intents hold
+
+    def __iter__(self) -> Iterator[str]:
+        """The names of the movable intents."""
+        return (name for seats in self.on.values() for name in seats)
+
+    def add(self, node: int, seat: Seated) -> None:
+        self.on.setdefault(node, {})[seat.placement.intent] = seat
+        self.gpus[node] = self.gpus.get(node, 0) + seat.placement.gpu_count
+
+    def remove(self, node: int, name: str) -> None:
+        seat = self.on[node].pop(name)
+        self.gpus[node] -= seat.placement.gpu_count
+        if not self.on[node]:
+            del self.on[node], self.gpus[node]
+
+    def reaches(self, view: View, cluster_nodes: list[NodeState], k: int, need: int) -> bool:
+        """True if they hold at least `need` GPUs on nodes of `view` with room for k: less
+        and no way of moving them can make room for a k-GPU job."""
+        if need <= 0:
+            return True
+        held = 0
+        for i, n in self.gpus.items():
+            if view.eligible[i] and cluster_nodes[i].capacity >= k:
+                held += n
+                if held >= need:
+                    return True
+        return False
 
 
 def _greedy(occupants: list[Seated], need: int) -> list[Seated] | None:
@@ -94,24 +131,18 @@ def _movers(occupants: list[Seated], need: int) -> list[list[Seated]]:
     return [f[3] for f in found[:CANDIDATES]]
 
 
-def make_room(placer: Placer, req: Request, view: View, limit: int,
-              seated: Mapping[str, Seated]) -> Room | None:
-    """Place `req` on a node by moving some of its occupants elsewhere, or return None.
+def make_room(placer: Placer, req: Request, view: View, limit: int, movable: Movable) -> Room | None:
+    """Place `req` on a node by moving some of its `movable` occupants elsewhere, or return None.
 
     Leaves the cluster exactly as it found it when it returns None.
     """
     cluster = placer.c
-    occupants: dict[str, list[Seated]] = {}
-    for seat in seated.values():
-        allocs = seat.placement.allocations
-        if len(allocs) == 1:
-            occupants.setdefault(allocs[0].node, []).append(seat)
     options: list[tuple[int, int, str, tuple[str, ...], NodeState, list[Seated]]] = []
-    for name, seats in occupants.items():
-        node = cluster.nodes[placer.node_index[name]]
-        if not view.eligible[placer.node_index[name]] or node.capacity < req.count:
+    for i, seats in movable.on.items():
+        node = cluster.nodes[i]
+        if not view.eligible[i] or node.capacity < req.count:
             continue
-        for movers in _movers(seats, req.count - node.free_count):
+        for movers in _movers(list(seats.values()), req.count - node.free_count):
             options.append((sum(m.placement.gpu_count for m in movers), len(movers), node.leaf.tie,
                             tuple(m.placement.intent for m in movers), node, movers))
     options.sort(key=lambda o: o[:4])

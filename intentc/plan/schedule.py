@@ -33,9 +33,10 @@ a live cluster by the caller) are taken at time 0 and released at their
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from sortedcontainers import SortedList
 
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, error
@@ -44,7 +45,7 @@ from intentc.plan.cluster import Cluster, Filter, NodeState, View
 from intentc.plan.metrics import idle_on_used_nodes
 from intentc.plan.model import NodeAllocation, Occupancy, Placement, Unplaced
 from intentc.plan.placer import Placed, Placer, Refused, Request
-from intentc.plan.repack import Room, Seated, make_room
+from intentc.plan.repack import Movable, Room, Seated, make_room
 
 Gate = tuple[Filter, int, str | None]   # a waiting intent's filter, `within` depth, tenant if over quota
 MAX_RANK = max(c.rank for c in ir.SlaClass)
@@ -117,8 +118,10 @@ class Simulation:
         self.keys = queue_keys([j.intent for j in jobs.values()], wave_of, self.chain)
         self.holds: dict[str, _Hold] = {}
         # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
-        # the bounds for waiting intents walk them in time order without sorting again
-        self.events: list[tuple[int, int, str]] = []
+        # the bounds for waiting intents walk them in time order without sorting again (a
+        # sorted list, not a plain one: a large plan has tens of thousands pending at once,
+        # and inserting into or popping the front of a plain list moves all of them)
+        self.events: SortedList = SortedList()
         self._seq = 0
         self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
         self.by_name = {n.spec.name: n for n in cluster.nodes}
@@ -127,7 +130,7 @@ class Simulation:
         # a waiting intent in one domain looks at that domain's releases, not at every release
         self._on_node: list[dict[str, tuple[int, int, int]]] = [{} for _ in cluster.nodes]
         self._under: dict[int, list[int]] = {}  # domain id -> node indices inside it
-        self.started_now: dict[str, Seated] = {}
+        self.movable = Movable()                # intents started at this instant that may still move
         self._now = -1
         self._subset: dict[tuple[Filter, Filter], bool] = {}
         self.succs: dict[str, list[str]] = {n: [] for n in jobs}
@@ -142,7 +145,9 @@ class Simulation:
         kept = self.out.gangs if protect_for is None else self.out.gangs & protect_for
         self.waiting_gangs = {n: sla_rank(jobs[n].intent) for n in kept if n not in self.out.refusals}
         self.spans = spans
-        self._gang_count: tuple[int, dict[int, int]] = (-1, {})
+        self._gangs_per_rank: dict[int, int] = {}     # waiting gangs per SLA rank, kept as they stop waiting
+        for k in self.waiting_gangs.values():
+            self._gangs_per_rank[k] = self._gangs_per_rank.get(k, 0) + 1
         self._views: dict[str, View] = {}      # per intent: its filter's view (views live as long as the cluster)
         self._take_occupancy(occupancy)
         for n in gpu_names:
@@ -203,7 +208,7 @@ class Simulation:
         if hold.end is not None:
             self._seq += 1
             hold.seq = self._seq
-            bisect.insort(self.events, (hold.end, self._seq, key))
+            self.events.add((hold.end, self._seq, key))
             self._index(key, hold, True)
 
     def _index(self, key: str, hold: _Hold, add: bool) -> None:
@@ -281,7 +286,6 @@ class Simulation:
                                                     for a in placement.allocations]), taken=True)
         self.out.seated[name] = Seated(self.reqs[name], placement)
         self.out.times[name] = (t, end, ready_at)
-        self.waiting_gangs.pop(name, None)
         self._settled(name)
         del ready[name]
         if end is None:
@@ -319,8 +323,7 @@ class Simulation:
         blocked: dict[Gate, int] = {}           # waiting intents of the class being offered
         rank = None
         if self._now != t:
-            self._now, self.started_now = t, {}
-        started_now = self.started_now       # jobs started at this very instant: they may still move
+            self._now, self.movable = t, Movable()
         earliest: dict[tuple[Gate, int, int, int], int] = {}
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
         # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
@@ -361,7 +364,7 @@ class Simulation:
                                                                                     and end >= seen[1])):
                 placed = None                   # the same search, same state, no earlier end: undone again
             else:
-                placed = self._try_place(req, view, limit, started_now, failed, end, gates, t, earliest)
+                placed = self._try_place(req, view, limit, failed, end, gates, t, earliest)
             if placed is GATED:
                 undone[memo] = (self.c.version, end)
                 placed = None
@@ -374,13 +377,17 @@ class Simulation:
             seat_placed, room = placed
             for moved_name, moved in (room.moved.items() if room else ()):
                 old = self.out.seated[moved_name]
-                self.out.seated[moved_name] = started_now[moved_name] = Seated(old.request, _with(old.placement, moved))
+                self.out.seated[moved_name] = Seated(old.request, _with(old.placement, moved))
+                self.movable.remove(self.node_index[old.placement.allocations[0].node], moved_name)
+                self.movable.add(self.node_index[moved.allocations[0].node], self.out.seated[moved_name])
                 hold = self.holds[moved_name]
                 self._index(moved_name, hold, False)
                 hold.allocs = [(self.c.nodes[self.node_index[a.node]], a.gpus) for a in moved.allocations]
                 self._index(moved_name, hold, True)
             self._start(name, t, ready[name], seat_placed, ready)
-            started_now[name] = self.out.seated[name]
+            seat = self.out.seated[name]
+            if len(seat.placement.allocations) == 1 and name not in self.pinned:
+                self.movable.add(self.node_index[seat.placement.allocations[0].node], seat)
             running[req.tenant] = running.get(req.tenant, 0) + req.count
             fair.charge(req.tenant, req.count)
             if end is None and self.succs[name]:
@@ -391,23 +398,16 @@ class Simulation:
 
     def _gangs_waiting_at(self, rank: int, name: str) -> bool:
         """True if a gang other than `name`, of class `rank` or a higher one, keeps NVLink
-        domains whole (counted per class; gangs only ever stop waiting, so the count is
-        redone when there are fewer of them)."""
-        gangs = self.waiting_gangs
-        counted, at_or_above = self._gang_count
-        if counted != len(gangs):
-            at_or_above = {}
-            for k in gangs.values():
-                for r in range(k, MAX_RANK + 1):
-                    at_or_above[r] = at_or_above.get(r, 0) + 1
-            self._gang_count = (len(gangs), at_or_above)
-        n = at_or_above.get(min(rank, MAX_RANK), 0)
+        domains whole (from the count of waiting gangs per class, a handful of classes)."""
+        top = min(rank, MAX_RANK)
+        n = sum(count for k, count in self._gangs_per_rank.items() if k <= top)
         if n == 0:
             return False
+        gangs = self.waiting_gangs
         own = gangs.get(name)
         return n - (1 if own is not None and own <= rank else 0) > 0
 
-    def _try_place(self, req: Request, view: View, limit: int, started_now: dict[str, Seated],
+    def _try_place(self, req: Request, view: View, limit: int,
                    failed: dict[tuple[Filter, int], tuple[int, int]], end: int | None, gates: dict[Gate, int],
                    t: int, earliest: dict[tuple[Gate, int, int, int], int]
                    ) -> tuple[Placed, Room | None] | Gated | None:
@@ -425,10 +425,9 @@ class Simulation:
             if not self._clears_gates([(shares, end)], gates, t, earliest, taken=False):
                 return GATED
             return self.placer.commit(*located), None
-        if self.pinned:
-            started_now = {n: seat for n, seat in started_now.items() if n not in self.pinned}
-        if started_now and self._movable(view, req.count, started_now) + view.free[self.c.root.id] >= req.count:
-            room = make_room(self.placer, req, view, limit, started_now)
+        movable = self.movable
+        if movable.on and movable.reaches(view, self.c.nodes, req.count, req.count - view.free[self.c.root.id]):
+            room = make_room(self.placer, req, view, limit, movable)
             if room is not None:
                 items = [(self._shares(room.placed.allocations), end)]
                 items += [(self._shares(moved.allocations), self.out.times[name][1])
@@ -443,19 +442,6 @@ class Simulation:
 
     def _shares(self, allocs: tuple[NodeAllocation, ...]) -> list[tuple[int, int]]:
         return [(self.node_index[a.node], len(a.gpus)) for a in allocs]
-
-    def _movable(self, view: View, k: int, started_now: dict[str, Seated]) -> int:
-        """GPUs held on nodes of `view` big enough for k by single-node intents that started
-        at this instant (the only ones that may move)."""
-        nodes = self.c.nodes
-        out = 0
-        for s in started_now.values():
-            allocs = s.placement.allocations
-            if len(allocs) == 1:
-                i = self.node_index[allocs[0].node]
-                if view.eligible[i] and nodes[i].capacity >= k:
-                    out += s.placement.gpu_count
-        return out
 
     def _undo(self, placed: tuple[Placed, Room | None]) -> None:
         seat_placed, room = placed
@@ -589,7 +575,7 @@ class Simulation:
                     return end
         return NEVER
 
-    def _by_end(self) -> list[tuple[int, int, str]]:
+    def _by_end(self) -> SortedList:
         """The pending releases in time order."""
         return self.events
 
@@ -602,11 +588,13 @@ class Simulation:
         self.out.unplaced.append(Unplaced(name, intent.tenant, refused.reason, refused.message))
         self.out.refusals[name] = refused.reason
         self.out.diags.append(error("E0601", refused.message, span, hint=refused.hint))
-        self.waiting_gangs.pop(name, None)
         self._settled(name)
 
     def _settled(self, name: str) -> None:
         """`name` no longer competes for nodes (started or refused)."""
+        rank = self.waiting_gangs.pop(name, None)
+        if rank is not None:
+            self._gangs_per_rank[rank] -= 1
         flt = self.reqs[name].filter
         if flt in self.placer.demand:
             self.placer.add_demand(flt, -1)
