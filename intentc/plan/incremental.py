@@ -366,7 +366,7 @@ class PlanIndex:
         strategies: dict[str, Strategy | None] = {n: None for n in order}
         strategies.update({n: decide_one(intent_of(n), p, self.used, self.domains)
                            for n, p in placed.items() if p is not None and p.allocations})
-        strategies = {n: s for n, s in strategies.items() if s != _find(plan.strategies, n)}
+        strategies = {n: s for n, s in strategies.items() if s != by_intent(plan.strategies, n)}
         # findings, batch sizes: every intent of the files concerned
         files = {intent_of(n).span.file for n in order} | recheck
         again = {i.name: fresh.get(i.name, i) for f in sorted(files) for i in file_intents(f)}
@@ -402,7 +402,7 @@ class PlanIndex:
         out = replace(plan, placements=tuple(placements), tenants=shares, metrics=metrics,
                       batches=_patched(plan.batches, batch_of), strategies=_patched(plan.strategies, strategies))
         moved = {n for n in order if new[n] != old[n]} | set(strategies) | {
-            n for n, b in batch_of.items() if b != _find(plan.batches, n)}
+            n for n, b in batch_of.items() if b != by_intent(plan.batches, n)}
         return Replanned(out, tuple(sorted(order)), tuple(diags), frozenset(files), frozenset(moved),
                          fresh, dict(new), dist, prev)
 
@@ -496,7 +496,7 @@ def _gpu_s(p: Placement) -> int:
     return p.gpu_count * (p.end_s - p.start_s) if p.end_s is not None else 0
 
 
-def _find(items: tuple[Any, ...], name: str) -> Any:
+def by_intent(items: tuple[Any, ...], name: str) -> Any:
     """The entry of a tuple sorted by `.intent` for `name`, or None."""
     i = bisect_left(items, name, key=lambda x: x.intent)
     return items[i] if i < len(items) and items[i].intent == name else None

@@ -41,8 +41,9 @@ def plan_inputs(state: FileState | None) -> tuple[Any, ...] | None:
 
 
 def reference_inputs(state: FileState | None) -> tuple[Any, ...] | None:
-    """What the cross-reference passes (duplicates, names, GPU products) read of
-    one file: names, references and GPU products (spans excluded)."""
+    """What the cross-reference passes (duplicates, names, GPU products, tenancy) read
+    of one file: names, references, GPU products and counts, SLA classes, tenants' tiers,
+    ceilings and groups (spans excluded)."""
     if state is None:
         return None
     return _references(state.result.program)
@@ -51,9 +52,16 @@ def reference_inputs(state: FileState | None) -> tuple[Any, ...] | None:
 def _references(program: Program) -> tuple[Any, ...]:
     def product(i: Intent) -> str | None:
         return i.constraints.gpus.product if i.constraints.gpus else None
-    return (tuple(t.name for t in program.tenants), tuple(d.name for d in program.datasets),
+
+    def count(i: Intent) -> int | None:
+        return i.constraints.gpus.count if i.constraints.gpus else None
+    # the tenancy pass (E0903/E0904) reads SLA classes against the tenant's tier and
+    # ceiling, and a serve's GPUs against its replicas: an SLA edit must run it again
+    return (tuple((t.name, t.tier, t.max_sla, t.group) for t in program.tenants),
+            tuple(d.name for d in program.datasets),
             tuple((t.name, tuple(sorted(t.gpu_products))) for t in program.topologies),
-            tuple((i.name, i.tenant, i.trigger.after, i.consumes, i.produces, product(i)) for i in program.intents))
+            tuple((i.name, i.tenant, i.trigger.after, i.consumes, i.produces, product(i), i.constraints.sla,
+                   i.action.kind, count(i), i.action.replicas) for i in program.intents))
 
 
 def declares(state: FileState | None, kind: str) -> bool:

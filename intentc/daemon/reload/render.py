@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from intentc.daemon.reload.keys import declares
 from intentc.daemon.reload.state import FileState, IntentRender, Snapshot
 from intentc.ir import Intent, Program, Topology
+from intentc.plan.incremental import by_intent
 from intentc.plan.model import Placement, Plan
 from intentc.policy.catalogue import Policies
 from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, target_manifests, tenant_manifests
@@ -50,12 +51,20 @@ class Renderer:
     policies: Policies
 
     def render(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot | None,
-               changes: Sequence[Change] | None, topology: Topology | None) -> Render:
-        """`changes` (the files edited since `previous`) is given when its plan was kept."""
+               changes: Sequence[Change] | None, topology: Topology | None,
+               moved: Collection[str] | None = None) -> Render:
+        """`changes` (the files edited since `previous`) is given when its plan was kept, or
+        when the plan was patched incrementally (plan/incremental.py): then `moved` names the
+        intents whose placement, batch or strategy the patch changed."""
         if previous is not None and previous.topology is not topology:
             previous = None           # a target may render the topology itself (flavors, cliques)
-        if previous is not None and changes is not None and previous.plan is plan and previous.uris == uris:
-            return self._edit(program, plan, uris, previous, changes, topology)
+        if previous is not None and changes is not None and previous.uris == uris:
+            if previous.plan is plan:
+                return self._edit(program, plan, uris, previous, changes, topology)
+            if moved is not None:
+                made = self._patched_plan(program, plan, uris, previous, changes, moved, topology)
+                if made is not None:
+                    return made
         return self._whole(program, plan, uris, previous, topology)
 
     def _setup(self, program: Program, plan: Plan, intents: Sequence[Intent] | None, previous: Snapshot | None,
@@ -100,6 +109,28 @@ class Renderer:
                     renders[intent.name] = self._one(intent, hit.placement, hit.wave, uris, hit.decided, topology)
                     rerendered.append(intent.name)
         return self._finish(renders, setup, setup_texts, tuple(sorted(rerendered)), previous)
+
+    def _patched_plan(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot,
+                      changes: Sequence[Change], moved: Collection[str], topology: Topology | None) -> Render | None:
+        """An incrementally patched plan: the changed files' intents and the `moved` ones are
+        looked at, with their placement and decisions from the new plan (waves did not change:
+        the patch keeps every dependency edge); the cluster-wide objects are made again (they
+        read tenants' planned GPUs and the SLA classes in use).  None: an intent is new."""
+        setup, setup_texts = self._setup(program, plan, program.intents, previous, topology)
+        renders = dict(previous.intents)
+        now = {i.name: i for _, _, a in changes for i in (a.result.program.intents if a is not None else ())}
+        rerendered = []
+        for name in sorted(now.keys() | set(moved)):
+            hit = renders.get(name)
+            if hit is None:
+                return None
+            intent = now.get(name, hit.intent)
+            placement = by_intent(plan.placements, name)
+            decided = (by_intent(plan.batches, name), by_intent(plan.strategies, name))
+            if not hit.fits(intent, placement, hit.wave, decided):
+                renders[name] = self._one(intent, placement, hit.wave, uris, decided, topology)
+                rerendered.append(name)
+        return self._finish(renders, setup, setup_texts, tuple(rerendered), previous)
 
     def _whole(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot | None,
                topology: Topology | None) -> Render:
