@@ -141,9 +141,10 @@ class PlanIndex:
         self.exclusive = frozenset(n for n, i in self.intents.items()
                                    if policies.requires(i, Requirement.EXCLUSIVE_DOMAIN))
         self.dist, self.prev = graph.longest_chains(g, {n: graph.duration_seconds(i) for n, i in self.intents.items()})
-        self.by_dist: dict[int, set[str]] = {}
-        for n, d in self.dist.items():
-            self.by_dist.setdefault(d, set()).add(n)
+        # chain ends, longest first (ties: smallest name): the critical path's end is the first
+        # entry whose length is still the intent's (entries of changed lengths are dropped lazily)
+        self.longest: list[tuple[int, str]] = [(-d, n) for n, d in self.dist.items()]
+        heapq.heapify(self.longest)
         self.nodes: dict[str, NodeState] = {n.spec.name: n for n in self.cluster.nodes}
         self.full = {name: (1 << n.capacity) - 1 for name, n in self.nodes.items()}
         self.domains = domains_of(self.topology)
@@ -423,24 +424,21 @@ class PlanIndex:
         return dist, prev
 
     def _critical(self, dist: dict[str, int], prev: dict[str, str | None]) -> tuple[tuple[str, ...], int]:
-        """`graph.critical_path` over the kept chains and the redone ones."""
-        best: tuple[int, str] | None = None
-        for n, d in dist.items():
-            if best is None or (-d, n) < best:
-                best = (-d, n)
-        bound: int | None = None
-        while True:
-            below = [k for k in self.by_dist if bound is None or k < bound]
-            if not below:
+        """`graph.critical_path` over the kept chains and the redone ones (`dist`)."""
+        best: tuple[int, str] | None = min(((-d, n) for n, d in dist.items()), default=None)
+        heap, skipped = self.longest, []
+        while heap:
+            negd, n = heap[0]
+            if self.dist.get(n) != -negd:
+                heapq.heappop(heap)                     # a length that changed since: stale
+            elif n in dist:
+                skipped.append(heapq.heappop(heap))     # redone here: its new length is in `best`
+            else:
+                if best is None or (negd, n) < best:
+                    best = (negd, n)
                 break
-            top = max(below)
-            names = [n for n in self.by_dist[top] if n not in dist]
-            if names:
-                cand = (-top, min(names))
-                if best is None or cand < best:
-                    best = cand
-                break
-            bound = top
+        for entry in skipped:
+            heapq.heappush(heap, entry)
         if best is None:
             return (), 0
         return graph.chain_end(ChainMap(prev, self.prev), best[1]), -best[0]
@@ -480,14 +478,9 @@ class PlanIndex:
             self._add(p, 1)
         self.intents.update(done.intents)
         for n, d in done.dist.items():
-            was = self.dist.get(n)
-            if was is not None:
-                names = self.by_dist[was]
-                names.discard(n)
-                if not names:
-                    del self.by_dist[was]
-            self.dist[n] = d
-            self.by_dist.setdefault(d, set()).add(n)
+            if self.dist.get(n) != d:
+                self.dist[n] = d
+                heapq.heappush(self.longest, (-d, n))
         self.prev.update(done.prev)
         self.plan = done.plan
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -19,7 +20,15 @@ import networkx as nx
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload.files import FileTable
-from intentc.daemon.reload.keys import declares, plan_inputs, planning_key, positions, reference_inputs, tenant_key
+from intentc.daemon.reload.keys import (
+    declares,
+    plan_inputs,
+    planning_key,
+    positions,
+    reference_inputs,
+    tenancy_inputs,
+    tenant_key,
+)
 from intentc.daemon.reload.lazy import LazyText
 from intentc.daemon.reload.render import Change, Render, Renderer
 from intentc.daemon.reload.state import FileState, ReloadResult, Snapshot
@@ -29,6 +38,7 @@ from intentc.frontend import FileResult, parse_source
 from intentc.frontend.batch import collector_paused
 from intentc.ir import Intent, Program
 from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
+from intentc.passes.tenancy import check_serve_gpus, check_sla_ceiling
 from intentc.pipeline import prefer_specific
 from intentc.plan.incremental import Fallback, PlanIndex, Replanned
 from intentc.plan.jsonio import plan_to_json
@@ -206,6 +216,8 @@ class Reloader:
         if previous is not None and _same(changes, reference_inputs) and \
                 _unmoved(changes, dirty & previous.global_files):
             global_diags = previous.global_diagnostics    # same names and references: same findings
+            if not _same(changes, tenancy_inputs):
+                global_diags = _tenancy_patched(global_diags, program, changes)
         else:
             global_diags = tuple(d for p in GLOBAL_PASSES for d in p(program)[1])
         # Nothing any file reports changed: the report is the previous one (it held no error).
@@ -249,6 +261,12 @@ class Reloader:
             index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
         if quiet and reuse and previous is not None:
             report = previous.diagnostics
+        elif quiet and isinstance(patched, Replanned) and previous is not None:
+            # nothing else reported changed: only the refreshed files' part of the report moves
+            report = _report_patched(previous.diagnostics, patched.files,
+                                     self._base_diagnostics(global_diags, topo_diags), patched.diagnostics)
+            if has_errors(patched.diagnostics):
+                return failed(report)
         else:
             if quiet and previous is not None:
                 diags = self._base_diagnostics(global_diags, topo_diags)
@@ -380,6 +398,42 @@ class Reloader:
             known[Path(self.topology_path).as_posix()] = topo_text
         return ReloadResult(True, report, CaretTexts(known, report, self._shown), (), (), made.rerendered, True,
                             snapshot, "full plan swapped in for the incremental one")
+
+
+def _report_patched(report: tuple[Diagnostic, ...], files: Iterable[str], others: Sequence[Diagnostic],
+                    fresh: Sequence[Diagnostic]) -> tuple[Diagnostic, ...]:
+    """A sorted report (`sorted_diagnostics`: by file first) with each of `files`' part made
+    again from the findings of the other steps (`others`, unchanged) and the plan's `fresh`
+    ones: at 100,000 intents the report holds 10,000 plan warnings, too many to sort per edit."""
+    out = list(report)
+    for f in sorted(files):
+        lo = bisect_left(out, f, key=_file_of)
+        hi = bisect_right(out, f, key=_file_of)
+        out[lo:hi] = sorted_diagnostics([d for d in others if d.span.file == f] + [d for d in fresh if d.span.file == f])
+    return tuple(out)
+
+
+def _file_of(d: Diagnostic) -> str:
+    return d.span.file
+
+
+PER_INTENT_TENANCY = ("E0903", "E0904")
+
+
+def _tenancy_patched(kept: tuple[Diagnostic, ...], program: Program,
+                     changes: Sequence[Change]) -> tuple[Diagnostic, ...]:
+    """The cross-reference findings with the tenancy pass's per-intent ones redone for the
+    changed files' intents (their references, and every tenant, are as before)."""
+    files = {name for name, _, _ in changes}
+    tenants = {t.name: t for t in program.tenants}
+    fresh: list[Diagnostic] = []
+    for _, _, now in changes:
+        for i in now.result.program.intents if now is not None else ():
+            fresh.extend(check_serve_gpus(i))
+            if (tenant := tenants.get(i.tenant)) is not None:
+                fresh.extend(check_sla_ceiling(i, tenant))
+    out = tuple(d for d in kept if not (d.code in PER_INTENT_TENANCY and d.span.file in files)) + tuple(fresh)
+    return kept if out == kept else out
 
 
 def _plan_doc(plan: Plan) -> LazyText:

@@ -27,7 +27,7 @@ from intentc.render import crd_manifest, intent_manifests, priority_class_manife
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Choice, Manifest, Rendered
 from intentc.render.output import to_yaml
-from intentc.render.targets import get_target
+from intentc.render.targets import DEFAULT_TARGET, get_target
 
 Change = tuple[str, FileState | None, FileState | None]     # file, state in the snapshot in force, state now
 
@@ -68,11 +68,12 @@ class Renderer:
         return self._whole(program, plan, uris, previous, topology)
 
     def _setup(self, program: Program, plan: Plan, intents: Sequence[Intent] | None, previous: Snapshot | None,
-               topology: Topology | None) -> tuple[list[Manifest], tuple[str, ...]]:
-        """Tenants' objects, the CRD, priority classes (`intents`; None: the previous ones), the target's."""
+               topology: Topology | None, deny: Collection[str] | None = None) -> tuple[list[Manifest], tuple[str, ...]]:
+        """Tenants' objects, the CRD, priority classes (`intents`; None: the previous ones), the target's
+        (`deny`: the tenants that get a default-deny policy, when known)."""
         tgt = get_target(self.target)
         setup = tenant_manifests(program, self.commit, plan, self.policies, tgt.gpu_quota,
-                                 tgt.tenant_gpu_ceiling(topology))
+                                 tgt.tenant_gpu_ceiling(topology), deny)
         setup.append(crd_manifest(self.kube_version, self.commit))
         if intents is None and previous is not None:
             setup.extend(m for m in previous.setup if m.ref.kind == "PriorityClass")
@@ -116,9 +117,9 @@ class Renderer:
         looked at, with their placement and decisions from the new plan (waves did not change:
         the patch keeps every dependency edge); the cluster-wide objects are made again (they
         read tenants' planned GPUs and the SLA classes in use).  None: an intent is new."""
-        setup, setup_texts = self._setup(program, plan, program.intents, previous, topology)
-        renders = dict(previous.intents)
         now = {i.name: i for _, _, a in changes for i in (a.result.program.intents if a is not None else ())}
+        setup, setup_texts = self._patched_setup(program, plan, previous, changes, topology)
+        renders = dict(previous.intents)
         rerendered = []
         for name in sorted(now.keys() | set(moved)):
             hit = renders.get(name)
@@ -131,6 +132,27 @@ class Renderer:
                 renders[name] = self._one(intent, placement, hit.wave, uris, decided, topology)
                 rerendered.append(name)
         return self._finish(renders, setup, setup_texts, tuple(rerendered), previous)
+
+    def _patched_setup(self, program: Program, plan: Plan, previous: Snapshot, changes: Sequence[Change],
+                       topology: Topology | None) -> tuple[list[Manifest], tuple[str, ...]]:
+        """The cluster-wide objects for a patched plan, made from scratch only when an edit can
+        change more than the tenants' ResourceQuotas (a tenant declared in a changed file, an
+        intent's SLA class, tags or tenant, a target with cluster objects of its own)."""
+        before = {i.name: i for _, b, _ in changes for i in (b.result.program.intents if b is not None else ())}
+        same = self.target == DEFAULT_TARGET and not any(declares(b, "tenants") or declares(a, "tenants")
+                                                          for _, b, a in changes)
+        for _, _, a in changes:
+            for i in a.result.program.intents if a is not None else ():
+                old = before.get(i.name)
+                same = same and old is not None and (old.constraints.sla, old.context.tags, old.tenant) == (
+                    i.constraints.sla, i.context.tags, i.tenant)
+        if not same:
+            return self._setup(program, plan, program.intents, previous, topology)
+        if [(s.tenant, s.allocated_gpus) for s in plan.tenants] == \
+                [(s.tenant, s.allocated_gpus) for s in previous.plan.tenants]:
+            return list(previous.setup), previous.setup_texts
+        deny = {m.tenant for m in previous.setup if m.ref.kind == "NetworkPolicy" and m.tenant}
+        return self._setup(program, plan, None, previous, topology, deny)
 
     def _whole(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot | None,
                topology: Topology | None) -> Render:
