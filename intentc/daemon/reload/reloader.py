@@ -8,6 +8,7 @@ incrementally (`render.Renderer`) and swaps the new snapshot in.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import threading
 from bisect import bisect_left, bisect_right
@@ -295,8 +296,10 @@ class Reloader:
         if isinstance(patched, Replanned):
             assert self._index is not None
             self._index.apply(patched)
-            note = f"incremental plan: {len(patched.replaced)} intents re-placed"
-            self._want_full_plan()
+            if patched.replaced:
+                note = f"incremental plan: {len(patched.replaced)} intents re-placed"
+                self._want_full_plan()
+            # else only findings were redone (their positions moved): the plan is the full one
         elif not reuse:
             self._index = index
             self._full_wanted = False
@@ -377,6 +380,8 @@ class Reloader:
                         continue                                # an edit came in meanwhile: render again
                     result = self._swap_full(current, plan, plan_diags, _graph_doc(current.program, g), made)
                     self._index = index
+                    # long-lived and acyclic, like what the load built: out of the collector's walks
+                    gc.freeze()
                 for listener in self._listeners:
                     listener(result)
                 return
