@@ -32,11 +32,14 @@ class could use) is applied among the touched intents only — so the
 caller runs the full planner afterwards and swaps its plan in if it
 differs (`intentc/daemon/reload`, docs/reload.md).
 
-Anything it cannot do exactly says so with a reason and nothing changes
-(`Fallback`): new or removed intents, changed dependency edges or tenants
-(the caller checks those), a touched intent that cannot be placed (a
-refusal must carry the full planner's diagnostics), exclusive-domain tag
-rules (checked plan-wide).  The caller then runs the full planner.
+A touched intent that can never be placed (no node of its product, no
+domain big enough, more than its tenant's quota) is refused as the full
+planner refuses it, with the intents waiting for it: the same E0601
+messages, hints and positions (`Refusal`).  Anything it cannot do exactly
+says so with a reason and nothing changes (`Fallback`): new or removed
+intents, changed dependency edges or tenants (the caller checks those), a
+touched intent that finds no room without moving others, exclusive-domain
+tag rules (checked plan-wide).  The caller then runs the full planner.
 
 `replan` leaves the index as it was; `apply` moves it to the new plan once
 the caller has swapped that plan in.
@@ -54,15 +57,22 @@ from typing import Any
 import networkx as nx
 
 from intentc import graph, ir
-from intentc.diagnostics import Diagnostic
+from intentc.diagnostics import Diagnostic, Span, error
 from intentc.plan.admission import TenantTerms, sla_name, sla_rank
 from intentc.plan.batch import size_batches
 from intentc.plan.cluster import Cluster, NodeState
 from intentc.plan.metrics import jain_index
-from intentc.plan.model import BatchSizing, Metrics, Placement, Plan, Strategy, TenantShare
+from intentc.plan.model import BatchSizing, Placement, Plan, Strategy, TenantShare, Unplaced
 from intentc.plan.observation import without_observed
-from intentc.plan.placer import Placer, Request
-from intentc.plan.planner import duration_warning, matrix_source, nvlink_unmet, tenant_terms, unmet_preference
+from intentc.plan.placer import Placer, Refused, Request
+from intentc.plan.planner import (
+    duration_warning,
+    gpus_span,
+    matrix_source,
+    nvlink_unmet,
+    tenant_terms,
+    unmet_preference,
+)
 from intentc.plan.strategy import chosen, decide_one, domains_of
 from intentc.policy import Policies, Requirement
 from intentc.topology.load import LoadedTopology
@@ -81,6 +91,21 @@ class Fallback:
     """Why an edit needs the full planner."""
 
     reason: str
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A touched intent that can never be placed (no node of its product, no domain big
+    enough, more than its tenant's quota), or that waits for one: E0601 as the full planner
+    says it, so the reload reports what a full compile reports."""
+
+    unplaced: Unplaced
+    diagnostic: Diagnostic
+
+    @classmethod
+    def of(cls, intent: ir.Intent, refused: Refused, span: Span | None = None) -> Refusal:
+        return cls(Unplaced(intent.name, intent.tenant, refused.reason, refused.message),
+                   error("E0601", refused.message, span or gpus_span(intent), hint=refused.hint))
 
 
 @dataclass(frozen=True)
@@ -230,7 +255,7 @@ class PlanIndex:
         return ps[i] if i < len(ps) and ps[i].intent == name else None
 
     # -- one intent --------------------------------------------------------------------
-    def _place(self, intent: ir.Intent, ready: int) -> Placement | Fallback:
+    def _place(self, intent: ir.Intent, ready: int) -> Placement | Refusal | Fallback:
         duration = None if intent.action.kind == ir.ActionKind.SERVE.value else graph.duration_seconds(intent)
         sla = sla_name(intent)
         if intent.gpu_count <= 0:
@@ -240,11 +265,14 @@ class PlanIndex:
         req = Request.of(intent)
         checked = self.placer.check(req)
         if not isinstance(checked, tuple):
-            return Fallback(f'"{intent.name}" can never be placed ({checked.reason})')
+            return Refusal.of(intent, checked)
         view, limit = checked
         quota = self.terms[req.tenant].quota_gpus
         if quota is not None and req.count > quota:
-            return Fallback(f'"{intent.name}" asks for more than its tenant\'s quota')
+            # the full planner's words (schedule.Simulation._refuse_impossible)
+            return Refusal.of(intent, Refused(
+                "quota", f"cannot place {req.describe()}: tenant {req.tenant} has a quota of {quota} GPUs",
+                "raise the tenant's GPU quota or lower the count"))
         eligible = [name for name, n in self.nodes.items() if view.eligible[self.placer.node_index[name]]]
         times = {ready}
         for name in eligible:
@@ -329,8 +357,11 @@ class PlanIndex:
         for p in old.values():
             self._add(p, -1)
         new: dict[str, Placement] = {}
+        refused: dict[str, Refusal] = {}
         try:
             for n in order:
+                if any(d in refused for d in self.preds.get(n, ())):
+                    continue                            # refused below, as the full planner does
                 ready = 0
                 for d in self.preds.get(n, ()):
                     q = new.get(d) or self.placement(d)
@@ -340,26 +371,50 @@ class PlanIndex:
                 got = self._place(intent_of(n), ready)
                 if isinstance(got, Fallback):
                     return got
+                if isinstance(got, Refusal):
+                    refused[n] = got
+                    continue
                 new[n] = got
                 self._add(got, 1)
-            return self._assemble(fresh, order, old, new, intent_of, file_intents, set(recheck))
+            self._refuse_dependants(refused, touched, intent_of)
+            return self._assemble(fresh, order, old, new, refused, intent_of, file_intents, set(recheck))
         finally:
             for p in new.values():
                 self._add(p, -1)
             for p in old.values():
                 self._add(p, 1)
 
+    def _refuse_dependants(self, refused: dict[str, Refusal], touched: set[str],
+                           intent_of: Callable[[str], ir.Intent]) -> None:
+        """What waits for a refused intent is refused too, in the full planner's words and
+        walk (`schedule.Simulation._refuse_dependants`: roots by name, a stack)."""
+        stack = sorted(refused)
+        while stack:
+            name = stack.pop()
+            for succ in self.succs.get(name, ()):
+                if succ in refused or succ not in touched:
+                    continue
+                intent = intent_of(succ)
+                refused[succ] = Refusal.of(intent, Refused(
+                    "dependency", f'cannot start: "{succ}" waits for "{name}", which cannot be placed',
+                    f'fix the placement of "{name}" first'), intent.span)
+                stack.append(succ)
+
     def _assemble(self, fresh: dict[str, ir.Intent], order: list[str], old: dict[str, Placement],
-                  new: dict[str, Placement], intent_of: Callable[[str], ir.Intent],
+                  new: dict[str, Placement], refused: dict[str, Refusal], intent_of: Callable[[str], ir.Intent],
                   file_intents: Callable[[str], Sequence[ir.Intent]], recheck: set[str]) -> Replanned:
         """The new plan, from the indexes in their new state (called between `_add`s)."""
         plan = self.plan
         placements = list(plan.placements)
         for n in order:
-            placements[bisect_left(placements, n, key=lambda p: p.intent)] = new[n]
+            i = bisect_left(placements, n, key=lambda p: p.intent)
+            if n in new:
+                placements[i] = new[n]
+            else:
+                del placements[i]                       # refused: no placement
         # strategies of every placed intent sharing a domain with a node whose planned GPUs changed
         nodes = {a.node for p in (*old.values(), *new.values()) for a in p.allocations}
-        affected = {n for n in order if new[n].allocations}
+        affected = {n for n in new if new[n].allocations}
         for node in nodes:
             for key in self.node_domains.get(node, ()):
                 affected |= self.by_domain.get(key, set())
@@ -376,7 +431,7 @@ class PlanIndex:
                                             self.topology)
         batch_of: dict[str, BatchSizing | None] = {n: None for n in order}
         batch_of.update({b.intent: b for b in batches if b.intent in new})
-        diags: list[Diagnostic] = list(batch_diags)
+        diags: list[Diagnostic] = list(batch_diags) + [r.diagnostic for _, r in sorted(refused.items())]
         for n, intent in sorted(again.items()):
             d = duration_warning(intent)
             if d is not None:
@@ -391,18 +446,19 @@ class PlanIndex:
         path, path_s = self._critical(dist, prev)
         shares = self._shares(fresh, old, new)
         m = plan.metrics
-        pairs = [(old[n], new[n]) for n in order]
+        pairs = [(old[n], new.get(n)) for n in order]
         metrics = replace(
             m, gpus_allocated=_peak(self.total), idle_gpus_on_used_nodes=self._idle(),
             jobs_spanning_nvlink_domains=m.jobs_spanning_nvlink_domains
-            + sum((p.interconnect == "network") - (o.interconnect == "network") for o, p in pairs),
+            + sum((p is not None and p.interconnect == "network") - (o.interconnect == "network") for o, p in pairs),
             jain_fairness=jain_index(shares), makespan_s=max(self.ends, default=0),
             critical_path=path, critical_path_s=path_s,
-            queued=m.queued + sum((p.start_s > p.ready_s) - (o.start_s > o.ready_s) for o, p in pairs),
+            queued=m.queued + sum((p is not None and p.start_s > p.ready_s) - (o.start_s > o.ready_s) for o, p in pairs),
             gpu_seconds=m.gpu_seconds + sum(_gpu_s(p) - _gpu_s(o) for o, p in pairs))
-        out = replace(plan, placements=tuple(placements), tenants=shares, metrics=metrics,
+        unplaced = _patched(plan.unplaced, {n: r.unplaced for n, r in refused.items()})
+        out = replace(plan, placements=tuple(placements), unplaced=unplaced, tenants=shares, metrics=metrics,
                       batches=_patched(plan.batches, batch_of), strategies=_patched(plan.strategies, strategies))
-        moved = {n for n in order if new[n] != old[n]} | set(strategies) | {
+        moved = {n for n in order if new.get(n) != old[n]} | set(strategies) | {
             n for n, b in batch_of.items() if b != by_intent(plan.batches, n)}
         return Replanned(out, tuple(sorted(order)), tuple(diags), frozenset(files), frozenset(moved),
                          fresh, dict(new), dist, prev)
@@ -451,9 +507,10 @@ class PlanIndex:
             _bump(requested, i.tenant, max(i.gpu_count, 0))
             was = self.intents[n]
             _bump(requested, was.tenant, -max(was.gpu_count, 0))
-        for n, p in new.items():
-            _bump(gpu_s, p.tenant, _gpu_s(p))
-            _bump(gpu_s, old[n].tenant, -_gpu_s(old[n]))
+        for n, o in old.items():
+            _bump(gpu_s, o.tenant, -_gpu_s(o))
+            if n in new:
+                _bump(gpu_s, new[n].tenant, _gpu_s(new[n]))
         moved = {p.tenant for p in (*old.values(), *new.values()) if p.allocations}
         out = []
         for s in self.plan.tenants:
@@ -470,7 +527,10 @@ class PlanIndex:
 
     # -- after the swap ----------------------------------------------------------------
     def apply(self, done: Replanned) -> None:
-        """The index of `done.plan`: call once that plan is in force."""
+        """The index of `done.plan`: call once that plan is in force (a plan that refuses
+        something never is: its E0601 fails the reload)."""
+        if done.plan.unplaced:
+            raise ValueError("a plan with refusals is never in force")
         for n, p in done.placements.items():
             q = self.placement(n)
             if q is not None:
@@ -485,8 +545,8 @@ class PlanIndex:
         self.plan = done.plan
 
 
-def _gpu_s(p: Placement) -> int:
-    return p.gpu_count * (p.end_s - p.start_s) if p.end_s is not None else 0
+def _gpu_s(p: Placement | None) -> int:
+    return p.gpu_count * (p.end_s - p.start_s) if p is not None and p.end_s is not None else 0
 
 
 def by_intent(items: tuple[Any, ...], name: str) -> Any:
