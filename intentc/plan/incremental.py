@@ -455,9 +455,9 @@ class PlanIndex:
             critical_path=path, critical_path_s=path_s,
             queued=m.queued + sum((p is not None and p.start_s > p.ready_s) - (o.start_s > o.ready_s) for o, p in pairs),
             gpu_seconds=m.gpu_seconds + sum(_gpu_s(p) - _gpu_s(o) for o, p in pairs))
-        unplaced = _patched(plan.unplaced, {n: r.unplaced for n, r in refused.items()})
+        unplaced = patched_by_intent(plan.unplaced, {n: r.unplaced for n, r in refused.items()})
         out = replace(plan, placements=tuple(placements), unplaced=unplaced, tenants=shares, metrics=metrics,
-                      batches=_patched(plan.batches, batch_of), strategies=_patched(plan.strategies, strategies))
+                      batches=patched_by_intent(plan.batches, batch_of), strategies=patched_by_intent(plan.strategies, strategies))
         moved = {n for n in order if new.get(n) != old[n]} | set(strategies) | {
             n for n, b in batch_of.items() if b != by_intent(plan.batches, n)}
         return Replanned(out, tuple(sorted(order)), tuple(diags), frozenset(files), frozenset(moved),
@@ -555,7 +555,7 @@ def by_intent(items: tuple[Any, ...], name: str) -> Any:
     return items[i] if i < len(items) and items[i].intent == name else None
 
 
-def _patched(items: tuple[Any, ...], changes: Mapping[str, Any]) -> tuple[Any, ...]:
+def patched_by_intent(items: tuple[Any, ...], changes: Mapping[str, Any]) -> tuple[Any, ...]:
     """A tuple sorted by `.intent` with entries replaced, added or (None) removed."""
     if not changes:
         return items

@@ -20,7 +20,7 @@ from typing import Any, Collection, Mapping, Sequence
 from intentc.daemon.reload.keys import declares
 from intentc.daemon.reload.state import FileState, IntentRender, Snapshot
 from intentc.ir import Intent, Program, Topology
-from intentc.plan.incremental import by_intent
+from intentc.plan.incremental import by_intent, patched_by_intent
 from intentc.plan.model import Placement, Plan
 from intentc.policy.catalogue import Policies
 from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, target_manifests, tenant_manifests
@@ -247,16 +247,4 @@ def _patched_choices(previous: Snapshot, renders: Mapping[str, IntentRender], re
                      ) -> list[Choice]:
     """The previous choices (sorted by intent) with the re-rendered intents' swapped in
     (the intents are those of `previous`)."""
-    out = list(previous.rendered.choices)
-    for name in rerendered:
-        new = renders[name].choice
-        i = bisect_left(out, name, key=_intent_of)
-        present = i < len(out) and out[i].intent == name
-        if new is None:
-            if present:
-                del out[i]
-        elif present:
-            out[i] = new
-        else:
-            out.insert(i, new)
-    return out
+    return list(patched_by_intent(tuple(previous.rendered.choices), {n: renders[n].choice for n in rerendered}))
