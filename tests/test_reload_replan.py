@@ -155,3 +155,22 @@ def test_edits_in_a_row_each_valid_and_settled_equal_a_full_compile(tmp_path: Pa
     snap = r.current
     assert full.ok and snap is not None
     assert list(snap.diagnostics) == list(full.diagnostics)
+
+
+def test_a_refusal_points_where_a_moved_dependant_is_now(tmp_path: Path) -> None:
+    """job-05 (after job-04) moved down a line by an edit the planner does not read; then
+    job-04 asks for more than any node has: both are refused at their current positions."""
+    src, topo = make_tree(tmp_path, chains())
+    r = Reloader([str(src)], str(topo), COMMIT)
+    good = r.load().snapshot
+    moved = src / "job-05.intent"
+    moved.write_text("# moved down a line\n" + moved.read_text())
+    kept = r.update([moved])
+    assert kept.ok and not kept.replanned
+    (src / "job-04.intent").write_text(job(4, gpus=12, after=3))
+    bad = r.update([src / "job-04.intent"])
+    full = compile_paths([str(src)], str(topo), COMMIT)
+    assert not bad.ok and r.current is not good
+    refusals = [d for d in bad.diagnostics if d.code == "E0601"]
+    assert [d.span.file.rsplit("/", 1)[-1] for d in refusals] == ["job-04.intent", "job-05.intent"]
+    assert refusals == [d for d in full.diagnostics if d.code == "E0601"]

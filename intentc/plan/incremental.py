@@ -526,6 +526,13 @@ class PlanIndex:
         return sum(self.nodes[n].capacity - k for n, k in self.held0.items() if 0 < k < self.nodes[n].capacity)
 
     # -- after the swap ----------------------------------------------------------------
+    def refresh(self, intents: Iterable[ir.Intent]) -> None:
+        """The current objects of intents edited in what the planner does not read (an image,
+        a line moved): findings and refusals about them must point where they are now."""
+        for i in intents:
+            if i.name in self.intents:
+                self.intents[i.name] = i
+
     def apply(self, done: Replanned) -> None:
         """The index of `done.plan`: call once that plan is in force (a plan that refuses
         something never is: its E0601 fails the reload)."""

@@ -291,11 +291,14 @@ class Reloader:
             else files_of(global_diags),
             plan_files)
         self._current = snapshot      # the atomic swap: readers see the old or the new snapshot
+        if reuse and self._index is not None and self._index.plan is plan:
+            self._index.refresh(i for _, _, a in changes for i in (a.result.program.intents if a is not None else ()))
         self._table.settle()
         note = ""
         if isinstance(patched, Replanned):
             assert self._index is not None
             self._index.apply(patched)
+            self._index.refresh(i for _, _, a in changes for i in (a.result.program.intents if a is not None else ()))
             if patched.replaced:
                 note = f"incremental plan: {len(patched.replaced)} intents re-placed"
                 self._want_full_plan()
