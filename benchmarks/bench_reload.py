@@ -40,6 +40,7 @@ Writes benchmarks/results/bench_reload.json (--out to name it).  Seeded: the sam
 from __future__ import annotations
 
 import argparse
+from functools import partial
 import os
 import random
 import re
@@ -59,6 +60,7 @@ from benchmarks.bench_frontend import PRODUCTS, generate
 from benchmarks.results import write_results
 from intentc.compile import compile_paths
 from intentc.daemon.reload import Reloader
+from intentc.policy import BUILTIN as BUILTIN_POLICIES
 
 SHA = "d" * 40
 GPU_EVERY = 20
@@ -285,6 +287,117 @@ def _figures(n: int, objects: int, gpu_placements: int, files: int, load_s: floa
     return out
 
 
+def synthetic_program(n: int) -> Any:
+    """bench_frontend's repository as IR, built without parsing (at 100k, on a shared
+    2-core machine, parsing every file takes most of an hour): the same tenants, datasets,
+    chains of `after`, GPU requests on every GPU_EVERY-th intent, SLA classes, one file each."""
+    from dataclasses import replace
+
+    from benchmarks.bench_frontend import TENANTS
+    from intentc import ir
+    from intentc.diagnostics import Span
+    from intentc.frontend import parse_source
+    from intentc.sources import SourceFile
+    rng = random.Random(n)
+    common = "".join(f"tenant {t} {{ tier: {['gold', 'silver', 'bronze', 'silver'][k]} }}\n"
+                     for k, t in enumerate(TENANTS))
+    common += "".join(f'dataset ds-{k} {{ uri: "s3://bench/ds-{k}" }}\n' for k in range(50))
+    from benchmarks.bench_frontend import dsl_intent
+    head = parse_source(SourceFile("common.intent", common)).program
+    template = parse_source(SourceFile("t.intent", dsl_intent(1, random.Random(0)))).program.intents[0]
+    intents = []
+    for i in range(n):
+        name = f"job-{i:05d}"
+        gpus = ir.GpuRequest(rng.choice([1, 2, 4, 8]), product=rng.choice(PRODUCTS), within="node") \
+            if i % GPU_EVERY == 0 else None
+        after = (ir.Ref(f"job-{i - 1:05d}"),) if i % 5 and i > 0 else ()
+        intents.append(replace(
+            template, name=name,
+            trigger=ir.Trigger("after" if after else "push", after=after),
+            context=replace(template.context, tenant=ir.Ref(TENANTS[i % 4])),
+            constraints=replace(template.constraints, gpus=gpus, sla=f"P{i % 4}", duration=None),
+            consumes=(ir.Ref(f"ds-{i % 50}"),), produces=(ir.Ref(f"out-{i:05d}"),),
+            span=Span(f"{name}.intent", 2, 1, 2, 1)))
+    return ir.Program(head.tenants, head.datasets, tuple(intents))
+
+
+def _one_file(intent: Any, name: str) -> list[Any]:
+    """Every intent of file `name` when it holds just `intent` (one intent per file here)."""
+    return [intent] if name == intent.span.file else []
+
+
+def bench_planner(n: int, edits: int, seed: int) -> dict[str, Any]:
+    """The planning step alone at n intents: the full planner (the baseline, and what the
+    background re-plan costs) against the incremental plan of a GPU-count edit, wall and
+    CPU time (this process's thread: the machine is shared), each plan checked with
+    tests/plan_verify.py."""
+    from dataclasses import replace
+
+    from intentc import graph, ir
+    from intentc.plan.incremental import PlanIndex, Replanned
+    from intentc.plan.jsonio import plan_to_obj
+    from intentc.plan.planner import make_plan
+    from intentc.topology.load import load_topology
+    from tests.plan_verify import order_violations, over_capacity, overlaps
+    with tempfile.TemporaryDirectory(prefix="bench-replan-") as tmp:
+        topo_path = Path(tmp) / "topology.yaml"
+        topo_path.write_text(topology_text())
+        loaded, _ = load_topology(str(topo_path))
+    assert loaded is not None
+    program = synthetic_program(n)
+    w0, c0 = time.perf_counter(), time.thread_time()
+    plan, diags = make_plan(program, loaded)
+    full_wall, full_cpu = time.perf_counter() - w0, time.thread_time() - c0
+    assert not plan.unplaced, plan.unplaced[:3]
+    w0, c0 = time.perf_counter(), time.thread_time()
+    index = PlanIndex(program, plan, graph.build(program)[0], loaded, 0, BUILTIN_POLICIES)
+    index_wall, index_cpu = time.perf_counter() - w0, time.thread_time() - c0
+    print(f"{n} intents (IR built directly), {sum(1 for p in plan.placements if p.gpu_count)} GPU placements; "
+          f"full plan {full_wall:.1f} s wall / {full_cpu:.1f} s CPU; index {index_wall:.2f} s", flush=True)
+    by_name = {i.name: k for k, i in enumerate(program.intents)}
+    with_gpus = [i for i in program.intents if i.gpu_count]
+    rng = random.Random(seed)
+    walls, cpus, replaced = [], [], []
+    intents = list(program.intents)
+    for k, old in enumerate(rng.sample(with_gpus, edits)):
+        assert old.constraints.gpus is not None
+        count = [c for c in (1, 2, 4, 8) if c != old.gpu_count][k % 3]
+        new = replace(old, constraints=replace(old.constraints, gpus=replace(old.constraints.gpus, count=count)))
+        intents[by_name[new.name]] = new
+        w0, c0 = time.perf_counter(), time.thread_time()
+        got = index.replan([new], partial(_one_file, new))
+        assert isinstance(got, Replanned), got
+        index.apply(got)
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.thread_time() - c0)
+        replaced.append(len(got.replaced))
+        doc = plan_to_obj(got.plan)
+        after = {i.name: [r.name for r in i.trigger.after] for i in intents}
+        broken = overlaps(doc)[:3] + over_capacity(doc, {x.name: x.gpu_count for x in loaded.topology.nodes})[:3] \
+            + order_violations(doc, after)[:3]
+        if broken:
+            raise SystemExit(f"the incremental plan breaks an invariant: {broken}")
+        print(f"GPU edit of {new.name} ({old.gpu_count} -> {count}): incremental plan {walls[-1] * 1000:.2f} ms "
+              f"wall, {cpus[-1] * 1000:.2f} ms CPU, {len(got.replaced)} intents re-placed", flush=True)
+    program = ir.Program(program.tenants, program.datasets, tuple(intents))
+    out = {
+        "intents": n, "what": "planning step alone, IR built without parsing (synthetic_program)",
+        "full_plan_wall_s": round(full_wall, 2), "full_plan_cpu_s": round(full_cpu, 2),
+        "index_build_wall_s": round(index_wall, 2), "index_build_cpu_s": round(index_cpu, 2),
+        "incremental_ms_wall_each": [round(t * 1000, 2) for t in walls],
+        "incremental_ms_cpu_each": [round(t * 1000, 2) for t in cpus],
+        "incremental_ms_wall_median": round(statistics.median(walls) * 1000, 2),
+        "incremental_ms_cpu_median": round(statistics.median(cpus) * 1000, 2),
+        "replaced_each": replaced,
+        "speedup_cpu_vs_full_plan": round(full_cpu / statistics.median(cpus), 1),
+        "rss_mb": _rss_mb(),
+    }
+    print(f"incremental plan: median {out['incremental_ms_wall_median']} ms wall, "
+          f"{out['incremental_ms_cpu_median']} ms CPU; full plan {full_cpu:.1f} s CPU "
+          f"({out['speedup_cpu_vs_full_plan']}x)", flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--intents", type=int, default=10000)
@@ -293,7 +406,12 @@ def main() -> int:
     ap.add_argument("--out", default="bench_reload", help="results file name (benchmarks/results/NAME.json)")
     ap.add_argument("--repeat", type=int, default=2, help="full compiles, best reported (0: none)")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--planner-only", action="store_true",
+                    help="time the planning step alone (full plan vs incremental) on IR built without parsing")
     args = ap.parse_args()
+    if args.planner_only:
+        write_results(args.out, bench_planner(args.intents, args.replan_edits, args.seed))
+        return 0
     result = bench(args.intents, args.edits, args.replan_edits, args.repeat, args.seed)
     write_results(args.out, result)
     return 0
