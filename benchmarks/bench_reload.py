@@ -184,6 +184,7 @@ def time_replans(reloader: Reloader, files: list[Path], contended: Path | None) 
         "background_full_replan_s_each": [round(t, 2) for t in fulls],
         "background_full_replan_s_median": round(statistics.median(fulls), 2),
         "full_plans_swapped_in": swapped_in,
+        "rss_after_replans_mb": _rss_mb(),
         "target_replan_under_50ms_met": statistics.median(swaps) < 0.050,
     }
     if contended is not None:

@@ -185,6 +185,9 @@ class PlanIndex:
         self.by_domain: dict[DomainKey, set[str]] = {}
         for p in plan.placements:
             self._add(p, 1)
+        for flt in sorted({Request.of(i).filter for i in self.intents.values() if i.gpu_count > 0},
+                          key=lambda f: (f.product or "", f.memory or 0)):
+            self.cluster.view(flt)      # made now, not by the first edit that needs it
 
     # -- occupancy ---------------------------------------------------------------------
     def _add(self, p: Placement, sign: int) -> None:
