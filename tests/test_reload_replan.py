@@ -174,3 +174,22 @@ def test_a_refusal_points_where_a_moved_dependant_is_now(tmp_path: Path) -> None
     refusals = [d for d in bad.diagnostics if d.code == "E0601"]
     assert [d.span.file.rsplit("/", 1)[-1] for d in refusals] == ["job-04.intent", "job-05.intent"]
     assert refusals == [d for d in full.diagnostics if d.code == "E0601"]
+
+
+def test_per_intent_findings_of_an_edit_are_those_of_a_full_compile(tmp_path: Path) -> None:
+    """An SLA above the tenant's ceiling (E0904) and a product no node has (E0601) are
+    found for the edited intent without running every cross-reference pass again."""
+    src, topo = make_tree(tmp_path, chains())
+    r = Reloader([str(src)], str(topo), COMMIT)
+    assert r.load().ok
+    for path, text in [(src / "job-01.intent", job(1, after=0, sla="P0")),
+                       (src / "job-02.intent", job(2, after=1).replace("H100-80GB", "B200"))]:
+        saved = path.read_text()
+        path.write_text(text)
+        bad = r.update([path])
+        full = compile_paths([str(src)], str(topo), COMMIT)
+        assert not bad.ok and not full.ok
+        assert list(bad.diagnostics) == [d for d in full.diagnostics if d.code != "W0901"]
+        path.write_text(saved)
+        assert r.update([path]).ok
+    same_as_full(r, src, topo)

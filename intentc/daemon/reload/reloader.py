@@ -27,7 +27,7 @@ from intentc.daemon.reload.keys import (
     planning_key,
     positions,
     reference_inputs,
-    tenancy_inputs,
+    per_intent_inputs,
     tenant_key,
 )
 from intentc.daemon.reload.lazy import LazyText
@@ -39,6 +39,7 @@ from intentc.frontend import FileResult, parse_source
 from intentc.frontend.batch import collector_paused
 from intentc.ir import Intent, Program
 from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
+from intentc.passes.products import check_intent_product
 from intentc.passes.tenancy import check_serve_gpus, check_sla_ceiling
 from intentc.pipeline import prefer_specific
 from intentc.plan.incremental import Fallback, PlanIndex, Replanned
@@ -217,8 +218,8 @@ class Reloader:
         if previous is not None and _same(changes, reference_inputs) and \
                 _unmoved(changes, dirty & previous.global_files):
             global_diags = previous.global_diagnostics    # same names and references: same findings
-            if not _same(changes, tenancy_inputs):
-                global_diags = _tenancy_patched(global_diags, program, changes)
+            if not _same(changes, per_intent_inputs):
+                global_diags = _per_intent_patched(global_diags, program, changes)
         else:
             global_diags = tuple(d for p in GLOBAL_PASSES for d in p(program)[1])
         # Nothing any file reports changed: the report is the previous one (it held no error).
@@ -425,22 +426,24 @@ def _file_of(d: Diagnostic) -> str:
     return d.span.file
 
 
-PER_INTENT_TENANCY = ("E0903", "E0904")
+PER_INTENT = ("W0401", "E0903", "E0904")
 
 
-def _tenancy_patched(kept: tuple[Diagnostic, ...], program: Program,
-                     changes: Sequence[Change]) -> tuple[Diagnostic, ...]:
-    """The cross-reference findings with the tenancy pass's per-intent ones redone for the
-    changed files' intents (their references, and every tenant, are as before)."""
+def _per_intent_patched(kept: tuple[Diagnostic, ...], program: Program,
+                        changes: Sequence[Change]) -> tuple[Diagnostic, ...]:
+    """The cross-reference findings with those judged per intent (W0401, E0903, E0904)
+    redone for the changed files' intents (their references, every tenant and topology
+    are as before)."""
     files = {name for name, _, _ in changes}
     tenants = {t.name: t for t in program.tenants}
     fresh: list[Diagnostic] = []
     for _, _, now in changes:
         for i in now.result.program.intents if now is not None else ():
+            fresh.extend(check_intent_product(i, program))
             fresh.extend(check_serve_gpus(i))
             if (tenant := tenants.get(i.tenant)) is not None:
                 fresh.extend(check_sla_ceiling(i, tenant))
-    out = tuple(d for d in kept if not (d.code in PER_INTENT_TENANCY and d.span.file in files)) + tuple(fresh)
+    out = tuple(d for d in kept if not (d.code in PER_INTENT and d.span.file in files)) + tuple(fresh)
     return kept if out == kept else out
 
 
