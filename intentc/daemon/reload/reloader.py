@@ -250,14 +250,14 @@ class Reloader:
             plan_diags, plan_files = previous.plan_diagnostics, previous.plan_files
         elif isinstance(patched, Replanned) and previous is not None:
             plan = patched.plan
-            plan_diags = tuple(d for d in previous.plan_diagnostics if d.span.file not in patched.files) + \
-                patched.diagnostics
+            # kept sorted (by file first): the refreshed files' blocks are swapped, not filtered out
+            plan_diags = _report_patched(previous.plan_diagnostics, patched.files, (), patched.diagnostics)
             plan_files = (previous.plan_files - patched.files) | files_of(patched.diagnostics)
             plan_doc, graph_doc = _plan_doc(plan), _graph_doc(program)
         else:
             g, graph_diags = graph.build(program)
             plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
-            plan_diags = tuple(graph_diags + found)
+            plan_diags = tuple(sorted_diagnostics(graph_diags + found))
             plan_files = files_of(plan_diags)
             plan_doc, graph_doc = _plan_doc(plan), _graph_doc(program, g)
             index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
@@ -364,7 +364,7 @@ class Reloader:
                 self._full_wanted = False
             g, graph_diags = graph.build(snap.program)
             plan, found = make_plan(snap.program, loaded, self.seed, policies=self.policies)
-            plan_diags = tuple(graph_diags + found)
+            plan_diags = tuple(sorted_diagnostics(graph_diags + found))
             if has_errors(plan_diags):
                 # the full planner refuses what the incremental plan placed (it moves others,
                 # in another order): the incremental plan stays, it is valid
@@ -413,7 +413,8 @@ def _report_patched(report: tuple[Diagnostic, ...], files: Iterable[str], others
                     fresh: Sequence[Diagnostic]) -> tuple[Diagnostic, ...]:
     """A sorted report (`sorted_diagnostics`: by file first) with each of `files`' part made
     again from the findings of the other steps (`others`, unchanged) and the plan's `fresh`
-    ones: at 100,000 intents the report holds 10,000 plan warnings, too many to sort per edit."""
+    ones: at 100,000 intents the report holds 10,000 plan warnings, too many to sort, or
+    even filter, per edit.  (The plan's own findings are kept sorted and patched alike.)"""
     out = list(report)
     for f in sorted(files):
         lo = bisect_left(out, f, key=_file_of)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Collection, Mapping, Sequence
 
 from intentc.daemon.reload.keys import declares
@@ -74,7 +75,7 @@ class Renderer:
         tgt = get_target(self.target)
         setup = tenant_manifests(program, self.commit, plan, self.policies, tgt.gpu_quota,
                                  tgt.tenant_gpu_ceiling(topology), deny)
-        setup.append(crd_manifest(self.kube_version, self.commit))
+        setup.append(self._crd)
         if intents is None and previous is not None:
             setup.extend(m for m in previous.setup if m.ref.kind == "PriorityClass")
         else:
@@ -83,10 +84,20 @@ class Renderer:
         old = ({m.ref: (m, t) for m, t in zip(previous.setup, previous.setup_texts, strict=True)}
                if previous is not None else {})
         texts = []
-        for m in setup:                   # a few objects per tenant: reuse the YAML when the body is equal
+        for k, m in enumerate(setup):     # a few objects per tenant: reuse the object and its YAML when equal
             known = old.get(m.ref)
-            texts.append(known[1] if known is not None and known[0].body == m.body else to_yaml(m.body))
+            if known is not None and known[0].body == m.body:
+                setup[k] = known[0]       # the same object: the apply order keeps it without a search
+                texts.append(known[1])
+            else:
+                texts.append(to_yaml(m.body))
         return setup, tuple(texts)
+
+    @cached_property
+    def _crd(self) -> Manifest:
+        """The Intent CRD: fixed per Kubernetes version and commit, and big (its schema):
+        stamping it again cost 30 ms a reload at any size."""
+        return crd_manifest(self.kube_version, self.commit)
 
     def _one(self, intent: Intent, placement: Placement | None, wave: int, uris: Mapping[str, str | None],
              decided: tuple[Any, ...], topology: Topology | None) -> IntentRender:
