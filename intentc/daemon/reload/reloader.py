@@ -413,10 +413,11 @@ class Reloader:
 @contextlib.contextmanager
 def _collector_held() -> Iterator[None]:
     """No cyclic collection during a reload.  At 100,000 intents a reload builds a few
-    containers of 100,000 entries (the render map, placements, apply order); a collection
-    that a reload's allocations trigger walks them and took 15-25 ms of a 30 ms swap.  The
-    collector runs again after the swap, at the next allocation of any thread (everything a
-    reload builds is acyclic, so nothing waits for it to be freed)."""
+    containers of 100,000 entries (the render map, placements, apply order), which a
+    collection the reload's own allocations trigger would walk inside the swap.  The
+    collector runs again after the swap, at the next allocation of any thread (what a
+    reload builds is acyclic, so nothing waits for it to be freed).  Unlike
+    `diff.report._without_cyclic_gc` nothing is frozen: the daemon runs for days."""
     enabled = gc.isenabled()
     gc.disable()
     try:
