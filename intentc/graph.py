@@ -70,7 +70,7 @@ def duration_seconds(intent: ir.Intent) -> int:
 # Building the graph
 # --------------------------------------------------------------------------
 
-def _unique_intents(program: ir.Program) -> dict[str, ir.Intent]:
+def unique_intents(program: ir.Program) -> dict[str, ir.Intent]:
     """First declaration of each name wins; duplicates are the name pass's E0304."""
     out: dict[str, ir.Intent] = {}
     for intent in program.intents:
@@ -113,7 +113,7 @@ def build(program: ir.Program) -> tuple[nx.DiGraph, list[Diagnostic]]:
     When both an `after` and a data dependency link the same pair, the `after`
     clause is kept as the edge's reason (it is the explicit one).
     """
-    intents = _unique_intents(program)
+    intents = unique_intents(program)
     g: nx.DiGraph = nx.DiGraph()
     for name, intent in intents.items():
         g.add_node(name, intent=intent)
@@ -215,14 +215,11 @@ def waves(g: nx.DiGraph, cyclic: frozenset[str] | None = None) -> tuple[tuple[st
     return tuple(tuple(sorted(gen)) for gen in nx.topological_generations(_acyclic(g, cyclic)))
 
 
-def critical_path(g: nx.DiGraph, durations: Mapping[str, int],
-                  cyclic: frozenset[str] | None = None) -> tuple[tuple[str, ...], int]:
-    """The longest chain by summed durations, and its length (the makespan).
-
-    Ties go to the predecessor (and the end intent) with the smallest name,
-    so the answer depends neither on insertion nor on visiting order.
-    `cyclic`: as for `waves`.
-    """
+def longest_chains(g: nx.DiGraph, durations: Mapping[str, int],
+                   cyclic: frozenset[str] | None = None) -> tuple[dict[str, int], dict[str, str | None]]:
+    """Per intent, the longest chain of summed durations ending with it, and the
+    predecessor on that chain (ties to the smallest name; None for a root).
+    `cyclic`: as for `waves`."""
     h = _acyclic(g, cyclic)
     dist: dict[str, int] = {}
     prev: dict[str, str | None] = {}
@@ -233,13 +230,30 @@ def critical_path(g: nx.DiGraph, durations: Mapping[str, int],
                 best = u
         dist[v] = durations.get(v, 0) + (dist[best] if best is not None else 0)
         prev[v] = best
-    if not dist:
-        return (), 0
-    end = min(dist, key=lambda n: (-dist[n], n))
+    return dist, prev
+
+
+def chain_end(prev: Mapping[str, str | None], end: str) -> tuple[str, ...]:
+    """The chain `longest_chains` found ending with `end`, first intent first."""
     path = [end]
     while (p := prev[path[-1]]) is not None:
         path.append(p)
-    return tuple(reversed(path)), dist[end]
+    return tuple(reversed(path))
+
+
+def critical_path(g: nx.DiGraph, durations: Mapping[str, int],
+                  cyclic: frozenset[str] | None = None) -> tuple[tuple[str, ...], int]:
+    """The longest chain by summed durations, and its length (the makespan).
+
+    Ties go to the predecessor (and the end intent) with the smallest name,
+    so the answer depends neither on insertion nor on visiting order.
+    `cyclic`: as for `waves`.
+    """
+    dist, prev = longest_chains(g, durations, cyclic)
+    if not dist:
+        return (), 0
+    end = min(dist, key=lambda n: (-dist[n], n))
+    return chain_end(prev, end), dist[end]
 
 
 def durations_of(g: nx.DiGraph) -> dict[str, int]:

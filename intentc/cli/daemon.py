@@ -203,7 +203,7 @@ def _describe(result: ReloadResult, seconds: float, written: int, removed: int) 
     parts = [f"generation {snap.generation} in {seconds * 1000:.1f} ms",
              f"{len(result.reparsed)} file(s) parsed",
              f"{len(result.rerendered)} intent(s) rendered" + (f" ({intents})" if intents else ""),
-             "re-planned" if result.replanned else "plan kept"]
+             result.plan_note or ("re-planned" if result.replanned else "plan kept")]
     if written or removed:
         parts.append(f"{written} file(s) written, {removed} removed")
     return "; ".join(parts)
@@ -256,6 +256,7 @@ def watch(
                 doc = {"ok": result.ok, "generation": result.snapshot.generation if result.snapshot else None,
                        "milliseconds": round(seconds * 1000, 3), "reparsed": list(result.reparsed),
                        "rerendered": list(result.rerendered), "replanned": result.replanned,
+                       "plan_note": result.plan_note,
                        "written": written, "removed": removed,
                        "diagnostics": json.loads(_diag_json(result))}
                 typer.echo(json.dumps(doc, sort_keys=True))

@@ -547,6 +547,10 @@ class Daemon:
             log.error("change does not compile; keeping the plan in force:\n%s",
                       format_text(list(result.diagnostics), dict(result.sources)).rstrip())
             return
+        if result.plan_note and result.snapshot is not None:
+            # "incremental plan: N intents re-placed" (a full re-plan follows in the background),
+            # or "full plan swapped in for the incremental one"
+            log.info("generation %d: %s", result.snapshot.generation, result.plan_note)
         assert self.local is not None
         desired = self.local.desired(result)
         if desired is None or (self.state.desired is not None and

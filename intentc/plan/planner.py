@@ -42,7 +42,7 @@ from intentc.topology.matrix import GpuMatrix
 from intentc.topology.nvsmi import default_matrix
 
 
-def _matrix_source(inventory: LoadedTopology) -> Callable[[ir.TopologyNode], GpuMatrix]:
+def matrix_source(inventory: LoadedTopology) -> Callable[[ir.TopologyNode], GpuMatrix]:
     """The node's parsed matrix, or the default for its product when it has none."""
     def matrix_of(node: ir.TopologyNode) -> GpuMatrix:
         try:
@@ -52,14 +52,14 @@ def _matrix_source(inventory: LoadedTopology) -> Callable[[ir.TopologyNode], Gpu
     return matrix_of
 
 
-def _unique_intents(program: ir.Program) -> list[ir.Intent]:
+def unique_intents(program: ir.Program) -> list[ir.Intent]:
     seen: dict[str, ir.Intent] = {}
     for intent in program.intents:
         seen.setdefault(intent.name, intent)
     return [seen[n] for n in sorted(seen)]
 
 
-def _terms(program: ir.Program, intents: list[ir.Intent]) -> dict[str, TenantTerms]:
+def tenant_terms(program: ir.Program, intents: list[ir.Intent]) -> dict[str, TenantTerms]:
     declared: dict[str, ir.Tenant] = {}
     for t in program.tenants:
         declared.setdefault(t.name, t)
@@ -72,11 +72,11 @@ def _terms(program: ir.Program, intents: list[ir.Intent]) -> dict[str, TenantTer
     return out
 
 
-def _gpus_span(intent: ir.Intent) -> Span:
+def gpus_span(intent: ir.Intent) -> Span:
     return intent.constraints.spans.get("gpus", intent.constraints.span)
 
 
-def _unmet_preference(req: Request, placer: Placer, placed: Placement, intent: ir.Intent) -> Diagnostic | None:
+def unmet_preference(req: Request, placer: Placer, placed: Placement, intent: ir.Intent) -> Diagnostic | None:
     if req.prefer is None:
         return None
     want = placer.c.depth_of(req.prefer)
@@ -84,7 +84,7 @@ def _unmet_preference(req: Request, placer: Placer, placed: Placement, intent: i
     if scope_depth >= want:
         return None
     gpus = intent.constraints.gpus
-    span = gpus.spans.get("prefer", _gpus_span(intent)) if gpus is not None else _gpus_span(intent)
+    span = gpus.spans.get("prefer", gpus_span(intent)) if gpus is not None else gpus_span(intent)
     level = placer.level_name(scope_depth)
     largest = placer.largest(req.filter, want)
     if largest < req.count:
@@ -99,6 +99,18 @@ def _unmet_preference(req: Request, placer: Placer, placed: Placement, intent: i
                               f"waits for room instead)")
 
 
+def duration_warning(intent: ir.Intent, seconds: int | None = None) -> Diagnostic | None:
+    """W0602 for a finite GPU intent without a `duration` (it is planned with its kind's default)."""
+    given = intent.constraints.duration is not None and graph.parse_duration(intent.constraints.duration) is not None
+    if intent.gpu_count <= 0 or intent.action.kind == ir.ActionKind.SERVE.value or given:
+        return None
+    if seconds is None:
+        seconds = graph.duration_seconds(intent)
+    return warning("W0602", f'"{intent.name}" has no `duration`: planned as {format_duration(seconds)}, the '
+                            f"default for {intent.action.kind}", intent.span,
+                   hint="give it a `duration:` estimate so the plan knows when its GPUs are free again")
+
+
 def _jobs(g: nx.DiGraph, intents: list[ir.Intent], cyclic: frozenset[str],
           durations: dict[str, int]) -> tuple[dict[str, Job], list[Diagnostic]]:
     """Durations and dependencies per intent, and W0602 where a GPU intent has no `duration`."""
@@ -108,12 +120,9 @@ def _jobs(g: nx.DiGraph, intents: list[ir.Intent], cyclic: frozenset[str],
     for intent in intents:
         open_ended = intent.action.kind == serve
         seconds = durations[intent.name]
-        given = intent.constraints.duration
-        if intent.gpu_count > 0 and not open_ended and (given is None or graph.parse_duration(given) is None):
-            diags.append(warning(
-                "W0602", f'"{intent.name}" has no `duration`: planned as {format_duration(seconds)}, the '
-                         f"default for {intent.action.kind}", intent.span,
-                hint="give it a `duration:` estimate so the plan knows when its GPUs are free again"))
+        unsaid = duration_warning(intent, seconds)
+        if unsaid is not None:
+            diags.append(unsaid)
         after = (frozenset() if intent.name in cyclic
                  else frozenset(u for u in g.predecessors(intent.name) if u not in cyclic))
         jobs[intent.name] = Job(intent, None if open_ended else seconds, after)
@@ -126,8 +135,8 @@ def _run(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[
     """One schedule over a fresh cluster.  Multi-node NVLink domains are kept whole
     while an intent of `protect_for` waits (None: every gang that needs one).
     Intents in `pinned` (tag rules with no-repack) are never moved to make room."""
-    cluster = Cluster(topology.topology, _matrix_source(topology), seed)
-    spans = {n: _gpus_span(j.intent) for n, j in jobs.items()}
+    cluster = Cluster(topology.topology, matrix_source(topology), seed)
+    spans = {n: gpus_span(j.intent) for n, j in jobs.items()}
     return Simulation(cluster, jobs, terms, wave_of, protect_for, occupancy, spans, pinned).run()
 
 
@@ -156,22 +165,22 @@ def _placement_warnings(run: Outcome, jobs: dict[str, Job]) -> list[Diagnostic]:
         p = seat.placement
         if not p.allocations:
             continue
-        unmet = _unmet_preference(seat.request, placer, p, intent)
+        unmet = unmet_preference(seat.request, placer, p, intent)
         if unmet is not None:
             out.append(unmet)
-        no_nvlink = _nvlink_unmet(seat.request, p, intent)
+        no_nvlink = nvlink_unmet(seat.request, p, intent)
         if no_nvlink is not None:
             out.append(no_nvlink)
     return out
 
 
-def _nvlink_unmet(req: Request, p: Placement, intent: ir.Intent) -> Diagnostic | None:
+def nvlink_unmet(req: Request, p: Placement, intent: ir.Intent) -> Diagnostic | None:
     """`within nvlink` placed on GPUs no NVLink joins (an all-SYS/PCIe node): say so at the clause."""
     if req.within != "nvlink" or p.interconnect == "nvlink" or len(p.allocations) != 1 or req.count < 2:
         return None
     a = p.allocations[0]
     gpus = intent.constraints.gpus
-    span = gpus.spans.get("within", _gpus_span(intent)) if gpus is not None else _gpus_span(intent)
+    span = gpus.spans.get("within", gpus_span(intent)) if gpus is not None else gpus_span(intent)
     return warning("W0603", f"{req.describe()} asks for one NVLink domain, but node {a.node} has no NVLink "
                             f"between GPUs {', '.join(map(str, a.gpus))} (weakest link {a.link}); the "
                             f"collectives will cross PCIe", span,
@@ -244,10 +253,10 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
     cyclic = graph.nodes_in_cycles(g)
     waves = graph.waves(g, cyclic)
     wave_of = {name: i for i, wave in enumerate(waves) for name in wave}
-    intents = _unique_intents(program)
+    intents = unique_intents(program)
     durations = {i.name: graph.duration_seconds(i) for i in intents}
     path, path_s = graph.critical_path(g, durations, cyclic)
-    terms = _terms(program, intents)
+    terms = tenant_terms(program, intents)
     jobs, duration_diags = _jobs(g, intents, cyclic, durations)
     diags += duration_diags
 

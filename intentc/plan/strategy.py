@@ -16,14 +16,14 @@ from intentc.plan.model import Placement, Strategy
 from intentc.tolerance import allowed_precisions, strategy
 
 
-def _chosen(p: Placement) -> tuple[str, str]:
+def chosen(p: Placement) -> tuple[str, str]:
     shared = [(lvl, dom) for lvl, dom in p.domains if dom is not None]
     if shared:
         return shared[-1][0], str(shared[-1][1])
     return "node", p.nodes[0]
 
 
-def _domains(topology: ir.Topology) -> dict[tuple[str, str], list[ir.TopologyNode]]:
+def domains_of(topology: ir.Topology) -> dict[tuple[str, str], list[ir.TopologyNode]]:
     """Nodes by (level, domain name), the node level included: built once per plan."""
     out: dict[tuple[str, str], list[ir.TopologyNode]] = {}
     for n in topology.nodes:
@@ -44,21 +44,31 @@ def fragmentation(used: dict[str, int], members: list[ir.TopologyNode]) -> float
 def decide(intents: Iterable[ir.Intent], placements: Iterable[Placement], topology: ir.Topology
            ) -> tuple[Strategy, ...]:
     placed = [p for p in placements if p.allocations]
-    used: dict[str, int] = {}
-    for p in placed:
-        for a in p.allocations:
-            used[a.node] = used.get(a.node, 0) + len(a.gpus)
     by_name = {i.name: i for i in intents}
-    domains = _domains(topology)
+    domains = domains_of(topology)
+    used = used_gpus(placed)
     out = []
     for p in sorted(placed, key=lambda p: p.intent):
         intent = by_name.get(p.intent)
-        if intent is None:
-            continue
-        c = intent.constraints
-        level, name = _chosen(p)
-        members = domains.get((level, name)) or [n for node in p.nodes for n in domains.get(("node", node), [])]
-        frag = fragmentation(used, members)
-        out.append(Strategy(p.intent, strategy(c.sla, frag), frag, f"{level} {name}",
-                            allowed_precisions(c.sla, c.tolerance)))
+        if intent is not None:
+            out.append(decide_one(intent, p, used, domains))
     return tuple(out)
+
+
+def used_gpus(placements: Iterable[Placement]) -> dict[str, int]:
+    """GPUs planned per node, over the whole plan."""
+    used: dict[str, int] = {}
+    for p in placements:
+        for a in p.allocations:
+            used[a.node] = used.get(a.node, 0) + len(a.gpus)
+    return used
+
+
+def decide_one(intent: ir.Intent, p: Placement, used: dict[str, int],
+               domains: dict[tuple[str, str], list[ir.TopologyNode]]) -> Strategy:
+    """One placed GPU intent's strategy, given the GPUs planned per node (`used_gpus`)."""
+    c = intent.constraints
+    level, name = chosen(p)
+    members = domains.get((level, name)) or [n for node in p.nodes for n in domains.get(("node", node), [])]
+    frag = fragmentation(used, members)
+    return Strategy(p.intent, strategy(c.sla, frag), frag, f"{level} {name}", allowed_precisions(c.sla, c.tolerance))

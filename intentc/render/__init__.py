@@ -7,7 +7,7 @@ program, plan, commit and version give byte-identical manifests.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import BatchSizing, Placement, Plan, Strategy
@@ -43,11 +43,13 @@ def manifest(body: dict[str, Any], step: int, commit: str, tenant: str | None = 
 
 def tenant_manifests(program: Program, commit: str, plan: Plan | None = None,
                      policies: Policies = BUILTIN, gpu_quota: str = GPU_QUOTA,
-                     gpu_ceiling: int | None = None) -> list[Manifest]:
+                     gpu_ceiling: int | None = None, deny: Collection[str] | None = None) -> list[Manifest]:
     """Per tenant: Namespace, ResourceQuota (always: see `resource_quota`; its GPU key and
     ceiling are the render target's), RoleBinding (when the tenant names a group), and a default-deny
-    NetworkPolicy when a tag rule of one of its intents requires it."""
-    deny = {i.tenant for i in program.intents if policies.requires(i, Requirement.DEFAULT_DENY_NETWORK)}
+    NetworkPolicy when a tag rule of one of its intents requires it (`deny`: those tenants,
+    when the caller knows them already; working them out reads every intent's tags)."""
+    if deny is None:
+        deny = {i.tenant for i in program.intents if policies.requires(i, Requirement.DEFAULT_DENY_NETWORK)}
     planned = {s.tenant: s.allocated_gpus for s in plan.tenants} if plan is not None else {}
     out: list[Manifest] = []
     for t in program.tenants:

@@ -27,8 +27,11 @@ def watch_roots(reloader: Reloader) -> list[str]:
 def follow(reloader: Reloader, on_result: Callable[[ReloadResult, float], None], stop: threading.Event,
            debounce_ms: int = 50) -> None:
     """Block, feeding batches of file changes to `reloader` until `stop` is set;
-    `on_result` gets each result and the seconds the reload took.  A batch
-    that touches no input is dropped without a reload."""
+    `on_result` gets each result and the seconds the reload took, and each swap
+    the reloader makes in the background (a full re-plan replacing an incremental
+    one; 0 seconds: nobody waited for it).  A batch that touches no input is
+    dropped without a reload."""
+    reloader.listen(lambda result: on_result(result, 0.0))
     for changes in watchfiles.watch(*watch_roots(reloader), stop_event=stop, debounce=debounce_ms,
                                     step=20, raise_interrupt=False, yield_on_timeout=False):
         paths = sorted({p for _change, p in changes})

@@ -41,19 +41,33 @@ def plan_inputs(state: FileState | None) -> tuple[Any, ...] | None:
 
 
 def reference_inputs(state: FileState | None) -> tuple[Any, ...] | None:
-    """What the cross-reference passes (duplicates, names, GPU products) read of
-    one file: names, references and GPU products (spans excluded)."""
+    """What the cross-reference passes (duplicates, names, GPU products, tenancy) read
+    of one file: names, references, tenants' tiers, ceilings and groups, topologies'
+    products (spans excluded); what they judge per intent is `per_intent_inputs`."""
     if state is None:
         return None
     return _references(state.result.program)
 
 
 def _references(program: Program) -> tuple[Any, ...]:
-    def product(i: Intent) -> str | None:
-        return i.constraints.gpus.product if i.constraints.gpus else None
-    return (tuple(t.name for t in program.tenants), tuple(d.name for d in program.datasets),
+    return (tuple((t.name, t.tier, t.max_sla, t.group) for t in program.tenants),
+            tuple(d.name for d in program.datasets),
             tuple((t.name, tuple(sorted(t.gpu_products))) for t in program.topologies),
-            tuple((i.name, i.tenant, i.trigger.after, i.consumes, i.produces, product(i)) for i in program.intents))
+            tuple((i.name, i.tenant, i.trigger.after, i.consumes, i.produces) for i in program.intents))
+
+
+def per_intent_inputs(state: FileState | None) -> tuple[Any, ...] | None:
+    """What the cross-reference passes read of one file's intents that they judge per
+    intent: the GPU product against the topologies (W0401), the SLA class against the
+    tenant's ceiling (E0904), a serve's GPUs against its replicas (E0903).  An edit of only
+    these is checked for the changed files' intents (`Reloader`), not the whole program."""
+    if state is None:
+        return None
+
+    def gpus(i: Intent) -> tuple[Any, ...] | None:
+        g = i.constraints.gpus
+        return (g.count, g.product) if g else None
+    return tuple((i.constraints.sla, i.action.kind, gpus(i), i.action.replicas) for i in state.result.program.intents)
 
 
 def declares(state: FileState | None, kind: str) -> bool:

@@ -8,25 +8,44 @@ incrementally (`render.Renderer`) and swaps the new snapshot in.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import threading
+from bisect import bisect_left, bisect_right
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import networkx as nx
 
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload.files import FileTable
-from intentc.daemon.reload.keys import declares, plan_inputs, positions, reference_inputs
-from intentc.daemon.reload.render import Change, Renderer
+from intentc.daemon.reload.keys import (
+    declares,
+    plan_inputs,
+    planning_key,
+    positions,
+    reference_inputs,
+    per_intent_inputs,
+    tenant_key,
+)
+from intentc.daemon.reload.lazy import LazyText
+from intentc.daemon.reload.render import Change, Render, Renderer
 from intentc.daemon.reload.state import FileState, ReloadResult, Snapshot
 from intentc.daemon.reload.texts import CaretTexts, files_of
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.frontend import FileResult, parse_source
 from intentc.frontend.batch import collector_paused
-from intentc.ir import Program
+from intentc.ir import Intent, Program
 from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
+from intentc.passes.products import check_intent_product
+from intentc.passes.tenancy import check_serve_gpus, check_sla_ceiling
 from intentc.pipeline import prefer_specific
+from intentc.plan.incremental import Fallback, PlanIndex, Replanned
 from intentc.plan.jsonio import plan_to_json
+from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
 from intentc.policy.load import load_policies
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
@@ -59,7 +78,9 @@ def _unmoved(changes: Sequence[Change], pointed: set[str]) -> bool:
 class Reloader:
     def __init__(self, paths: Sequence[str], topology: str, commit: str,
                  kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
-                 seed: int = 0) -> None:
+                 seed: int = 0, background: bool = True) -> None:
+        """`background`: after an incremental plan, run the full planner in a thread and swap
+        its plan in if it differs (False: the incremental plan stays until the next full one)."""
         self.paths = tuple(paths)
         # Tag rules (intentc/policy): read once, as `compile` does; editing policies/ needs a restart.
         self.policies, self._policy_diags, self._policy_texts = load_policies(self.paths)
@@ -78,6 +99,12 @@ class Reloader:
         self._current: Snapshot | None = None
         self._lock = threading.Lock()
         self._generation = 0
+        # the incremental planner's index of the plan in force, and the full re-plan behind it
+        self._index: PlanIndex | None = None
+        self._background = background
+        self._full_wanted = False
+        self._full_thread: threading.Thread | None = None
+        self._listeners: list[Callable[[ReloadResult], None]] = []
 
     # -- the plan in force --------------------------------------------------
     @property
@@ -170,11 +197,17 @@ class Reloader:
         self._topology_generation += 1
 
     def _update(self, names: list[str], topology: bool, initial: bool) -> ReloadResult:
-        with self._lock:
+        with self._lock, _collector_held():
             reparsed = tuple(n for n in names if self._read(n))
             if topology or initial:
                 self._load_topology()
             return self._compile(tuple(names), reparsed, topology or initial)
+
+    def _base_diagnostics(self, global_diags: Sequence[Diagnostic],
+                          topo_diags: Sequence[Diagnostic]) -> list[Diagnostic]:
+        """Everything reported besides the plan's findings."""
+        diags = list(self._discovery) + self._table.diagnostics() + list(global_diags)
+        return list(prefer_specific(diags)) + list(topo_diags) + list(self._policy_diags)
 
     def _compile(self, names: tuple[str, ...], reparsed: tuple[str, ...], topology: bool) -> ReloadResult:
         """Passes, plan, render and swap, each redone only as far as the changes reach."""
@@ -186,6 +219,8 @@ class Reloader:
         if previous is not None and _same(changes, reference_inputs) and \
                 _unmoved(changes, dirty & previous.global_files):
             global_diags = previous.global_diagnostics    # same names and references: same findings
+            if not _same(changes, per_intent_inputs):
+                global_diags = _per_intent_patched(global_diags, program, changes)
         else:
             global_diags = tuple(d for p in GLOBAL_PASSES for d in p(program)[1])
         # Nothing any file reports changed: the report is the previous one (it held no error).
@@ -193,8 +228,7 @@ class Reloader:
             not any(b is not None and b.diagnostics or a is not None and a.diagnostics for _, b, a in changes)
         diags: list[Diagnostic] = []
         if not quiet:
-            diags = list(self._discovery) + self._table.diagnostics() + list(global_diags)
-            diags = list(prefer_specific(diags)) + list(topo_diags) + list(self._policy_diags)
+            diags = self._base_diagnostics(global_diags, topo_diags)
         known = {**self._policy_texts, **self._table.texts()}
         if topo_text is not None:
             known[Path(self.topology_path).as_posix()] = topo_text
@@ -207,19 +241,38 @@ class Reloader:
             return failed(diags)
         # A kept plan keeps its warnings, which is only right while the
         # positions they point at did not move.
-        reuse = (previous is not None and previous.topology_generation == self._topology_generation
-                 and _same(changes, plan_inputs) and _unmoved(changes, dirty & previous.plan_files))
+        same_topology = previous is not None and previous.topology_generation == self._topology_generation
+        reuse = (same_topology and previous is not None and _same(changes, plan_inputs)
+                 and _unmoved(changes, dirty & previous.plan_files))
+        patched = None if reuse or not same_topology or previous is None else self._incremental(previous, changes)
+        index: PlanIndex | None = None
         if reuse and previous is not None:
-            plan, plan_json, graph_json = previous.plan, previous.plan_json, previous.graph_json
-            plan_diags = previous.plan_diagnostics
+            plan, plan_doc, graph_doc = previous.plan, previous.plan_doc, previous.graph_doc
+            plan_diags, plan_files = previous.plan_diagnostics, previous.plan_files
+        elif isinstance(patched, Replanned) and previous is not None:
+            plan = patched.plan
+            # kept sorted (by file first): the refreshed files' blocks are swapped, not filtered out
+            plan_diags = _report_patched(previous.plan_diagnostics, patched.files, (), patched.diagnostics)
+            plan_files = (previous.plan_files - patched.files) | files_of(patched.diagnostics)
+            plan_doc, graph_doc = _plan_doc(plan), _graph_doc(program)
         else:
             g, graph_diags = graph.build(program)
             plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
-            plan_diags = tuple(graph_diags + found)
-            plan_json, graph_json = plan_to_json(plan), graph.to_json(g, graph.waves(g))
+            plan_diags = tuple(sorted_diagnostics(graph_diags + found))
+            plan_files = files_of(plan_diags)
+            plan_doc, graph_doc = _plan_doc(plan), _graph_doc(program, g)
+            index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
         if quiet and reuse and previous is not None:
             report = previous.diagnostics
+        elif quiet and isinstance(patched, Replanned) and previous is not None:
+            # nothing else reported changed: only the refreshed files' part of the report moves
+            report = _report_patched(previous.diagnostics, patched.files,
+                                     self._base_diagnostics(global_diags, topo_diags), patched.diagnostics)
+            if has_errors(patched.diagnostics):
+                return failed(report)
         else:
+            if quiet and previous is not None:
+                diags = self._base_diagnostics(global_diags, topo_diags)
             report = tuple(sorted_diagnostics(diags + list(plan_diags)))
             if has_errors(report):
                 return failed(report)
@@ -228,16 +281,197 @@ class Reloader:
             uris = previous.uris
         else:
             uris = {d.name: d.uri for d in program.datasets}
-        made = self._renderer.render(program, plan, uris, previous, changes if reuse else None, loaded.topology)
+        moved = patched.moved if isinstance(patched, Replanned) else None
+        made = self._renderer.render(program, plan, uris, previous, changes if reuse or moved is not None else None,
+                                     loaded.topology, moved)
         self._generation += 1
         snapshot = Snapshot(
-            self._generation, program, plan, made.rendered, report, plan_json, graph_json,
+            self._generation, program, plan, made.rendered, report, plan_doc, graph_doc,
             self._topology_generation, plan_diags, uris, global_diags, made.intents, made.setup, made.setup_texts,
             loaded.topology,
             previous.global_files if previous is not None and global_diags is previous.global_diagnostics
             else files_of(global_diags),
-            previous.plan_files if reuse and previous is not None else files_of(plan_diags), loaded=loaded)
+            plan_files, loaded=loaded)
         self._current = snapshot      # the atomic swap: readers see the old or the new snapshot
+        if reuse and self._index is not None and self._index.plan is plan:
+            self._index.refresh(i for _, _, a in changes for i in (a.result.program.intents if a is not None else ()))
         self._table.settle()
+        note = ""
+        if isinstance(patched, Replanned):
+            assert self._index is not None
+            self._index.apply(patched)
+            self._index.refresh(i for _, _, a in changes for i in (a.result.program.intents if a is not None else ()))
+            if patched.replaced:
+                note = f"incremental plan: {len(patched.replaced)} intents re-placed"
+                self._want_full_plan()
+            # else only findings were redone (their positions moved): the plan is the full one
+        elif not reuse:
+            self._index = index
+            self._full_wanted = False
         return ReloadResult(True, report, CaretTexts(known, report, self._shown), names, reparsed, made.rerendered,
-                            not reuse, snapshot)
+                            not reuse, snapshot, note)
+
+    # -- the incremental plan, and the full one behind it ---------------------------
+    def _incremental(self, previous: Snapshot, changes: Sequence[Change]) -> Replanned | Fallback:
+        """The plan in force patched for edited intents (plan/incremental.py), when the
+        changed files only edited existing intents and kept their dependency edges."""
+        index = self._index
+        if index is None or index.plan is not previous.plan:
+            return Fallback("no index of the plan in force")
+        edited = []
+        for _, before, now in changes:
+            if before is None or now is None:
+                return Fallback("a file was added or removed")
+            b, a = before.result.program, now.result.program
+            if a.topologies or b.topologies or tuple(map(tenant_key, a.tenants)) != tuple(map(tenant_key, b.tenants)) \
+                    or [d.name for d in a.datasets] != [d.name for d in b.datasets] \
+                    or [i.name for i in a.intents] != [i.name for i in b.intents]:
+                return Fallback("tenants, datasets, topologies or intent names changed")
+            edited += [new for old, new in zip(b.intents, a.intents) if planning_key(old) != planning_key(new)]
+
+        def file_intents(name: str) -> Sequence[Intent]:
+            state = self._table.get(name)
+            return state.result.program.intents if state is not None else ()
+        return index.replan(edited, file_intents, {name for name, _, _ in changes})
+
+    def listen(self, listener: Callable[[ReloadResult], None]) -> None:
+        """`listener` gets the result of each swap made in the background (a full re-plan
+        replacing an incremental one), from the background thread."""
+        self._listeners.append(listener)
+
+    def _want_full_plan(self) -> None:
+        """After an incremental swap (under the lock): plan the program in force in full, in
+        the background, and swap that plan in if it differs (`_full_replan`)."""
+        self._full_wanted = True
+        if self._background and (self._full_thread is None or not self._full_thread.is_alive()):
+            self._full_thread = threading.Thread(target=self._full_replan, name="intentc-full-plan", daemon=True)
+            self._full_thread.start()
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait for the background full re-plan; True when none runs any more."""
+        t = self._full_thread
+        if t is not None:
+            t.join(timeout)
+        return t is None or not t.is_alive()
+
+    def _full_replan(self) -> None:
+        """The background full re-plan: the planner runs without the lock (reloads go on; a
+        newer incremental swap makes it start over on the newer program), the swap takes it."""
+        while True:
+            with self._lock:
+                snap, loaded = self._current, self._topology[0]
+                if not self._full_wanted or snap is None or loaded is None:
+                    return
+                self._full_wanted = False
+            g, graph_diags = graph.build(snap.program)
+            plan, found = make_plan(snap.program, loaded, self.seed, policies=self.policies)
+            plan_diags = tuple(sorted_diagnostics(graph_diags + found))
+            if has_errors(plan_diags):
+                # the full planner refuses what the incremental plan placed (it moves others,
+                # in another order): the incremental plan stays, it is valid
+                return
+            index = PlanIndex(snap.program, plan, g, loaded, self.seed, self.policies)
+            while True:
+                with self._lock:
+                    current = self._current
+                    if self._full_wanted or current is None or current.plan is not snap.plan:
+                        break                                   # planned again since: start over
+                    if plan == snap.plan:
+                        self._index = index
+                        return
+                made = self._renderer.render(current.program, plan, current.uris, current, None, current.topology)
+                with self._lock:
+                    if self._current is not current:
+                        continue                                # an edit came in meanwhile: render again
+                    result = self._swap_full(current, plan, plan_diags, _graph_doc(current.program, g), made)
+                    self._index = index
+                    # long-lived and acyclic, like what the load built: out of the collector's walks
+                    gc.freeze()
+                for listener in self._listeners:
+                    listener(result)
+                return
+
+    def _swap_full(self, current: Snapshot, plan: Plan, plan_diags: tuple[Diagnostic, ...], graph_doc: LazyText,
+                   made: Render) -> ReloadResult:
+        """Swap a full plan in for the incremental one of `current` (under the lock)."""
+        loaded, topo_diags, topo_text = self._topology
+        report = tuple(sorted_diagnostics(self._base_diagnostics(current.global_diagnostics, topo_diags)
+                                          + list(plan_diags)))
+        self._generation += 1
+        snapshot = replace(current, generation=self._generation, plan=plan, rendered=made.rendered,
+                           diagnostics=report, plan_doc=_plan_doc(plan), graph_doc=graph_doc,
+                           plan_diagnostics=plan_diags, intents=made.intents, setup=made.setup,
+                           setup_texts=made.setup_texts, plan_files=files_of(plan_diags))
+        self._current = snapshot
+        known = {**self._policy_texts, **self._table.texts()}
+        if topo_text is not None:
+            known[Path(self.topology_path).as_posix()] = topo_text
+        return ReloadResult(True, report, CaretTexts(known, report, self._shown), (), (), made.rerendered, True,
+                            snapshot, "full plan swapped in for the incremental one")
+
+
+@contextlib.contextmanager
+def _collector_held() -> Iterator[None]:
+    """No cyclic collection during a reload.  At 100,000 intents a reload builds a few
+    containers of 100,000 entries (the render map, placements, apply order), which a
+    collection the reload's own allocations trigger would walk inside the swap.  The
+    collector runs again after the swap, at the next allocation of any thread (what a
+    reload builds is acyclic, so nothing waits for it to be freed).  Unlike
+    `diff.report._without_cyclic_gc` nothing is frozen: the daemon runs for days."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _report_patched(report: tuple[Diagnostic, ...], files: Iterable[str], others: Sequence[Diagnostic],
+                    fresh: Sequence[Diagnostic]) -> tuple[Diagnostic, ...]:
+    """A sorted report (`sorted_diagnostics`: by file first) with each of `files`' part made
+    again from the findings of the other steps (`others`, unchanged) and the plan's `fresh`
+    ones: at 100,000 intents the report holds 10,000 plan warnings, too many to sort, or
+    even filter, per edit.  (The plan's own findings are kept sorted and patched alike.)"""
+    out = list(report)
+    for f in sorted(files):
+        lo = bisect_left(out, f, key=_file_of)
+        hi = bisect_right(out, f, key=_file_of)
+        out[lo:hi] = sorted_diagnostics([d for d in others if d.span.file == f] + [d for d in fresh if d.span.file == f])
+    return tuple(out)
+
+
+def _file_of(d: Diagnostic) -> str:
+    return d.span.file
+
+
+PER_INTENT = ("W0401", "E0903", "E0904")
+
+
+def _per_intent_patched(kept: tuple[Diagnostic, ...], program: Program,
+                        changes: Sequence[Change]) -> tuple[Diagnostic, ...]:
+    """The cross-reference findings with those judged per intent (W0401, E0903, E0904)
+    redone for the changed files' intents (their references, every tenant and topology
+    are as before)."""
+    files = {name for name, _, _ in changes}
+    tenants = {t.name: t for t in program.tenants}
+    fresh: list[Diagnostic] = []
+    for _, _, now in changes:
+        for i in now.result.program.intents if now is not None else ():
+            fresh.extend(check_intent_product(i, program))
+            fresh.extend(check_serve_gpus(i))
+            if (tenant := tenants.get(i.tenant)) is not None:
+                fresh.extend(check_sla_ceiling(i, tenant))
+    out = tuple(d for d in kept if not (d.code in PER_INTENT and d.span.file in files)) + tuple(fresh)
+    return kept if out == kept else out
+
+
+def _plan_doc(plan: Plan) -> LazyText:
+    return LazyText(lambda: plan_to_json(plan))
+
+
+def _graph_doc(program: Program, g: nx.DiGraph | None = None) -> LazyText:
+    def make() -> str:
+        h = g if g is not None else graph.build(program)[0]
+        return graph.to_json(h, graph.waves(h))
+    return LazyText(make)

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from functools import cached_property
+from typing import Any, Collection, Mapping, Sequence
 
 from intentc.daemon.reload.keys import declares
 from intentc.daemon.reload.state import FileState, IntentRender, Snapshot
 from intentc.ir import Intent, Program, Topology
+from intentc.plan.incremental import by_intent, patched_by_intent
 from intentc.plan.model import Placement, Plan
 from intentc.policy.catalogue import Policies
 from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, target_manifests, tenant_manifests
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Choice, Manifest, Rendered
 from intentc.render.output import to_yaml
-from intentc.render.targets import get_target
+from intentc.render.targets import DEFAULT_TARGET, get_target
 
 Change = tuple[str, FileState | None, FileState | None]     # file, state in the snapshot in force, state now
 
@@ -50,21 +52,30 @@ class Renderer:
     policies: Policies
 
     def render(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot | None,
-               changes: Sequence[Change] | None, topology: Topology | None) -> Render:
-        """`changes` (the files edited since `previous`) is given when its plan was kept."""
+               changes: Sequence[Change] | None, topology: Topology | None,
+               moved: Collection[str] | None = None) -> Render:
+        """`changes` (the files edited since `previous`) is given when its plan was kept, or
+        when the plan was patched incrementally (plan/incremental.py): then `moved` names the
+        intents whose placement, batch or strategy the patch changed."""
         if previous is not None and previous.topology is not topology:
             previous = None           # a target may render the topology itself (flavors, cliques)
-        if previous is not None and changes is not None and previous.plan is plan and previous.uris == uris:
-            return self._edit(program, plan, uris, previous, changes, topology)
+        if previous is not None and changes is not None and previous.uris == uris:
+            if previous.plan is plan:
+                return self._edit(program, plan, uris, previous, changes, topology)
+            if moved is not None:
+                made = self._patched_plan(program, plan, uris, previous, changes, moved, topology)
+                if made is not None:
+                    return made
         return self._whole(program, plan, uris, previous, topology)
 
     def _setup(self, program: Program, plan: Plan, intents: Sequence[Intent] | None, previous: Snapshot | None,
-               topology: Topology | None) -> tuple[list[Manifest], tuple[str, ...]]:
-        """Tenants' objects, the CRD, priority classes (`intents`; None: the previous ones), the target's."""
+               topology: Topology | None, deny: Collection[str] | None = None) -> tuple[list[Manifest], tuple[str, ...]]:
+        """Tenants' objects, the CRD, priority classes (`intents`; None: the previous ones), the target's
+        (`deny`: the tenants that get a default-deny policy, when known)."""
         tgt = get_target(self.target)
         setup = tenant_manifests(program, self.commit, plan, self.policies, tgt.gpu_quota,
-                                 tgt.tenant_gpu_ceiling(topology))
-        setup.append(crd_manifest(self.kube_version, self.commit))
+                                 tgt.tenant_gpu_ceiling(topology), deny)
+        setup.append(self._crd)
         if intents is None and previous is not None:
             setup.extend(m for m in previous.setup if m.ref.kind == "PriorityClass")
         else:
@@ -73,10 +84,20 @@ class Renderer:
         old = ({m.ref: (m, t) for m, t in zip(previous.setup, previous.setup_texts, strict=True)}
                if previous is not None else {})
         texts = []
-        for m in setup:                   # a few objects per tenant: reuse the YAML when the body is equal
+        for k, m in enumerate(setup):     # a few objects per tenant: reuse the object and its YAML when equal
             known = old.get(m.ref)
-            texts.append(known[1] if known is not None and known[0].body == m.body else to_yaml(m.body))
+            if known is not None and known[0].body == m.body:
+                setup[k] = known[0]       # the same object: the apply order keeps it without a search
+                texts.append(known[1])
+            else:
+                texts.append(to_yaml(m.body))
         return setup, tuple(texts)
+
+    @cached_property
+    def _crd(self) -> Manifest:
+        """The Intent CRD: fixed per Kubernetes version and commit, and big (its schema):
+        stamping it again cost 30 ms a reload at any size."""
+        return crd_manifest(self.kube_version, self.commit)
 
     def _one(self, intent: Intent, placement: Placement | None, wave: int, uris: Mapping[str, str | None],
              decided: tuple[Any, ...], topology: Topology | None) -> IntentRender:
@@ -100,6 +121,49 @@ class Renderer:
                     renders[intent.name] = self._one(intent, hit.placement, hit.wave, uris, hit.decided, topology)
                     rerendered.append(intent.name)
         return self._finish(renders, setup, setup_texts, tuple(sorted(rerendered)), previous)
+
+    def _patched_plan(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot,
+                      changes: Sequence[Change], moved: Collection[str], topology: Topology | None) -> Render | None:
+        """An incrementally patched plan: the changed files' intents and the `moved` ones are
+        looked at, with their placement and decisions from the new plan (waves did not change:
+        the patch keeps every dependency edge); the cluster-wide objects are made again (they
+        read tenants' planned GPUs and the SLA classes in use).  None: an intent is new."""
+        now = {i.name: i for _, _, a in changes for i in (a.result.program.intents if a is not None else ())}
+        setup, setup_texts = self._patched_setup(program, plan, previous, changes, topology)
+        renders = dict(previous.intents)
+        rerendered = []
+        for name in sorted(now.keys() | set(moved)):
+            hit = renders.get(name)
+            if hit is None:
+                return None
+            intent = now.get(name, hit.intent)
+            placement = by_intent(plan.placements, name)
+            decided = (by_intent(plan.batches, name), by_intent(plan.strategies, name))
+            if not hit.fits(intent, placement, hit.wave, decided):
+                renders[name] = self._one(intent, placement, hit.wave, uris, decided, topology)
+                rerendered.append(name)
+        return self._finish(renders, setup, setup_texts, tuple(rerendered), previous)
+
+    def _patched_setup(self, program: Program, plan: Plan, previous: Snapshot, changes: Sequence[Change],
+                       topology: Topology | None) -> tuple[list[Manifest], tuple[str, ...]]:
+        """The cluster-wide objects for a patched plan, made from scratch only when an edit can
+        change more than the tenants' ResourceQuotas (a tenant declared in a changed file, an
+        intent's SLA class, tags or tenant, a target with cluster objects of its own)."""
+        before = {i.name: i for _, b, _ in changes for i in (b.result.program.intents if b is not None else ())}
+        same = self.target == DEFAULT_TARGET and not any(declares(b, "tenants") or declares(a, "tenants")
+                                                          for _, b, a in changes)
+        for _, _, a in changes:
+            for i in a.result.program.intents if a is not None else ():
+                old = before.get(i.name)
+                same = same and old is not None and (old.constraints.sla, old.context.tags, old.tenant) == (
+                    i.constraints.sla, i.context.tags, i.tenant)
+        if not same:
+            return self._setup(program, plan, program.intents, previous, topology)
+        if [(s.tenant, s.allocated_gpus) for s in plan.tenants] == \
+                [(s.tenant, s.allocated_gpus) for s in previous.plan.tenants]:
+            return list(previous.setup), previous.setup_texts
+        deny = {m.tenant for m in previous.setup if m.ref.kind == "NetworkPolicy" and m.tenant}
+        return self._setup(program, plan, None, previous, topology, deny)
 
     def _whole(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot | None,
                topology: Topology | None) -> Render:
@@ -194,16 +258,4 @@ def _patched_choices(previous: Snapshot, renders: Mapping[str, IntentRender], re
                      ) -> list[Choice]:
     """The previous choices (sorted by intent) with the re-rendered intents' swapped in
     (the intents are those of `previous`)."""
-    out = list(previous.rendered.choices)
-    for name in rerendered:
-        new = renders[name].choice
-        i = bisect_left(out, name, key=_intent_of)
-        present = i < len(out) and out[i].intent == name
-        if new is None:
-            if present:
-                del out[i]
-        elif present:
-            out[i] = new
-        else:
-            out.insert(i, new)
-    return out
+    return list(patched_by_intent(tuple(previous.rendered.choices), {n: renders[n].choice for n in rerendered}))

@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any, Mapping
 
 from intentc.compile import MANIFESTS_DIR
+from intentc.daemon.reload.lazy import LazyText
 from intentc.diagnostics import Diagnostic
 from intentc.frontend import FileResult
 from intentc.ir import Intent, Program, Topology
@@ -68,8 +69,8 @@ class Snapshot:
     plan: Plan
     rendered: Rendered
     diagnostics: tuple[Diagnostic, ...]
-    plan_json: str
-    graph_json: str
+    plan_doc: LazyText                  # plan.json, made when first read (`plan_json`)
+    graph_doc: LazyText                 # graph.json, likewise
     topology_generation: int = field(repr=False, default=0)          # the topology file read the plan saw
     plan_diagnostics: tuple[Diagnostic, ...] = field(repr=False, default=())
     uris: Mapping[str, str | None] = field(repr=False, default_factory=dict)
@@ -83,6 +84,14 @@ class Snapshot:
     plan_files: frozenset[str] = field(repr=False, default=frozenset())
     # the topology with its GPU matrices the plan was made on: the daemon re-binds on live state with it
     loaded: LoadedTopology | None = field(repr=False, default=None, compare=False)
+
+    @property
+    def plan_json(self) -> str:
+        return self.plan_doc.get()
+
+    @property
+    def graph_json(self) -> str:
+        return self.graph_doc.get()
 
     def files(self) -> dict[str, str]:
         """Output path -> text, exactly `CompileResult.files()` of a full compile."""
@@ -106,3 +115,6 @@ class ReloadResult:
     rerendered: tuple[str, ...]                 # intents rendered again
     replanned: bool
     snapshot: Snapshot | None                   # the snapshot in force afterwards
+    # how the plan was made when it was: "" (kept, or the full planner), or
+    # "incremental plan: N intents re-placed" (plan/incremental.py; a full re-plan follows)
+    plan_note: str = ""

@@ -1,0 +1,159 @@
+"""The incremental planner (plan/incremental.py): an edit re-places only what it touches.
+
+Checked with the planner's independent invariant checks (tests/plan_verify.py
+via `_check_invariants`): no GPU given twice at overlapping times, none beyond
+a node's GPUs, dependencies, gangs all or nothing, filters and `within`,
+quotas at every instant, tenant peaks.  Beyond those, everything the plan
+derives from placements (strategies, batch sizes, metrics) must equal what
+the full planner's own functions compute from the incremental placements,
+and the critical path (placement-independent) must equal a full plan's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from intentc import graph, ir
+from intentc.plan import metrics as plan_metrics
+from intentc.plan.batch import size_batches
+from intentc.plan.incremental import Fallback, PlanIndex, Replanned
+from intentc.plan.model import Plan
+from intentc.plan.planner import make_plan
+from intentc.plan.strategy import decide
+from intentc.policy import BUILTIN
+from intentc.topology.load import LoadedTopology
+from tests.test_plan_properties import PROPS, PRODUCTS, _check_invariants, programs, topologies
+
+SERVE = ir.ActionKind.SERVE.value
+
+
+def _index(program: ir.Program, topo: LoadedTopology) -> tuple[Plan, PlanIndex]:
+    plan, _ = make_plan(program, topo)
+    g, _ = graph.build(program)
+    return plan, PlanIndex(program, plan, g, topo, 0, BUILTIN)
+
+
+def _edited(program: ir.Program, new: ir.Intent) -> ir.Program:
+    return replace(program, intents=tuple(new if i.name == new.name else i for i in program.intents))
+
+
+def _file_intents(program: ir.Program):  # type: ignore[no-untyped-def]
+    return lambda f: [i for i in program.intents if i.span.file == f]
+
+
+def _held_at_zero(plan: Plan, topo: LoadedTopology) -> int:
+    held: dict[str, int] = {}
+    for p in plan.placements:
+        if p.start_s == 0:
+            for a in p.allocations:
+                held[a.node] = held.get(a.node, 0) + len(a.gpus)
+    caps = {n.name: n.gpu_count for n in topo.topology.nodes}
+    return sum(caps[n] - k for n, k in held.items() if 0 < k < caps[n])
+
+
+def _check_derived(program: ir.Program, topo: LoadedTopology, plan: Plan) -> None:
+    """What the plan derives from placements equals the full planner's functions on them."""
+    full, _ = make_plan(program, topo)
+    batches, _ = size_batches(program.intents, plan.placements, topo.topology)
+    assert plan.batches == batches
+    assert plan.strategies == decide(program.intents, plan.placements, topo.topology)
+    m = plan.metrics
+    assert (m.critical_path, m.critical_path_s) == (full.metrics.critical_path, full.metrics.critical_path_s)
+    assert m.makespan_s == max((p.end_s for p in plan.placements if p.end_s is not None), default=0)
+    assert m.queued == sum(p.start_s > p.ready_s for p in plan.placements)
+    assert m.gpu_seconds == sum(p.gpu_count * (p.end_s - p.start_s) for p in plan.placements if p.end_s is not None)
+    assert m.jobs_spanning_nvlink_domains == sum(p.interconnect == "network" for p in plan.placements)
+    assert m.idle_gpus_on_used_nodes == _held_at_zero(plan, topo)
+    assert m.jain_fairness == plan_metrics.jain_index(plan.tenants)
+    requested: dict[str, int] = {}
+    for i in program.intents:
+        requested[i.tenant] = requested.get(i.tenant, 0) + max(i.gpu_count, 0)
+    assert {s.tenant: s.requested_gpus for s in plan.tenants} == {t: requested.get(t, 0) for t in
+                                                                  (s.tenant for s in plan.tenants)}
+    assert [p.intent for p in plan.placements] == sorted(p.intent for p in full.placements)
+
+
+@st.composite
+def edits(draw: st.DrawFn, program: ir.Program) -> ir.Intent:
+    """A planner-affecting edit of one intent: GPU count, product, SLA, duration or kind."""
+    old = draw(st.sampled_from(program.intents))
+    c = old.constraints
+    what = draw(st.sampled_from(["count", "product", "sla", "duration", "kind"]))
+    if what == "count":
+        n = draw(st.sampled_from([0, 1, 2, 4, 8]))
+        gpus = None if n == 0 else replace(c.gpus, count=n) if c.gpus else ir.GpuRequest(n)
+        c = replace(c, gpus=gpus)
+    elif what == "product" and c.gpus is not None:
+        c = replace(c, gpus=replace(c.gpus, product=draw(st.sampled_from((None,) + PRODUCTS))))
+    elif what == "sla":
+        c = replace(c, sla=draw(st.sampled_from([None, "P0", "P1", "P2", "P3"])))
+    elif what == "duration":
+        c = replace(c, duration=draw(st.sampled_from(["10m", "1h", "3h", "1d"])))
+    else:
+        return replace(old, action=replace(old.action, kind=draw(st.sampled_from(["batch", "training", SERVE]))))
+    return replace(old, constraints=c)
+
+
+@PROPS
+@given(topologies(), programs(), st.data())
+def test_an_incremental_plan_keeps_every_invariant(topo: LoadedTopology, program: ir.Program,
+                                                   data: st.DataObject) -> None:
+    plan, index = _index(program, topo)
+    assume(not plan.unplaced)                 # a reload starts from a plan in force: nothing refused
+    new = data.draw(edits(program))
+    edited = _edited(program, new)
+    got = index.replan([new], _file_intents(edited))
+    assert index.plan is plan                 # replan leaves the index as it was
+    full, _ = make_plan(edited, topo)
+    if isinstance(got, Fallback):
+        # only when the intent cannot be placed without moving others
+        assert "no room" in got.reason, got
+        return
+    assert isinstance(got, Replanned)
+    _check_invariants(edited, topo, got.plan)
+    if got.plan.unplaced:
+        # never placeable: refused as the full planner refuses it, with what waits for it
+        refused = {(u.intent, u.reason, u.message) for u in got.plan.unplaced}
+        assert refused <= {(u.intent, u.reason, u.message) for u in full.unplaced}
+        _, full_diags = make_plan(edited, topo)
+        errors = [d for d in got.diagnostics if d.code == "E0601"]
+        assert errors and all(d in full_diags for d in errors)
+        return
+    _check_derived(edited, topo, got.plan)
+    # every intent a full plan places is placed (the incremental one refuses nothing)
+    assert {p.intent for p in got.plan.placements} >= {p.intent for p in full.placements}
+    # only the edited intent and what waits for it moved
+    before = {p.intent: p for p in plan.placements}
+    moved = {p.intent for p in got.plan.placements if p != before[p.intent]}
+    assert moved <= set(got.replaced) and new.name in got.replaced
+
+
+@PROPS
+@given(topologies(), programs(), st.data())
+def test_edits_in_a_row_keep_the_index_in_step(topo: LoadedTopology, program: ir.Program,
+                                               data: st.DataObject) -> None:
+    """After `apply`, the index is that of the new plan: a second edit on top of it is
+    as good as one on an index built from scratch."""
+    plan, index = _index(program, topo)
+    assume(not plan.unplaced)
+    for _ in range(3):
+        new = data.draw(edits(program))
+        program = _edited(program, new)
+        got = index.replan([new], _file_intents(program))
+        if isinstance(got, Fallback) or got.plan.unplaced:
+            return
+        index.apply(got)
+        _check_invariants(program, topo, got.plan)
+        _check_derived(program, topo, got.plan)
+        g, _ = graph.build(program)
+        fresh = PlanIndex(program, got.plan, g, topo, 0, BUILTIN)
+        assert (fresh.holds, fresh.total, fresh.ends, fresh.held0, fresh.used) == \
+               (index.holds, index.total, index.ends, index.held0, index.used)
+        assert {k: v for k, v in fresh.timeline.items() if v} == {k: v for k, v in index.timeline.items() if v}
+        assert {k: v for k, v in fresh.by_domain.items() if v} == {k: v for k, v in index.by_domain.items() if v}
+        assert (fresh.dist, fresh.prev) == (index.dist, index.prev)
+        assert fresh._critical({}, {}) == index._critical({}, {}) == (got.plan.metrics.critical_path,
+                                                                     got.plan.metrics.critical_path_s)
