@@ -408,7 +408,7 @@ def bench_seeded(n: int, edits: int, seed: int) -> dict[str, Any]:
     re-plan (its cost is --planner-only's full plan)."""
     from intentc.daemon.reload.state import FileState
     from intentc.frontend import FileResult
-    from intentc.frontend.batch import collector_paused
+    from intentc import collector
     from intentc.ir import Program
     from benchmarks.bench_frontend import dsl_intent
     program = synthetic_program(n)
@@ -419,7 +419,7 @@ def bench_seeded(n: int, edits: int, seed: int) -> dict[str, Any]:
         topo_path.write_text(topology_text())
         reloader = Reloader([str(root)], str(topo_path), SHA, background=False)
         w0 = time.perf_counter()
-        with collector_paused():
+        with collector.paused(collector.After.FREEZE):
             common = Program(program.tenants, program.datasets)
             reloader._table.set(f"{root.as_posix()}/common.intent", FileState(FileResult(common, ()), ()))
             for intent in program.intents:

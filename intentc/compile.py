@@ -45,7 +45,6 @@ from intentc.render.output import manifest_files
 from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import OUTPUT_MANIFESTS, mark_output, read_text
 from intentc.topology.load import LoadedTopology, load_topology
-from intentc.policy import Policies
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 MANIFESTS_DIR = OUTPUT_MANIFESTS          # discovery skips it beside the output marker

@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from intentc import ir
-from intentc.plan import planner
 from intentc.plan.jsonio import plan_to_json, plan_to_obj
 from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan

@@ -14,8 +14,8 @@ import random
 
 import pytest
 
+from intentc import collector
 from intentc import graph, ir
-from intentc.plan import planner
 from intentc.plan.cluster import Cluster, Filter
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.plan.placer import Request
@@ -94,11 +94,11 @@ def test_the_collector_is_left_as_found(was_on: bool) -> None:
     before = gc.isenabled()
     try:
         (gc.enable if was_on else gc.disable)()
-        with planner._collector_paused():
+        with collector.paused():
             seen.append(gc.isenabled())
         assert gc.isenabled() is was_on
         with pytest.raises(RuntimeError):
-            with planner._collector_paused():
+            with collector.paused():
                 raise RuntimeError("planning failed")
         assert gc.isenabled() is was_on
     finally:

@@ -10,7 +10,6 @@ Admission order is read from a watch on the Workloads as it happens.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any

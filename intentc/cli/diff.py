@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import gc
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from intentc import collector
+from intentc.collector import After
 from intentc.cli.app import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -235,8 +236,7 @@ def diff(
     # would only rescan them (the IR has no cycles), during the run and at exit;
     # freezing them keeps the exit-time collection away too.
     check_render_target(render_target)
-    gc.disable()
-    try:
+    with collector.paused(After.FREEZE):
         try:
             root = gitrepo.repo_root(".")
             base_sha, head_sha, base_label, head_label = _revisions(root, base, head, merge_base)
@@ -260,9 +260,6 @@ def diff(
         report, _, head_side = diff_trees(Tree(base_label, base_snap.listing, base_snap.read),
                                           Tree(head_label, head_snap.listing, head_snap.read),
                                           loaded, directory, jobs or None, render_target)
-        gc.freeze()
-    finally:
-        gc.enable()
     if on_cluster and loaded is not None and not report.head_errors:
         report = dataclasses.replace(report, binding=_live_binding(
             head_side.program, loaded, kubeconfig, context, render_target, seed, only_topology_nodes,

@@ -10,7 +10,7 @@ import typer
 from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics
 from intentc.cli.common import Exclude, format_option
-from intentc.diagnostics import OutputFormat, Span, error
+from intentc.diagnostics import OutputFormat
 from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_path, read_guarded
 
 

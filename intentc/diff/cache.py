@@ -18,7 +18,6 @@ two trees; it is replaced atomically, so concurrent runs can only lose speed.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import pickle
@@ -26,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from intentc import collector
 from intentc import __version__
 from intentc.frontend import FileResult
 
@@ -85,17 +85,12 @@ class BlobCache:
         self.dir = Path(directory) / f"diff-blobs-{frontend_fingerprint()[:24]}"
         # Unpickling a few hundred thousand small IR objects triggers the cyclic
         # collector over and over (4x the load time); none of them form cycles.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector.paused():
             main = self._load(self.dir / "main.pickle")
             self.main_size = len(main)
             self.deltas = sorted(self.dir.glob("delta-*.pickle")) if self.dir.is_dir() else []
             for part in self.deltas:
                 self._load(part)
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def _load(self, path: Path) -> dict[BlobKey, FileResult]:
         try:

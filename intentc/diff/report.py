@@ -10,11 +10,10 @@ The planner runs only when a topology is given.
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
+from intentc import collector
+from intentc.collector import After
 from intentc.diagnostics import Diagnostic, Severity
 from intentc.diff.cache import BlobCache
 from intentc.diff.creates import IntentObjects, target_objects
@@ -94,30 +93,11 @@ def diff_compiled(base: Side, head: Side, topology: LoadedTopology | None = None
                       target_objects(declarations, head_state))
 
 
-@contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """Two whole programs are a few hundred thousand live objects; the cyclic
-    collector would rescan them on every allocation burst (a third of the run
-    time at 5,000 intents) although the IR never forms reference cycles.
-    On the way out, freeze + unfreeze files what was allocated meanwhile
-    straight into the oldest generation, instead of one young-generation
-    scan of all of it at the next allocation."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.freeze()
-            gc.enable()
-            gc.unfreeze()
-
-
 def diff_trees(base: Tree, head: Tree, topology: LoadedTopology | None = None,
                cache_dir: str | None = None, jobs: int | None = None,
                target: str = DEFAULT_TARGET) -> tuple[DiffReport, Side, Side]:
     """Compile both trees (sharing every unchanged blob's parse) and diff them."""
-    with _without_cyclic_gc():
+    with collector.paused(After.AGE):   # two whole programs, no cycles (collector.py)
         cache = BlobCache(cache_dir)
         b, h, stats = compile_sides(base, head, cache, jobs)
         report = diff_compiled(b, h, topology, stats, cache, target)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import hashlib
 import os
 import pickle
@@ -32,6 +31,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
+from intentc import collector
+from intentc.collector import After
 from intentc import __version__
 from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
@@ -44,20 +45,6 @@ PARALLEL_THRESHOLD = 400
 CACHE_ENV = "INTENTC_CACHE_DIR"
 PARSING = "parsing"      # what `progress` is told
 _PICKLE = pickle.HIGHEST_PROTOCOL
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        # What was built here is long-lived and acyclic: move it out of the
-        # collector's sight so the next collection does not walk all of it.
-        gc.freeze()
-        if enabled:
-            gc.enable()
 
 
 def _parse_guarded(source: SourceFile) -> FileResult:
@@ -75,7 +62,7 @@ def _parse_guarded(source: SourceFile) -> FileResult:
 
 
 def _parse_to_pickles(sources: list[SourceFile]) -> list[bytes]:
-    with collector_paused():
+    with collector.paused(After.FREEZE):
         return [pickle.dumps(_parse_guarded(s), _PICKLE) for s in sources]
 
 
@@ -89,7 +76,7 @@ def _read_and_parse(paths: list[str]) -> bytes:
     again.  Shipping 10,000 files: 62 -> 40 us per file to pickle, 55 -> 40 us to
     unpickle (the parent's share, serial)."""
     out = []
-    with collector_paused():
+    with collector.paused(After.FREEZE):
         # all of the chunk read first: reading between parses cost 10-20% more CPU
         # (measured in one process, alternating), the parser's tables evicted each time
         read = [read_source(Path(path)) for path in paths]
@@ -148,7 +135,7 @@ class ParseCache:
         try:
             size = os.fstat(fd).st_size
             (start,) = _TRAILER.unpack(os.pread(fd, _TRAILER.size, size - _TRAILER.size))
-            with collector_paused():
+            with collector.paused(After.FREEZE):
                 index = pickle.loads(os.pread(fd, size - _TRAILER.size - start, start))
             if not isinstance(index, dict):
                 raise TypeError("not a parse cache index")
@@ -236,7 +223,7 @@ def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[bytes]:
     some 150 MB of peak memory for nothing when there is no cache to fill."""
     workers = _workers(len(sources), jobs)
     if workers == 1:
-        with collector_paused():
+        with collector.paused(After.FREEZE):
             for s in sources:
                 yield pickle.dumps(_parse_guarded(s), _PICKLE)
         return
@@ -311,7 +298,7 @@ def _load(paths: Sequence[str], jobs: int | None, cache: ParseCache | None, prog
         return result
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(collector_paused())
+        stack.enter_context(collector.paused(After.FREEZE))
         if cache is None and _workers(len(todo), jobs) == 1:   # nothing to store or ship: no pickles
             return _loaded([done(i, _parse_guarded(pending[i])) for i in todo], diags, texts, read)
         add = stack.enter_context(cache.writer()) if cache is not None and rewrite else None
@@ -345,7 +332,7 @@ def _load_in_workers(files: list[Path], diags: list[Diagnostic], jobs: int | Non
     read: list[str] = []
     processed = 0
     progress(PARSING, 0, count)
-    with collector_paused(), ProcessPoolExecutor(max_workers=workers) as pool:
+    with collector.paused(After.FREEZE), ProcessPoolExecutor(max_workers=workers) as pool:
         for part in pool.map(_read_and_parse, chunks):
             for name, read_diags, result, text in pickle.loads(part):
                 processed += 1

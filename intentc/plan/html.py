@@ -20,7 +20,7 @@ from html import escape
 
 from intentc import ir
 from intentc.duration import format_duration
-from intentc.plan.model import Placement, Plan
+from intentc.plan.model import Plan
 
 LANE = 3            # px per GPU lane
 NODE_GAP = 2        # px between nodes

@@ -8,17 +8,18 @@ incrementally (`render.Renderer`) and swaps the new snapshot in.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import hashlib
 import threading
 from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import networkx as nx
 
+from intentc import collector
+from intentc.collector import After
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload.files import FileTable
@@ -37,7 +38,6 @@ from intentc.daemon.reload.state import FileState, ReloadResult, Snapshot
 from intentc.daemon.reload.texts import CaretTexts, files_of
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.frontend import FileResult, parse_source
-from intentc.frontend.batch import collector_paused
 from intentc.ir import Intent, Program
 from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
 from intentc.passes.products import check_intent_product
@@ -149,7 +149,7 @@ class Reloader:
         self._discovery = tuple(diags)
         # Parsing every file builds the long-lived IR and no cycles: with the
         # collector walking the growing heap, 100,000 files took minutes.
-        with collector_paused():
+        with collector.paused(After.FREEZE):
             return self._update([f.as_posix() for f in files], topology=True, initial=True)
 
     def update(self, changed: Iterable[str | Path]) -> ReloadResult:
@@ -197,7 +197,7 @@ class Reloader:
         self._topology_generation += 1
 
     def _update(self, names: list[str], topology: bool, initial: bool) -> ReloadResult:
-        with self._lock, _collector_held():
+        with self._lock, collector.paused():   # no collection walks the swap (collector.py)
             reparsed = tuple(n for n in names if self._read(n))
             if topology or initial:
                 self._load_topology()
@@ -408,23 +408,6 @@ class Reloader:
             known[Path(self.topology_path).as_posix()] = topo_text
         return ReloadResult(True, report, CaretTexts(known, report, self._shown), (), (), made.rerendered, True,
                             snapshot, "full plan swapped in for the incremental one")
-
-
-@contextlib.contextmanager
-def _collector_held() -> Iterator[None]:
-    """No cyclic collection during a reload.  At 100,000 intents a reload builds a few
-    containers of 100,000 entries (the render map, placements, apply order), which a
-    collection the reload's own allocations trigger would walk inside the swap.  The
-    collector runs again after the swap, at the next allocation of any thread (what a
-    reload builds is acyclic, so nothing waits for it to be freed).  Unlike
-    `diff.report._without_cyclic_gc` nothing is frozen: the daemon runs for days."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _report_patched(report: tuple[Diagnostic, ...], files: Iterable[str], others: Sequence[Diagnostic],
