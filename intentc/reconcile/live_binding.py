@@ -77,7 +77,7 @@ def _marked(m: Manifest, preview_hash: str) -> Manifest:
     """`m` carrying the spec-hash of the preview object it stands for (not part of its own hash)."""
     meta = dict(m.body.get("metadata") or {})
     meta["annotations"] = {**(meta.get("annotations") or {}), PREVIEW_HASH_ANNOTATION: preview_hash}
-    return dataclasses.replace(m, body={**m.body, "metadata": meta})
+    return m.with_body({**m.body, "metadata": meta})
 
 
 class LiveBinder:

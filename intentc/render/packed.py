@@ -1,0 +1,77 @@
+"""Rendered bodies kept compactly, for a process that holds every object of a repository.
+
+The daemon keeps the rendered objects of every intent (what it applies and
+compares), and as nested dictionaries one Job body costs ~6 KB: 630 MB at
+100,000 intents.  A `PackedBody` keeps the same body as a zlib-compressed
+pickle, ~150 bytes, because the compressor is primed with a preset
+dictionary (`zdict`): the pickled body of the first object its `BodyCodec`
+packed, which shares nearly every key, label and annotation with the rest.
+
+Pickle, not JSON: it gives back exactly what was packed (tuples stay tuples,
+ints stay ints, str subclasses keep their type), so whatever is made from an
+unpacked body — the YAML `compile` writes, the object the daemon applies —
+is byte-identical to what the unpacked body gives.  The bytes never leave
+the process: nothing outside it ever sees them.
+"""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+from typing import Any, Mapping
+
+_PROTOCOL = 5
+_LEVEL = 6
+
+
+class PackedBody:
+    """One object's body, packed; `unpack()` gives a fresh, equal dictionary."""
+
+    __slots__ = ("_zdict", "_data")
+
+    def __init__(self, zdict: bytes, data: bytes) -> None:
+        self._zdict = zdict
+        self._data = data
+
+    def unpack(self) -> dict[str, Any]:
+        d = zlib.decompressobj(zdict=self._zdict)
+        body: dict[str, Any] = pickle.loads(d.decompress(self._data) + d.flush())
+        return body
+
+    def __len__(self) -> int:
+        """Bytes held (for sizing reports)."""
+        return len(self._data)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PackedBody):
+            if other._zdict is self._zdict and other._data == self._data:
+                return True
+            return self.unpack() == other.unpack()
+        if isinstance(other, Mapping):
+            return self.unpack() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]   # equal to a dict, which has no hash
+
+    def __repr__(self) -> str:
+        return f"PackedBody({len(self._data)} bytes)"
+
+
+class BodyCodec:
+    """Packs bodies with one preset dictionary, chosen from the first body it packs.
+
+    Each `PackedBody` keeps a reference to the dictionary it was packed with,
+    so a body stays readable whatever codec made it."""
+
+    __slots__ = ("_zdict",)
+
+    def __init__(self) -> None:
+        self._zdict: bytes | None = None
+
+    def pack(self, body: Mapping[str, Any]) -> PackedBody:
+        raw = pickle.dumps(dict(body), _PROTOCOL)
+        zdict = self._zdict
+        if zdict is None:
+            zdict = self._zdict = raw[-32768:]      # zlib reads at most the last 32 KiB
+        c = zlib.compressobj(_LEVEL, zdict=zdict)
+        return PackedBody(zdict, c.compress(raw) + c.flush())
