@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -30,6 +31,7 @@ from intentc.plan.jsonio import plan_to_json
 from intentc.plan.planner import make_plan
 from intentc.policy.load import load_policies
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
+from intentc.render.packed import PackedText
 from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import (
     OUTPUT_MARKER,
@@ -120,10 +122,7 @@ class Reloader:
         """The first, full compile (every file parsed)."""
         files, diags = discover(self.paths)
         self._discovery = tuple(diags)
-        # Parsing every file builds the long-lived IR and no cycles: with the
-        # collector walking the growing heap, 100,000 files took minutes.
-        with collector_paused():
-            return self._update([f.as_posix() for f in files], topology=True, initial=True)
+        return self._update([f.as_posix() for f in files], topology=True, initial=True)
 
     def update(self, changed: Iterable[str | Path]) -> ReloadResult:
         """Apply a batch of changed paths (added, modified or deleted)."""
@@ -171,7 +170,13 @@ class Reloader:
 
     def _update(self, names: list[str], topology: bool, initial: bool) -> ReloadResult:
         with self._lock:
-            reparsed = tuple(n for n in names if self._read(n))
+            # Parsing every file builds the long-lived IR and no cycles: with the
+            # collector walking the growing heap, 100,000 files took minutes.  Only
+            # the parse is paused: the graph and the planner leave cyclic garbage
+            # (networkx graphs, the scheduler's records) that a pause would freeze
+            # with the IR and keep for good (35 MB at 10,000 intents).
+            with collector_paused() if initial else nullcontext():
+                reparsed = tuple(n for n in names if self._read(n))
             if topology or initial:
                 self._load_topology()
             return self._compile(tuple(names), reparsed, topology or initial)
@@ -210,13 +215,15 @@ class Reloader:
         reuse = (previous is not None and previous.topology_generation == self._topology_generation
                  and _same(changes, plan_inputs) and _unmoved(changes, dirty & previous.plan_files))
         if reuse and previous is not None:
-            plan, plan_json, graph_json = previous.plan, previous.plan_json, previous.graph_json
+            plan, plan_text, graph_text = previous.plan, previous.plan_text, previous.graph_text
             plan_diags = previous.plan_diagnostics
         else:
             g, graph_diags = graph.build(program)
+            graph_text = PackedText(graph.to_json(g, graph.waves(g)))
+            del g                         # not kept beside the planner's own graph
             plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
             plan_diags = tuple(graph_diags + found)
-            plan_json, graph_json = plan_to_json(plan), graph.to_json(g, graph.waves(g))
+            plan_text = PackedText(plan_to_json(plan))
         if quiet and reuse and previous is not None:
             report = previous.diagnostics
         else:
@@ -231,7 +238,7 @@ class Reloader:
         made = self._renderer.render(program, plan, uris, previous, changes if reuse else None, loaded.topology)
         self._generation += 1
         snapshot = Snapshot(
-            self._generation, program, plan, made.rendered, report, plan_json, graph_json,
+            self._generation, program, plan, made.rendered, report, plan_text, graph_text,
             self._topology_generation, plan_diags, uris, global_diags, made.intents, made.setup, made.setup_texts,
             loaded.topology,
             previous.global_files if previous is not None and global_diags is previous.global_diagnostics

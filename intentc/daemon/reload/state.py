@@ -18,6 +18,7 @@ from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import Placement, Plan
 from intentc.render.model import Choice, Manifest, Rendered
 from intentc.render.output import manifest_filename, step_width, to_yaml
+from intentc.render.packed import PackedText
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +68,8 @@ class Snapshot:
     plan: Plan
     rendered: Rendered
     diagnostics: tuple[Diagnostic, ...]
-    plan_json: str
-    graph_json: str
+    plan_text: PackedText          # plan.json and graph.json, kept compressed: read them as
+    graph_text: PackedText         # `plan_json` / `graph_json`
     topology_generation: int = field(repr=False, default=0)          # the topology file read the plan saw
     plan_diagnostics: tuple[Diagnostic, ...] = field(repr=False, default=())
     uris: Mapping[str, str | None] = field(repr=False, default_factory=dict)
@@ -80,6 +81,14 @@ class Snapshot:
     # files the kept findings point into: an edit there runs their pass again
     global_files: frozenset[str] = field(repr=False, default=frozenset())
     plan_files: frozenset[str] = field(repr=False, default=frozenset())
+
+    @property
+    def plan_json(self) -> str:
+        return str(self.plan_text)
+
+    @property
+    def graph_json(self) -> str:
+        return str(self.graph_text)
 
     def files(self) -> dict[str, str]:
         """Output path -> text, exactly `CompileResult.files()` of a full compile."""
