@@ -82,7 +82,7 @@ def step_label(step: int) -> str:
     return f"wave-{step - SETUP_STEPS}"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class ObjectRef:
     """The identity of an object on a cluster (what the inventory records)."""
 
@@ -120,7 +120,7 @@ class ObjectRef:
                    str(meta.get("namespace", "") or ""), str(meta["name"]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Manifest:
     ref: ObjectRef
     step: int                      # SetupStep value, or wave_step(wave) for workloads
