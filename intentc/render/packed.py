@@ -17,8 +17,9 @@ the process: nothing outside it ever sees them.
 from __future__ import annotations
 
 import pickle
+import threading
 import zlib
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 _PROTOCOL = 5
 _LEVEL = 6
@@ -78,23 +79,33 @@ class BodyCodec:
 
 
 class PackedText:
-    """A long text kept zlib-compressed (`plan.json`, `graph.json` of a snapshot the
-    daemon holds: 80 MB as strings at 100,000 intents, a tenth of that packed);
-    `str()` gives it back."""
+    """A long text kept zlib-compressed, or not made until first read (`plan.json`,
+    `graph.json` of a snapshot the daemon holds: 80 MB as strings at 100,000
+    intents, and making them cost a transient peak of as much again; the daemon
+    never reads them, `watch --out` does).  `str()` gives the text."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "_make", "_lock")
 
-    def __init__(self, text: str) -> None:
-        self._data = zlib.compress(text.encode("utf-8"), _LEVEL)
+    def __init__(self, text: str | None = None, make: Callable[[], str] | None = None) -> None:
+        if (text is None) == (make is None):
+            raise ValueError("a PackedText is given its text or a way to make it")
+        self._data = zlib.compress(text.encode("utf-8"), _LEVEL) if text is not None else None
+        self._make = make
+        self._lock = threading.Lock()
 
     def __str__(self) -> str:
-        return zlib.decompress(self._data).decode("utf-8")
+        with self._lock:          # snapshots are read from several threads
+            if self._data is None:
+                assert self._make is not None
+                text = self._make()
+                self._data, self._make = zlib.compress(text.encode("utf-8"), _LEVEL), None
+                return text
+            return zlib.decompress(self._data).decode("utf-8")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, PackedText) and other._data == self._data
+        return isinstance(other, PackedText) and (other is self or str(other) == str(self))
 
-    def __hash__(self) -> int:
-        return hash(self._data)
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"PackedText({len(self._data)} bytes)"
+        return "PackedText(not made yet)" if self._data is None else f"PackedText({len(self._data)} bytes)"

@@ -12,6 +12,7 @@ import gc
 import hashlib
 import threading
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -48,6 +49,11 @@ from intentc.topology.load import LoadedTopology, load_topology
 
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def _graph_json(program: Program) -> str:
+    g = graph.build(program)[0]
+    return graph.to_json(g, graph.waves(g))
 
 
 def _same(changes: Sequence[Change], project: Callable[[FileState | None], Any]) -> bool:
@@ -225,12 +231,13 @@ class Reloader:
             plan, plan_text, graph_text = previous.plan, previous.plan_text, previous.graph_text
             plan_diags = previous.plan_diagnostics
         else:
-            g, graph_diags = graph.build(program)
-            graph_text = PackedText(graph.to_json(g, graph.waves(g)))
-            del g                         # not kept beside the planner's own graph
+            graph_diags = graph.build(program)[1]
             plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
             plan_diags = tuple(graph_diags + found)
-            plan_text = PackedText(plan_to_json(plan))
+            # made when first read (`watch --out`; the daemon never reads them): making
+            # them at 100,000 intents cost seconds and a transient of ~100 MB per re-plan
+            plan_text = PackedText(make=partial(plan_to_json, plan))
+            graph_text = PackedText(make=partial(_graph_json, program))
         if quiet and reuse and previous is not None:
             report = previous.diagnostics
         else:
