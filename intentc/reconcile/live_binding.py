@@ -208,7 +208,7 @@ class LiveBinder:
                  notes: tuple[str, ...]) -> tuple[BindingChange, ...]:
         """The binding changes that reach the cluster (not those of Jobs kept as created)."""
         rebound = {m.intent for m in manifests if m.ref not in self._preview_by_ref
-                   or m.body is not self._preview_by_ref[m.ref].body}
+                   or m.content is not self._preview_by_ref[m.ref].content}
         return tuple(c for c in changes(self.preview, plan, names, occupied, notes) if c.intent in rebound)
 
     def _choose(self, bound: Sequence[Manifest], live: Mapping[ObjectRef, Mapping[str, Any] | None],
