@@ -3,7 +3,9 @@
 A `Manifest` is one desired object plus what the reconciler needs to order
 and recognise it (its apply step, the intent it belongs to, its spec hash).
 The body is a plain JSON-like mapping, exactly what is written to disk and
-sent with server-side apply; nothing downstream re-renders it.
+sent with server-side apply; nothing downstream re-renders it.  A process
+that keeps every object of a large repository (the daemon's `Reloader`)
+keeps it packed (`render/packed.py`); `Manifest.body` reads either form.
 """
 
 from __future__ import annotations
