@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import git
 
@@ -20,8 +21,8 @@ def head_commit(path: str | Path = ".") -> str | None:
     """The 40-hex SHA of HEAD for the repository containing `path`, or None
     outside a repository / before the first commit."""
     try:
-        repo = git.Repo(Path(path), search_parent_directories=True)
-        return repo.head.commit.hexsha
+        with git.Repo(Path(path), search_parent_directories=True) as repo:
+            return repo.head.commit.hexsha
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
         return None
 
@@ -83,29 +84,41 @@ def _open(path: str | Path) -> git.Repo:
                              "run from a clone of the repository, or pass --repo") from exc
 
 
+@contextmanager
+def _opened(path: str | Path) -> Iterator[git.Repo]:
+    """A repository, closed on the way out: GitPython keeps `git cat-file` processes
+    per open `Repo` until it is closed or collected, and a daemon reading every
+    commit must not leave that to the collector."""
+    repo = _open(path)
+    try:
+        yield repo
+    finally:
+        repo.close()
+
+
 def repo_root(path: str | Path = ".") -> Path:
     """The top of the working tree that contains `path`."""
-    repo = _open(path)
-    if repo.working_tree_dir is None:
-        raise NotARepository(f"{path} is a bare repository; a working tree is needed")
-    return Path(repo.working_tree_dir).resolve()
+    with _opened(path) as repo:
+        if repo.working_tree_dir is None:
+            raise NotARepository(f"{path} is a bare repository; a working tree is needed")
+        return Path(repo.working_tree_dir).resolve()
 
 
 def is_shallow(repo_path: str | Path = ".") -> bool:
-    repo = _open(repo_path)
-    return (Path(repo.git_dir) / "shallow").exists()
+    with _opened(repo_path) as repo:
+        return (Path(repo.git_dir) / "shallow").exists()
 
 
 def resolve(repo_path: str | Path, rev: str) -> str:
     """The 40-hex commit SHA of any revision expression (`main`, `origin/main`,
     `HEAD~3`, a short SHA); `RevisionError` when it does not resolve."""
-    repo = _open(repo_path)
-    try:
-        # git itself, not GitPython's parser: it honours the shallow boundary
-        # (`HEAD~1` of a depth-1 clone must fail, not name a missing object).
-        return str(repo.git.rev_parse("--verify", "--quiet", "--end-of-options", rev + "^{commit}")).strip()
-    except git.GitCommandError as exc:
-        raise RevisionError(rev, (Path(repo.git_dir) / "shallow").exists()) from exc
+    with _opened(repo_path) as repo:
+        try:
+            # git itself, not GitPython's parser: it honours the shallow boundary
+            # (`HEAD~1` of a depth-1 clone must fail, not name a missing object).
+            return str(repo.git.rev_parse("--verify", "--quiet", "--end-of-options", rev + "^{commit}")).strip()
+        except git.GitCommandError as exc:
+            raise RevisionError(rev, (Path(repo.git_dir) / "shallow").exists()) from exc
 
 
 def blob_sha(data: bytes) -> str:
@@ -144,22 +157,22 @@ def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = (""
     if rev is None:
         root = repo_root(repo_path)
         return {p: blob_sha(data) for p, data in _walk_worktree(root, paths, wanted, exclude).items()}
-    repo = _open(repo_path)
-    sha = resolve(repo_path, rev)
-    spec = ["."] if "" in paths or not paths else list(paths)
-    out = repo.git.ls_tree("-r", "-z", "--full-tree", sha, "--", *spec)
-    # the working tree's .intentcignore applies to every revision (a bare mirror has none)
-    rules = Exclusions.of(os.path.realpath(repo.working_tree_dir), exclude) if repo.working_tree_dir else None
-    listing: dict[str, str] = {}
-    for record in out.split("\x00"):
-        if not record:
-            continue
-        meta, path = record.split("\t", 1)
-        _mode, kind, obj = meta.split()
-        if kind == "blob" and path.endswith(wanted or ("",)) and _under(path, paths) \
-                and not (rules is not None and rules.excluded(path)):
-            listing[path] = obj
-    return dict(sorted(listing.items()))
+    with _opened(repo_path) as repo:
+        sha = resolve(repo_path, rev)
+        spec = ["."] if "" in paths or not paths else list(paths)
+        out = repo.git.ls_tree("-r", "-z", "--full-tree", sha, "--", *spec)
+        # the working tree's .intentcignore applies to every revision (a bare mirror has none)
+        rules = Exclusions.of(os.path.realpath(repo.working_tree_dir), exclude) if repo.working_tree_dir else None
+        listing: dict[str, str] = {}
+        for record in out.split("\x00"):
+            if not record:
+                continue
+            meta, path = record.split("\t", 1)
+            _mode, kind, obj = meta.split()
+            if kind == "blob" and path.endswith(wanted or ("",)) and _under(path, paths) \
+                    and not (rules is not None and rules.excluded(path)):
+                listing[path] = obj
+        return dict(sorted(listing.items()))
 
 
 def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str],
@@ -190,14 +203,14 @@ def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str],
 
 def read_blobs(repo_path: str | Path, shas: Iterable[str]) -> dict[str, bytes]:
     """Blob contents by SHA, from the object database (no checkout)."""
-    repo = _open(repo_path)
-    out: dict[str, bytes] = {}
-    for sha in sorted(set(shas)):
-        try:
-            out[sha] = repo.odb.stream(bytes.fromhex(sha)).read()
-        except (git.BadObject, ValueError) as exc:
-            raise GitError(f"blob {sha} is missing from the object database", FETCH_HINT) from exc
-    return out
+    with _opened(repo_path) as repo:
+        out: dict[str, bytes] = {}
+        for sha in sorted(set(shas)):
+            try:
+                out[sha] = repo.odb.stream(bytes.fromhex(sha)).read()
+            except (git.BadObject, ValueError) as exc:
+                raise GitError(f"blob {sha} is missing from the object database", FETCH_HINT) from exc
+        return out
 
 
 def read_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = ("",),
@@ -215,30 +228,30 @@ def merge_base(repo_path: str | Path, a: str, b: str) -> str:
     """The best common ancestor of two revisions: what a pull request is
     compared against, so commits that landed on the base branch meanwhile
     do not show up as reverted."""
-    repo = _open(repo_path)
-    sha_a, sha_b = resolve(repo_path, a), resolve(repo_path, b)
-    bases = repo.merge_base(sha_a, sha_b)
-    if not bases:
-        raise GitError(f"{a} and {b} have no common ancestor in this clone", FETCH_HINT)
-    return bases[0].hexsha
+    with _opened(repo_path) as repo:
+        sha_a, sha_b = resolve(repo_path, a), resolve(repo_path, b)
+        bases = repo.merge_base(sha_a, sha_b)
+        if not bases:
+            raise GitError(f"{a} and {b} have no common ancestor in this clone", FETCH_HINT)
+        return bases[0].hexsha
 
 
 def is_ancestor(repo_path: str | Path, ancestor: str, descendant: str) -> bool:
-    repo = _open(repo_path)
-    return bool(repo.is_ancestor(repo.commit(resolve(repo_path, ancestor)),
-                                 repo.commit(resolve(repo_path, descendant))))
+    with _opened(repo_path) as repo:
+        return bool(repo.is_ancestor(repo.commit(resolve(repo_path, ancestor)),
+                                     repo.commit(resolve(repo_path, descendant))))
 
 
 def commits_on(repo_path: str | Path, rev: str = "HEAD", paths: Sequence[str] = (),
                since: str | None = None, max_count: int | None = None) -> list[CommitInfo]:
     """Commits reachable from `rev` (and not from `since`) that touch `paths`,
     newest first."""
-    repo = _open(repo_path)
-    target = resolve(repo_path, rev)
-    spec = f"{resolve(repo_path, since)}..{target}" if since else target
-    commits = (repo.iter_commits(spec, list(paths)) if max_count is None
-               else repo.iter_commits(spec, list(paths), max_count=max_count))
-    return [CommitInfo(c.hexsha, str(c.summary), str(c.author.name), int(c.authored_date)) for c in commits]
+    with _opened(repo_path) as repo:
+        target = resolve(repo_path, rev)
+        spec = f"{resolve(repo_path, since)}..{target}" if since else target
+        commits = (repo.iter_commits(spec, list(paths)) if max_count is None
+                   else repo.iter_commits(spec, list(paths), max_count=max_count))
+        return [CommitInfo(c.hexsha, str(c.summary), str(c.author.name), int(c.authored_date)) for c in commits]
 
 
 @dataclass(frozen=True)
@@ -282,7 +295,7 @@ def is_local_repository(source: str) -> bool:
     if "://" in source or (":" in source and not path.exists()):
         return False
     try:
-        git.Repo(path, search_parent_directories=False)
+        git.Repo(path, search_parent_directories=False).close()
         return True
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return False
@@ -304,12 +317,12 @@ def mirror(url: str, workdir: str | Path) -> Path:
 
 def fetch_branch(repo_path: str | Path, branch: str, remote: str = "origin") -> str:
     """Fetch `branch` from `remote` into the mirror's own branch ref; its new SHA."""
-    repo = _open(repo_path)
-    try:
-        repo.git.fetch("--quiet", "--no-tags", remote, f"+refs/heads/{branch}:refs/heads/{branch}")
-    except git.GitCommandError as exc:
-        raise GitError(f"cannot fetch {branch} from {remote}: {str(exc.stderr or exc).strip()}") from exc
-    return resolve(repo_path, f"refs/heads/{branch}")
+    with _opened(repo_path) as repo:
+        try:
+            repo.git.fetch("--quiet", "--no-tags", remote, f"+refs/heads/{branch}:refs/heads/{branch}")
+        except git.GitCommandError as exc:
+            raise GitError(f"cannot fetch {branch} from {remote}: {str(exc.stderr or exc).strip()}") from exc
+        return resolve(repo_path, f"refs/heads/{branch}")
 
 
 def branch_head(repo_path: str | Path, branch: str) -> str:
@@ -326,14 +339,14 @@ def newer_than(repo_path: str | Path, rev: str, max_count: int = 10_000) -> tupl
     """SHAs of the commits on any branch or tag that `rev` does not reach (`git rev-list --all ^rev`):
     commits the repository has that are not behind the checked-out one — e.g. the branch
     head after `git checkout` of an older commit."""
-    repo = _open(repo_path)
-    out = repo.git.rev_list("--all", "--max-count", str(max_count), "^" + resolve(repo_path, rev))
-    return tuple(line for line in out.splitlines() if line)
+    with _opened(repo_path) as repo:
+        out = repo.git.rev_list("--all", "--max-count", str(max_count), "^" + resolve(repo_path, rev))
+        return tuple(line for line in out.splitlines() if line)
 
 
 def rev_list(repo_path: str | Path, rev: str, max_count: int | None = None) -> tuple[str, ...]:
     """SHAs of the commits reachable from `rev`, newest first (`git rev-list`)."""
-    repo = _open(repo_path)
-    args = ["--max-count", str(max_count)] if max_count is not None else []
-    out = repo.git.rev_list(*args, resolve(repo_path, rev))
-    return tuple(line for line in out.splitlines() if line)
+    with _opened(repo_path) as repo:
+        args = ["--max-count", str(max_count)] if max_count is not None else []
+        out = repo.git.rev_list(*args, resolve(repo_path, rev))
+        return tuple(line for line in out.splitlines() if line)

@@ -624,7 +624,7 @@ class Daemon:
         cache.update(self._fetch_absent([r for r in wanted if r not in cache]))
         live = cache if refs is None else {r: cache[r] for r in refs if r in cache}
         managed = self.state.managed
-        report = detect([m.body for m in wanted.values()], live.values(),
+        report = detect((m.body for m in wanted.values()), live.values(),
                         managed.refs if managed else (), self.state.history,
                         exclude=managed.plumbing if managed else own_plumbing(self.config.target))
         for f in self.ledger.record(report.findings, refs):

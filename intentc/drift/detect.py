@@ -274,13 +274,21 @@ def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any
     `history` enables `stale` ordering and `foreign`; without it (no git
     repository at hand) provenance is judged by spec-hash alone.
     """
-    want = _index(desired)
     have = {_loose(r): (r, b) for r, b in _index(live).items()}
     managed = {_loose(r) for r in inventory}
     ours = {_loose(r) for r in own}
     skip = {_loose(r) for r in exclude}
     findings: list[Finding] = []
-    for ref, body in want.items():
+    wanted: set[tuple[str, str, str, str]] = set()
+    seen: set[ObjectRef] = set()
+    # one desired body at a time: the daemon keeps its objects packed (render/packed.py)
+    # and unpacks each as it is compared, never all 100,000 at once
+    for body in desired:
+        ref = ObjectRef.of(body)
+        if ref in seen:           # a rendered set never holds an object twice; judged once
+            continue
+        seen.add(ref)
+        wanted.add(_loose(ref))
         hit = have.get(_loose(ref))
         intent, tenant = _owner(body)
         if hit is None:
@@ -301,7 +309,6 @@ def detect(desired: Iterable[Mapping[str, Any]], live: Iterable[Mapping[str, Any
                                  live_commit=_annotation(live_body, COMMIT_ANNOTATION),
                                  desired_commit=_annotation(body, COMMIT_ANNOTATION)))
         findings.extend(found or [Finding(ref, DriftClass.IN_SYNC, "in sync", intent, tenant)])
-    wanted = {_loose(r) for r in want}
     for key, (ref, body) in have.items():
         if key in wanted or key in skip:
             continue

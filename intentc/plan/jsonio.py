@@ -8,6 +8,7 @@ than an object, so the outermost-first order of levels survives key sorting.
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -78,8 +79,17 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
     }
 
 
+_ENCODER = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False)
+
+
 def plan_to_json(plan: Plan) -> str:
-    return json.dumps(plan_to_obj(plan), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """`json.dumps(..., indent=2, sort_keys=True)`, the same text, written chunk by chunk:
+    `dumps` joins a list of every chunk (an indented dump runs the pure-Python encoder,
+    a few small strings per value), which held 49 MB for a 6 MB plan of 10,000 intents."""
+    out = io.StringIO()
+    out.writelines(_ENCODER.iterencode(plan_to_obj(plan)))
+    out.write("\n")
+    return out.getvalue()
 
 
 def plan_from_obj(doc: dict[str, Any]) -> Plan:

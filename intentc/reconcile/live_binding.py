@@ -77,7 +77,7 @@ def _marked(m: Manifest, preview_hash: str) -> Manifest:
     """`m` carrying the spec-hash of the preview object it stands for (not part of its own hash)."""
     meta = dict(m.body.get("metadata") or {})
     meta["annotations"] = {**(meta.get("annotations") or {}), PREVIEW_HASH_ANNOTATION: preview_hash}
-    return dataclasses.replace(m, body={**m.body, "metadata": meta})
+    return m.with_body({**m.body, "metadata": meta})
 
 
 class LiveBinder:
@@ -208,7 +208,7 @@ class LiveBinder:
                  notes: tuple[str, ...]) -> tuple[BindingChange, ...]:
         """The binding changes that reach the cluster (not those of Jobs kept as created)."""
         rebound = {m.intent for m in manifests if m.ref not in self._preview_by_ref
-                   or m.body is not self._preview_by_ref[m.ref].body}
+                   or m.content is not self._preview_by_ref[m.ref].content}
         return tuple(c for c in changes(self.preview, plan, names, occupied, notes) if c.intent in rebound)
 
     def _choose(self, bound: Sequence[Manifest], live: Mapping[ObjectRef, Mapping[str, Any] | None],

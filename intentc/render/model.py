@@ -3,14 +3,18 @@
 A `Manifest` is one desired object plus what the reconciler needs to order
 and recognise it (its apply step, the intent it belongs to, its spec hash).
 The body is a plain JSON-like mapping, exactly what is written to disk and
-sent with server-side apply; nothing downstream re-renders it.
+sent with server-side apply; nothing downstream re-renders it.  A process
+that keeps every object of a large repository (the daemon's `Reloader`)
+keeps it packed (`render/packed.py`); `Manifest.body` reads either form.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
+
+from intentc.render.packed import BodyCodec, PackedBody
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "intentc"
@@ -80,7 +84,7 @@ def step_label(step: int) -> str:
     return f"wave-{step - SETUP_STEPS}"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class ObjectRef:
     """The identity of an object on a cluster (what the inventory records)."""
 
@@ -118,14 +122,29 @@ class ObjectRef:
                    str(meta.get("namespace", "") or ""), str(meta["name"]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Manifest:
     ref: ObjectRef
     step: int                      # SetupStep value, or wave_step(wave) for workloads
-    body: Mapping[str, Any]        # the complete object, stamped
+    # the complete object, stamped: a mapping, or packed (`packed`) where every object of
+    # a repository is kept for long (the daemon); read it as `body` either way
+    content: Mapping[str, Any] | PackedBody
     spec_hash: str
     intent: str | None = None
     tenant: str | None = None
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        """The complete object (a fresh dictionary each time when packed)."""
+        content = self.content
+        return content.unpack() if isinstance(content, PackedBody) else content
+
+    def packed(self, codec: BodyCodec) -> "Manifest":
+        """The same object with its body packed (render/packed.py): ~150 bytes instead of ~6 KB."""
+        return self if isinstance(self.content, PackedBody) else replace(self, content=codec.pack(self.content))
+
+    def with_body(self, body: Mapping[str, Any]) -> "Manifest":
+        return replace(self, content=body)
 
     @property
     def sort_key(self) -> tuple[int, str, str, str]:

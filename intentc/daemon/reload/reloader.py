@@ -13,13 +13,12 @@ import hashlib
 import threading
 from bisect import bisect_left, bisect_right
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-import networkx as nx
 
 from intentc import collector
-from intentc.collector import After
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload.files import FileTable
@@ -32,7 +31,6 @@ from intentc.daemon.reload.keys import (
     per_intent_inputs,
     tenant_key,
 )
-from intentc.daemon.reload.lazy import LazyText
 from intentc.daemon.reload.render import Change, Render, Renderer
 from intentc.daemon.reload.state import FileState, ReloadResult, Snapshot
 from intentc.daemon.reload.texts import CaretTexts, files_of
@@ -49,6 +47,7 @@ from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
 from intentc.policy.load import load_policies
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
+from intentc.render.packed import PackedText
 from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import (
     OUTPUT_MARKER,
@@ -64,6 +63,11 @@ from intentc.topology.load import LoadedTopology, load_topology
 
 def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def _graph_json(program: Program) -> str:
+    g = graph.build(program)[0]
+    return graph.to_json(g, graph.waves(g))
 
 
 def _same(changes: Sequence[Change], project: Callable[[FileState | None], Any]) -> bool:
@@ -147,10 +151,13 @@ class Reloader:
         """The first, full compile (every file parsed)."""
         files, diags = discover(self.paths)
         self._discovery = tuple(diags)
-        # Parsing every file builds the long-lived IR and no cycles: with the
-        # collector walking the growing heap, 100,000 files took minutes.
-        with collector.paused(After.FREEZE):
-            return self._update([f.as_posix() for f in files], topology=True, initial=True)
+        result = self._update([f.as_posix() for f in files], topology=True, initial=True)
+        # What the load kept lives as long as the snapshot: out of the collector's way (a
+        # full collection walking 100,000 intents' objects stalled a reload by tens of ms),
+        # once the load's cyclic garbage is gone (frozen, it would be kept for good).
+        gc.collect()
+        gc.freeze()
+        return result
 
     def update(self, changed: Iterable[str | Path]) -> ReloadResult:
         """Apply a batch of changed paths (added, modified or deleted)."""
@@ -197,7 +204,10 @@ class Reloader:
         self._topology_generation += 1
 
     def _update(self, names: list[str], topology: bool, initial: bool) -> ReloadResult:
-        with self._lock, collector.paused():   # no collection walks the swap (collector.py)
+        # No collection walks the load or a swap (collector.py); nothing is frozen here:
+        # the graph and the planner leave cyclic garbage (networkx graphs, the scheduler's
+        # records) that freezing would keep for good (35 MB at 10,000 intents).
+        with self._lock, collector.paused():
             reparsed = tuple(n for n in names if self._read(n))
             if topology or initial:
                 self._load_topology()
@@ -247,20 +257,20 @@ class Reloader:
         patched = None if reuse or not same_topology or previous is None else self._incremental(previous, changes)
         index: PlanIndex | None = None
         if reuse and previous is not None:
-            plan, plan_doc, graph_doc = previous.plan, previous.plan_doc, previous.graph_doc
+            plan, plan_text, graph_text = previous.plan, previous.plan_text, previous.graph_text
             plan_diags, plan_files = previous.plan_diagnostics, previous.plan_files
         elif isinstance(patched, Replanned) and previous is not None:
             plan = patched.plan
             # kept sorted (by file first): the refreshed files' blocks are swapped, not filtered out
             plan_diags = _report_patched(previous.plan_diagnostics, patched.files, (), patched.diagnostics)
             plan_files = (previous.plan_files - patched.files) | files_of(patched.diagnostics)
-            plan_doc, graph_doc = _plan_doc(plan), _graph_doc(program)
+            plan_text, graph_text = _plan_text(plan), _graph_text(program)
         else:
             g, graph_diags = graph.build(program)
             plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
             plan_diags = tuple(sorted_diagnostics(graph_diags + found))
             plan_files = files_of(plan_diags)
-            plan_doc, graph_doc = _plan_doc(plan), _graph_doc(program, g)
+            plan_text, graph_text = _plan_text(plan), _graph_text(program)
             index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
         if quiet and reuse and previous is not None:
             report = previous.diagnostics
@@ -286,7 +296,7 @@ class Reloader:
                                      loaded.topology, moved)
         self._generation += 1
         snapshot = Snapshot(
-            self._generation, program, plan, made.rendered, report, plan_doc, graph_doc,
+            self._generation, program, plan, made.rendered, report, plan_text, graph_text,
             self._topology_generation, plan_diags, uris, global_diags, made.intents, made.setup, made.setup_texts,
             loaded.topology,
             previous.global_files if previous is not None and global_diags is previous.global_diagnostics
@@ -383,15 +393,17 @@ class Reloader:
                 with self._lock:
                     if self._current is not current:
                         continue                                # an edit came in meanwhile: render again
-                    result = self._swap_full(current, plan, plan_diags, _graph_doc(current.program, g), made)
+                    result = self._swap_full(current, plan, plan_diags, _graph_text(current.program), made)
                     self._index = index
-                    # long-lived and acyclic, like what the load built: out of the collector's walks
+                    # long-lived and acyclic, like what the load built: out of the collector's
+                    # walks, once the re-plan's cyclic garbage is gone (frozen, it stays for good)
+                    gc.collect()
                     gc.freeze()
                 for listener in self._listeners:
                     listener(result)
                 return
 
-    def _swap_full(self, current: Snapshot, plan: Plan, plan_diags: tuple[Diagnostic, ...], graph_doc: LazyText,
+    def _swap_full(self, current: Snapshot, plan: Plan, plan_diags: tuple[Diagnostic, ...], graph_text: PackedText,
                    made: Render) -> ReloadResult:
         """Swap a full plan in for the incremental one of `current` (under the lock)."""
         loaded, topo_diags, topo_text = self._topology
@@ -399,7 +411,7 @@ class Reloader:
                                           + list(plan_diags)))
         self._generation += 1
         snapshot = replace(current, generation=self._generation, plan=plan, rendered=made.rendered,
-                           diagnostics=report, plan_doc=_plan_doc(plan), graph_doc=graph_doc,
+                           diagnostics=report, plan_text=_plan_text(plan), graph_text=graph_text,
                            plan_diagnostics=plan_diags, intents=made.intents, setup=made.setup,
                            setup_texts=made.setup_texts, plan_files=files_of(plan_diags))
         self._current = snapshot
@@ -449,12 +461,12 @@ def _per_intent_patched(kept: tuple[Diagnostic, ...], program: Program,
     return kept if out == kept else out
 
 
-def _plan_doc(plan: Plan) -> LazyText:
-    return LazyText(lambda: plan_to_json(plan))
+def _plan_text(plan: Plan) -> PackedText:
+    """plan.json, made when first read (`watch --out`; the daemon never reads it): making it
+    at 100,000 intents cost seconds and a transient of ~100 MB per re-plan."""
+    return PackedText(make=partial(plan_to_json, plan))
 
 
-def _graph_doc(program: Program, g: nx.DiGraph | None = None) -> LazyText:
-    def make() -> str:
-        h = g if g is not None else graph.build(program)[0]
-        return graph.to_json(h, graph.waves(h))
-    return LazyText(make)
+def _graph_text(program: Program) -> PackedText:
+    """graph.json, likewise; the graph is built again on reading rather than kept meanwhile."""
+    return PackedText(make=partial(_graph_json, program))

@@ -12,13 +12,13 @@ from functools import cached_property
 from typing import Any, Mapping
 
 from intentc.compile import MANIFESTS_DIR
-from intentc.daemon.reload.lazy import LazyText
 from intentc.diagnostics import Diagnostic
 from intentc.frontend import FileResult
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import Placement, Plan
 from intentc.render.model import Choice, Manifest, Rendered
 from intentc.render.output import manifest_filename, step_width, to_yaml
+from intentc.render.packed import PackedText
 from intentc.topology.load import LoadedTopology
 
 
@@ -69,8 +69,8 @@ class Snapshot:
     plan: Plan
     rendered: Rendered
     diagnostics: tuple[Diagnostic, ...]
-    plan_doc: LazyText                  # plan.json, made when first read (`plan_json`)
-    graph_doc: LazyText                 # graph.json, likewise
+    plan_text: PackedText          # plan.json and graph.json, made when first read and kept
+    graph_text: PackedText         # compressed: read them as `plan_json` / `graph_json`
     topology_generation: int = field(repr=False, default=0)          # the topology file read the plan saw
     plan_diagnostics: tuple[Diagnostic, ...] = field(repr=False, default=())
     uris: Mapping[str, str | None] = field(repr=False, default_factory=dict)
@@ -87,11 +87,11 @@ class Snapshot:
 
     @property
     def plan_json(self) -> str:
-        return self.plan_doc.get()
+        return str(self.plan_text)
 
     @property
     def graph_json(self) -> str:
-        return self.graph_doc.get()
+        return str(self.graph_text)
 
     def files(self) -> dict[str, str]:
         """Output path -> text, exactly `CompileResult.files()` of a full compile."""

@@ -1,0 +1,156 @@
+"""What keeps the daemon's memory small and flat (docs/reload.md, "Memory").
+
+Packed bodies must give back exactly what was packed (every output is made
+from them); the Reloader keeps its renders packed; a git compile must leave
+nothing frozen and no `git cat-file` process behind (the soak's growth).
+"""
+
+from __future__ import annotations
+
+import enum
+import gc
+import os
+import pickle
+import shutil
+import threading
+from pathlib import Path
+
+import git
+import pytest
+
+from intentc.compile import compile_paths
+from intentc.daemon.reload import Reloader
+from intentc.daemon.source import GitSource
+from intentc.drift.detect import detect
+from intentc.render.capabilities import KubeVersion
+from intentc.render.model import Manifest, ObjectRef
+from intentc.render.output import to_yaml
+from intentc.render.packed import BodyCodec, PackedBody, PackedText
+
+FIXTURE = Path(__file__).parent / "fixtures" / "repo"
+SHA = "c" * 40
+
+
+class Colour(str, enum.Enum):
+    RED = "red"
+
+
+BODY = {"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": "t", "labels": {"a": "b"}},
+        "spec": {"values": (0, 74, 75), "ratio": 0.95, "big": 2**40, "none": None, "flag": True,
+                 "colour": Colour.RED, "list": [{"x": 1}, {"y": [1.5, "z"]}]}}
+
+
+def test_packed_body_gives_back_exactly_what_was_packed() -> None:
+    codec = BodyCodec()
+    first = codec.pack({"kind": "Namespace", "metadata": {"name": "a"}})      # primes the dictionary
+    packed = codec.pack(BODY)
+    out = packed.unpack()
+    assert out == BODY and out is not BODY and packed.unpack() is not out       # a fresh dict each time
+    assert type(out["spec"]["values"]) is tuple and type(out["spec"]["colour"]) is Colour
+    assert type(out["spec"]["big"]) is int and type(out["spec"]["ratio"]) is float
+    plain = {**BODY, "spec": {k: v for k, v in BODY["spec"].items() if k != "colour"}}
+    assert to_yaml(codec.pack(plain).unpack()) == to_yaml(plain)
+    assert packed == BODY and BODY == packed and packed != first
+    assert first.unpack() == {"kind": "Namespace", "metadata": {"name": "a"}}
+
+
+def test_bodies_alike_pack_small() -> None:
+    def job(i: int) -> dict[str, object]:
+        return {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": f"job-{i}", "namespace": "team-a",
+                             "annotations": {f"intentc.dev/key-{k}": f"value-{k}" for k in range(20)}},
+                "spec": {"template": {"spec": {"containers": [{"name": "main", "image": f"img:{i}"}]}}}}
+    codec = BodyCodec()
+    codec.pack(job(0))
+    assert len(codec.pack(job(1))) * 4 < len(pickle.dumps(job(1), pickle.HIGHEST_PROTOCOL))
+
+
+def test_a_packed_manifest_equals_the_unpacked_one() -> None:
+    m = Manifest(ObjectRef.of(BODY), 4, BODY, "h", "j", "t")
+    p = m.packed(BodyCodec())
+    assert isinstance(p.content, PackedBody) and p.packed(BodyCodec()) is p
+    assert p == m and p.body == m.body and p.sort_key == m.sort_key
+    assert m.with_body({"kind": "X"}).body == {"kind": "X"}
+
+
+def test_packed_text_is_made_once_when_first_read() -> None:
+    calls = []
+
+    def make() -> str:
+        calls.append(1)
+        return "plan\n" * 1000
+
+    text = PackedText(make=make)
+    assert not calls
+    seen: list[str] = []
+    threads = [threading.Thread(target=lambda: seen.append(str(text))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == ["plan\n" * 1000] * 4 and calls == [1]
+    assert str(PackedText("x" * 100)) == "x" * 100 and PackedText("a") == PackedText(make=lambda: "a")
+    with pytest.raises(ValueError):
+        PackedText()
+
+
+def test_the_reloader_keeps_every_intent_packed_and_renders_what_compile_renders() -> None:
+    paths, topology = [str(FIXTURE / "intents")], str(FIXTURE / "clusters" / "small.yaml")
+    loaded = Reloader(paths, topology, SHA).load()
+    snap = loaded.snapshot
+    assert loaded.ok and snap is not None and snap.intents
+    assert all(isinstance(m.content, PackedBody) for r in snap.intents.values() for m in r.manifests)
+    full = compile_paths(paths, topology, SHA)
+    assert full.rendered is not None
+    assert snap.rendered.manifests == full.rendered.manifests          # packed == unpacked, object by object
+    assert snap.files() == full.files()
+    assert gc.get_freeze_count() > 0                                   # the load's objects out of the collector's way
+
+
+def test_detect_reads_the_desired_bodies_as_they_come() -> None:
+    live = [{**BODY, "metadata": {**BODY["metadata"], "annotations": {"intentc.dev/spec-hash": "x"}}}]
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "t"}}
+    as_list = detect([BODY, other], live)
+    assert detect(iter([BODY, other]), live) == as_list
+    assert detect((b for b in (BODY, other, BODY)), live) == as_list    # an object given twice is judged once
+
+
+def _cat_files() -> set[int]:
+    """This process's `git cat-file` children."""
+    out = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rpartition(")")[2].split()[1]) == os.getpid() and b"cat-file" in cmd:
+            out.add(int(entry.name))
+    return out
+
+
+def test_a_git_compile_leaves_nothing_frozen_and_no_git_process(tmp_path: Path) -> None:
+    root = tmp_path / "upstream"
+    shutil.copytree(FIXTURE, root)
+    with git.Repo.init(root, initial_branch="main") as repo:
+        with repo.config_writer() as cw:
+            cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+        repo.git.add(A=True)
+        repo.index.commit("first")
+    before = _cat_files()
+    src = GitSource(str(root), "main", ("intents",), "clusters/small.yaml", tmp_path / "work", "device-plugin", 0)
+    tracked = []
+    for _ in range(4):
+        compiled = src.compile(src.poll(), KubeVersion(1, 37))
+        assert compiled.ok
+        # what the compile froze (the parse's long-lived objects, and any cyclic garbage
+        # pending then) is handed back: frozen, garbage would be kept for good
+        assert gc.get_freeze_count() == 0
+        tracked.append(len(gc.get_objects()))
+    # ... and collected: unfrozen, it would wait for a full collection that unfrozen
+    # objects never bring on (each compile of this small repository left ~470 more behind)
+    assert tracked[3] - tracked[1] < 200, tracked
+    assert _cat_files() <= before            # every repository gitrepo opened was closed
