@@ -64,7 +64,7 @@ from intentc.plan.cluster import Cluster, NodeState
 from intentc.plan.metrics import jain_index
 from intentc.plan.model import BatchSizing, Placement, Plan, Strategy, TenantShare, Unplaced
 from intentc.plan.observation import without_observed
-from intentc.plan.placer import Placer, Refused, Request
+from intentc.plan.placer import Placer, Refused, Request, over_quota, waits_for_refused
 from intentc.plan.planner import (
     duration_warning,
     gpus_span,
@@ -271,11 +271,9 @@ class PlanIndex:
             return Refusal.of(intent, checked)
         view, limit = checked
         quota = self.terms[req.tenant].quota_gpus
-        if quota is not None and req.count > quota:
-            # the full planner's words (schedule.Simulation._refuse_impossible)
-            return Refusal.of(intent, Refused(
-                "quota", f"cannot place {req.describe()}: tenant {req.tenant} has a quota of {quota} GPUs",
-                "raise the tenant's GPU quota or lower the count"))
+        too_big = over_quota(req, quota)
+        if too_big is not None:
+            return Refusal.of(intent, too_big)
         eligible = [name for name, n in self.nodes.items() if view.eligible[self.placer.node_index[name]]]
         domain_of = {name: self.nodes[name].leaf.at_depth(limit).id for name in eligible}
         times = {ready}
@@ -405,9 +403,7 @@ class PlanIndex:
                 if succ in refused or succ not in touched:
                     continue
                 intent = intent_of(succ)
-                refused[succ] = Refusal.of(intent, Refused(
-                    "dependency", f'cannot start: "{succ}" waits for "{name}", which cannot be placed',
-                    f'fix the placement of "{name}" first'), intent.span)
+                refused[succ] = Refusal.of(intent, waits_for_refused(succ, name), intent.span)
                 stack.append(succ)
 
     def _assemble(self, fresh: dict[str, ir.Intent], order: list[str], old: dict[str, Placement],

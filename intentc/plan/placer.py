@@ -91,6 +91,21 @@ class Refused:
     hint: str
 
 
+def over_quota(req: Request, quota: int | None) -> Refused | None:
+    """A request larger than its tenant's whole GPU quota can never run (the full and the
+    incremental planner refuse it in these words)."""
+    if quota is None or req.count <= quota:
+        return None
+    return Refused("quota", f"cannot place {req.describe()}: tenant {req.tenant} has a quota of {quota} GPUs",
+                   "raise the tenant's GPU quota or lower the count")
+
+
+def waits_for_refused(name: str, refused: str) -> Refused:
+    """`name` waits for `refused`, which can never be placed: refused with it."""
+    return Refused("dependency", f'cannot start: "{name}" waits for "{refused}", which cannot be placed',
+                   f'fix the placement of "{refused}" first')
+
+
 class Placer:
     def __init__(self, cluster: Cluster) -> None:
         self.c = cluster

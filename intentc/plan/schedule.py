@@ -44,7 +44,7 @@ from intentc.plan.admission import FairShare, TenantTerms, queue_keys, sla_rank
 from intentc.plan.cluster import Cluster, Filter, NodeState, View
 from intentc.plan.metrics import idle_on_used_nodes
 from intentc.plan.model import NodeAllocation, Occupancy, Placement, Unplaced
-from intentc.plan.placer import Placed, Placer, Refused, Request
+from intentc.plan.placer import Placed, Placer, Refused, Request, over_quota, waits_for_refused
 from intentc.plan.repack import Movable, Room, Seated, make_room
 
 Gate = tuple[Filter, int, str | None]   # a waiting intent's filter, `within` depth, tenant if over quota
@@ -609,11 +609,9 @@ class Simulation:
             if isinstance(checked, Refused):
                 self._refuse(name, checked, self.spans[name])
                 continue
-            quota = self.terms[req.tenant].quota_gpus
-            if quota is not None and req.count > quota:
-                self._refuse(name, Refused(
-                    "quota", f"cannot place {req.describe()}: tenant {req.tenant} has a quota of {quota} GPUs",
-                    "raise the tenant's GPU quota or lower the count"), self.spans[name])
+            too_big = over_quota(req, self.terms[req.tenant].quota_gpus)
+            if too_big is not None:
+                self._refuse(name, too_big, self.spans[name])
         self._refuse_dependants(sorted(self.out.refusals))
 
     def _refuse_dependants(self, roots: list[str]) -> None:
@@ -624,9 +622,7 @@ class Simulation:
                 if succ in self.out.refusals or succ in self.out.seated:
                     continue
                 intent = self.jobs[succ].intent
-                self._refuse(succ, Refused(
-                    "dependency", f'cannot start: "{succ}" waits for "{name}", which cannot be placed',
-                    f'fix the placement of "{name}" first'), intent.span)
+                self._refuse(succ, waits_for_refused(succ, name), intent.span)
                 stack.append(succ)
 
     def _refuse_leftovers(self, ready: dict[str, int]) -> None:
