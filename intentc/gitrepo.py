@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 import git
 
@@ -77,6 +76,9 @@ class CommitInfo:
 
 
 def _open(path: str | Path) -> git.Repo:
+    """The repository containing `path`; open it in a `with` (a `Repo` closes on the way
+    out): GitPython keeps `git cat-file` processes per open `Repo` until it is closed or
+    collected, and a daemon reading every commit must not leave that to the collector."""
     try:
         return git.Repo(Path(path), search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
@@ -84,35 +86,23 @@ def _open(path: str | Path) -> git.Repo:
                              "run from a clone of the repository, or pass --repo") from exc
 
 
-@contextmanager
-def _opened(path: str | Path) -> Iterator[git.Repo]:
-    """A repository, closed on the way out: GitPython keeps `git cat-file` processes
-    per open `Repo` until it is closed or collected, and a daemon reading every
-    commit must not leave that to the collector."""
-    repo = _open(path)
-    try:
-        yield repo
-    finally:
-        repo.close()
-
-
 def repo_root(path: str | Path = ".") -> Path:
     """The top of the working tree that contains `path`."""
-    with _opened(path) as repo:
+    with _open(path) as repo:
         if repo.working_tree_dir is None:
             raise NotARepository(f"{path} is a bare repository; a working tree is needed")
         return Path(repo.working_tree_dir).resolve()
 
 
 def is_shallow(repo_path: str | Path = ".") -> bool:
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         return (Path(repo.git_dir) / "shallow").exists()
 
 
 def resolve(repo_path: str | Path, rev: str) -> str:
     """The 40-hex commit SHA of any revision expression (`main`, `origin/main`,
     `HEAD~3`, a short SHA); `RevisionError` when it does not resolve."""
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         try:
             # git itself, not GitPython's parser: it honours the shallow boundary
             # (`HEAD~1` of a depth-1 clone must fail, not name a missing object).
@@ -157,7 +147,7 @@ def list_tree(repo_path: str | Path, rev: str | None, paths: Sequence[str] = (""
     if rev is None:
         root = repo_root(repo_path)
         return {p: blob_sha(data) for p, data in _walk_worktree(root, paths, wanted, exclude).items()}
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         sha = resolve(repo_path, rev)
         spec = ["."] if "" in paths or not paths else list(paths)
         out = repo.git.ls_tree("-r", "-z", "--full-tree", sha, "--", *spec)
@@ -203,7 +193,7 @@ def _walk_worktree(root: Path, paths: Sequence[str], suffixes: Sequence[str],
 
 def read_blobs(repo_path: str | Path, shas: Iterable[str]) -> dict[str, bytes]:
     """Blob contents by SHA, from the object database (no checkout)."""
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         out: dict[str, bytes] = {}
         for sha in sorted(set(shas)):
             try:
@@ -228,7 +218,7 @@ def merge_base(repo_path: str | Path, a: str, b: str) -> str:
     """The best common ancestor of two revisions: what a pull request is
     compared against, so commits that landed on the base branch meanwhile
     do not show up as reverted."""
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         sha_a, sha_b = resolve(repo_path, a), resolve(repo_path, b)
         bases = repo.merge_base(sha_a, sha_b)
         if not bases:
@@ -237,7 +227,7 @@ def merge_base(repo_path: str | Path, a: str, b: str) -> str:
 
 
 def is_ancestor(repo_path: str | Path, ancestor: str, descendant: str) -> bool:
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         return bool(repo.is_ancestor(repo.commit(resolve(repo_path, ancestor)),
                                      repo.commit(resolve(repo_path, descendant))))
 
@@ -246,7 +236,7 @@ def commits_on(repo_path: str | Path, rev: str = "HEAD", paths: Sequence[str] = 
                since: str | None = None, max_count: int | None = None) -> list[CommitInfo]:
     """Commits reachable from `rev` (and not from `since`) that touch `paths`,
     newest first."""
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         target = resolve(repo_path, rev)
         spec = f"{resolve(repo_path, since)}..{target}" if since else target
         commits = (repo.iter_commits(spec, list(paths)) if max_count is None
@@ -317,7 +307,7 @@ def mirror(url: str, workdir: str | Path) -> Path:
 
 def fetch_branch(repo_path: str | Path, branch: str, remote: str = "origin") -> str:
     """Fetch `branch` from `remote` into the mirror's own branch ref; its new SHA."""
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         try:
             repo.git.fetch("--quiet", "--no-tags", remote, f"+refs/heads/{branch}:refs/heads/{branch}")
         except git.GitCommandError as exc:
@@ -339,14 +329,14 @@ def newer_than(repo_path: str | Path, rev: str, max_count: int = 10_000) -> tupl
     """SHAs of the commits on any branch or tag that `rev` does not reach (`git rev-list --all ^rev`):
     commits the repository has that are not behind the checked-out one — e.g. the branch
     head after `git checkout` of an older commit."""
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         out = repo.git.rev_list("--all", "--max-count", str(max_count), "^" + resolve(repo_path, rev))
         return tuple(line for line in out.splitlines() if line)
 
 
 def rev_list(repo_path: str | Path, rev: str, max_count: int | None = None) -> tuple[str, ...]:
     """SHAs of the commits reachable from `rev`, newest first (`git rev-list`)."""
-    with _opened(repo_path) as repo:
+    with _open(repo_path) as repo:
         args = ["--max-count", str(max_count)] if max_count is not None else []
         out = repo.git.rev_list(*args, resolve(repo_path, rev))
         return tuple(line for line in out.splitlines() if line)
