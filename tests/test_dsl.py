@@ -307,3 +307,21 @@ def test_the_lalr_loop_is_lark_cythons() -> None:
     assert type(dsl._PARSER.parser.parser).__module__ == "lark_cython.lark_cython"
     result = dsl.parse_full(SourceFile("x.intent", "tenant t { tier: gold }\nintent {\n"))
     assert [d.code for d in result.diagnostics] == ["E0101"] and len(result.program.tenants) == 1
+
+
+@pytest.mark.parametrize("before", [0, 1, dsl._Lexer.BATCH - 3, dsl._Lexer.BATCH, 3 * dsl._Lexer.BATCH + 1])
+def test_positions_past_a_lexed_batch(before: int) -> None:
+    """The lexer works ahead in batches of tokens: a token, a comment or a bad
+    character after a batch boundary, on the same line or after line breaks
+    and blank lines, keeps its exact position."""
+    tags = ", ".join(f"t{k}" for k in range(before))
+    text = (f'intent j {{\n  trigger: on push\n  action: batch image "b:1"\n'
+            f"  context: tenant t, tags [{tags}]  # note\n\n  \t\n  constraints: cpu 4 @\n}}\n")
+    result = parse(text)
+    assert [(d.code, d.span.line, d.span.column) for d in result.diagnostics] == [("E0102", 7, 22)]
+    line4 = text.split("\n")[3]
+    assert [(c.line, c.column, c.text) for c in result.comments] == [(4, line4.index("#") + 1, "# note")]
+    args = "".join(f'"a{k}", ' for k in range(before))
+    one_line = f'tenant t {{ tier: gold }} intent j {{ action: batch image "b" command [{args}@] }}'
+    same_line = parse(one_line).diagnostics
+    assert [(d.code, d.span.line, d.span.column) for d in same_line] == [("E0102", 1, one_line.index("@") + 1)]
