@@ -197,6 +197,16 @@ def _field_spans(file: str, keys: tuple[str, ...], positions: bytes) -> FieldSpa
 
 
 _NO_FIELD_SPANS = FieldSpans()
+NO_FIELD_SPANS = _NO_FIELD_SPANS
+
+# Where a value was written, as (a node's field spans, the field's name, the span
+# to use when that field has none): a check passes this along and builds the
+# `Span` (`span_of`) only when it reports, not for every value it looks at.
+Where = tuple[FieldSpans, str, Span]
+
+
+def span_of(where: Where) -> Span:
+    return where[0].get(where[1], where[2])
 
 
 def _span() -> Span:

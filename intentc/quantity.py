@@ -7,6 +7,7 @@ that text gets a value, so the domain pass (is it valid?), the planner
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -22,8 +23,13 @@ _QUANTITY = re.compile(r"^(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 SUFFIXES = tuple(_BINARY) + tuple(s for s in _DECIMAL if s)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_quantity(text: str) -> Decimal | None:
-    """The value of a quantity, or None when the text is not one."""
+    """The value of a quantity, or None when the text is not one.
+
+    Cached: the same few texts ("16", "64Gi") recur on every intent, and the
+    local passes read each one twice (domain, kube_limits).  A `Decimal`
+    is immutable, and nothing in intentc changes the decimal context."""
     m = _QUANTITY.match(text.strip())
     if not m:
         return None

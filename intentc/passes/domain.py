@@ -13,9 +13,9 @@ from typing import Iterator
 
 from intentc.diagnostics import EXCERPT_CHARS, Diagnostic, Span, error, excerpt, warning
 from intentc.duration import parse_duration
-from intentc.ir import (ActionKind, DriftPolicy, Fallback, FieldSpans, Intent, KvCache, ModelSettings,
-                        Precision, Program, Scope, SlaClass, Tenant, ThroughputMode, Tier, TriggerKind,
-                        vocabulary)
+from intentc.ir import (NO_FIELD_SPANS, ActionKind, DriftPolicy, Fallback, FieldSpans, Intent, KvCache,
+                        ModelSettings, Precision, Program, Scope, SlaClass, Tenant, ThroughputMode, Tier,
+                        TriggerKind, Where, span_of, vocabulary)
 from intentc.suggest import did_you_mean, one_of
 from intentc.tolerance import DEFAULT_SLA, allowed_precisions
 from intentc.quantity import parse_parameters, parse_quantity
@@ -33,50 +33,55 @@ def _at(spans: FieldSpans, key: str, default: Span) -> Span:
     return spans.get(key, default)
 
 
-def _vocab(code: str, what: str, value: str | None, enum_cls: type[enum.Enum], span: Span) -> Check:
+# The checks of every value take where it was written as a `Where` and build the
+# `Span` only when they report: some twenty values per intent are looked at,
+# and building each one's span up front was a tenth of the local passes.
+
+def _vocab(code: str, what: str, value: str | None, enum_cls: type[enum.Enum], where: Where) -> Check:
     if value is not None and value not in vocabulary(enum_cls):
         allowed = vocabulary(enum_cls)
-        yield error(code, f'unknown {what} "{excerpt(value)}"{did_you_mean(value, allowed)}', span,
-                    hint=f"use {one_of(allowed)}")
+        yield error(code, f'unknown {what} "{excerpt(value)}"{did_you_mean(value, allowed)}',
+                    span_of(where), hint=f"use {one_of(allowed)}")
 
 
-def dns_label(kind: str, name: str, span: Span) -> Check:
+def dns_label(kind: str, name: str, where: Where) -> Check:
     if len(name) > DNS1123_MAX or not DNS1123_LABEL.match(name):
         fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:DNS1123_MAX] or "name"
         example = f', e.g. "{fixed}"' if len(fixed) <= EXCERPT_CHARS else ""   # never a long echo
-        yield error("E0410", f'{kind} name "{excerpt(name)}" is not a DNS-1123 label', span,
+        yield error("E0410", f'{kind} name "{excerpt(name)}" is not a DNS-1123 label', span_of(where),
                     hint=f"lower-case letters, digits and '-', at most {DNS1123_MAX} characters, "
                          f"starting and ending with a letter or digit{example}")
 
 
-def _quantity(what: str, value: str | None, span: Span, positive: bool = False) -> Check:
+def _quantity(what: str, value: str | None, where: Where, positive: bool = False) -> Check:
     if value is None:
         return
     q = parse_quantity(value)
     if q is None:
-        yield error("E0411", f'{what} "{excerpt(value)}" is not a valid quantity', span,
+        yield error("E0411", f'{what} "{excerpt(value)}" is not a valid quantity', span_of(where),
                     hint='write a Kubernetes quantity such as "500m", "16", "64Gi"')
     elif positive and q <= 0:
-        yield error("E0413", f"{what} must be greater than zero, got {excerpt(value)}", span)
+        yield error("E0413", f"{what} must be greater than zero, got {excerpt(value)}", span_of(where))
 
 
 def check_tenant(t: Tenant) -> Check:
-    yield from dns_label("tenant", t.name, _at(t.spans, "name", t.span))
-    yield from _vocab("E0408", "tenant tier", t.tier, Tier, _at(t.spans, "tier", t.span))
+    yield from dns_label("tenant", t.name, (t.spans, "name", t.span))
+    yield from _vocab("E0408", "tenant tier", t.tier, Tier, (t.spans, "tier", t.span))
     if t.weight is not None and t.weight <= 0:
         yield error("E0409", f"tenant weight must be a positive integer, got {t.weight}",
                     _at(t.spans, "weight", t.span), hint="tier defaults: gold 4, silver 2, bronze 1")
     if t.quota_gpus is not None and t.quota_gpus <= 0:
         yield error("E0413", f"tenant GPU quota must be greater than zero, got {t.quota_gpus}",
                     _at(t.spans, "quota_gpus", t.span), hint="omit the quota for no limit")
-    yield from _quantity("CPU quota", t.quota_cpu, _at(t.spans, "quota_cpu", t.span), positive=True)
-    yield from _quantity("memory quota", t.quota_memory, _at(t.spans, "quota_memory", t.span),
+    yield from _quantity("CPU quota", t.quota_cpu, (t.spans, "quota_cpu", t.span), positive=True)
+    yield from _quantity("memory quota", t.quota_memory, (t.spans, "quota_memory", t.span),
                          positive=True)
-    yield from _vocab("E0418", "drift policy", t.drift, DriftPolicy, _at(t.spans, "drift", t.span))
+    yield from _vocab("E0418", "drift policy", t.drift, DriftPolicy, (t.spans, "drift", t.span))
 
 
 def check_settings(s: ModelSettings, fallback: Span) -> Check:
-    at = lambda key: _at(s.spans, key, s.span if s.span.line else fallback)  # noqa: E731
+    base = s.span if s.span.line else fallback
+    at = lambda key: _at(s.spans, key, base)  # noqa: E731
     if s.batch is not None:
         if not s.batch.auto and s.batch.size is not None and not 1 <= s.batch.size <= BATCH_MAX:
             yield error("E0401", f"batch must be between 1 and {BATCH_MAX}, got {s.batch.size}",
@@ -87,31 +92,32 @@ def check_settings(s: ModelSettings, fallback: Span) -> Check:
     if s.seq_len is not None and not 1 <= s.seq_len <= SEQ_LEN_MAX:
         yield error("E0403", f"seq_len must be between 1 and {SEQ_LEN_MAX}, got {s.seq_len}",
                     at("seq_len"))
-    yield from _vocab("E0404", "kv_cache policy", s.kv_cache, KvCache, at("kv_cache"))
+    yield from _vocab("E0404", "kv_cache policy", s.kv_cache, KvCache, (s.spans, "kv_cache", base))
     if (s.kv_cache in (KvCache.RECYCLE.value, KvCache.EVICT.value) and s.seq_len is not None
             and RECYCLE_SEQ_LEN_MAX < s.seq_len <= SEQ_LEN_MAX):
         yield error("E0405", f'kv_cache "{s.kv_cache}" is not allowed with seq_len {s.seq_len}: '
                              f"sequences longer than {RECYCLE_SEQ_LEN_MAX} tokens use \"retain\"",
                     at("kv_cache"), hint="write `kv_cache: retain`, or lower seq_len to 4096")
-    yield from _vocab("E0406", "precision", s.precision, Precision, at("precision"))
-    yield from _quantity("model_memory", s.model_memory, at("model_memory"), positive=True)
+    yield from _vocab("E0406", "precision", s.precision, Precision, (s.spans, "precision", base))
+    yield from _quantity("model_memory", s.model_memory, (s.spans, "model_memory", base), positive=True)
     if s.parameters is not None and not parse_parameters(s.parameters):
         yield error("E1001", f'parameters "{s.parameters}" is not a parameter count', at("parameters"),
                     hint="a positive number with an optional K, M, B or T suffix, e.g. 8B or 350M")
     if s.kv_reuse is not None and not 0 <= s.kv_reuse <= 1:
         yield error("E1002", f"kv_reuse must be between 0 and 1, got {s.kv_reuse}", at("kv_reuse"),
                     hint="the expected share of KV-cache entries reused between requests, e.g. 0.8")
-    yield from _vocab("E1003", "throughput mode", s.throughput_mode, ThroughputMode, at("throughput_mode"))
+    yield from _vocab("E1003", "throughput mode", s.throughput_mode, ThroughputMode,
+                      (s.spans, "throughput_mode", base))
 
 
 def check_intent(i: Intent) -> Check:
-    yield from dns_label("intent", i.name, _at(i.spans, "name", i.span))
+    yield from dns_label("intent", i.name, (i.spans, "name", i.span))
     trig = i.trigger
-    yield from _vocab("E0420", "trigger", trig.kind, TriggerKind, trig.span)
+    yield from _vocab("E0420", "trigger", trig.kind, TriggerKind, (NO_FIELD_SPANS, "", trig.span))
     # the schedule itself is checked against Kubernetes' parser in passes.kube_limits
 
     act = i.action
-    yield from _vocab("E0420", "action kind", act.kind, ActionKind, _at(act.spans, "kind", act.span))
+    yield from _vocab("E0420", "action kind", act.kind, ActionKind, (act.spans, "kind", act.span))
     if act.kind != ActionKind.SERVE.value:
         for key, val in (("replicas", act.replicas), ("port", act.port)):
             if val is not None:
@@ -131,12 +137,12 @@ def check_intent(i: Intent) -> Check:
         yield from check_settings(act.settings, act.span)
 
     yield from _vocab("E0418", "drift policy", i.context.drift,
-                      DriftPolicy, _at(i.context.spans, "drift", i.context.span))
+                      DriftPolicy, (i.context.spans, "drift", i.context.span))
 
     c = i.constraints
-    yield from _quantity("cpu", c.cpu, _at(c.spans, "cpu", c.span), positive=True)
-    yield from _quantity("memory", c.memory, _at(c.spans, "memory", c.span), positive=True)
-    yield from _vocab("E0407", "SLA class", c.sla, SlaClass, _at(c.spans, "sla", c.span))
+    yield from _quantity("cpu", c.cpu, (c.spans, "cpu", c.span), positive=True)
+    yield from _quantity("memory", c.memory, (c.spans, "memory", c.span), positive=True)
+    yield from _vocab("E0407", "SLA class", c.sla, SlaClass, (c.spans, "sla", c.span))
     if c.tolerance is not None and not 0 < c.tolerance <= 1:
         yield error("E0414", f"tolerance must be in (0, 1], got {c.tolerance}",
                     _at(c.spans, "tolerance", c.span), hint="e.g. 0.95 tolerates 5% failed work")
@@ -159,7 +165,7 @@ def check_intent(i: Intent) -> Check:
     if c.retries is not None and not 0 <= c.retries <= 100:
         yield error("E1005", f"retries must be between 0 and 100, got {c.retries}",
                     _at(c.spans, "retries", c.span))
-    yield from _vocab("E1006", "fallback", c.fallback, Fallback, _at(c.spans, "fallback", c.span))
+    yield from _vocab("E1006", "fallback", c.fallback, Fallback, (c.spans, "fallback", c.span))
     if act.kind == ActionKind.SERVE.value:
         for key, given in (("retries", c.retries is not None), ("fallback", c.fallback is not None),
                            ("slack", c.slack is not None)):
@@ -171,9 +177,9 @@ def check_intent(i: Intent) -> Check:
         if g.count <= 0:
             yield error("E0412", f"GPU count must be greater than zero, got {g.count}",
                         _at(g.spans, "count", g.span), hint="omit `gpus` for a CPU-only intent")
-        yield from _quantity("GPU memory", g.memory, _at(g.spans, "memory", g.span), positive=True)
-        yield from _vocab("E0416", "placement scope", g.within, Scope, _at(g.spans, "within", g.span))
-        yield from _vocab("E0416", "placement scope", g.prefer, Scope, _at(g.spans, "prefer", g.span))
+        yield from _quantity("GPU memory", g.memory, (g.spans, "memory", g.span), positive=True)
+        yield from _vocab("E0416", "placement scope", g.within, Scope, (g.spans, "within", g.span))
+        yield from _vocab("E0416", "placement scope", g.prefer, Scope, (g.spans, "prefer", g.span))
 
 
 def check_domain(program: Program) -> tuple[Program, list[Diagnostic]]:
@@ -183,10 +189,10 @@ def check_domain(program: Program) -> tuple[Program, list[Diagnostic]]:
     for i in program.intents:
         diags.extend(check_intent(i))
     for d in program.datasets:
-        diags.extend(dns_label("dataset", d.name, _at(d.spans, "name", d.span)))
+        diags.extend(dns_label("dataset", d.name, (d.spans, "name", d.span)))
     declared = {d.name for d in program.datasets}
     for i in program.intents:
         for ref in i.produces:
             if ref.name not in declared:   # a declared one was checked above
-                diags.extend(dns_label("dataset", ref.name, ref.span))
+                diags.extend(dns_label("dataset", ref.name, (NO_FIELD_SPANS, "", ref.span)))
     return program, diags

@@ -24,8 +24,8 @@ from decimal import Decimal
 from typing import Iterator
 
 from intentc.cron import cron_problem
-from intentc.diagnostics import Diagnostic, Span, error, excerpt
-from intentc.ir import Intent, Program, Tenant, TriggerKind
+from intentc.diagnostics import Diagnostic, error, excerpt
+from intentc.ir import Intent, Program, Tenant, TriggerKind, Where, span_of
 from intentc.quantity import parse_quantity
 
 INT32_MAX = 2**31 - 1
@@ -35,30 +35,30 @@ _MILLI = Decimal("0.001")
 Check = Iterator[Diagnostic]
 
 
-def _integer(what: str, value: int | None, bits: int, span: Span) -> Check:
+def _integer(what: str, value: int | None, bits: int, where: Where) -> Check:
     limit = INT32_MAX if bits == 32 else INT64_MAX
     if value is not None and value > limit:
         yield error("E0421", f"{what} {excerpt(value, 24)} is larger than Kubernetes stores "
-                             f"(int{bits}, at most {limit})", span)
+                             f"(int{bits}, at most {limit})", span_of(where))
 
 
-def _quantity(what: str, text: str | None, span: Span) -> Check:
+def _quantity(what: str, text: str | None, where: Where) -> Check:
     value = parse_quantity(text) if text is not None else None
     if value is None:
         return                                 # not a quantity: E0411 of the domain pass
     if value > INT64_MAX:
         yield error("E0422", f'{what} "{excerpt(text)}" is larger than a Kubernetes quantity can be '
-                             f"(2^63-1); the API server would cap it", span)
+                             f"(2^63-1); the API server would cap it", span_of(where))
     elif value % _MILLI:
         yield error("E0422", f'{what} "{excerpt(text)}" has more than 3 decimal places; '
                              f"Kubernetes would round it up to {value.quantize(_MILLI, 'ROUND_CEILING')}",
-                    span, hint='write whole milli-units at the finest, e.g. "1m" or "0.001"')
+                    span_of(where), hint='write whole milli-units at the finest, e.g. "1m" or "0.001"')
 
 
 def check_tenant_limits(t: Tenant) -> Check:
-    yield from _integer("tenant GPU quota", t.quota_gpus, 64, t.spans.get("quota_gpus", t.span))
-    yield from _quantity("CPU quota", t.quota_cpu, t.spans.get("quota_cpu", t.span))
-    yield from _quantity("memory quota", t.quota_memory, t.spans.get("quota_memory", t.span))
+    yield from _integer("tenant GPU quota", t.quota_gpus, 64, (t.spans, "quota_gpus", t.span))
+    yield from _quantity("CPU quota", t.quota_cpu, (t.spans, "quota_cpu", t.span))
+    yield from _quantity("memory quota", t.quota_memory, (t.spans, "quota_memory", t.span))
 
 
 def check_intent_limits(i: Intent) -> Check:
@@ -70,14 +70,14 @@ def check_intent_limits(i: Intent) -> Check:
                         hint='five fields: minute hour day-of-month month day-of-week, e.g. "0 2 * * *", '
                              "or a macro such as @daily")
     act = i.action
-    yield from _integer("replicas", act.replicas, 32, act.spans.get("replicas", act.span))
+    yield from _integer("replicas", act.replicas, 32, (act.spans, "replicas", act.span))
     c = i.constraints
-    yield from _quantity("cpu", c.cpu, c.spans.get("cpu", c.span))
-    yield from _quantity("memory", c.memory, c.spans.get("memory", c.span))
+    yield from _quantity("cpu", c.cpu, (c.spans, "cpu", c.span))
+    yield from _quantity("memory", c.memory, (c.spans, "memory", c.span))
     if c.gpus is not None:
         g = c.gpus
-        yield from _integer("GPU count", g.count, 32, g.spans.get("count", g.span))
-        yield from _quantity("GPU memory", g.memory, g.spans.get("memory", g.span))
+        yield from _integer("GPU count", g.count, 32, (g.spans, "count", g.span))
+        yield from _quantity("GPU memory", g.memory, (g.spans, "memory", g.span))
 
 
 def check_kube_limits(program: Program) -> tuple[Program, list[Diagnostic]]:
