@@ -187,6 +187,16 @@ class FieldSpans(Compact):
         packer = _PACKERS.get(len(keys)) or _PACKERS.setdefault(len(keys), struct.Struct(f"={4 * len(keys)}I"))
         return cls(files.pop(), _shared_keys(keys), packer.pack(*chain.from_iterable(map(_POSITION_OF, spans))))
 
+    @classmethod
+    def pack(cls, file: str, positions: dict[str, tuple[int, int, int, int]]) -> "FieldSpans":
+        """`of` from (line, column, end line, end column) of each field, all in
+        `file`: a front end that has the positions need not make a `Span` of each."""
+        if not positions:
+            return _NO_FIELD_SPANS
+        keys = tuple(sorted(positions))
+        packer = _PACKERS.get(len(keys)) or _PACKERS.setdefault(len(keys), struct.Struct(f"={4 * len(keys)}I"))
+        return cls(file, _shared_keys(keys), packer.pack(*chain.from_iterable(map(positions.__getitem__, keys))))
+
     def __reduce__(self) -> tuple[object, ...]:
         return _field_spans, (self.file, self.keys, self.positions)
 

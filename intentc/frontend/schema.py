@@ -74,6 +74,14 @@ class YList(list[Any]):
         self.pos: list[Pos] = []
 
 
+def to_position(p: Pos) -> tuple[int, int, int, int]:
+    """What `to_span` makes of `p`, as (line, column, end line, end column)."""
+    line, col, end_line, end_col = p
+    if end_line < line or (end_line == line and end_col <= col):
+        end_line, end_col = line, col + 1
+    return line + 1, col + 1, end_line + 1, end_col + 1
+
+
 def to_span(file: str, p: Pos) -> Span:
     """1-based, end-exclusive; an empty value still gets a one-column span.
 

@@ -24,6 +24,7 @@ from intentc.frontend.schema import (
     YList,
     YMap,
     schema_diagnostics,
+    to_position,
     to_span,
 )
 from intentc.ir import (
@@ -76,11 +77,13 @@ class _Lower:
         return to_span(self.file, p[1]) if p else None
 
     def spans(self, m: YMap, fields: dict[str, str], extra: dict[str, Span | None] | None = None) -> FieldSpans:
-        found = {f: to_span(self.file, m.pos[k][1]) for f, k in fields.items() if k in m.pos}
+        """Where each field was written, packed straight from the reader's positions."""
+        pos = m.pos
+        found = {f: to_position(pos[k][1]) for f, k in fields.items() if k in pos}
         for f, s in (extra or {}).items():
             if s is not None:
-                found[f] = s
-        return FieldSpans.of(found)
+                found[f] = (s.line, s.column, s.end_line, s.end_column)
+        return FieldSpans.pack(self.file, found)
 
     # -- typed getters --------------------------------------------------------
 
