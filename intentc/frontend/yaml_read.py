@@ -81,9 +81,13 @@ class _TooDeep(Exception):
 
 
 class _Frame:
-    __slots__ = ("anchor", "height", "is_map", "key", "key_at", "label", "merges", "obj", "size", "start")
+    """A mapping or list being built.  Its `label` (how messages name it:
+    ``spec.action``-style keys, ``[2]`` for items) is worked out from the
+    parent and the slot it fills only when a message needs it."""
 
-    def __init__(self, obj: YMap | YList, label: str, anchor: str | None, start: Pos) -> None:
+    __slots__ = ("anchor", "height", "is_map", "key", "key_at", "merges", "obj", "parent", "size", "slot", "start")
+
+    def __init__(self, obj: YMap | YList, parent: _Frame | None, anchor: str | None, start: Pos) -> None:
         self.obj = obj
         self.is_map = isinstance(obj, YMap)
         self.key: object = None
@@ -92,8 +96,19 @@ class _Frame:
         self.size = 1
         self.height = 1
         self.anchor = anchor
-        self.label = label
+        self.parent = parent
+        # the key this value is written under, or its index in the parent list
+        self.slot: object = None if parent is None else parent.key if parent.is_map else len(parent.obj)
         self.start = start
+
+    @property
+    def label(self) -> str:
+        parent = self.parent
+        if parent is None:
+            return "document"
+        if parent.is_map:
+            return excerpt(self.slot) if isinstance(self.slot, str) else parent.label
+        return f"{parent.label}[{self.slot}]"
 
 
 def _short(tag: str) -> str:
@@ -242,14 +257,6 @@ class Reader:
             if height >= f.height:
                 f.height = height + 1
 
-        def child_label() -> str:
-            if not stack:
-                return "document"
-            f = stack[-1]
-            if f.is_map:
-                return excerpt(f.key) if isinstance(f.key, str) else f.label
-            return f"{f.label}[{len(f.obj)}]"
-
         while True:
             ev = get_event()
             t = type(ev)
@@ -311,7 +318,7 @@ class Reader:
                     self.err("E0211", f'unsupported YAML tag "{excerpt(_short(ev.tag))}"', start)
                 if ev.anchor:
                     anchors[ev.anchor] = None
-                stack.append(_Frame(made, child_label(), ev.anchor, start))
+                stack.append(_Frame(made, stack[-1] if stack else None, ev.anchor, start))
             elif t is MappingEndEvent or t is SequenceEndEvent:
                 depth -= 1
                 if skipping:
