@@ -109,7 +109,7 @@ class _Lexer(_cy.Lexer, Lexer):
     It speaks lark-cython's lexer interface (`next_token` per token,
     `lark_cython.Token`s, `EOFError` at the end), so the compiled LALR loop
     pulls tokens without a generator in between.  The text is lexed ahead,
-    `BATCH` tokens at a time, in one loop over `finditer` per line (WORD,
+    `BATCH` tokens at a time, in one loop over a regex scanner per line (WORD,
     STRING and COMMENT never span a line break, so a token's line and
     column need no counting of line breaks); `next_token` only hands the
     next token over, turning a WORD into a keyword where the parser's
@@ -161,15 +161,15 @@ class _Lexer(_cy.Lexer, Lexer):
         """Lex the next `BATCH` tokens (fewer at the end) into `st.ahead`, last token first."""
         text, pos, line, line_start = st.text, st.pos, st.line, st.line_start
         end, batch = len(text), self.BATCH
-        kinds, token, finditer, find = self.kinds, _cy.Token, self.scanner.finditer, text.find
+        kinds, token, scanner, find = self.kinds, _cy.Token, self.scanner.scanner, text.find
         out: list[Any] = []
         while True:
             eol = find("\n", pos)
             if eol < 0:
                 eol = end
-            for m in finditer(text, pos, eol):
-                if m.start() != pos:
-                    break
+            # each match starts where the last one ended; the first place no token
+            # starts ends the loop (in C: no check per token)
+            for m in iter(scanner(text, pos, eol).match, None):
                 i: int = m.lastindex  # type: ignore[assignment]  # every alternative is a group
                 start, pos = m.span(i)
                 col = start - line_start + 1
