@@ -23,7 +23,7 @@ import operator
 import struct
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import ClassVar, Iterator, Mapping
+from typing import Any, ClassVar, Iterator, Mapping
 
 from intentc.compact import Compact
 from intentc.diagnostics import Span, make_span
@@ -143,6 +143,10 @@ _POSITION_OF = operator.attrgetter("line", "column", "end_line", "end_column")
 _FILE = operator.attrgetter("file")
 
 
+def _packer(fields: int) -> struct.Struct:
+    return _PACKERS.get(fields) or _PACKERS.setdefault(fields, struct.Struct(f"={4 * fields}I"))
+
+
 def _shared_keys(keys: tuple[str, ...]) -> tuple[str, ...]:
     """One tuple object per set of field names, however many nodes use it."""
     return _KEYS.setdefault(keys, keys)
@@ -179,23 +183,30 @@ class FieldSpans(Compact):
     def of(cls, mapping: dict[str, Span]) -> "FieldSpans":
         if not mapping:
             return _NO_FIELD_SPANS
-        keys = tuple(sorted(mapping))
-        spans = list(map(mapping.__getitem__, keys))
-        files = set(map(_FILE, spans))
+        files = set(map(_FILE, mapping.values()))
         if len(files) != 1:
             raise ValueError("the field spans of one node lie in one file")
-        packer = _PACKERS.get(len(keys)) or _PACKERS.setdefault(len(keys), struct.Struct(f"={4 * len(keys)}I"))
-        return cls(files.pop(), _shared_keys(keys), packer.pack(*chain.from_iterable(map(_POSITION_OF, spans))))
+        return cls.located(files.pop(), mapping)
+
+    @classmethod
+    def located(cls, file: str, mapping: Mapping[str, Any]) -> "FieldSpans":
+        """`of` for values that carry ``line``, ``column``, ``end_line`` and
+        ``end_column``, all in `file`: `Span`s, or a parser's tokens, so that a
+        front end need not make a `Span` of each."""
+        if not mapping:
+            return _NO_FIELD_SPANS
+        keys = tuple(sorted(mapping))
+        return cls(file, _shared_keys(keys),
+                   _packer(len(keys)).pack(*chain.from_iterable(map(_POSITION_OF, map(mapping.__getitem__, keys)))))
 
     @classmethod
     def pack(cls, file: str, positions: dict[str, tuple[int, int, int, int]]) -> "FieldSpans":
-        """`of` from (line, column, end line, end column) of each field, all in
-        `file`: a front end that has the positions need not make a `Span` of each."""
+        """`of` from (line, column, end line, end column) of each field, all in `file`."""
         if not positions:
             return _NO_FIELD_SPANS
         keys = tuple(sorted(positions))
-        packer = _PACKERS.get(len(keys)) or _PACKERS.setdefault(len(keys), struct.Struct(f"={4 * len(keys)}I"))
-        return cls(file, _shared_keys(keys), packer.pack(*chain.from_iterable(map(positions.__getitem__, keys))))
+        return cls(file, _shared_keys(keys),
+                   _packer(len(keys)).pack(*chain.from_iterable(map(positions.__getitem__, keys))))
 
     def __reduce__(self) -> tuple[object, ...]:
         return _field_spans, (self.file, self.keys, self.positions)

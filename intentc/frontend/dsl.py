@@ -161,7 +161,8 @@ class _Lexer(_cy.Lexer, Lexer):
         """Lex the next `BATCH` tokens (fewer at the end) into `st.ahead`, last token first."""
         text, pos, line, line_start = st.text, st.pos, st.line, st.line_start
         end, batch = len(text), self.BATCH
-        kinds, token, scanner, find = self.kinds, _cy.Token, self.scanner.scanner, text.find
+        kinds, token, find = self.kinds, _cy.Token, text.find
+        scanner = self.scanner.scanner  # type: ignore[attr-defined]  # re.Pattern.scanner: not in typeshed
         out: list[Any] = []
         while True:
             eol = find("\n", pos)

@@ -37,7 +37,11 @@ from intentc.ir import (
     Trigger,
 )
 
-_Item = tuple[str, Any, Span, Token]
+# (key, value, where the value was written, keyword token).  Where: a `Span`, or
+# the value's own token when that is all of it (tokens carry the same line,
+# column, end_line and end_column): field spans are packed from positions, and
+# a Span made per value only to be taken apart again was a fifth of the spans.
+_Item = tuple[str, Any, Any, Token]
 
 
 
@@ -74,7 +78,10 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     def _sp(self, t: Token) -> Span:
         return make_span(self.path, t.line, t.column, t.end_line, t.end_column)
 
-    def _cover(self, a: Span, b: Span) -> Span:
+    def _fields(self, spans: dict[str, Any]) -> FieldSpans:
+        return FieldSpans.located(self.path, spans)
+
+    def _cover(self, a: Span, b: Any) -> Span:
         return make_span(self.path, a.line, a.column, b.end_line, b.end_column)
 
     def _text(self, t: Token) -> str:
@@ -120,9 +127,9 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         self._bad(t, f"{what} must be a number", "0.95")
         return None
 
-    def _unique(self, items: Iterable[_Item], where: str) -> dict[str, tuple[Any, Span, Token]]:
+    def _unique(self, items: Iterable[_Item], where: str) -> dict[str, tuple[Any, Any, Token]]:
         """Items by key; a key given twice is E0105 at the second, noting the first."""
-        seen: dict[str, tuple[Any, Span, Token]] = {}
+        seen: dict[str, tuple[Any, Any, Token]] = {}
         for key, value, span, kw in items:
             first = seen.get(key)
             if first is None:
@@ -135,8 +142,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         return seen
 
     @staticmethod
-    def _take(u: dict[str, tuple[Any, Span, Token]], keys: Iterable[str], fields: dict[str, Any],
-              spans: dict[str, Span], prefix: str = "") -> None:
+    def _take(u: dict[str, tuple[Any, Any, Token]], keys: Iterable[str], fields: dict[str, Any],
+              spans: dict[str, Any], prefix: str = "") -> None:
         for key in keys:
             hit = u.get(key)
             if hit is not None and hit[0] is not None:
@@ -164,7 +171,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         if "quota" in u:
             quota = self._unique(u["quota"][0], f"the quota of {where}")
             self._take(quota, ("gpus", "cpu", "memory"), fields, spans, prefix="quota_")
-        t = Tenant(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
+        t = Tenant(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=self._fields(spans),
                    **fields)
         self.decls.append(t)
         return t
@@ -177,12 +184,12 @@ class Lowering(Transformer):  # type: ignore[type-arg]
             return "quota", items, self._items_span(items), kw
         v = c[2]
         value = self._int(v, "weight") if key == "weight" else self._text(v)
-        return key, value, self._sp(v), kw
+        return key, value, v, kw
 
     def quota_item(self, c: list[Any]) -> _Item:
         kw, v = c
         value = self._int(v, "a GPU quota") if kw.type == "GPUS" else self._text(v)
-        return kw.type.lower(), value, self._sp(v), kw
+        return kw.type.lower(), value, v, kw
 
     def dataset(self, c: list[Any]) -> Dataset:
         name = self._text(c[1])
@@ -190,13 +197,13 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         fields: dict[str, Any] = {}
         if len(c) > 2:
             self._take(self._unique(c[3:-1], f"dataset '{name}'"), ("uri",), fields, spans)
-        d = Dataset(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
+        d = Dataset(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=self._fields(spans),
                     **fields)
         self.decls.append(d)
         return d
 
     def dataset_clause(self, c: list[Any]) -> _Item:
-        return "uri", self._text(c[2]), self._sp(c[2]), c[0]
+        return "uri", self._text(c[2]), c[2], c[0]
 
     def intent(self, c: list[Any]) -> Intent | None:
         name = self._text(c[1])
@@ -214,7 +221,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
                    fields, spans)
         if "constraints" not in fields:     # no clause: later passes still get a place to point at
             fields["constraints"] = Constraints(span=name_span)
-        i = Intent(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
+        i = Intent(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=self._fields(spans),
                    **fields)
         self.decls.append(i)
         return i
@@ -246,7 +253,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         pairs: list[tuple[str, str, Span]] = [p for p in c[1:-1] if isinstance(p, tuple)]
         spans = {f"label:{k}": sp for k, _, sp in pairs}
         return ClusterSelector(match_labels=tuple(sorted((k, v) for k, v, _ in pairs)), by_labels=True,
-                               span=span, spans=FieldSpans.of(spans))
+                               span=span, spans=self._fields(spans))
 
     def label_pair(self, c: list[Any]) -> tuple[str, str, Span]:
         return self._text(c[0]), self._text(c[2]), self._cover(self._sp(c[0]), self._sp(c[2]))
@@ -276,9 +283,9 @@ class Lowering(Transformer):  # type: ignore[type-arg]
                                     hint='add the container image: image "registry/app:1.0"'))
             return None, span
         fields: dict[str, Any] = {}
-        spans = {"kind": self._sp(kind)}
+        spans: dict[str, Any] = {"kind": kind}
         self._take(u, ("image", "model", "command", "replicas", "port"), fields, spans)
-        return Action(self._text(kind), settings=settings, span=span, spans=FieldSpans.of(spans),
+        return Action(self._text(kind), settings=settings, span=span, spans=self._fields(spans),
                       **fields), span
 
     def action_part(self, c: list[Any]) -> _Item:
@@ -288,8 +295,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
             values, span = v
             return "command", values, span, kw
         if t in ("REPLICAS", "PORT"):
-            return t.lower(), self._int(v, t.lower()), self._sp(v), kw
-        return t.lower(), self._text(v), self._sp(v), kw
+            return t.lower(), self._int(v, t.lower()), v, kw
+        return t.lower(), self._text(v), v, kw
 
     def string_list(self, c: list[Any]) -> tuple[tuple[str, ...], Span]:
         return tuple(self._text(t) for t in c[1:-1:2]), self._cover(self._sp(c[0]), self._sp(c[-1]))
@@ -301,9 +308,9 @@ class Lowering(Transformer):  # type: ignore[type-arg]
 
     def settings(self, c: list[Any]) -> ModelSettings:
         fields: dict[str, Any] = {}
-        spans: dict[str, Span] = {}
+        spans: dict[str, Any] = {}
         self._take(self._unique(c[1:-1], "the settings"), SETTING_KEYS, fields, spans)
-        return ModelSettings(span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=FieldSpans.of(spans),
+        return ModelSettings(span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=self._fields(spans),
                              **fields)
 
     def setting(self, c: list[Any]) -> _Item:
@@ -313,10 +320,10 @@ class Lowering(Transformer):  # type: ignore[type-arg]
             batch, span = v
             return "batch", batch, span, kw
         if t == "SEQ_LEN":
-            return "seq_len", self._int(v, "seq_len"), self._sp(v), kw
+            return "seq_len", self._int(v, "seq_len"), v, kw
         if t == "KV_REUSE":
-            return "kv_reuse", self._float(v, "kv_reuse"), self._sp(v), kw
-        return t.lower(), self._text(v), self._sp(v), kw
+            return "kv_reuse", self._float(v, "kv_reuse"), v, kw
+        return t.lower(), self._text(v), v, kw
 
     def batch(self, c: list[Any]) -> tuple[Batch | None, Span]:
         span = self._cover(self._sp(c[0]), self._sp(c[-1]))
@@ -333,11 +340,11 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     def context_item(self, c: list[Any]) -> _Item:
         kw, v = c
         if kw.type == "TENANT":
-            return "tenant", Ref(self._text(v), self._sp(v)), self._sp(v), kw
+            return "tenant", Ref(self._text(v), self._sp(v)), v, kw
         if kw.type == "TAGS":
             values, span, each = v
             return "tags", (values, each), span, kw
-        return "drift", self._text(v), self._sp(v), kw
+        return "drift", self._text(v), v, kw
 
     def _context(self, items: list[_Item]) -> Context | None:
         u = self._unique(items, "the context")
@@ -346,11 +353,11 @@ class Lowering(Transformer):  # type: ignore[type-arg]
                                     hint="add the owning tenant: context: tenant team-a"))
             return None
         fields: dict[str, Any] = {}
-        spans: dict[str, Span] = {}
+        spans: dict[str, Any] = {}
         self._take(u, ("tenant", "tags", "drift"), fields, spans)
         if "tags" in fields:
             fields["tags"], fields["tag_spans"] = fields["tags"]
-        return Context(span=self._items_span(items), spans=FieldSpans.of(spans), **fields)
+        return Context(span=self._items_span(items), spans=self._fields(spans), **fields)
 
     def constraint_item(self, c: list[Any]) -> _Item:
         kw, v = c
@@ -359,17 +366,17 @@ class Lowering(Transformer):  # type: ignore[type-arg]
             gpus, span = v
             return "gpus", gpus, span, kw
         if t in ("TOLERANCE", "SLACK"):
-            return t.lower(), self._float(v, t.lower()), self._sp(v), kw
+            return t.lower(), self._float(v, t.lower()), v, kw
         if t == "RETRIES":
-            return "retries", self._int(v, "retries"), self._sp(v), kw
-        return t.lower(), self._text(v), self._sp(v), kw
+            return "retries", self._int(v, "retries"), v, kw
+        return t.lower(), self._text(v), v, kw
 
     def _constraints(self, items: list[_Item]) -> Constraints:
         fields: dict[str, Any] = {}
-        spans: dict[str, Span] = {}
+        spans: dict[str, Any] = {}
         self._take(self._unique(items, "the constraints"),
                    CONSTRAINT_KEYS, fields, spans)
-        return Constraints(span=self._items_span(items), spans=FieldSpans.of(spans), **fields)
+        return Constraints(span=self._items_span(items), spans=self._fields(spans), **fields)
 
     def gpus(self, c: list[Any]) -> tuple[GpuRequest | None, Span]:
         count_tok = c[0]
@@ -380,12 +387,12 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         if count is None:
             return None, span
         fields: dict[str, Any] = {}
-        spans = {"count": self._sp(count_tok)}
+        spans: dict[str, Any] = {"count": count_tok}
         self._take(u, ("product", "memory", "within", "prefer"), fields, spans)
-        return GpuRequest(count, span=span, spans=FieldSpans.of(spans), **fields), span
+        return GpuRequest(count, span=span, spans=self._fields(spans), **fields), span
 
     def gpu_option(self, c: list[Any]) -> _Item:
         kw, v = c
-        return _GPU_OPTIONS[kw.type], self._text(v), self._sp(v), kw
+        return _GPU_OPTIONS[kw.type], self._text(v), v, kw
 
 
