@@ -57,6 +57,13 @@ from intentc.frontend.yaml_read import Reader
 # --------------------------------------------------------------------------
 
 _EMPTY = YMap((0, 0, 0, 0))
+# IR field -> YAML key, where they are the same
+_SETTING_FIELDS = {k: k for k in SETTING_KEYS}
+_ACTION_FIELDS = {k: k for k in ("kind", "image", "model", "command", "replicas", "port")}
+_CONTEXT_FIELDS = {k: k for k in ("tenant", "tags", "drift")}
+_GPU_FIELDS = {k: k for k in ("count", "product", "memory", "within", "prefer")}
+_CONSTRAINT_FIELDS = {k: k for k in CONSTRAINT_KEYS}
+_INTENT_FIELDS = {k: k for k in ("trigger", "action", "context", "constraints", "consumes", "produces", "clusters")}
 _DEFAULT_LEVELS = Topology(name="").levels
 
 
@@ -193,7 +200,7 @@ class _Lower:
             precision=self.str_of(m, "precision"), model_memory=self.quantity(m, "model_memory"),
             parameters=self.quantity(m, "parameters"), kv_reuse=self.float_of(m, "kv_reuse"),
             throughput_mode=self.str_of(m, "throughput_mode"), span=self.span(m.at),
-            spans=self.spans(m, {k: k for k in SETTING_KEYS}))
+            spans=self.spans(m, _SETTING_FIELDS))
 
     def action(self, spec: YMap) -> Action:
         a = self.map_of(spec, "action")
@@ -204,7 +211,7 @@ class _Lower:
             settings=self.settings(s) if isinstance(s, YMap) else None,
             replicas=self.int_of(a, "replicas"), port=self.int_of(a, "port"),
             span=self.vspan(spec, "action") or self.span(spec.at),
-            spans=self.spans(a, {k: k for k in ("kind", "image", "model", "command", "replicas", "port")}))
+            spans=self.spans(a, _ACTION_FIELDS))
 
     def context(self, spec: YMap) -> Context:
         c = self.map_of(spec, "context")
@@ -213,7 +220,7 @@ class _Lower:
         return Context(
             tenant=Ref(tenant or "", self.vspan(c, "tenant") or span), tags=self.strs(c, "tags"),
             drift=self.str_of(c, "drift"), tag_spans=self.item_spans(c, "tags"), span=span,
-            spans=self.spans(c, {k: k for k in ("tenant", "tags", "drift")}))
+            spans=self.spans(c, _CONTEXT_FIELDS))
 
     def constraints(self, spec: YMap) -> Constraints:
         if not isinstance(spec.get("constraints"), YMap):
@@ -229,13 +236,13 @@ class _Lower:
                 count=count, product=self.str_of(g, "product"),
                 memory=self.quantity(g, "memory"), within=self.str_of(g, "within"),
                 prefer=self.str_of(g, "prefer"), span=self.span(g.at),
-                spans=self.spans(g, {k: k for k in ("count", "product", "memory", "within", "prefer")}))
+                spans=self.spans(g, _GPU_FIELDS))
         return Constraints(
             cpu=self.quantity(c, "cpu"), memory=self.quantity(c, "memory"), gpus=gpus,
             sla=self.str_of(c, "sla"), tolerance=self.float_of(c, "tolerance"),
             duration=self.str_of(c, "duration"), slack=self.float_of(c, "slack"),
             retries=self.int_of(c, "retries"), fallback=self.str_of(c, "fallback"), span=self.span(c.at),
-            spans=self.spans(c, {k: k for k in CONSTRAINT_KEYS}))
+            spans=self.spans(c, _CONSTRAINT_FIELDS))
 
     def intent(self, doc: YMap, name: str, name_span: Span) -> Intent:
         spec = self.map_of(doc, "spec")
@@ -244,8 +251,7 @@ class _Lower:
             context=self.context(spec), constraints=self.constraints(spec),
             consumes=self.refs(spec, "consumes"), produces=self.refs(spec, "produces"),
             clusters=self.clusters(spec), span=self.span(doc.at),
-            spans=self.spans(spec, {k: k for k in ("trigger", "action", "context", "constraints",
-                                                   "consumes", "produces", "clusters")}, {"name": name_span}))
+            spans=self.spans(spec, _INTENT_FIELDS, {"name": name_span}))
 
     def clusters(self, spec: YMap) -> ClusterSelector | None:
         """`clusters: [a, b]` or `clusters: {matchLabels: {k: v}}` (malformed: the schema said so)."""
