@@ -353,6 +353,16 @@ def _plain_wrappers(callbacks: dict[Any, Any]) -> None:
                 callbacks[rule] = _splice(callback.node_builder, expand[0])
 
 
+def _parse(text: str | TextSlice[str]) -> None:
+    """`_PARSER.parse(text)` without lark's Python front-end layers in between
+    (`Lark.parse`, `ParsingFrontend.parse`, its start and plugin lookups): the
+    same lexer thread handed to the same lark-cython parser."""
+    _LALR.parse(_cy.LexerThread.from_text(_LEXER, text), _START)
+
+
+_LALR: Any = _PARSER.parser.parser
+_LEXER: Any = _PARSER.parser.lexer
+(_START,) = _PARSER.parser.parser_conf.start
 _plain_lookups(_STATES, _PARSER.parser.parser_conf.callbacks)
 _plain_repetitions(_PARSER.parser.parser_conf.callbacks)
 _plain_wrappers(_PARSER.parser.parser_conf.callbacks)
@@ -367,7 +377,7 @@ def _hint_index() -> dict[dsl_errors.HintKey, str]:
             continue
         _LOWER.begin("<example>")
         try:
-            _PARSER.parse(ex.text)
+            _parse(ex.text)
         except UnexpectedInput as exc:
             for key in dsl_errors.hint_keys(exc) or ():
                 index.setdefault(key, ex.hint)
@@ -411,7 +421,7 @@ def _run(text: str) -> None:
     A restart parses a `TextSlice` of the same text, so every position stays
     absolute and nothing is copied."""
     try:
-        _PARSER.parse(text)
+        _parse(text)
         return
     except UnexpectedInput as first:
         exc: UnexpectedInput = first
@@ -430,7 +440,7 @@ def _run(text: str) -> None:
             return
         base = boundaries[i]
         try:
-            _PARSER.parse(TextSlice(text, base, len(text)))  # type: ignore[arg-type]
+            _parse(TextSlice(text, base, len(text)))
             return
         except UnexpectedInput as again:
             exc = again
