@@ -57,8 +57,7 @@ class YMap(dict[str, Any]):
 
     __slots__ = ("at", "pos")
 
-    def __init__(self, at: Pos) -> None:
-        super().__init__()
+    def __init__(self, at: Pos) -> None:     # empty from `dict.__new__`: no `dict.__init__` call
         self.at = at
         self.pos: dict[str, tuple[Pos, Pos]] = {}      # key -> (key position, value position)
 
@@ -68,8 +67,7 @@ class YList(list[Any]):
 
     __slots__ = ("at", "pos")
 
-    def __init__(self, at: Pos) -> None:
-        super().__init__()
+    def __init__(self, at: Pos) -> None:     # empty from `list.__new__`: no `list.__init__` call
         self.at = at
         self.pos: list[Pos] = []
 
