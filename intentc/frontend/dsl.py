@@ -451,14 +451,11 @@ def _run(text: str) -> None:
 
 
 def _comments(tokens: list[Token], text: str) -> tuple[Comment, ...]:
-    if not tokens:
-        return ()
-    lines = text.split("\n")
-    out = []
-    for t in tokens:
-        before = lines[t.line - 1][: t.column - 1]  # type: ignore[operator]
-        out.append(Comment(t.line, t.column, t.value.rstrip(), bool(before.strip())))  # type: ignore[arg-type]
-    return tuple(out)
+    """The comments, each `trailing` when code precedes it on its line (the
+    text from the line's start, `column - 1` characters back, to the comment)."""
+    return tuple(Comment(t.line, t.column, t.value.rstrip(),  # type: ignore[arg-type]
+                         bool(text[t.start_pos - t.column + 1:t.start_pos].strip()))  # type: ignore[operator]
+                 for t in tokens)
 
 
 def parse_full(source: SourceFile) -> ParseResult:
