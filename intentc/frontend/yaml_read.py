@@ -325,12 +325,31 @@ class Reader:
                     continue
                 f = stack.pop()
                 e = ev.end_mark
-                f.obj.at = (f.start[0], f.start[1], e.line + off, e.column)
+                done = f.obj
+                done.at = (f.start[0], f.start[1], e.line + off, e.column)
                 if f.merges:
                     self._merge(f)
                 if f.anchor:
-                    anchors[f.anchor] = (f.obj, f.size, f.height)
-                attach(f.obj, f.obj.at, f.size, f.height, None)
+                    anchors[f.anchor] = (done, f.size, f.height)
+                elif stack:                                     # the common cases, inlined
+                    p = stack[-1]
+                    obj = p.obj
+                    key = p.key
+                    if isinstance(obj, YList):
+                        obj.append(done)
+                        obj.pos.append(done.at)
+                    elif type(key) is str and key not in obj.pos:
+                        obj[key] = done
+                        obj.pos[key] = (p.key_at, done.at)
+                        p.key = None
+                    else:
+                        attach(done, done.at, f.size, f.height, None)
+                        continue
+                    p.size += f.size
+                    if f.height >= p.height:
+                        p.height = f.height + 1
+                    continue
+                attach(done, done.at, f.size, f.height, None)
             elif t is AliasEvent:
                 if skipping:
                     continue
