@@ -135,7 +135,7 @@ def test_check_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
     assert "intentc.cli.check" in seen["modules"] and "intentc.frontend.dsl" in seen["modules"]
 
 
-def test_a_cycle_still_loads_networkx_to_describe_it(tmp_path: Path) -> None:
+def test_a_cycle_is_still_described_by_check(tmp_path: Path) -> None:
     (tmp_path / "loop.intent").write_text(textwrap.dedent("""\
         tenant t { tier: gold }
         intent a { trigger: after b  action: batch image "i:1"  context: tenant t }
