@@ -17,12 +17,13 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import networkx as nx
 
 from intentc import ir
-from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
+from intentc.dependencies import edges, producers, unique_intents
+from intentc.diagnostics import Diagnostic, Related, Span, error
 
 # Enumerating elementary cycles is exponential in the worst case; a repository
 # with that many cycles needs its first few fixed before the rest matter.
@@ -70,66 +71,20 @@ def duration_seconds(intent: ir.Intent) -> int:
 # Building the graph
 # --------------------------------------------------------------------------
 
-def unique_intents(program: ir.Program) -> dict[str, ir.Intent]:
-    """First declaration of each name wins; duplicates are the name pass's E0304."""
-    out: dict[str, ir.Intent] = {}
-    for intent in program.intents:
-        out.setdefault(intent.name, intent)
-    return dict(sorted(out.items()))
-
-
-def _unique_refs(refs: Iterable[ir.Ref]) -> list[ir.Ref]:
-    seen: set[str] = set()
-    out = []
-    for r in refs:
-        if r.name not in seen:
-            seen.add(r.name)
-            out.append(r)
-    return out
-
-
-def _producers(intents: Mapping[str, ir.Intent]) -> tuple[dict[str, list[tuple[str, ir.Ref]]], list[Diagnostic]]:
-    """dataset → [(producing intent, its `produces` ref)], in name order; E0503 for extra producers."""
-    producers: dict[str, list[tuple[str, ir.Ref]]] = {}
-    diags: list[Diagnostic] = []
-    for name, intent in intents.items():
-        for ref in _unique_refs(intent.produces):
-            producers.setdefault(ref.name, []).append((name, ref))
-    for dataset, prods in sorted(producers.items()):
-        first, first_ref = prods[0]
-        for other, ref in prods[1:]:
-            diags.append(error(
-                "E0503", f'dataset "{excerpt(dataset)}" is produced by both "{excerpt(first)}" and "{excerpt(other)}"', ref.span,
-                hint="give each output its own dataset name, or let one intent produce it",
-                related=[Related(f'"{first}" produces it here', first_ref.span)]))
-    return producers, diags
-
-
 def build(program: ir.Program) -> tuple[nx.DiGraph, list[Diagnostic]]:
     """Intents → DiGraph plus E0501 (cycle) and E0503 (produced twice).
 
-    Unknown names in `after` and consumed datasets that nothing produces or
-    declares are skipped: the name-resolution pass reports them (E0303, E0302).
-    When both an `after` and a data dependency link the same pair, the `after`
-    clause is kept as the edge's reason (it is the explicit one).
+    The edges, each with its `reason`, `dataset` and `span`, are
+    `dependencies.edges`: unknown names are the name pass's to report, and an
+    `after` wins over a data dependency between the same pair.
     """
     intents = unique_intents(program)
     g: nx.DiGraph = nx.DiGraph()
     for name, intent in intents.items():
         g.add_node(name, intent=intent)
-
-    for name, intent in intents.items():
-        for ref in _unique_refs(intent.trigger.after):
-            if ref.name in intents and not g.has_edge(ref.name, name):
-                g.add_edge(ref.name, name, reason="after", dataset=None, span=ref.span)
-
-    producers, diags = _producers(intents)
-    for name, intent in intents.items():
-        for ref in _unique_refs(intent.consumes):
-            for producer, _ in producers.get(ref.name, ()):
-                if not g.has_edge(producer, name):
-                    g.add_edge(producer, name, reason="data", dataset=ref.name, span=ref.span)
-
+    produced, diags = producers(intents)
+    for (u, v), edge in edges(intents, produced).items():
+        g.add_edge(u, v, reason=edge.reason, dataset=edge.dataset, span=edge.span)
     diags.extend(_cycle_diagnostics(g))
     return g, diags
 

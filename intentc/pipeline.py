@@ -6,14 +6,13 @@ the daemon call these functions and never wire passes together themselves.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
-import networkx as nx
-
-from intentc import graph as depgraph
+from intentc import dependencies
 from intentc.diagnostics import Diagnostic, Span, capped_per_file, sorted_diagnostics
 from intentc.frontend.batch import load
 from intentc.ir import Program
@@ -21,14 +20,24 @@ from intentc.passes import GLOBAL_PASSES, run_passes
 from intentc.progress import Progress, silent
 from intentc.sources import read_source
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 @dataclass(frozen=True)
 class Checked:
     program: Program
     diagnostics: tuple[Diagnostic, ...]
     sources: dict[str, str]
-    graph: nx.DiGraph
     files: tuple[str, ...] = ()      # every file checked (`sources` holds only the texts diagnostics need)
+
+    @functools.cached_property
+    def graph(self) -> nx.DiGraph:
+        """The dependency graph, built when first asked for: `check` reports its
+        findings (`dependencies.diagnostics`) without it, or networkx."""
+        from intentc import graph
+
+        return graph.build(self.program)[0]
 
 
 def prefer_specific(diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -53,9 +62,9 @@ def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None =
     loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress,
                   exclude=exclude)
     program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
-    graph, graph_diags = depgraph.build(program)
+    graph_diags = dependencies.diagnostics(program)
     diags = sorted_diagnostics(capped_per_file(prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)))
-    return Checked(program, tuple(diags), texts_for_carets(diags, loaded.sources), graph, loaded.files)
+    return Checked(program, tuple(diags), texts_for_carets(diags, loaded.sources), loaded.files)
 
 
 def texts_for_carets(diags: Sequence[Diagnostic], texts: Mapping[str, str]) -> dict[str, str]:

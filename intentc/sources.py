@@ -25,11 +25,12 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
-
-import pathspec
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from intentc.diagnostics import Diagnostic, Span, error
+
+if TYPE_CHECKING:       # imported where patterns are compiled: most runs have none (a tenth of `check`'s start-up)
+    import pathspec
 
 DSL_SUFFIXES = (".intent",)
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -100,6 +101,8 @@ def _ignore_file_spec(root: str) -> pathspec.PathSpec | None:
 @functools.lru_cache(maxsize=64)
 def _parse_ignore_file(root: str, mtime_ns: int, size: int) -> pathspec.PathSpec | None:
     """Read through the same guarded reader as inputs: a hostile ignore file is still only a file."""
+    import pathspec
+
     data, _ = read_guarded(os.path.join(root, IGNORE_FILE), root)
     if data is None:
         return None
@@ -119,6 +122,8 @@ class Exclusions:
     def of(cls, root: str, exclude: Sequence[str]) -> "Exclusions":
         specs = [_ignore_file_spec(root)]
         if exclude:
+            import pathspec
+
             specs.append(pathspec.GitIgnoreSpec.from_lines(exclude))
         return cls(root, tuple(s for s in specs if s is not None))
 

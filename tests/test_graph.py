@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from intentc import graph, ir
+from intentc import dependencies, graph, ir
 from intentc.cli import app
 from intentc.diagnostics import Span
 from tests.golden_support import assert_golden
@@ -164,6 +164,33 @@ def test_cycle_enumeration_is_capped() -> None:
     _, diags = graph.build(p)
     assert len(diags) == graph.MAX_CYCLES_REPORTED
     assert "only the first" in (diags[-1].hint or "")
+
+
+@st.composite
+def any_program(draw: st.DrawFn) -> ir.Program:
+    """Intents with any `after` (unknown names and self-loops too) and datasets
+    produced and consumed from a small pool, so cycles and double producers occur."""
+    names = [f"i{k}" for k in range(draw(st.integers(1, 7)))]
+    known = names + ["ghost"]
+    pool = ["d0", "d1", "d2"]
+    refs = lambda choices: st.lists(st.sampled_from(choices), max_size=3)  # noqa: E731
+    return program(*(intent(n, after=tuple(ref(a, i + 1) for a in draw(refs(known))),
+                            consumes=tuple(ref(c, i + 1) for c in draw(refs(pool))),
+                            produces=tuple(ref(c, i + 1) for c in draw(refs(pool))), line=i + 1)
+                     for i, n in enumerate(names)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(any_program())
+def test_check_reports_what_the_graph_does_without_building_it(p: ir.Program) -> None:
+    """`pipeline.check` takes E0501/E0503 from `dependencies.diagnostics`, which builds
+    the networkx graph only when graphlib finds a cycle: the same diagnostics, in order."""
+    g, diags = graph.build(p)
+    assert dependencies.diagnostics(p) == diags
+    intents = dependencies.unique_intents(p)
+    links = dependencies.edges(intents, dependencies.producers(intents)[0])
+    assert dependencies.has_cycle(intents, links) == bool(graph.nodes_in_cycles(g))
+    assert links == {(u, v): dependencies.Edge(d["reason"], d["dataset"], d["span"]) for u, v, d in g.edges(data=True)}
 
 
 # --------------------------------------------------------------------------

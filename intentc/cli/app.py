@@ -10,6 +10,8 @@ from typing import Any, Mapping, NoReturn
 import typer
 
 from intentc import __version__
+from intentc.cli import coercion
+from intentc.cli.lazy import LazyGroup
 from intentc.diagnostics import Diagnostic, OutputFormat, has_errors, render
 
 # Exit codes (DESIGN.md): 0 success / nothing found, 1 findings, 2 usage or environment.
@@ -61,6 +63,7 @@ def _argument_placeholders() -> None:
 
 
 _argument_placeholders()
+coercion.install()
 
 # `-h` is `--help` on every command (click contexts inherit this from the root).
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -73,6 +76,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings=CONTEXT_SETTINGS,
+    cls=LazyGroup,             # a command's module is imported when that command runs (cli/lazy.py)
 )
 
 

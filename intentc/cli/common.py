@@ -22,11 +22,10 @@ import typer
 
 from intentc.cli.app import usage_error
 from intentc.diagnostics import OutputFormat
-from intentc.render.capabilities import KubeVersion, unsupported_message
-from intentc.render.targets import TARGETS, version_problem
 
 if TYPE_CHECKING:
     from intentc.kube.client import KubeClient
+    from intentc.render.capabilities import KubeVersion
 
 
 # Inputs
@@ -139,6 +138,8 @@ def live_occupancy_or_exit(kubeconfig: str | None, context: str | None, only_fil
 
 
 def parse_kube_version(text: str | None, default: KubeVersion | None = None) -> KubeVersion | None:
+    from intentc.render.capabilities import KubeVersion, unsupported_message
+
     if text is None:
         return default
     try:
@@ -152,6 +153,8 @@ def parse_kube_version(text: str | None, default: KubeVersion | None = None) -> 
 
 def check_render_target(name: str, version: KubeVersion | None = None) -> str:
     """A known target, renderable for `version` (dra needs 1.34+)."""
+    from intentc.render.targets import TARGETS, version_problem
+
     if name not in TARGETS:
         usage_error(f"unknown render target {name!r} (available: {', '.join(sorted(TARGETS))})")
     problem = version_problem(TARGETS[name], version) if version is not None else None
@@ -165,6 +168,7 @@ def check_target_served(client: KubeClient, name: str) -> None:
     not be created (a claim template without DRA) or would never run (Jobs waiting
     for a Kueue that is not there).  `apply` and the daemon call this once connected."""
     from intentc.kube.errors import KubeError
+    from intentc.render.targets import TARGETS
 
     req = TARGETS[name].requirement
     if req is None:
@@ -197,6 +201,7 @@ def connect_or_exit(kubeconfig: str | None, context: str | None, kube_version: s
     else the server's own)."""
     from intentc.kube.client import KubeClient
     from intentc.kube.errors import KubeError
+    from intentc.render.capabilities import KubeVersion, unsupported_message
 
     try:
         client = KubeClient.connect(kubeconfig, context, pool_size=pool_size)

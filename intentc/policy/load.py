@@ -5,7 +5,10 @@ The directory is found the way tools find their configuration: the nearest
 root (the directory holding `.git`).  So `intentc check intents/` in a
 repository with `policies/` beside `intents/` uses it, with no flag.
 Files are read in name order and validated with the same schema machinery
-as intents, so a mistake is a diagnostic at its line and column.
+as intents, so a mistake is a diagnostic at its line and column.  The YAML
+reader and the schemas are imported only when there are files to read:
+`intentc check` of a repository without policies (or without YAML) does
+not load them.
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ from pathlib import Path
 from typing import Sequence
 
 from intentc.diagnostics import Diagnostic
-from intentc.frontend.schema import API_VERSION, POLICY_KIND, YMap, schema_diagnostics, to_span
-from intentc.frontend.yaml_read import Reader
 from intentc.policy.catalogue import BUILTIN, Policies, Requirement, Rule
 from intentc.sources import read_source
 
@@ -34,6 +35,9 @@ def find_policy_dir(paths: Sequence[str]) -> Path | None:
 
 
 def _rules(path: Path) -> tuple[list[Rule], list[Diagnostic], str | None, str]:
+    from intentc.frontend.schema import API_VERSION, POLICY_KIND, YMap, schema_diagnostics, to_span
+    from intentc.frontend.yaml_read import Reader
+
     source, diags = read_source(path)
     if source is None:
         return [], diags, None, path.as_posix()

@@ -1,0 +1,108 @@
+"""Which intent waits for which, and what `intentc check` reports about it,
+without building a graph.
+
+`intentc.graph` turns these edges into a networkx `DiGraph` for everything
+that walks the graph (waves, the critical path, the plan, the renderings).
+`check` needs only the two findings: a dataset produced twice (E0503) and
+dependency cycles (E0501).  Importing networkx is about a third of the
+instructions `intentc check` spends before it reads a file, so a repository
+without cycles is told so by the standard library's `graphlib` and
+networkx is imported only to describe the cycles of one that has some.
+"""
+
+from __future__ import annotations
+
+import graphlib
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from intentc import ir
+from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
+
+
+class Edge(NamedTuple):
+    """Why `v` waits for `u`: `trigger: after u` ("after") or a dataset `u` produces ("data")."""
+
+    reason: str
+    dataset: str | None
+    span: Span
+
+
+def unique_intents(program: ir.Program) -> dict[str, ir.Intent]:
+    """First declaration of each name wins; duplicates are the name pass's E0304."""
+    out: dict[str, ir.Intent] = {}
+    for intent in program.intents:
+        out.setdefault(intent.name, intent)
+    return dict(sorted(out.items()))
+
+
+def _unique_refs(refs: Iterable[ir.Ref]) -> list[ir.Ref]:
+    seen: set[str] = set()
+    out = []
+    for r in refs:
+        if r.name not in seen:
+            seen.add(r.name)
+            out.append(r)
+    return out
+
+
+def producers(intents: Mapping[str, ir.Intent]) -> tuple[dict[str, list[tuple[str, ir.Ref]]], list[Diagnostic]]:
+    """dataset → [(producing intent, its `produces` ref)], in name order; E0503 for extra producers."""
+    out: dict[str, list[tuple[str, ir.Ref]]] = {}
+    diags: list[Diagnostic] = []
+    for name, intent in intents.items():
+        for ref in _unique_refs(intent.produces):
+            out.setdefault(ref.name, []).append((name, ref))
+    for dataset, prods in sorted(out.items()):
+        first, first_ref = prods[0]
+        for other, ref in prods[1:]:
+            diags.append(error(
+                "E0503", f'dataset "{excerpt(dataset)}" is produced by both "{excerpt(first)}" and "{excerpt(other)}"', ref.span,
+                hint="give each output its own dataset name, or let one intent produce it",
+                related=[Related(f'"{first}" produces it here', first_ref.span)]))
+    return out, diags
+
+
+def edges(intents: Mapping[str, ir.Intent],
+          produced: Mapping[str, list[tuple[str, ir.Ref]]]) -> dict[tuple[str, str], Edge]:
+    """(u, v) → why v waits for u, in the order `graph.build` adds them (so that cycles
+    are enumerated in a fixed order): every `after` first, then data.
+
+    Unknown names in `after` and consumed datasets that nothing produces or
+    declares are skipped: the name-resolution pass reports them (E0303, E0302).
+    When both an `after` and a data dependency link the same pair, the `after`
+    clause is kept as the edge's reason (it is the explicit one).
+    """
+    out: dict[tuple[str, str], Edge] = {}
+    for name, intent in intents.items():
+        for ref in _unique_refs(intent.trigger.after):
+            if ref.name in intents:
+                out.setdefault((ref.name, name), Edge("after", None, ref.span))
+    for name, intent in intents.items():
+        for ref in _unique_refs(intent.consumes):
+            for producer, _ in produced.get(ref.name, ()):
+                out.setdefault((producer, name), Edge("data", ref.name, ref.span))
+    return out
+
+
+def has_cycle(intents: Iterable[str], links: Iterable[tuple[str, str]]) -> bool:
+    waits_for: dict[str, set[str]] = {name: set() for name in intents}
+    for u, v in links:
+        waits_for[v].add(u)
+    try:
+        graphlib.TopologicalSorter(waits_for).prepare()
+    except graphlib.CycleError:
+        return True
+    return False
+
+
+def diagnostics(program: ir.Program) -> list[Diagnostic]:
+    """What `graph.build` reports (E0503, then E0501 per cycle), the graph built only
+    when there is a cycle to describe."""
+    intents = unique_intents(program)
+    produced, diags = producers(intents)
+    if has_cycle(intents, edges(intents, produced)):
+        from intentc import graph
+
+        return graph.build(program)[1]
+    return diags
