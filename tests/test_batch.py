@@ -85,8 +85,9 @@ def test_unreadable_cache_is_ignored(repo: Path, tmp_path: Path) -> None:
 def test_cache_is_written_per_entry_and_only_when_it_changes(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first = batch.load([str(repo)], cache_dir=str(cache))
-    (store,) = cache.iterdir()
-    entries = batch.ParseCache(str(cache), [os.path.abspath(repo)]).index
+    blobs = batch.ParseCache(str(cache), [os.path.abspath(repo)])
+    store, entries = blobs.file, blobs.index
+    assert sorted(f.suffix for f in cache.iterdir()) == [".cache", ".stat"]     # no memo: load() keeps none
     assert len(entries) == len(list(repo.rglob("*.intent"))) + len(list(repo.rglob("*.yaml")))
     before = store.stat().st_mtime_ns
     os.utime(store, ns=(before - 10**9, before - 10**9))          # a rewrite would move it forward
