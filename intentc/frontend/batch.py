@@ -321,11 +321,31 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
                 results.append(parsed.pop(i))
                 continue
             blob = blobs.read(keys[i])
-            results.append(done(i, pickle.loads(blob)))
+            cached = _unpickled(blob)
+            if cached is None:          # a damaged entry: parse the file again
+                src, read_diags = read_source(named[i][1])
+                diags.extend(read_diags)
+                if src is None:
+                    dropped.add(i)
+                    continue
+                cached = _parse_guarded(src)
+                blob = pickle.dumps(cached, _PICKLE)
+                if cached.diagnostics:
+                    texts[src.path] = src.text
+            results.append(done(i, cached))
             if add is not None:
                 add(keys[i], blob)
     files = tuple(named[i][0] for i in range(count) if i not in dropped)
     return _loaded(results, diags, texts, files)
+
+
+def _unpickled(blob: bytes) -> FileResult | None:
+    """A cached result, or None when the bytes are not one (a damaged cache only costs a parse)."""
+    try:
+        result = pickle.loads(blob)
+    except Exception:       # whatever damaged bytes make the unpickler raise
+        return None
+    return result if isinstance(result, FileResult) else None
 
 
 def _load_in_workers(files: list[str], diags: list[Diagnostic], jobs: int | None, progress: Progress) -> Loaded:
