@@ -184,3 +184,18 @@ def test_a_damaged_stat_index_is_ignored(repo: Path, cache: str, damage: str,
                        "empty": b""}[damage])
     assert _same(batch.load([str(repo)], jobs=1, cache_dir=cache), plain)
     assert _same(batch.load([str(repo)], jobs=1, cache_dir=cache), plain)
+
+
+def test_the_index_is_rewritten_only_when_it_changes(repo: Path, cache: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    aged(monkeypatch)
+    (repo / "binary.yaml").write_bytes(b"kind: \x00\n")      # never listed: read (and reported) every run
+    batch.load([str(repo)], jobs=1, cache_dir=cache)
+    (index,) = Path(cache).glob("*.stat")
+    before = index.stat().st_mtime_ns - 10**9
+    os.utime(index, ns=(before, before))                      # a rewrite would move it forward
+    warm = batch.load([str(repo)], jobs=1, cache_dir=cache)
+    assert index.stat().st_mtime_ns == before
+    assert any(d.code == "E0003" for d in warm.diagnostics)
+    (repo / "bad.yaml").unlink()
+    batch.load([str(repo)], jobs=1, cache_dir=cache)
+    assert index.stat().st_mtime_ns != before

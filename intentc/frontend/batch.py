@@ -225,9 +225,11 @@ def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int |
     kept: list[int] = []                 # positions in `named` of the files read or vouched for
     keys: list[bytes] = []
     texts: dict[int, SourceFile] = {}
+    fresh = 0                            # files read and hashed
     for i, (name, path) in enumerate(named):
         key = vouched[i]
         if key is None:
+            fresh += 1
             src, read_diags = read_source(path)
             diags.extend(read_diags)
             if src is None:
@@ -237,7 +239,10 @@ def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int |
                 texts[len(keys)] = src
         kept.append(i)
         keys.append(key)
-    if store.moment is not None and (None in vouched or len(named) != len(old.names)):
+    # Rewritten when this run read a file the index is to list (its stat changed, it was racily
+    # clean, it is new) or a listed file is gone; not for a file that cannot be read (a binary
+    # file), which it never lists.  Every file kept and vouched for, as many as it lists: the same.
+    if store.moment is not None and (fresh > len(named) - len(kept) or len(kept) != len(old.names)):
         new = IndexBuilder()
         for i, key in zip(kept, keys):
             new.add(named[i][0], seen, i, key)
