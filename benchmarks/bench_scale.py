@@ -78,7 +78,9 @@ def run_with_baseline(sizes: list[int], repeat: int, jobs: int, baseline: str) -
     work = Path(tempfile.mkdtemp(prefix="intentc-scale-"))
     check = [sys.executable, "-m", "intentc", "check", "--format", "json"] + (["--jobs", str(jobs)] if jobs else [])
     trees = {"after": str(ROOT), "before": str(Path(baseline).resolve())}
-    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # PYTHONSAFEPATH: `python -m intentc` would otherwise put the current directory first on
+    # sys.path, and run from a work tree both sides would import that tree's intentc
+    base_env = dict({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, PYTHONSAFEPATH="1")
     try:
         rows: list[dict[str, Any]] = []
         for n in sizes:

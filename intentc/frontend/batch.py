@@ -3,8 +3,11 @@
 Per-file parsing is pure, so this module can do three things the surfaces
 never need to know about:
 
-* a content-hash cache: a file whose path, bytes and compiler are unchanged
-  is not parsed again;
+* a content-hash cache (`intentc.frontend.cache`): a file whose path, bytes
+  and compiler are unchanged is not parsed again, a file whose `lstat` is
+  unchanged is not even read (`stat_index`), and a result computed from
+  all the files together can be kept for a run with the very same inputs
+  (`scan`, `Inputs.digest`; `intentc.summary` keeps `intentc check`'s report);
 * a process pool: cold parses of large repositories use every core;
 * the cyclic garbage collector is paused while the IR is built.  Parsing and
   unpickling allocate hundreds of thousands of small objects and no cycles;
@@ -206,7 +209,7 @@ class Inputs:
             self._store.memo.remember(self.digest, blob)
 
     def load(self) -> Loaded:
-        """Parse what the cache does not have, unpickle what it has (see `load`)."""
+        """Parse what the cache does not have, unpickle what it has (see `load`); once."""
         if self._store is None:
             return _load_uncached(self._named, list(self._diags), self._jobs, self._progress)
         return _load_cached(self._named, list(self._diags), self._keys, self._texts, self._store,
