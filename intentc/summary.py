@@ -76,11 +76,13 @@ def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | No
             count = len(inputs.files)
             progress(PARSING, count, count)
             return Summary(diags, texts_for_carets(diags, {}), inputs.files, counts)
-        from intentc.pipeline import check_loaded
+        loaded = inputs.load()
+    from intentc.pipeline import check_loaded      # the cache closed and the file list gone before the passes
 
-        summary = Summary.of(check_loaded(inputs.load()))
-        inputs.remember(pickle.dumps((_FORMAT, summary.diagnostics, summary.counts), pickle.HIGHEST_PROTOCOL))
-        return summary
+    summary = Summary.of(check_loaded(loaded))
+    del loaded
+    inputs.remember(pickle.dumps((_FORMAT, summary.diagnostics, summary.counts), pickle.HIGHEST_PROTOCOL))
+    return summary
 
 
 def _recall(inputs: Inputs) -> tuple[tuple[Diagnostic, ...], Counts] | None:
