@@ -3,6 +3,7 @@ stand-in for `lstat` whose clock says what a test needs it to say."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Callable
 
 import pytest
 
-from intentc.frontend import stat_index
+from intentc.frontend import batch, stat_index
 
 ROOT = Path(__file__).parents[1]
 HOUR_NS = 3600 * 10**9
@@ -64,3 +65,25 @@ def aged(monkeypatch: pytest.MonkeyPatch) -> None:
 def one_tick(monkeypatch: pytest.MonkeyPatch, tick_ns: int) -> None:
     """Every write lands in the same tick of a coarse clock: edits leave mtime and ctime as they were."""
     pretend_times(monkeypatch, lambda st: (tick_ns, tick_ns))
+
+
+def deep(obj: object) -> object:
+    """Every field, spans included (they take no part in IR equality)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return (type(obj).__name__, tuple(deep(getattr(obj, f.name)) for f in dataclasses.fields(obj)))
+    if isinstance(obj, (tuple, list)):
+        return tuple(deep(o) for o in obj)
+    return obj
+
+
+def spy_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files the loader parses from now on, in order."""
+    parsed: list[str] = []
+    real = batch._parse_guarded
+
+    def spy(source: batch.SourceFile) -> batch.FileResult:
+        parsed.append(source.path)
+        return real(source)
+
+    monkeypatch.setattr(batch, "_parse_guarded", spy)
+    return parsed

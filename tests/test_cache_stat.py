@@ -4,7 +4,6 @@ file is racily clean, and always gives what a load without a cache gives."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from pathlib import Path
@@ -13,19 +12,11 @@ import pytest
 
 from intentc.frontend import batch
 from intentc.sources import display_path
-from tests.cache_support import EDITED, HOUR_NS, aged, edit_same_size, make_repo, one_tick
-
-
-def _deep(obj: object) -> object:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return (type(obj).__name__, tuple(_deep(getattr(obj, f.name)) for f in dataclasses.fields(obj)))
-    if isinstance(obj, (tuple, list)):
-        return tuple(_deep(o) for o in obj)
-    return obj
+from tests.cache_support import EDITED, HOUR_NS, aged, deep, edit_same_size, make_repo, one_tick, spy_parses
 
 
 def _same(a: batch.Loaded, b: batch.Loaded) -> bool:
-    return _deep((a.program, a.diagnostics)) == _deep((b.program, b.diagnostics)) and a.files == b.files
+    return deep((a.program, a.diagnostics)) == deep((b.program, b.diagnostics)) and a.files == b.files
 
 
 @pytest.fixture()
@@ -54,15 +45,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture()
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    seen: list[str] = []
-    real = batch._parse_guarded
-
-    def spy(source: batch.SourceFile) -> batch.FileResult:
-        seen.append(source.path)
-        return real(source)
-
-    monkeypatch.setattr(batch, "_parse_guarded", spy)
-    return seen
+    return spy_parses(monkeypatch)
 
 
 def _duration(loaded: batch.Loaded) -> str | None:

@@ -209,8 +209,9 @@ class Memo:
 
 class Store:
     """The cache files of one set of input roots: the parse results, the stat
-    index and the memo; `begin` starts the next stat index at the moment the run
-    begins (see `stat_index`)."""
+    index and the memo.  Opening it creates the next stat index's temporary
+    file, whose mtime is this run's `moment` (see `stat_index`); it becomes the
+    index (`save_stat_index`) or is removed (`close`)."""
 
     def __init__(self, directory: str, roots: Sequence[str]) -> None:
         self.blobs = ParseCache(directory, roots)
