@@ -28,7 +28,6 @@ import hashlib
 import os
 import pickle
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from typing import Iterator, Sequence
 
 from intentc import collector
@@ -82,7 +81,7 @@ def _read_and_parse(paths: list[str]) -> bytes:
     with collector.paused(After.FREEZE):
         # all of the chunk read first: reading between parses cost 10-20% more CPU
         # (measured in one process, alternating), the parser's tables evicted each time
-        read = [read_source(Path(path)) for path in paths]
+        read = [read_source(path) for path in paths]
         for src, read_diags in read:
             result = _parse_guarded(src) if src is not None else None
             text = src.text if src is not None and result is not None and result.diagnostics else None
