@@ -5,7 +5,8 @@
 The repositories are benchmarks/bench_frontend.py's (`generate`: one intent
 per file, half DSL, half YAML, four tenants, fifty datasets, `after` chains).
 For each size, `intentc check DIR --format json` runs as a user runs it, in a
-fresh process, cold (parse cache off) and then with a warm parse cache.
+fresh process, cold (parse cache off) and then with a warm parse cache
+(with --baseline, the run that fills the cache is recorded too, as "fill").
 Measured per run, from the kernel's accounting of that process and its
 workers (`os.wait4`): wall time, CPU time (user + system) and peak resident
 memory (the largest process of the tree, which is the parent).
@@ -77,7 +78,9 @@ def run_with_baseline(sizes: list[int], repeat: int, jobs: int, baseline: str) -
     work = Path(tempfile.mkdtemp(prefix="intentc-scale-"))
     check = [sys.executable, "-m", "intentc", "check", "--format", "json"] + (["--jobs", str(jobs)] if jobs else [])
     trees = {"after": str(ROOT), "before": str(Path(baseline).resolve())}
-    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # PYTHONSAFEPATH: `python -m intentc` would otherwise put the current directory first on
+    # sys.path, and run from a work tree both sides would import that tree's intentc
+    base_env = dict({k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, PYTHONSAFEPATH="1")
     try:
         rows: list[dict[str, Any]] = []
         for n in sizes:
@@ -87,11 +90,10 @@ def run_with_baseline(sizes: list[int], repeat: int, jobs: int, baseline: str) -
             cold = _side_by_side(check + [str(repo)], cold_envs, repeat)
             warm_envs = {name: dict(base_env, PYTHONPATH=tree, INTENTC_CACHE_DIR=str(work / f"cache-{name}"))
                          for name, tree in trees.items()}
-            for name, env in warm_envs.items():
-                measure(check + [str(repo)], env)               # fills the cache
+            fill = {name: measure(check + [str(repo)], env) for name, env in warm_envs.items()}   # fills the cache
             warm = _side_by_side(check + [str(repo)], warm_envs, repeat)
-            rows.append({"intents": n, "cold": cold, "cached": warm})
-            for mode, res in (("cold", cold), ("cached", warm)):
+            rows.append({"intents": n, "cold": cold, "fill": fill, "cached": warm})
+            for mode, res in (("cold", cold), ("fill", fill), ("cached", warm)):
                 a, b = res["after"], res["before"]
                 print(f"{n:>8} {mode:>6}: before {b['wall_s']:>7} s wall {b['cpu_s']:>7} s cpu {b['peak_rss_mb']:>7} MB"
                       f" | after {a['wall_s']:>7} s wall {a['cpu_s']:>7} s cpu {a['peak_rss_mb']:>7} MB"
@@ -149,12 +151,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=0, help="worker processes (0: one per core)")
     ap.add_argument("--baseline", metavar="DIR", help="another checkout to run side by side (before/after)")
+    ap.add_argument("--name", help="results file name under benchmarks/results/ (default: bench_scale, "
+                                   "or bench_scale_before_after with --baseline)")
     args = ap.parse_args()
     if args.baseline:
-        write_results("bench_scale_before_after", run_with_baseline(args.sizes, args.repeat, args.jobs, args.baseline))
+        write_results(args.name or "bench_scale_before_after",
+                      run_with_baseline(args.sizes, args.repeat, args.jobs, args.baseline))
         return
     result = run(args.sizes, args.repeat, args.jobs)
-    write_results("bench_scale", result)
+    write_results(args.name or "bench_scale", result)
     print("growth exponents (log-log slope; 1.0 = linear):")
     exponents: dict[str, dict[str, float | None]] = result["exponents"]
     for mode, e in exponents.items():

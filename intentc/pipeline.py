@@ -7,18 +7,19 @@ the daemon call these functions and never wire passes together themselves.
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from intentc import dependencies
 from intentc.diagnostics import Diagnostic, Span, capped_per_file, sorted_diagnostics
+from intentc.frontend import Loaded
 from intentc.frontend.batch import load
 from intentc.ir import Program
 from intentc.passes import GLOBAL_PASSES, run_passes
 from intentc.progress import Progress, silent
-from intentc.sources import read_source
+from intentc.sources import texts_for_carets
+
+__all__ = ["Checked", "check", "check_loaded", "prefer_specific", "texts_for_carets"]
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -59,25 +60,13 @@ def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None =
           use_cache: bool = True, progress: Progress = silent, exclude: Sequence[str] = ()) -> Checked:
     """Everything `intentc check` reports: parse, semantic passes, dependency graph (files
     matching `exclude` left out).  `progress` hears how parsing, the long part, advances."""
-    loaded = load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress,
-                  exclude=exclude)
+    return check_loaded(load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress,
+                             exclude=exclude))
+
+
+def check_loaded(loaded: Loaded) -> Checked:
+    """`check` of files already loaded: the global passes and the dependency graph."""
     program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
     graph_diags = dependencies.diagnostics(program)
     diags = sorted_diagnostics(capped_per_file(prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)))
     return Checked(program, tuple(diags), texts_for_carets(diags, loaded.sources), loaded.files)
-
-
-def texts_for_carets(diags: Sequence[Diagnostic], texts: Mapping[str, str]) -> dict[str, str]:
-    """`texts` plus the text of every other file a diagnostic points into.
-
-    The loader keeps only the texts of files whose parse reported something;
-    a cross-file finding (an unknown tenant, a cycle) can point anywhere, so
-    those few files are read again here rather than every text being kept."""
-    out = dict(texts)
-    named = {d.span.file for d in diags} | {r.span.file for d in diags for r in d.related}
-    for f in sorted(named - out.keys()):
-        if os.path.isfile(f):
-            src, _ = read_source(Path(f))
-            if src is not None:
-                out[f] = src.text
-    return out

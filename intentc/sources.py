@@ -25,7 +25,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 from intentc.diagnostics import Diagnostic, Span, error
 
@@ -172,6 +172,14 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[list[Pa
     Works on strings, not Path objects, until the end: walking 10,000 files
     through pathlib cost 0.4 s.
     """
+    named, diags = discover_named(paths, exclude)
+    return [Path(path) for _, path in named], diags
+
+
+def discover_named(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[list[tuple[str, str]], list[Diagnostic]]:
+    """`discover` as strings: (display path, path to open) of each file, in order.
+    What the loader uses: a `Path` per file of a 100,000-file repository cost
+    0.15 s of CPU for nothing."""
     found: dict[str, str] = {}
     diags: list[Diagnostic] = []
     for raw in paths:
@@ -183,7 +191,7 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[list[Pa
         else:
             diags.append(error("E0001", f"no such file or directory: {raw}",
                                Span.whole_file(raw)))
-    return [Path(found[k]) for k in sorted(found)], diags
+    return [(k, found[k]) for k in sorted(found)], diags
 
 
 def mark_output(directory: str | Path) -> None:
@@ -338,7 +346,7 @@ def read_text(path: str | Path) -> str | None:
     return source.text if source is not None else None
 
 
-def read_source(p: Path, root: str | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
+def read_source(p: str | Path, root: str | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
     shown = display_path(str(p))
     data, diags = read_guarded(str(p), root)
     if data is None:
@@ -347,3 +355,19 @@ def read_source(p: Path, root: str | None = None) -> tuple[SourceFile | None, li
     if text is None:
         return None, diags
     return SourceFile(shown, text), diags
+
+
+def texts_for_carets(diags: Sequence[Diagnostic], texts: Mapping[str, str]) -> dict[str, str]:
+    """`texts` plus the text of every other file a diagnostic points into.
+
+    The loader keeps only the texts of files whose parse reported something;
+    a cross-file finding (an unknown tenant, a cycle) can point anywhere, so
+    those few files are read again here rather than every text being kept."""
+    out = dict(texts)
+    named = {d.span.file for d in diags} | {r.span.file for d in diags for r in d.related}
+    for f in sorted(named - out.keys()):
+        if os.path.isfile(f):
+            src, _ = read_source(f)
+            if src is not None:
+                out[f] = src.text
+    return out

@@ -3,7 +3,6 @@ sequential loads give the same program, spans included, and the same diagnostics
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -12,21 +11,13 @@ import pytest
 
 from intentc.frontend import batch
 from intentc.sources import display_path
+from tests.cache_support import deep, spy_parses
 
 ROOT = Path(__file__).parents[1]
 
 
-def _deep(obj: object) -> object:
-    """Every field, spans included (they take no part in IR equality)."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return (type(obj).__name__, tuple(_deep(getattr(obj, f.name)) for f in dataclasses.fields(obj)))
-    if isinstance(obj, (tuple, list)):
-        return tuple(_deep(o) for o in obj)
-    return obj
-
-
 def _fingerprint(loaded: batch.Loaded) -> object:
-    return _deep((loaded.program, loaded.diagnostics))
+    return deep((loaded.program, loaded.diagnostics))
 
 
 @pytest.fixture()
@@ -58,14 +49,7 @@ def test_warm_load_parses_only_changed_files(repo: Path, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     cache = str(tmp_path / "cache")
     batch.load([str(repo)], cache_dir=cache)
-    parsed: list[str] = []
-    real = batch._parse_guarded
-
-    def spy(source: batch.SourceFile) -> batch.FileResult:
-        parsed.append(source.path)
-        return real(source)
-
-    monkeypatch.setattr(batch, "_parse_guarded", spy)
+    parsed = spy_parses(monkeypatch)
     target = repo / "nlp" / "pretrain.intent"
     target.write_text(target.read_text().replace("duration 45m", "duration 50m"))
     again = batch.load([str(repo)], cache_dir=cache)
@@ -85,8 +69,9 @@ def test_unreadable_cache_is_ignored(repo: Path, tmp_path: Path) -> None:
 def test_cache_is_written_per_entry_and_only_when_it_changes(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first = batch.load([str(repo)], cache_dir=str(cache))
-    (store,) = cache.iterdir()
-    entries = batch.ParseCache(str(cache), [os.path.abspath(repo)]).index
+    blobs = batch.ParseCache(str(cache), [os.path.abspath(repo)])
+    store, entries = blobs.file, blobs.index
+    assert sorted(f.suffix for f in cache.iterdir()) == [".cache", ".stat"]     # no memo: load() keeps none
     assert len(entries) == len(list(repo.rglob("*.intent"))) + len(list(repo.rglob("*.yaml")))
     before = store.stat().st_mtime_ns
     os.utime(store, ns=(before - 10**9, before - 10**9))          # a rewrite would move it forward

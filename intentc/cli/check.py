@@ -36,12 +36,19 @@ def check(
     exclude: Exclude = None,
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
-    from intentc.pipeline import check as run_check
-    from intentc.pipeline import texts_for_carets
     from intentc.policy.load import load_policies
+    from intentc.sources import texts_for_carets
+    from intentc.summary import Summary, summarize
 
+    checked = None
     with StderrProgress() as progress:
-        result = run_check(paths, jobs=jobs or None, progress=progress, exclude=exclude or ())
+        if topology is None:        # findings and counts are all that is printed: remembered from a run on the same inputs
+            result = summarize(paths, jobs=jobs or None, progress=progress, exclude=exclude or ())
+        else:                       # the plan needs the program itself
+            from intentc.pipeline import check as run_check
+
+            checked = run_check(paths, jobs=jobs or None, progress=progress, exclude=exclude or ())
+            result = Summary.of(checked)
     diags = list(result.diagnostics)
     sources = dict(result.sources)
     policies, policy_diags, policy_texts = load_policies(paths)
@@ -60,8 +67,8 @@ def check(
         if loaded is None and (not topology.is_file() or any(d.code.startswith("E00") for d in topo_diags)):
             emit_diagnostics(sorted_diagnostics(diags), format, sources)
             raise typer.Exit(EXIT_USAGE)
-        if loaded is not None:
-            diags += make_plan(result.program, loaded, 0, policies=policies)[1]
+        if loaded is not None and checked is not None:
+            diags += make_plan(checked.program, loaded, 0, policies=policies)[1]
     diags = sorted_diagnostics(diags)
     sources = texts_for_carets(diags, sources)     # plan findings point into files parsing left unread
     if format is OutputFormat.JUNIT:       # one test case per file checked, clean ones too
@@ -69,7 +76,6 @@ def check(
             sources.setdefault(f, "")
     emit_diagnostics(diags, format, sources)
     if format is OutputFormat.TEXT and not diags:
-        p = result.program
-        typer.echo(f"ok: {len(p.intents)} intents, {len(p.tenants)} tenants, "
-                   f"{len(p.datasets)} datasets, {len(p.topologies)} topologies")
+        c = result.counts
+        typer.echo(f"ok: {c.intents} intents, {c.tenants} tenants, {c.datasets} datasets, {c.topologies} topologies")
     exit_for(diags, strict)

@@ -3,8 +3,11 @@
 Per-file parsing is pure, so this module can do three things the surfaces
 never need to know about:
 
-* a content-hash cache: a file whose path, bytes and compiler are unchanged
-  is not parsed again;
+* a content-hash cache (`intentc.frontend.cache`): a file whose path, bytes
+  and compiler are unchanged is not parsed again, a file whose `lstat` is
+  unchanged is not even read (`stat_index`), and a result computed from
+  all the files together can be kept for a run with the very same inputs
+  (`scan`, `Inputs.digest`; `intentc.summary` keeps `intentc check`'s report);
 * a process pool: cold parses of large repositories use every core;
 * the cyclic garbage collector is paused while the IR is built.  Parsing and
   unpickling allocate hundreds of thousands of small objects and no cycles;
@@ -21,28 +24,27 @@ diagnostics (tests check this).
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import pickle
-import struct
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from intentc import collector
 from intentc.collector import After
-from intentc import __version__
 from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
+from intentc.frontend.cache import CACHE_ENV, ParseCache, Store, default_cache_dir
+from intentc.frontend.stat_index import KEY_BYTES, IndexBuilder, observe
 from intentc.ir import Program
 from intentc.progress import Progress, silent
-from intentc.sources import SourceFile, discover, read_source
+from intentc.sources import SourceFile, discover_named, max_file_bytes, read_source
+
+__all__ = ["CACHE_ENV", "PARALLEL_THRESHOLD", "PARSING", "Inputs", "Loaded", "ParseCache", "default_cache_dir",
+           "load", "parse_all", "scan"]
 
 # Below this many files to parse, starting workers costs more than it saves.
 PARALLEL_THRESHOLD = 400
-CACHE_ENV = "INTENTC_CACHE_DIR"
 PARSING = "parsing"      # what `progress` is told
 _PICKLE = pickle.HIGHEST_PROTOCOL
 
@@ -79,7 +81,7 @@ def _read_and_parse(paths: list[str]) -> bytes:
     with collector.paused(After.FREEZE):
         # all of the chunk read first: reading between parses cost 10-20% more CPU
         # (measured in one process, alternating), the parser's tables evicted each time
-        read = [read_source(Path(path)) for path in paths]
+        read = [read_source(path) for path in paths]
         for src, read_diags in read:
             result = _parse_guarded(src) if src is not None else None
             text = src.text if src is not None and result is not None and result.diagnostics else None
@@ -87,118 +89,9 @@ def _read_and_parse(paths: list[str]) -> bytes:
         return pickle.dumps(out, _PICKLE)
 
 
-@functools.cache
-def _compiler_fingerprint() -> str:
-    """Cache entries are only valid for the exact grammar, schemas and code that made them
-    (computed once per process: the daemon and `watch` load many times)."""
-    h = hashlib.sha256(__version__.encode())
-    pkg = Path(__file__).resolve().parents[1]
-    for root in (pkg, pkg.parent / "grammar", pkg.parent / "schemas"):
-        if not root.is_dir():
-            continue
-        for f in sorted(root.rglob("*")):
-            if f.suffix in (".py", ".lark", ".json") and "__pycache__" not in f.parts:
-                h.update(f.name.encode())
-                h.update(f.read_bytes())
-    return h.hexdigest()
-
-
-def _key(source: SourceFile) -> str:
-    return hashlib.blake2b(source.path.encode() + b"\0" + source.text.encode(),
-                           digest_size=20).hexdigest()
-
-
-_TRAILER = struct.Struct("=Q")      # where the index starts
-
-
-class ParseCache:
-    """One file per set of input roots (the paths given on the command line),
-    mapping a file's content key to its pickled result; adding or editing a
-    file reparses only that file.
-
-    The file holds the pickles back to back, then an index (key -> offset,
-    length) and the index's offset.  Opening a cache reads only the index;
-    each pickle is read when its file is loaded (`read`) and dropped once
-    unpickled, and a new cache is written pickle by pickle as results arrive
-    (`writer`): no run holds every pickle of a 100,000-file repository at once
-    (reading them all first had the cached run peak 120 MB above the cold one)."""
-
-    def __init__(self, directory: str, roots: Sequence[str]) -> None:
-        ident = hashlib.sha256(("\0".join(roots) + "\0" + _compiler_fingerprint()).encode())
-        self.file = Path(directory) / f"parse-{ident.hexdigest()[:24]}.cache"
-        self.index: dict[str, tuple[int, int]] = {}
-        self._fd: int | None = None
-        try:
-            fd = os.open(self.file, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            size = os.fstat(fd).st_size
-            (start,) = _TRAILER.unpack(os.pread(fd, _TRAILER.size, size - _TRAILER.size))
-            with collector.paused(After.FREEZE):
-                index = pickle.loads(os.pread(fd, size - _TRAILER.size - start, start))
-            if not isinstance(index, dict):
-                raise TypeError("not a parse cache index")
-            self.index, self._fd = index, fd
-        except (OSError, struct.error, pickle.UnpicklingError, EOFError, AttributeError, TypeError,
-                ValueError, MemoryError):
-            os.close(fd)
-
-    def read(self, key: str) -> bytes:
-        offset, length = self.index[key]
-        assert self._fd is not None
-        return os.pread(self._fd, length, offset)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    @contextlib.contextmanager
-    def writer(self) -> Iterator[Callable[[str, bytes], None]]:
-        """`add(key, pickle)` for each entry of the new cache; the file is
-        replaced atomically when the block ends, so a concurrent or interrupted
-        run never reads half a cache.  A cache that cannot be written only costs speed."""
-        try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
-        except OSError:
-            yield lambda key, blob: None
-            return
-        fh = os.fdopen(fd, "wb")
-        index: dict[str, tuple[int, int]] = {}
-        failed = False
-
-        def add(key: str, blob: bytes) -> None:
-            nonlocal failed
-            if not failed:
-                try:
-                    index[key] = (fh.tell(), len(blob))
-                    fh.write(blob)
-                except OSError:
-                    failed = True
-
-        try:
-            yield add
-            if not failed:
-                with contextlib.suppress(OSError):
-                    start = fh.tell()
-                    pickle.dump(index, fh, _PICKLE)
-                    fh.write(_TRAILER.pack(start))
-                    fh.close()
-                    os.replace(tmp, self.file)
-        finally:
-            fh.close()
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-
-
-def default_cache_dir() -> str | None:
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit is not None:
-        return explicit or None   # INTENTC_CACHE_DIR= (empty) disables the cache
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "intentc")
+def _key(source: SourceFile) -> bytes:
+    return hashlib.blake2b(source.path.encode("utf-8", "surrogateescape") + b"\0" + source.text.encode(),
+                           digest_size=KEY_BYTES).digest()
 
 
 def _chunk_size(count: int, workers: int) -> int:
@@ -249,49 +142,178 @@ def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = 
     texts it still has of files that reported something; `intentc.pipeline`
     reads back any other a diagnostic points into), and each pickle once it
     is unpickled and, when the cache changed, written."""
+    with scan(paths, jobs, cache_dir, use_cache, progress, exclude) as inputs:
+        return inputs.load()
+
+
+@contextlib.contextmanager
+def scan(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
+         use_cache: bool = True, progress: Progress = silent, exclude: Sequence[str] = ()) -> Iterator[Inputs]:
+    """The files under `paths`, found and (with a cache) identified by content, not
+    parsed yet: see `Inputs`.  The cache's files stay open for the block."""
     directory = (cache_dir or default_cache_dir()) if use_cache else None
-    cache = ParseCache(directory, sorted(os.path.abspath(p) for p in paths)) if directory else None
+    store = Store(directory, sorted(os.path.abspath(p) for p in paths)) if directory else None
     try:
-        return _load(paths, jobs, cache, progress, exclude)
+        named, diags = discover_named(paths, exclude)
+        inputs = Inputs(named, diags, jobs, progress) if store is None else _identify(named, diags, jobs, progress, store)
+        del named           # `inputs.load()` lets go of the file list: at 100,000 files it is 25 MB
+        yield inputs
     finally:
-        if cache is not None:
-            cache.close()
+        if store is not None:
+            store.close()
 
 
-def _load(paths: Sequence[str], jobs: int | None, cache: ParseCache | None, progress: Progress,
-          exclude: Sequence[str]) -> Loaded:
-    files, diags = discover(paths, exclude)
-    if cache is None and _workers(len(files), jobs) > 1:
-        return _load_in_workers(files, diags, jobs, progress)
-    keys: list[str] = []
-    pending: dict[int, SourceFile] = {}     # read, not parsed yet (texts of cached files are not kept)
-    for f in files:
-        src, read_diags = read_source(f)
-        diags.extend(read_diags)
-        if src is None:
-            continue
-        i = len(keys)
-        keys.append(_key(src) if cache is not None else "")
-        cached = cache is not None and keys[i] in cache.index
-        pending[i] = SourceFile(src.path, "") if cached else src
-    read = tuple(pending[i].path for i in range(len(keys)))
+class Inputs:
+    """One run's input files, found but not parsed.  With a cache they are also
+    identified: each file's content key (from the stat index when it vouches for
+    the file, else by reading and hashing it) and `digest`, which names the whole
+    input (the files, their contents, the findings of discovery and reading) so
+    that a result computed from all of it can be remembered (`remember`) and
+    given back to a later run with the same input (`recall`) without loading
+    anything: at 100,000 files, unpickling every result was 5 s of CPU."""
+
+    def __init__(self, named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int | None,
+                 progress: Progress, store: Store | None = None, keys: list[bytes] | None = None,
+                 texts: dict[int, SourceFile] | None = None) -> None:
+        self._named = named             # (display name, path) of each file; with a cache, of each file read
+        self._diags = diags
+        self._jobs = jobs
+        self._progress = progress
+        self._store = store
+        self._keys = keys or []
+        self._texts = texts or {}       # read and not in the cache: what is left to parse
+        self.digest: bytes | None = None
+        if store is not None:
+            h = hashlib.blake2b(repr(diags).encode("utf-8", "surrogateescape"), digest_size=32)
+            h.update("\0".join(name for name, _ in named).encode("utf-8", "surrogateescape"))
+            h.update(b"".join(self._keys))
+            self.digest = h.digest()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Every file read or vouched for, in discovery order (without a cache: every file
+        found); empty once loaded (`Loaded.files` then)."""
+        return tuple(name for name, _ in self._named)
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        """What discovery and (with a cache) reading found."""
+        return tuple(self._diags)
+
+    def recall(self) -> bytes | None:
+        """What `remember` kept for this very input, or None."""
+        if self._store is None or self.digest is None:
+            return None
+        return self._store.memo.recall(self.digest)
+
+    def remember(self, blob: bytes) -> None:
+        if self._store is not None and self.digest is not None:
+            self._store.memo.remember(self.digest, blob)
+
+    def load(self) -> Loaded:
+        """Parse what the cache does not have, unpickle what it has (see `load`).  Once:
+        the file list, the keys and the texts are handed over, so that they are
+        gone before the caller's global passes build their own structures."""
+        named, keys, texts = self._named, self._keys, self._texts
+        self._named, self._keys, self._texts = [], [], {}
+        if self._store is None:
+            return _load_uncached(named, list(self._diags), self._jobs, self._progress)
+        return _load_cached(named, list(self._diags), keys, texts, self._store, self._jobs, self._progress)
+
+
+def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int | None, progress: Progress,
+              store: Store) -> Inputs:
+    """Each file's content key: the stat index's where it vouches for the file, else
+    read and hashed (and the text kept when the cache has no result for it).  The
+    stat index is rewritten when it is not what this run saw."""
+    old = store.stat_index()
+    paths = [path for _, path in named]
+    seen = observe(paths, max_file_bytes())
+    vouched = old.vouched([name for name, _ in named], seen)
+    kept: list[int] = []                 # positions in `named` of the files read or vouched for
+    keys: list[bytes] = []
+    texts: dict[int, SourceFile] = {}
+    fresh = 0                            # files read and hashed
+    for i, (name, path) in enumerate(named):
+        key = vouched[i]
+        if key is None:
+            fresh += 1
+            src, read_diags = read_source(path)
+            diags.extend(read_diags)
+            if src is None:
+                continue
+            key = _key(src)
+            if key not in store.blobs.index:
+                texts[len(keys)] = src
+        kept.append(i)
+        keys.append(key)
+    # Rewritten when this run read a file the index is to list (its stat changed, it was racily
+    # clean, it is new) or a listed file is gone; not for a file that cannot be read (a binary
+    # file), which it never lists.  Every file kept and vouched for, as many as it lists: the same.
+    if store.moment is not None and (fresh > len(named) - len(kept) or len(kept) != len(old.names)):
+        new = IndexBuilder()
+        for i, key in zip(kept, keys):
+            new.add(named[i][0], seen, i, key)
+        store.save_stat_index(new.build(store.moment))
+    return Inputs([named[i] for i in kept], diags, jobs, progress, store, keys, texts)
+
+
+def _load_uncached(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int | None,
+                   progress: Progress) -> Loaded:
+    if _workers(len(named), jobs) > 1:
+        return _load_in_workers([path for _, path in named], diags, jobs, progress)
+    results: list[FileResult] = []
+    texts: dict[str, str] = {}
+    read: list[str] = []
+    with collector.paused(After.FREEZE):
+        sources = []
+        for _, path in named:
+            src, read_diags = read_source(path)
+            diags.extend(read_diags)
+            if src is not None:
+                sources.append(src)
+        progress(PARSING, 0, len(sources))
+        for n, src in enumerate(sources, 1):
+            result = _parse_guarded(src)
+            results.append(result)
+            read.append(src.path)
+            if result.diagnostics:
+                texts[src.path] = src.text
+            if n % 50 == 0 or n == len(sources):
+                progress(PARSING, n, len(sources))
+        del sources
+    return _loaded(results, diags, texts, tuple(read))
+
+
+def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: list[bytes],
+                 pending: dict[int, SourceFile], store: Store, jobs: int | None, progress: Progress) -> Loaded:
+    blobs = store.blobs
     count = len(keys)
-    todo = [i for i in range(count) if cache is None or keys[i] not in cache.index]
+    missing = [i for i in range(count) if keys[i] not in blobs.index]
+    dropped: set[int] = set()
+    for i in missing:
+        if i not in pending:            # vouched for by its stat, but the cache lost its result: read it now
+            src, read_diags = read_source(named[i][1])
+            diags.extend(read_diags)
+            if src is None:
+                dropped.add(i)
+                continue
+            keys[i] = _key(src)
+            pending[i] = src
+    todo = [i for i in missing if i not in dropped]
     todo_set = set(todo)
-    # An unchanged cache is not written again.
-    rewrite = cache is not None and (bool(todo) or len(cache.index) != count)
+    rewrite = bool(todo) or len(blobs.index) != count - len(dropped)    # an unchanged cache is not written again
     texts: dict[str, str] = {}
     parsed: dict[int, FileResult] = {}
-
-    finished = count - len(todo)          # cached results count at once
+    finished = count - len(missing)     # cached results count at once
     progress(PARSING, finished, count)
 
     def done(i: int, result: FileResult) -> FileResult:
         nonlocal finished
-        src = pending.pop(i)
-        if result.diagnostics and src.text:
-            texts[src.path] = src.text
         if i in todo_set:
+            src = pending.pop(i)
+            if result.diagnostics:
+                texts[src.path] = src.text
             finished += 1
             if finished % 50 == 0 or finished == count:
                 progress(PARSING, finished, count)
@@ -299,34 +321,54 @@ def _load(paths: Sequence[str], jobs: int | None, cache: ParseCache | None, prog
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(collector.paused(After.FREEZE))
-        if cache is None and _workers(len(todo), jobs) == 1:   # nothing to store or ship: no pickles
-            return _loaded([done(i, _parse_guarded(pending[i])) for i in todo], diags, texts, read)
-        add = stack.enter_context(cache.writer()) if cache is not None and rewrite else None
+        add = stack.enter_context(blobs.writer()) if rewrite else None
         for i, blob in zip(todo, parse_all([pending[i] for i in todo], jobs)):
             parsed[i] = done(i, pickle.loads(blob))
             if add is not None:
                 add(keys[i], blob)
         results: list[FileResult] = []
         for i in range(count):
+            if i in dropped:
+                continue
             if i in parsed:
                 results.append(parsed.pop(i))
                 continue
-            assert cache is not None
-            blob = cache.read(keys[i])
-            results.append(done(i, pickle.loads(blob)))
+            blob = blobs.read(keys[i])
+            cached = _unpickled(blob)
+            if cached is None:          # a damaged entry: parse the file again
+                src, read_diags = read_source(named[i][1])
+                diags.extend(read_diags)
+                if src is None:
+                    dropped.add(i)
+                    continue
+                cached = _parse_guarded(src)
+                blob = pickle.dumps(cached, _PICKLE)
+                if cached.diagnostics:
+                    texts[src.path] = src.text
+            results.append(done(i, cached))
             if add is not None:
                 add(keys[i], blob)
-    return _loaded(results, diags, texts, read)
+    files = tuple(named[i][0] for i in range(count) if i not in dropped)
+    return _loaded(results, diags, texts, files)
 
 
-def _load_in_workers(files: list[Path], diags: list[Diagnostic], jobs: int | None, progress: Progress) -> Loaded:
+def _unpickled(blob: bytes) -> FileResult | None:
+    """A cached result, or None when the bytes are not one (a damaged cache only costs a parse)."""
+    try:
+        result = pickle.loads(blob)
+    except Exception:       # whatever damaged bytes make the unpickler raise
+        return None
+    return result if isinstance(result, FileResult) else None
+
+
+def _load_in_workers(files: list[str], diags: list[Diagnostic], jobs: int | None, progress: Progress) -> Loaded:
     """No cache to consult: the workers read the files as well as parse them.  Reading
     10,000 files was a third of a second of the parent's time before any worker
     started, and the parent held every text of the repository at once."""
     workers = _workers(len(files), jobs)
     count = len(files)
     size = _chunk_size(count, workers)
-    chunks = [[str(f) for f in files[i:i + size]] for i in range(0, count, size)]
+    chunks = [files[i:i + size] for i in range(0, count, size)]
     results: list[FileResult] = []
     texts: dict[str, str] = {}
     read: list[str] = []

@@ -1,0 +1,101 @@
+"""What `intentc check` reports, remembered from one run to the next.
+
+All that `intentc check` prints (without --topology) is the findings after
+the global passes and four counts.  With a warm parse cache, a run over
+100,000 unchanged files still unpickled every file's IR (5 s of CPU), ran
+the global passes and built the dependency graph (3-4 s more) to print the
+same thing again.  So the report is kept in the cache's memo, named by the
+digest of everything that went into it (`batch.Inputs.digest`: which files
+were found, their contents, what discovery and reading reported; the
+compiler, its libraries and the roots name the cache itself).  Options
+that only change the exit status (--strict) or what is done with the
+report (--format) are applied to it afterwards; --topology needs the program
+itself, so `intentc check --topology` takes `pipeline.check`.
+
+A run whose digest differs (one file edited, added, removed or renamed, an
+exclusion changed) loads and checks as before and remembers its report.
+The texts for carets are read back from the files, unchanged since
+(that is what the digest says), as `pipeline.check` does for a cached file.
+
+This module imports neither the passes nor networkx: a remembered report is
+printed without them (0.26 s of imports).
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from intentc.diagnostics import Diagnostic
+from intentc.frontend.batch import PARSING, Inputs, scan
+from intentc.progress import Progress, silent
+from intentc.sources import texts_for_carets
+
+if TYPE_CHECKING:
+    from intentc.ir import Program
+    from intentc.pipeline import Checked
+
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Counts:
+    intents: int
+    tenants: int
+    datasets: int
+    topologies: int
+
+    @classmethod
+    def of(cls, program: Program) -> Counts:
+        return cls(len(program.intents), len(program.tenants), len(program.datasets), len(program.topologies))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """`pipeline.Checked` without the program and the graph."""
+
+    diagnostics: tuple[Diagnostic, ...]
+    sources: dict[str, str]         # the texts the diagnostics point into
+    files: tuple[str, ...]          # every file checked
+    counts: Counts
+
+    @classmethod
+    def of(cls, checked: Checked) -> Summary:
+        return cls(checked.diagnostics, checked.sources, checked.files, Counts.of(checked.program))
+
+
+def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
+              use_cache: bool = True, progress: Progress = silent, exclude: Sequence[str] = ()) -> Summary:
+    """`pipeline.check`'s findings and counts, from the memo when the inputs are
+    the ones it was made from (see the module docstring)."""
+    with scan(paths, jobs, cache_dir, use_cache, progress, exclude) as inputs:
+        remembered = _recall(inputs)
+        if remembered is not None:
+            diags, counts = remembered
+            count = len(inputs.files)
+            progress(PARSING, count, count)
+            return Summary(diags, texts_for_carets(diags, {}), inputs.files, counts)
+        loaded = inputs.load()
+    from intentc.pipeline import check_loaded      # the cache closed and the file list gone before the passes
+
+    summary = Summary.of(check_loaded(loaded))
+    del loaded
+    inputs.remember(pickle.dumps((_FORMAT, summary.diagnostics, summary.counts), pickle.HIGHEST_PROTOCOL))
+    return summary
+
+
+def _recall(inputs: Inputs) -> tuple[tuple[Diagnostic, ...], Counts] | None:
+    """The remembered findings and counts, or None (nothing remembered for these
+    inputs, or what is there is not a report: a damaged memo is a miss)."""
+    blob = inputs.recall()
+    if blob is None:
+        return None
+    try:
+        fmt, diags, counts = pickle.loads(blob)
+    except Exception:       # anything a damaged pickle raises; the cache only ever costs time
+        return None
+    if fmt != _FORMAT or not isinstance(counts, Counts) or not isinstance(diags, tuple) \
+            or not all(isinstance(d, Diagnostic) for d in diags):
+        return None
+    return diags, counts
