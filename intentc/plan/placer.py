@@ -382,8 +382,10 @@ class Placer:
         scan of every group); a node of a shared NVLink domain with f >= k free ranks nvf * big
         + f (protected) or f * big + nvf (then only f = solo competes), with f <= nvf: as well
         as the lone nodes or better exactly when its domain has nvf <= solo free, so only the
-        nodes of the domains with k..solo free GPUs are looked at.  None: the caller scans
-        (plain best fit where a shared node has fewer free GPUs, or an empty index)."""
+        nodes of the domains with k..solo free GPUs are looked at, fewest free first, up to the
+        first count with one that ranks (the domain's count ranks before the node's).  None:
+        the caller scans (plain best fit where a shared node has fewer free GPUs, or an empty
+        index)."""
         free, groups, big = view.free, self.c.groups, self._big
         protect = self.protect_nvlink
         if not protect and shared and shared[0] < solo:
@@ -395,12 +397,15 @@ class Placer:
             return None
         group_of = self.c.group_of
         rivals: dict[tuple[int, int], int] = {}     # (free GPUs, group) in a shared domain -> rank
-        for leaf in index.nodes_in_nvlink_between(k, solo):
-            f = free[leaf]
-            if f >= k and (protect or f == solo):
-                gid = group_of[leaf]
-                nvf = free[groups[gid].nvlink]
-                rivals[(f, gid)] = nvf * big + f if protect else f * big + nvf
+        for leaves in index.nodes_in_nvlink_by_free(k, solo):
+            for leaf in leaves:
+                f = free[leaf]
+                if f >= k and (protect or f == solo):
+                    gid = group_of[leaf]
+                    nvf = free[groups[gid].nvlink]
+                    rivals[(f, gid)] = nvf * big + f if protect else f * big + nvf
+            if rivals:
+                break                           # a domain with more free GPUs ranks after these
         lone = solo * big + solo
         best = min(rivals.values(), default=lone)
         bucket = view.buckets[solo]
