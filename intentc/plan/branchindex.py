@@ -127,17 +127,12 @@ class BranchIndex:
             heapq.heappop(heap)
         if not heap:
             return []
-        # every entry that ties with the top is in the subtree of entries equal to it (a parent is
-        # never above its children): walk it in place rather than pop and push back each tied rack
-        m, n = heap[0][0], len(heap)
-        found: set[int] = set()
-        stack = [0]
-        while stack:
-            i = stack.pop()
-            b = heap[i][1]
+        m = heap[0][0]
+        found: dict[int, None] = {}                 # in the order found; a dict, as many racks can tie
+        while heap and heap[0][0] == m:
+            _, b = heapq.heappop(heap)
             if free[b] == m and f in presence[b]:
-                found.add(b)
-            for c in (2 * i + 1, 2 * i + 2):
-                if c < n and heap[c][0] == m:
-                    stack.append(c)
-        return [self.group_of_branch[b] for b in sorted(found)]
+                found[b] = None
+        for b in found:
+            heapq.heappush(heap, (m, b))
+        return [self.group_of_branch[b] for b in found]
