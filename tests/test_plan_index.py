@@ -61,7 +61,7 @@ def test_branch_index_matches_the_scan_on_racks_of_lone_nodes() -> None:
     views = [cluster.view(f) for f in FILTERS[:2]]
     assert all(v.index is not None for v in views)
     rng = random.Random(5)
-    indexed = 0
+    indexed = merged = 0
     for step in range(400):
         _take_or_release(cluster, rng)
         placer.protect_nvlink = rng.random() < 0.5
@@ -71,7 +71,10 @@ def test_branch_index_matches_the_scan_on_racks_of_lone_nodes() -> None:
                          if view.eligible[i] and view.free[n.leaf.id] >= k]
                 solo = min((f for f in view.buckets if f >= k), default=None)
                 shared = sorted(f for f in view.shared if f >= k)
-                if solo is not None and placer._leaf_fit_indexed(view, k, solo, shared) is not None:
+                ties = placer._indexed_ties(view, k, solo, shared) if solo is not None else None
+                if ties:
                     indexed += 1
+                    # lone nodes and nodes of shared NVLink domains ranking alike, merged
+                    merged += len({cluster.groups[g].nvlink >= 0 for g, _ in ties}) > 1
                 assert placer._leaf_fit(view, k) is placer._best_fit(view, every, k), (step, k, view.filter)
-    assert indexed > 1000
+    assert indexed > 1000 and merged > 0

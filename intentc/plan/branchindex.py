@@ -58,10 +58,17 @@ class BranchIndex:
     def nodes_in_nvlink_between(self, low: int, high: int) -> Iterator[int]:
         """The leaf ids of the nodes in shared NVLink domains that have between low and high
         free GPUs (the few that can rank with a covered node, without a scan of them all)."""
+        for leaves in self.nodes_in_nvlink_by_free(low, high):
+            yield from leaves
+
+    def nodes_in_nvlink_by_free(self, low: int, high: int) -> Iterator[list[int]]:
+        """The same nodes, one list per free count of their domain, fewest free first (a
+        search that ranks by the domain's free GPUs can stop at the first list that has one)."""
         by_free, leaves = self.nvlink_by_free, self.nvlink_leaves
         for f in range(low, high + 1):
-            for nv in by_free.get(f, ()):
-                yield from leaves[nv]
+            ids = by_free.get(f)
+            if ids:
+                yield [leaf for nv in ids for leaf in leaves[nv]]
 
     def add(self, branch: int, f: int, delta: int) -> None:
         """`delta` nodes of `branch` now have (+1) or no longer have (-1) f free GPUs."""

@@ -189,6 +189,7 @@ class Cluster:
         # GPUs, so a search that found no child with room needs not look at it
         self.branching: list[list[Domain]] = [[d for d in ds if len(d.children) > 1] for ds in self.by_depth]
         self._views: dict[Filter, View] = {}
+        self._views_of: dict[int, list[View]] = {}     # leaf id -> the views that admit its node
         self.version = 0            # bumped on every take / release (lets callers cache failed searches)
 
     def _group(self, node: NodeState) -> int:
@@ -253,6 +254,7 @@ class Cluster:
                 if ok:
                     _file(self._bucket(found, n), n.free_count, self.group_of[n.leaf.id], n.leaf.id)
             found.index = self._branch_index(found)
+            self._views_of.clear()              # `_count` files each node under the views admitting it
         return found
 
     def _branch_index(self, view: View) -> BranchIndex | None:
@@ -306,43 +308,45 @@ class Cluster:
     def _count(self, node: NodeState, delta: int) -> None:
         self.version += 1
         leaf = node.leaf.id
+        views = self._views_of.get(leaf)
+        if views is None:
+            views = self._views_of[leaf] = [v for v in self._views.values() if v.filter.admits(node)]
+        if not views:
+            return
         chain = self._chain[leaf]
         group = self.group_of[leaf]
-        for view in self._views.values():
-            if view.filter.admits(node):
-                free = view.free
-                old = free[leaf]
-                for d in chain:
-                    free[d] += delta
-                buckets = self._bucket(view, node)
-                _unfile(buckets, old, group, leaf)
-                _file(buckets, old + delta, group, leaf)
-                index = view.index
-                if index is not None:
-                    if not self._shared[leaf]:
-                        index.move(self.groups[group].branch[1], old, old + delta)
-                    else:
-                        nv = self.groups[group].nvlink
-                        if nv >= 0:
-                            index.file_nvlink(nv, view.free[nv] - delta, view.free[nv])
-                    over = index.over.get(leaf)
-                    if over is None:
-                        over = index.over[leaf] = [d for d in chain if d in index.presence]
-                    index.log += over
+        shared = self._shared[leaf]
+        for view in views:
+            free = view.free
+            old = free[leaf]
+            for d in chain:
+                free[d] += delta
+            buckets = view.shared if shared else view.buckets
+            # out of bucket old, into old + delta (as `_file`, inlined: two calls per view per take)
+            groups = buckets[old]
+            leaves = groups[group]
+            leaves.discard(leaf)
+            if not leaves:
+                del groups[group]
+                if not groups:
+                    del buckets[old]
+            buckets.setdefault(old + delta, {}).setdefault(group, set()).add(leaf)
+            index = view.index
+            if index is not None:
+                if not shared:
+                    index.move(self.groups[group].branch[1], old, old + delta)
+                else:
+                    nv = self.groups[group].nvlink
+                    if nv >= 0:
+                        index.file_nvlink(nv, free[nv] - delta, free[nv])
+                over = index.over.get(leaf)
+                if over is None:
+                    over = index.over[leaf] = [d for d in chain if d in index.presence]
+                index.log += over
 
 
 def _file(buckets: dict[int, dict[int, set[int]]], free: int, group: int, leaf: int) -> None:
     buckets.setdefault(free, {}).setdefault(group, set()).add(leaf)
-
-
-def _unfile(buckets: dict[int, dict[int, set[int]]], free: int, group: int, leaf: int) -> None:
-    groups = buckets[free]
-    leaves = groups[group]
-    leaves.discard(leaf)
-    if not leaves:
-        del groups[group]
-        if not groups:
-            del buckets[free]
 
 
 def _mask(gpus: tuple[int, ...]) -> int:

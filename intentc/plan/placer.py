@@ -324,29 +324,28 @@ class Placer:
         solo = min((f for f in view.buckets if f >= k), default=None)
         shared = sorted(f for f in view.shared if f >= k)
         protect = self.protect_nvlink
-        if view.index is not None and solo is not None:
-            found = self._leaf_fit_indexed(view, k, solo, shared)
-            if found is not None:
-                return found
-        sources: list[tuple[int, dict[int, set[int]]]] = []
-        if not protect:
-            first = min([f for f in (solo, *shared[:1]) if f is not None], default=None)
-            if first is None:
-                return None
-            sources = [(first, b[first]) for b in (view.buckets, view.shared) if first in b]
-        else:
-            sources = ([(solo, view.buckets[solo])] if solo is not None else []) + [(f, view.shared[f]) for f in shared]
-        best_p = -1
-        ties: list[tuple[int, set[int]]] = []
-        for f, bucket in sources:
-            for gid, leaves in bucket.items():
-                nv = groups[gid].nvlink
-                nvf = free[nv] if nv >= 0 else f
-                p = nvf * big + f if protect else f * big + nvf
-                if p < best_p or best_p < 0:
-                    best_p, ties = p, [(gid, leaves)]
-                elif p == best_p:
-                    ties.append((gid, leaves))
+        ties = self._indexed_ties(view, k, solo, shared) if view.index is not None and solo is not None else None
+        if ties is None:
+            sources: list[tuple[int, dict[int, set[int]]]] = []
+            if not protect:
+                first = min([f for f in (solo, *shared[:1]) if f is not None], default=None)
+                if first is None:
+                    return None
+                sources = [(first, b[first]) for b in (view.buckets, view.shared) if first in b]
+            else:
+                sources = (([(solo, view.buckets[solo])] if solo is not None else [])
+                           + [(f, view.shared[f]) for f in shared])
+            best_p = -1
+            ties = []
+            for f, bucket in sources:
+                for gid, leaves in bucket.items():
+                    nv = groups[gid].nvlink
+                    nvf = free[nv] if nv >= 0 else f
+                    p = nvf * big + f if protect else f * big + nvf
+                    if p < best_p or best_p < 0:
+                        best_p, ties = p, [(gid, leaves)]
+                    elif p == best_p:
+                        ties.append((gid, leaves))
         if not ties:
             return None
         if len(ties) > 1 and self.demand:
@@ -374,33 +373,44 @@ class Placer:
             cands = [d for d in cands if scores[d.id] == most]
         return min(cands, key=lambda d: d.tie)
 
-    def _leaf_fit_indexed(self, view: View, k: int, solo: int, shared: list[int]) -> Domain | None:
-        """`_leaf_fit` through the view's `BranchIndex` when the nodes alone in their NVLink
-        domain win outright: they all rank solo * big + solo and tie up to the branch key, so
-        the least-loaded branches of bucket `solo` come off the index instead of a scan of every
-        group.  None when a node of a shared NVLink domain ranks as well or better (then the
-        caller's scan decides, as it always did)."""
-        free, groups = view.free, self.c.groups
+    def _indexed_ties(self, view: View, k: int, solo: int, shared: list[int]
+                      ) -> list[tuple[int, set[int]]] | None:
+        """The groups `_leaf_fit`'s scan would find tied best, through the view's `BranchIndex`,
+        in the scan's order (lone nodes first, then shared NVLink domains by free GPUs): the
+        lone nodes all rank solo * big + solo and tie up to the branch key, so of them only the
+        least-loaded branches of bucket `solo` can win (they come off the index instead of a
+        scan of every group); a node of a shared NVLink domain with f >= k free ranks nvf * big
+        + f (protected) or f * big + nvf (then only f = solo competes), with f <= nvf: as well
+        as the lone nodes or better exactly when its domain has nvf <= solo free, so only the
+        nodes of the domains with k..solo free GPUs are looked at, fewest free first, up to the
+        first count with one that ranks (the domain's count ranks before the node's).  None:
+        the caller scans (plain best fit where a shared node has fewer free GPUs, or an empty
+        index)."""
+        free, groups, big = view.free, self.c.groups, self._big
         protect = self.protect_nvlink
         if not protect and shared and shared[0] < solo:
             return None                         # plain best fit: a node with fewer free GPUs wins
-        # a node of a shared domain with f >= k free ranks nvf * big + f (protected) or f * big +
-        # nvf (then only f = solo competes), with f <= nvf: it ranks as well as the covered nodes'
-        # solo * big + solo exactly when its domain has nvf <= solo free, so only nodes of the
-        # domains with k..solo free GPUs are looked at
-        assert view.index is not None
-        for leaf in view.index.nodes_in_nvlink_between(k, solo):
-            f = free[leaf]
-            if f >= k and (protect or f == solo):
-                return None
-        gids = view.index.least(solo)
+        index = view.index
+        assert index is not None
+        gids = index.least(solo)
         if not gids:
             return None
-        if len(gids) > 1:
-            best = self._least_outer({groups[g].branch for g in gids}, free, solo)
-            gids = [g for g in gids if groups[g].branch in best]
-        bucket, domains = view.buckets[solo], self.c.domains
-        return self._best_node([domains[i] for g in gids for i in bucket[g]], k)
+        group_of = self.c.group_of
+        rivals: dict[tuple[int, int], int] = {}     # (free GPUs, group) in a shared domain -> rank
+        for leaves in index.nodes_in_nvlink_by_free(k, solo):
+            for leaf in leaves:
+                f = free[leaf]
+                if f >= k and (protect or f == solo):
+                    gid = group_of[leaf]
+                    nvf = free[groups[gid].nvlink]
+                    rivals[(f, gid)] = nvf * big + f if protect else f * big + nvf
+            if rivals:
+                break                           # a domain with more free GPUs ranks after these
+        lone = solo * big + solo
+        best = min(rivals.values(), default=lone)
+        bucket = view.buckets[solo]
+        ties = [(g, bucket[g]) for g in gids] if best == lone else []
+        return ties + [(g, view.shared[f][g]) for (f, g), p in sorted(rivals.items()) if p == best]
 
     def distribute(self, view: View, d: Domain, k: int) -> list[tuple[NodeState, int]]:
         """Split k GPUs over the nodes of d: whole children largest first, the rest best-fit."""
