@@ -151,7 +151,9 @@ class Reloader:
         """The first, full compile (every file parsed)."""
         files, diags = discover(self.paths)
         self._discovery = tuple(diags)
-        result = self._update([f.as_posix() for f in files], topology=True, initial=True)
+        names = [f.as_posix() for f in files]
+        del files               # 100,000 Path objects: 34 MB held through the whole load otherwise
+        result = self._update(names, topology=True, initial=True)
         # What the load kept lives as long as the snapshot: out of the collector's way (a
         # full collection walking 100,000 intents' objects stalled a reload by tens of ms),
         # once the load's cyclic garbage is gone (frozen, it would be kept for good).
@@ -211,7 +213,7 @@ class Reloader:
             reparsed = tuple(n for n in names if self._read(n))
             if topology or initial:
                 self._load_topology()
-            return self._compile(tuple(names), reparsed, topology or initial)
+            return self._compile(tuple(names), reparsed, topology or initial, initial)
 
     def _base_diagnostics(self, global_diags: Sequence[Diagnostic],
                           topo_diags: Sequence[Diagnostic]) -> list[Diagnostic]:
@@ -219,7 +221,8 @@ class Reloader:
         diags = list(self._discovery) + self._table.diagnostics() + list(global_diags)
         return list(prefer_specific(diags)) + list(topo_diags) + list(self._policy_diags)
 
-    def _compile(self, names: tuple[str, ...], reparsed: tuple[str, ...], topology: bool) -> ReloadResult:
+    def _compile(self, names: tuple[str, ...], reparsed: tuple[str, ...], topology: bool,
+                 initial: bool = False) -> ReloadResult:
         """Passes, plan, render and swap, each redone only as far as the changes reach."""
         previous = self._current
         loaded, topo_diags, topo_text = self._topology
@@ -266,12 +269,13 @@ class Reloader:
             plan_files = (previous.plan_files - patched.files) | files_of(patched.diagnostics)
             plan_text, graph_text = _plan_text(plan), _graph_text(program)
         else:
-            g, graph_diags = graph.build(program)
-            plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
-            plan_diags = tuple(sorted_diagnostics(graph_diags + found))
+            if initial:
+                # what the load parsed makes no cycles (and load() freezes it afterwards
+                # anyway): out of the walk of the collection after the planner
+                gc.freeze()
+            plan, plan_diags, index = self._plan_in_full(program, loaded)
             plan_files = files_of(plan_diags)
             plan_text, graph_text = _plan_text(plan), _graph_text(program)
-            index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
         if quiet and reuse and previous is not None:
             report = previous.diagnostics
         elif quiet and isinstance(patched, Replanned) and previous is not None:
@@ -344,6 +348,22 @@ class Reloader:
             return state.result.program.intents if state is not None else ()
         return index.replan(edited, file_intents, {name for name, _, _ in changes})
 
+    def _plan_in_full(self, program: Program, loaded: LoadedTopology) -> tuple[Plan, tuple[Diagnostic, ...], PlanIndex]:
+        """The full planner's plan and findings, and the incremental planner's index of it.
+
+        One dependency graph at a time: `make_plan` builds its own (and reports its
+        E0501 / E0503), so the index's is built once the planner's working set is gone.
+        That working set is cyclic garbage (networkx graphs, the scheduler's records) and
+        the collector is paused around a reload: it is collected here, not at the end of
+        the load, where it sat under the render (at 100,000 intents the two graphs and the
+        planner's garbage were some 250 MB of the load's peak)."""
+        plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
+        gc.collect()
+        g = graph.build(program)[0]
+        index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
+        g.clear()                   # its views refer back to it: emptied now, not at the next collection
+        return plan, tuple(sorted_diagnostics(found)), index
+
     def listen(self, listener: Callable[[ReloadResult], None]) -> None:
         """`listener` gets the result of each swap made in the background (a full re-plan
         replacing an incremental one), from the background thread."""
@@ -373,14 +393,11 @@ class Reloader:
                 if not self._full_wanted or snap is None or loaded is None:
                     return
                 self._full_wanted = False
-            g, graph_diags = graph.build(snap.program)
-            plan, found = make_plan(snap.program, loaded, self.seed, policies=self.policies)
-            plan_diags = tuple(sorted_diagnostics(graph_diags + found))
+            plan, plan_diags, index = self._plan_in_full(snap.program, loaded)
             if has_errors(plan_diags):
                 # the full planner refuses what the incremental plan placed (it moves others,
                 # in another order): the incremental plan stays, it is valid
                 return
-            index = PlanIndex(snap.program, plan, g, loaded, self.seed, self.policies)
             while True:
                 with self._lock:
                     current = self._current
