@@ -22,6 +22,7 @@ from intentc import collector
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload.files import FileTable
+from intentc.daemon.reload.interning import intern_strings
 from intentc.daemon.reload.keys import (
     declares,
     plan_inputs,
@@ -193,6 +194,7 @@ class Reloader:
         if self._digests.get(name) == digest and name in self._table:
             return False
         parsed = parse_source(source)
+        intern_strings(parsed.program)
         result = FileResult(parsed.program.canonical(), parsed.diagnostics)
         _, domain = run_passes(result.program, LOCAL_PASSES)
         self._table.set(name, FileState(result, tuple(domain), tuple(read_diags)), source.text)
