@@ -110,10 +110,6 @@ def duration_warning(intent: ir.Intent, seconds: int | None = None) -> Diagnosti
                    hint="give it a `duration:` estimate so the plan knows when its GPUs are free again")
 
 
-# most intents wait for nothing: one empty set for all of them (an empty frozenset is 216 bytes)
-NO_DEPENDENCIES: frozenset[str] = frozenset()
-
-
 def _jobs(g: nx.DiGraph, intents: list[ir.Intent], cyclic: frozenset[str],
           durations: dict[str, int]) -> tuple[dict[str, Job], list[Diagnostic]]:
     """Durations and dependencies per intent, and W0602 where a GPU intent has no `duration`."""
@@ -126,8 +122,8 @@ def _jobs(g: nx.DiGraph, intents: list[ir.Intent], cyclic: frozenset[str],
         unsaid = duration_warning(intent, seconds)
         if unsaid is not None:
             diags.append(unsaid)
-        after = (NO_DEPENDENCIES if intent.name in cyclic
-                 else frozenset(u for u in g.predecessors(intent.name) if u not in cyclic) or NO_DEPENDENCIES)
+        after = () if intent.name in cyclic else tuple(sorted(u for u in g.predecessors(intent.name)
+                                                               if u not in cyclic))
         jobs[intent.name] = Job(intent, None if open_ended else seconds, after)
     return jobs, diags
 
