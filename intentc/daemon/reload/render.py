@@ -107,7 +107,7 @@ class Renderer:
         made, choice = intent_manifests(intent, placement, wave, self.kube_version, get_target(self.target), uris,
                                         self.commit, decided[0], self.policies, decided[1], topology)
         packed = tuple(m.packed(self.codec) for m in made)
-        return IntentRender(intent, placement, wave, data_of(intent, uris), packed, choice, decided)
+        return IntentRender(intent, placement, wave, packed, choice, decided)
 
     def _edit(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot,
               changes: Sequence[Change], topology: Topology | None) -> Render:
@@ -188,8 +188,10 @@ class Renderer:
             wave, placement = waves[intent.name], placements.get(intent.name)
             decided = (batch_of.get(intent.name), strategy_of.get(intent.name))
             hit = cache.get(intent.name)
+            # a kept render was made with its snapshot's URIs (it is kept only while they agree)
             if hit is None or not hit.fits(intent, placement, wave, decided) or (
-                    not same_data and hit.data != data_of(intent, uris)):
+                    not same_data and previous is not None
+                    and data_of(intent, previous.uris) != data_of(intent, uris)):
                 renders[intent.name] = self._one(intent, placement, wave, uris, decided, topology)
                 rerendered.append(intent.name)
             else:
