@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from intentc import graph, ir
 from intentc.plan import metrics as plan_metrics
 from intentc.plan.batch import size_batches
-from intentc.plan.incremental import Dependencies, Fallback, PlanIndex, Replanned
+from intentc.plan.incremental import Fallback, PlanIndex, Replanned
 from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
 from intentc.plan.strategy import decide
@@ -157,18 +157,3 @@ def test_edits_in_a_row_keep_the_index_in_step(topo: LoadedTopology, program: ir
         assert (fresh.dist, fresh.prev) == (index.dist, index.prev)
         assert fresh._critical({}, {}) == index._critical({}, {}) == (got.plan.metrics.critical_path,
                                                                      got.plan.metrics.critical_path_s)
-
-
-@given(topologies(), programs())
-@PROPS
-def test_an_index_from_the_dependencies_taken_first_equals_one_from_the_graph(
-        topo: LoadedTopology, program: ir.Program) -> None:
-    """The Reloader takes `Dependencies` from the graph before planning and empties the
-    graph: the index it builds from them is the one built from the graph itself."""
-    plan, from_graph = _index(program, topo)
-    g, _ = graph.build(program)
-    deps = Dependencies.of(program, g)
-    g.clear()
-    taken = PlanIndex(program, plan, deps, topo, 0, BUILTIN)
-    for attr in ("preds", "succs", "dist", "prev", "longest", "holds", "timeline", "ends", "used"):
-        assert getattr(taken, attr) == getattr(from_graph, attr), attr

@@ -148,33 +148,11 @@ def _bump(d: dict[Any, int], key: Any, delta: int) -> None:
         d.pop(key, None)
 
 
-@dataclass(frozen=True)
-class Dependencies:
-    """What the index reads of the dependency graph (`graph.build`): each intent's direct
-    dependencies and dependants (sorted), and the longest chain ending at each intent.
-    Taken from the graph before the full planner runs, so the caller need neither keep
-    the graph through the planner's working set nor build it again after (at 100,000
-    intents a networkx graph is some 45 MB).  `PlanIndex` takes the dictionaries over."""
-
-    preds: dict[str, tuple[str, ...]]
-    succs: dict[str, tuple[str, ...]]
-    dist: dict[str, int]
-    prev: dict[str, str | None]
-
-    @classmethod
-    def of(cls, program: ir.Program, g: nx.DiGraph) -> Dependencies:
-        intents = graph.unique_intents(program)
-        dist, prev = graph.longest_chains(g, {n: graph.duration_seconds(i) for n, i in intents.items()})
-        return cls({n: tuple(sorted(g.predecessors(n))) for n in g if g.in_degree(n)},
-                   {n: tuple(sorted(g.successors(n))) for n in g if g.out_degree(n)}, dist, prev)
-
-
 class PlanIndex:
     """A plan as fixed occupancy, kept up to date edit by edit (see the module docstring)."""
 
-    def __init__(self, program: ir.Program, plan: Plan, g: nx.DiGraph | Dependencies, topology: LoadedTopology,
-                 seed: int, policies: Policies) -> None:
-        """`g`: the program's dependency graph, or what the index reads of it (`Dependencies`)."""
+    def __init__(self, program: ir.Program, plan: Plan, g: nx.DiGraph, topology: LoadedTopology, seed: int,
+                 policies: Policies) -> None:
         loaded = without_observed(topology)
         self.topology = loaded.topology
         self.cluster = Cluster(loaded.topology, matrix_source(loaded), seed)
@@ -183,10 +161,11 @@ class PlanIndex:
         self.plan = plan
         self.intents: dict[str, ir.Intent] = graph.unique_intents(program)
         self.terms: dict[str, TenantTerms] = tenant_terms(program, list(self.intents.values()))
-        deps = g if isinstance(g, Dependencies) else Dependencies.of(program, g)
-        self.preds, self.succs, self.dist, self.prev = deps.preds, deps.succs, deps.dist, deps.prev
+        self.preds = {n: tuple(sorted(g.predecessors(n))) for n in g if g.in_degree(n)}
+        self.succs = {n: tuple(sorted(g.successors(n))) for n in g if g.out_degree(n)}
         self.exclusive = frozenset(n for n, i in self.intents.items()
                                    if policies.requires(i, Requirement.EXCLUSIVE_DOMAIN))
+        self.dist, self.prev = graph.longest_chains(g, {n: graph.duration_seconds(i) for n, i in self.intents.items()})
         # chain ends, longest first (ties: smallest name): the critical path's end is the first
         # entry whose length is still the intent's (entries of changed lengths are dropped lazily)
         self.longest: list[tuple[int, str]] = [(-d, n) for n, d in self.dist.items()]
