@@ -361,6 +361,7 @@ class Reloader:
         planner's garbage were some 250 MB of the load's peak)."""
         plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
         gc.collect()
+        collector.trim()
         g = graph.build(program)[0]
         index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
         g.clear()                   # its views refer back to it: emptied now, not at the next collection
