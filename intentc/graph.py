@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import networkx as nx
 
@@ -117,21 +117,37 @@ def build(program: ir.Program) -> tuple[nx.DiGraph, list[Diagnostic]]:
     g: nx.DiGraph = nx.DiGraph()
     for name, intent in intents.items():
         g.add_node(name, intent=intent)
+    producers, diags = _producers(intents)
+    for u, v, reason, dataset, span in _edges(intents, producers):
+        if not g.has_edge(u, v):
+            g.add_edge(u, v, reason=reason, dataset=dataset, span=span)
+    diags.extend(_cycle_diagnostics(g))
+    return g, diags
 
+
+def dependencies(program: ir.Program) -> nx.DiGraph:
+    """The nodes and edges of `build`'s graph only: none of the attributes its reports
+    read (each intent, each edge's reason and clause), no findings.  For what needs
+    only the shape (the incremental planner's index), at a fraction of the memory."""
+    intents = unique_intents(program)
+    g: nx.DiGraph = nx.DiGraph()
+    g.add_nodes_from(intents)
+    g.add_edges_from((u, v) for u, v, *_ in _edges(intents, _producers(intents)[0]))
+    return g
+
+
+def _edges(intents: Mapping[str, ir.Intent], producers: Mapping[str, list[tuple[str, ir.Ref]]]
+           ) -> Iterator[tuple[str, str, str, str | None, Span]]:
+    """(u, v, reason, dataset, clause) of each dependency (v runs after u), `after`
+    clauses first: where both link a pair, the first one is the edge's reason."""
     for name, intent in intents.items():
         for ref in _unique_refs(intent.trigger.after):
-            if ref.name in intents and not g.has_edge(ref.name, name):
-                g.add_edge(ref.name, name, reason="after", dataset=None, span=ref.span)
-
-    producers, diags = _producers(intents)
+            if ref.name in intents:
+                yield ref.name, name, "after", None, ref.span
     for name, intent in intents.items():
         for ref in _unique_refs(intent.consumes):
             for producer, _ in producers.get(ref.name, ()):
-                if not g.has_edge(producer, name):
-                    g.add_edge(producer, name, reason="data", dataset=ref.name, span=ref.span)
-
-    diags.extend(_cycle_diagnostics(g))
-    return g, diags
+                yield producer, name, "data", ref.name, ref.span
 
 
 # --------------------------------------------------------------------------
