@@ -54,6 +54,7 @@ from intentc.sources import (
     OUTPUT_MARKER,
     SOURCE_SUFFIXES,
     Exclusions,
+    SourceFile,
     discover,
     read_source,
     read_text,
@@ -193,6 +194,9 @@ class Reloader:
         digest = _digest(source.text)
         if self._digests.get(name) == digest and name in self._table:
             return False
+        if source.path == name:
+            # one string for the file's name, the table's key and every span's (9 MB at 100k)
+            source = SourceFile(name, source.text)
         parsed = parse_source(source)
         intern_strings(parsed.program)
         result = FileResult(parsed.program.canonical(), parsed.diagnostics)
@@ -362,7 +366,7 @@ class Reloader:
         plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
         gc.collect()
         collector.trim()
-        g = graph.build(program)[0]
+        g = graph.dependencies(program)      # the shape only: its findings are make_plan's
         index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
         g.clear()                   # its views refer back to it: emptied now, not at the next collection
         return plan, tuple(sorted_diagnostics(found)), index
