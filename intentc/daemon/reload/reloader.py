@@ -358,11 +358,12 @@ class Reloader:
         """The full planner's plan and findings, and the incremental planner's index of it.
 
         One dependency graph at a time: `make_plan` builds its own (and reports its
-        E0501 / E0503), so the index's is built once the planner's working set is gone.
-        That working set is cyclic garbage (networkx graphs, the scheduler's records) and
-        the collector is paused around a reload: it is collected here, not at the end of
-        the load, where it sat under the render (at 100,000 intents the two graphs and the
-        planner's garbage were some 250 MB of the load's peak)."""
+        E0501 / E0503), so the index's (its shape only) is built once the planner's
+        working set is gone.  That working set is cyclic garbage (networkx graphs, the
+        scheduler's records) and the collector is paused around a reload: it is
+        collected here, and the heap's freed pages given back, not at the end of the
+        load, where it sat under the render (docs/reload.md, Memory: the load's peak
+        at 100,000 intents)."""
         plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
         gc.collect()
         collector.trim()
