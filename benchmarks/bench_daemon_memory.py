@@ -8,7 +8,8 @@ intent per file, half DSL, half YAML, a GPU request on every 20th) is
 generated once; then each tree — this worktree and, with --base, another
 checkout of intentc (e.g. the commit before a change) — runs in a fresh
 child process: `Reloader.load()` of the whole tree, then --edits image
-edits of one file each, `update()` timed.  The child reports its RSS after
+edits of one file each (chosen by the parent, so the child holds no list
+of the repository's files), `update()` timed.  The child reports its RSS after
 the load and after the edits (`VmRSS`); the parent takes the child's peak
 RSS from the kernel (`os.wait4`).  Both trees run in the same run on the
 same files, alternately, so their figures can be compared under one load.
@@ -85,7 +86,7 @@ def parts(reloader: Any) -> dict[str, float]:
     return {name: round(deep_size(obj, seen) / 2**20, 1) for name, obj in named}
 
 
-def child(repo: str, topology: str, edits: int, seed: int, breakdown: bool) -> dict[str, Any]:
+def child(repo: str, topology: str, files: list[str], breakdown: bool) -> dict[str, Any]:
     """In the child: load, edit, report (intentc imported from sys.path[0])."""
     import statistics
 
@@ -100,9 +101,10 @@ def child(repo: str, topology: str, edits: int, seed: int, breakdown: bool) -> d
     after_load = rss_mb()
     held = parts(reloader) if breakdown else None
     del loaded
-    jobs = sorted(p for p in Path(repo).rglob("job-*") if p.is_file())
     times = []
-    for k, path in enumerate(random.Random(seed).sample(jobs, edits)):
+    # the files to edit come from the parent: a list of every file's Path here would be
+    # the harness's memory (~40 MB at 100k), counted in the daemon's peak
+    for k, path in enumerate(map(Path, files)):
         text = path.read_text()
         path.write_text(IMAGE.sub(f"vllm:9.{k}", text, count=1))
         try:
@@ -119,10 +121,10 @@ def child(repo: str, topology: str, edits: int, seed: int, breakdown: bool) -> d
             "reload_ms_best": round(min(times) * 1000, 2), "reload_ms_median": round(statistics.median(times) * 1000, 2)}
 
 
-def run_child(tree: Path, repo: Path, topology: Path, edits: int, seed: int, breakdown: bool) -> dict[str, Any]:
+def run_child(tree: Path, repo: Path, topology: Path, files: list[Path], breakdown: bool) -> dict[str, Any]:
     env = dict(os.environ, INTENTC_CACHE_DIR="", PYTHONPATH=str(tree))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(repo), str(topology),
-           "--edits", str(edits), "--seed", str(seed), "--tree", str(tree)] + (["--breakdown"] if breakdown else [])
+           "--tree", str(tree), *(["--breakdown"] if breakdown else []), "--files", *map(str, files)]
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.PIPE)
@@ -149,10 +151,11 @@ def main() -> int:
                          "the walk's own bookkeeping raises the peak, so take peaks from a run without it)")
     ap.add_argument("--child", nargs=2, metavar=("REPO", "TOPOLOGY"), help=argparse.SUPPRESS)
     ap.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--files", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         sys.path.insert(0, str(args.tree))
-        print(json.dumps(child(args.child[0], args.child[1], args.edits, args.seed, args.breakdown)))
+        print(json.dumps(child(args.child[0], args.child[1], args.files, args.breakdown)))
         return 0
     sys.path.insert(0, str(ROOT))
     from benchmarks.bench_reload import make_repo
@@ -161,9 +164,11 @@ def main() -> int:
     rows = []
     for n in args.sizes:
         with tempfile.TemporaryDirectory(prefix="bench-daemon-memory-") as tmp:
-            repo, topology, _ = make_repo(Path(tmp), n)
+            repo, topology, jobs = make_repo(Path(tmp), n)
+            files = random.Random(args.seed).sample(sorted(jobs), args.edits)
+            del jobs
             for name, tree in trees.items():
-                got = run_child(tree, repo, topology, args.edits, args.seed, args.breakdown)
+                got = run_child(tree, repo, topology, files, args.breakdown)
                 rows.append({"intents": n, "tree": name, "path": str(tree), **got})
                 print(f"{n:>7} {name:<5} peak {got['peak_rss_mb']:>7.1f} MB, after load {got['rss_after_load_mb']:>7.1f}"
                       f" MB, load {got['load_s']:>6.1f} s, reload best/median {got['reload_ms_best']}/"

@@ -21,6 +21,8 @@ of the collector's sight, by what happens to it next:
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,3 +49,24 @@ def paused(after: After = After.NOTHING) -> Iterator[None]:
                 gc.unfreeze()
         if enabled:
             gc.enable()
+
+
+def _libc_trim() -> object:
+    name = ctypes.util.find_library("c")
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+
+
+_MALLOC_TRIM = _libc_trim()
+
+
+def trim() -> None:
+    """Give the C heap's free pages back to the system (glibc's `malloc_trim`; nothing
+    where there is none).  After a bulk step's garbage is freed, its large blocks (the
+    tables of dictionaries and lists of 100,000 entries) stay in the heap, counted in
+    the resident size, where the small objects allocated next cannot reuse them
+    (the Reloader trims after the full planner, docs/reload.md)."""
+    if callable(_MALLOC_TRIM):
+        _MALLOC_TRIM(0)

@@ -157,3 +157,18 @@ def test_edits_in_a_row_keep_the_index_in_step(topo: LoadedTopology, program: ir
         assert (fresh.dist, fresh.prev) == (index.dist, index.prev)
         assert fresh._critical({}, {}) == index._critical({}, {}) == (got.plan.metrics.critical_path,
                                                                      got.plan.metrics.critical_path_s)
+
+
+@given(topologies(), programs())
+@PROPS
+def test_an_index_from_the_bare_dependency_graph_equals_one_from_the_full_graph(
+        topo: LoadedTopology, program: ir.Program) -> None:
+    """The Reloader builds the index from `graph.dependencies` (no attributes, no findings):
+    the index must be the one `graph.build`'s graph gives."""
+    plan, from_build = _index(program, topo)
+    bare = graph.dependencies(program)
+    full, _ = graph.build(program)
+    assert list(bare.nodes) == list(full.nodes) and list(bare.edges) == list(full.edges)
+    index = PlanIndex(program, plan, bare, topo, 0, BUILTIN)
+    for attr in ("preds", "succs", "dist", "prev", "longest", "holds", "timeline", "ends", "used"):
+        assert getattr(index, attr) == getattr(from_build, attr), attr

@@ -45,8 +45,13 @@ def sla_rank(intent: ir.Intent) -> int:
     return _RANKS.get(sla, DEFAULT_SLA.rank) if sla else DEFAULT_SLA.rank
 
 
+_SLA_NAMES = tuple(c.value for c in sorted(ir.SlaClass, key=lambda c: c.rank))
+
+
 def sla_name(intent: ir.Intent) -> str:
-    return f"P{sla_rank(intent)}"
+    """"P0".."P3": one string object per class, not one per placement (the plan keeps them)."""
+    rank = sla_rank(intent)
+    return _SLA_NAMES[rank] if 0 <= rank < len(_SLA_NAMES) else f"P{rank}"
 
 
 def tenant_weight(tenant: ir.Tenant | None) -> int:

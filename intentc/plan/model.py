@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeAllocation:
     """The GPUs one gang member gets on one node."""
 
@@ -26,7 +26,7 @@ class NodeAllocation:
     link: str = "unknown"               # weakest link inside this set: "NV18", "PIX", "SYS", ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Placement:
     intent: str
     tenant: str
@@ -52,7 +52,7 @@ class Placement:
         return sum(len(a.gpus) for a in self.allocations)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unplaced:
     intent: str
     tenant: str
@@ -60,7 +60,7 @@ class Unplaced:
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TenantShare:
     tenant: str
     weight: int
@@ -70,7 +70,7 @@ class TenantShare:
     gpu_seconds: int = 0                # GPU-time of its finite intents (open-ended ones not counted)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Metrics:
     gpus_total: int
     gpus_allocated: int                 # the most GPUs held at any one instant
@@ -84,7 +84,7 @@ class Metrics:
     gpu_seconds: int = 0                # GPU-time of all finite intents
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Busy:
     """GPUs of a node the plan must not use, from plan time 0 until `until_s`.
 
@@ -98,7 +98,7 @@ class Busy:
     until_s: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Occupancy:
     """What is already taken before the plan starts: busy GPUs and whole nodes
     that must not be used (cordoned, NotReady, tainted ...)."""
@@ -107,7 +107,7 @@ class Occupancy:
     unavailable: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BatchSizing:
     """The concrete batch of a `batch: auto` intent for the GPUs it was given (plan/batch.py)."""
 
@@ -118,7 +118,7 @@ class BatchSizing:
     derivation: str                     # the computation, step by step
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Strategy:
     """The batching decision for a placed GPU intent (intentc/tolerance.py, plan/strategy.py)."""
 
@@ -129,7 +129,7 @@ class Strategy:
     precisions: tuple[str, ...]         # allowed precisions, widest first
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     topology: str
     waves: tuple[tuple[str, ...], ...]  # intent names per wave, sorted

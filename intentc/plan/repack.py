@@ -40,7 +40,7 @@ CANDIDATES = 8
 MAX_SUBSET_OCCUPANTS = 6       # above this many occupants on a node, only the greedy set is tried
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Seated:
     """A placed intent, with the request that placed it (needed to place it again)."""
 

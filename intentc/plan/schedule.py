@@ -59,16 +59,17 @@ class Gated:
 GATED = Gated()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Job:
     """What the schedule needs to know about one intent besides its request."""
 
     intent: ir.Intent
     duration: int | None        # seconds; None: open-ended (serve)
-    after: frozenset[str]       # intents it waits for
+    # intents it waits for, sorted (a tuple: 48 bytes for one name, a frozenset 216)
+    after: tuple[str, ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Hold:
     """GPUs held over an interval: a started intent, or busy GPUs given by the caller."""
 
@@ -109,6 +110,8 @@ class Simulation:
         self.terms = terms
         self.wave_of = wave_of
         self.out = Outcome(cluster)
+        # the domains of an intent without GPUs: one tuple shared by all of them (the plan keeps it)
+        self.spread: tuple[tuple[str, str | None], ...] = tuple((lvl, None) for lvl in cluster.levels)
         self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
         self.rank = {n: sla_rank(j.intent) for n, j in jobs.items()}
         # per intent: the depth of its required `within` domain (0: anywhere)
@@ -276,7 +279,7 @@ class Simulation:
         end = None if job.duration is None else t + job.duration
         intent = job.intent
         if placed is None:
-            placement = Placement(name, intent.tenant, (), tuple((lvl, None) for lvl in self.c.levels), "none")
+            placement = Placement(name, intent.tenant, (), self.spread, "none")
             key = "\0cpu:" + name
         else:
             placement = Placement(name, intent.tenant, placed.allocations, placed.domains, placed.interconnect)

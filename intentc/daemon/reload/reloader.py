@@ -22,6 +22,7 @@ from intentc import collector
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload.files import FileTable
+from intentc.daemon.reload.interning import intern_strings
 from intentc.daemon.reload.keys import (
     declares,
     plan_inputs,
@@ -53,6 +54,7 @@ from intentc.sources import (
     OUTPUT_MARKER,
     SOURCE_SUFFIXES,
     Exclusions,
+    SourceFile,
     discover,
     read_source,
     read_text,
@@ -151,7 +153,9 @@ class Reloader:
         """The first, full compile (every file parsed)."""
         files, diags = discover(self.paths)
         self._discovery = tuple(diags)
-        result = self._update([f.as_posix() for f in files], topology=True, initial=True)
+        names = [f.as_posix() for f in files]
+        del files               # 100,000 Path objects: 34 MB held through the whole load otherwise
+        result = self._update(names, topology=True, initial=True)
         # What the load kept lives as long as the snapshot: out of the collector's way (a
         # full collection walking 100,000 intents' objects stalled a reload by tens of ms),
         # once the load's cyclic garbage is gone (frozen, it would be kept for good).
@@ -190,7 +194,11 @@ class Reloader:
         digest = _digest(source.text)
         if self._digests.get(name) == digest and name in self._table:
             return False
+        if source.path == name:
+            # one string for the file's name, the table's key and every span's (9 MB at 100k)
+            source = SourceFile(name, source.text)
         parsed = parse_source(source)
+        intern_strings(parsed.program)
         result = FileResult(parsed.program.canonical(), parsed.diagnostics)
         _, domain = run_passes(result.program, LOCAL_PASSES)
         self._table.set(name, FileState(result, tuple(domain), tuple(read_diags)), source.text)
@@ -211,7 +219,7 @@ class Reloader:
             reparsed = tuple(n for n in names if self._read(n))
             if topology or initial:
                 self._load_topology()
-            return self._compile(tuple(names), reparsed, topology or initial)
+            return self._compile(tuple(names), reparsed, topology or initial, initial)
 
     def _base_diagnostics(self, global_diags: Sequence[Diagnostic],
                           topo_diags: Sequence[Diagnostic]) -> list[Diagnostic]:
@@ -219,7 +227,8 @@ class Reloader:
         diags = list(self._discovery) + self._table.diagnostics() + list(global_diags)
         return list(prefer_specific(diags)) + list(topo_diags) + list(self._policy_diags)
 
-    def _compile(self, names: tuple[str, ...], reparsed: tuple[str, ...], topology: bool) -> ReloadResult:
+    def _compile(self, names: tuple[str, ...], reparsed: tuple[str, ...], topology: bool,
+                 initial: bool = False) -> ReloadResult:
         """Passes, plan, render and swap, each redone only as far as the changes reach."""
         previous = self._current
         loaded, topo_diags, topo_text = self._topology
@@ -266,12 +275,13 @@ class Reloader:
             plan_files = (previous.plan_files - patched.files) | files_of(patched.diagnostics)
             plan_text, graph_text = _plan_text(plan), _graph_text(program)
         else:
-            g, graph_diags = graph.build(program)
-            plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
-            plan_diags = tuple(sorted_diagnostics(graph_diags + found))
+            if initial:
+                # what the load parsed makes no cycles (and load() freezes it afterwards
+                # anyway): out of the walk of the collection after the planner
+                gc.freeze()
+            plan, plan_diags, index = self._plan_in_full(program, loaded)
             plan_files = files_of(plan_diags)
             plan_text, graph_text = _plan_text(plan), _graph_text(program)
-            index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
         if quiet and reuse and previous is not None:
             report = previous.diagnostics
         elif quiet and isinstance(patched, Replanned) and previous is not None:
@@ -344,6 +354,24 @@ class Reloader:
             return state.result.program.intents if state is not None else ()
         return index.replan(edited, file_intents, {name for name, _, _ in changes})
 
+    def _plan_in_full(self, program: Program, loaded: LoadedTopology) -> tuple[Plan, tuple[Diagnostic, ...], PlanIndex]:
+        """The full planner's plan and findings, and the incremental planner's index of it.
+
+        One dependency graph at a time: `make_plan` builds its own (and reports its
+        E0501 / E0503), so the index's (its shape only) is built once the planner's
+        working set is gone.  That working set is cyclic garbage (networkx graphs, the
+        scheduler's records) and the collector is paused around a reload: it is
+        collected here, and the heap's freed pages given back, not at the end of the
+        load, where it sat under the render (docs/reload.md, Memory: the load's peak
+        at 100,000 intents)."""
+        plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
+        gc.collect()
+        collector.trim()
+        g = graph.dependencies(program)      # the shape only: its findings are make_plan's
+        index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
+        g.clear()                   # its views refer back to it: emptied now, not at the next collection
+        return plan, tuple(sorted_diagnostics(found)), index
+
     def listen(self, listener: Callable[[ReloadResult], None]) -> None:
         """`listener` gets the result of each swap made in the background (a full re-plan
         replacing an incremental one), from the background thread."""
@@ -373,14 +401,11 @@ class Reloader:
                 if not self._full_wanted or snap is None or loaded is None:
                     return
                 self._full_wanted = False
-            g, graph_diags = graph.build(snap.program)
-            plan, found = make_plan(snap.program, loaded, self.seed, policies=self.policies)
-            plan_diags = tuple(sorted_diagnostics(graph_diags + found))
+            plan, plan_diags, index = self._plan_in_full(snap.program, loaded)
             if has_errors(plan_diags):
                 # the full planner refuses what the incremental plan placed (it moves others,
                 # in another order): the incremental plan stays, it is valid
                 return
-            index = PlanIndex(snap.program, plan, g, loaded, self.seed, self.policies)
             while True:
                 with self._lock:
                     current = self._current

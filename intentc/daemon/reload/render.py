@@ -31,7 +31,9 @@ from intentc.render.output import to_yaml
 from intentc.render.packed import BodyCodec
 from intentc.render.targets import DEFAULT_TARGET, get_target
 
-Change = tuple[str, FileState | None, FileState | None]     # file, state in the snapshot in force, state now
+Change = tuple[str, FileState | None, FileState | None]
+# what the plan decided for an intent without batch sizing or strategy: one tuple for all of them
+UNDECIDED: tuple[Any, ...] = (None, None)     # file, state in the snapshot in force, state now
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class Renderer:
         made, choice = intent_manifests(intent, placement, wave, self.kube_version, get_target(self.target), uris,
                                         self.commit, decided[0], self.policies, decided[1], topology)
         packed = tuple(m.packed(self.codec) for m in made)
-        return IntentRender(intent, placement, wave, data_of(intent, uris), packed, choice, decided)
+        return IntentRender(intent, placement, wave, packed, choice, decided)
 
     def _edit(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot,
               changes: Sequence[Change], topology: Topology | None) -> Render:
@@ -172,12 +174,21 @@ class Renderer:
     def _whole(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot | None,
                topology: Topology | None) -> Render:
         """Every scheduled intent looked at; those whose inputs are equal reuse their render."""
+        scheduled = {name for wave in plan.waves for name in wave}
+        intents = [i for i in program.intents if i.name in scheduled]
+        del scheduled
+        setup, setup_texts = self._setup(program, plan, intents, previous, topology)
+        renders, rerendered = self._renders(intents, plan, uris, previous, topology)
+        # the per-intent indexes of `_renders` are gone before the apply order is sorted
+        return self._finish(renders, setup, setup_texts, rerendered, previous)
+
+    def _renders(self, intents: Sequence[Intent], plan: Plan, uris: Mapping[str, str | None],
+                 previous: Snapshot | None, topology: Topology | None
+                 ) -> tuple[dict[str, IntentRender], tuple[str, ...]]:
+        """Each intent's render: the previous one where its inputs are equal, else a new one."""
         same_data = previous is not None and previous.uris == uris
         batch_of = {b.intent: b for b in plan.batches}
         strategy_of = {st.intent: st for st in plan.strategies}
-        scheduled = {name for wave in plan.waves for name in wave}
-        intents = [i for i in program.intents if i.name in scheduled]
-        setup, setup_texts = self._setup(program, plan, intents, previous, topology)
         cache: Mapping[str, IntentRender] = previous.intents if previous is not None else {}
         renders: dict[str, IntentRender] = {}
         # Plan.wave_of / Plan.placement scan the plan: index once.
@@ -186,15 +197,18 @@ class Renderer:
         rerendered = []
         for intent in intents:
             wave, placement = waves[intent.name], placements.get(intent.name)
-            decided = (batch_of.get(intent.name), strategy_of.get(intent.name))
+            batch, strategy = batch_of.get(intent.name), strategy_of.get(intent.name)
+            decided = UNDECIDED if batch is None and strategy is None else (batch, strategy)
             hit = cache.get(intent.name)
+            # a kept render was made with its snapshot's URIs (it is kept only while they agree)
             if hit is None or not hit.fits(intent, placement, wave, decided) or (
-                    not same_data and hit.data != data_of(intent, uris)):
+                    not same_data and previous is not None
+                    and data_of(intent, previous.uris) != data_of(intent, uris)):
                 renders[intent.name] = self._one(intent, placement, wave, uris, decided, topology)
                 rerendered.append(intent.name)
             else:
                 renders[intent.name] = hit
-        return self._finish(renders, setup, setup_texts, tuple(sorted(rerendered)), previous)
+        return renders, tuple(sorted(rerendered))
 
     def _finish(self, renders: dict[str, IntentRender], setup: list[Manifest], setup_texts: tuple[str, ...],
                 rerendered: tuple[str, ...], previous: Snapshot | None) -> Render:

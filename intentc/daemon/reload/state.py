@@ -8,7 +8,6 @@ one and swaps the reference.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Mapping
 
 from intentc.compile import MANIFESTS_DIR
@@ -34,25 +33,30 @@ class FileState:
         return self.read + self.domain + self.result.diagnostics
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IntentRender:
     """One intent's manifests and the inputs they were rendered from (the cache key;
-    commit, Kubernetes version and render target are fixed per `Reloader`)."""
+    commit, Kubernetes version and render target are fixed per `Reloader`).  The URIs
+    of the datasets it names are those of the snapshot holding it (`render.data_of`).
+    Slotted: there is one per intent."""
 
     intent: Intent
     placement: Placement | None
     wave: int
-    data: tuple[tuple[str, str | None], ...]      # URIs of the datasets it names
     manifests: tuple[Manifest, ...]
     choice: Choice | None
     decided: tuple[Any, ...] = ()                 # the plan's batch sizing and strategy for it
+    _texts: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
-    @cached_property
+    @property
     def texts(self) -> tuple[str, ...]:
         """The manifests as YAML, in the same order: made when first written out
         (`watch --out`), never by the daemon, which applies objects, not files;
         kept for all 100,000 intents they were a tenth of its memory."""
-        return tuple(to_yaml(m.body) for m in self.manifests)
+        if self._texts is None:
+            object.__setattr__(self, "_texts", tuple(to_yaml(m.body) for m in self.manifests))
+        assert self._texts is not None
+        return self._texts
 
     def fits(self, intent: Intent, placement: Placement | None, wave: int, decided: tuple[Any, ...] = ()) -> bool:
         # identity first: an unchanged file hands back the very same IR objects

@@ -1,0 +1,30 @@
+"""reload/interning.py: the Reloader's own parses share one string object per repeated
+IR value (as check's unpickled results do), and the IR stays equal."""
+
+from __future__ import annotations
+
+from intentc.daemon.reload.interning import intern_strings
+from intentc.frontend import parse_source
+from intentc.sources import SourceFile
+
+
+def job(i: int) -> str:
+    # values built at run time: the parser slices them out of each text, one object per file
+    image = "".join(["busy", "box:1"])
+    return (f"intent job-{i} {{\n  trigger: on push\n  action: batch image \"{image}\" command [\"true\"]\n"
+            f"  context: tenant team-a\n  constraints: cpu 1, memory 1Gi, sla P1\n}}\n")
+
+
+def test_repeated_values_become_one_object_and_the_program_stays_equal() -> None:
+    a = parse_source(SourceFile("a.intent", job(1))).program
+    b = parse_source(SourceFile("b.intent", job(2))).program
+    ia, ib = a.intents[0], b.intents[0]
+    assert ia.action.image == ib.action.image and ia.action.image is not ib.action.image
+    copies = (parse_source(SourceFile("a.intent", job(1))).program, parse_source(SourceFile("b.intent", job(2))).program)
+    intern_strings(a)
+    intern_strings(b)
+    assert ia.action.image is ib.action.image
+    assert ia.constraints.memory is ib.constraints.memory and ia.constraints.sla is ib.constraints.sla
+    assert ia.context.tenant.name is ib.context.tenant.name
+    assert (a, b) == copies                        # equal to parses left as they were
+    assert ia.name != ib.name                      # names (not INTERNED) untouched
