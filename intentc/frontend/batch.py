@@ -238,8 +238,7 @@ def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int |
         key = vouched[i]
         if key is None:
             fresh += 1
-            src, read_diags = read_source(path)
-            diags.extend(read_diags)
+            src = _read_into(path, diags)
             if src is None:
                 continue
             key = _key(src)
@@ -268,8 +267,7 @@ def _load_uncached(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: 
     with collector.paused(After.FREEZE):
         sources = []
         for _, path in named:
-            src, read_diags = read_source(path)
-            diags.extend(read_diags)
+            src = _read_into(path, diags)
             if src is not None:
                 sources.append(src)
         progress(PARSING, 0, len(sources))
@@ -293,8 +291,7 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
     dropped: set[int] = set()
     for i in missing:
         if i not in pending:            # vouched for by its stat, but the cache lost its result: read it now
-            src, read_diags = read_source(named[i][1])
-            diags.extend(read_diags)
+            src = _read_into(named[i][1], diags)
             if src is None:
                 dropped.add(i)
                 continue
@@ -336,8 +333,7 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
             blob = blobs.read(keys[i])
             cached = _unpickled(blob)
             if cached is None:          # a damaged entry: parse the file again
-                src, read_diags = read_source(named[i][1])
-                diags.extend(read_diags)
+                src = _read_into(named[i][1], diags)
                 if src is None:
                     dropped.add(i)
                     continue
@@ -350,6 +346,13 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
                 add(keys[i], blob)
     files = tuple(named[i][0] for i in range(count) if i not in dropped)
     return _loaded(results, diags, texts, files)
+
+
+def _read_into(path: str, diags: list[Diagnostic]) -> SourceFile | None:
+    """`read_source`, its findings added to `diags`: the file, or None when it cannot be used."""
+    src, read_diags = read_source(path)
+    diags.extend(read_diags)
+    return src
 
 
 def _unpickled(blob: bytes) -> FileResult | None:
