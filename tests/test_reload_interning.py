@@ -1,9 +1,9 @@
-"""reload/interning.py: the Reloader's own parses share one string object per repeated
+"""compact.intern_strings: the Reloader's own parses share one string object per repeated
 IR value (as check's unpickled results do), and the IR stays equal."""
 
 from __future__ import annotations
 
-from intentc.daemon.reload.interning import intern_strings
+from intentc.compact import intern_strings
 from intentc.frontend import parse_source
 from intentc.sources import SourceFile
 

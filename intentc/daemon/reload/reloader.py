@@ -22,7 +22,7 @@ from intentc import collector
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload.files import FileTable
-from intentc.daemon.reload.interning import intern_strings
+from intentc.compact import intern_strings
 from intentc.daemon.reload.keys import (
     declares,
     plan_inputs,
