@@ -6,14 +6,13 @@ that walks the graph (waves, the critical path, the plan, the renderings).
 `check` needs only the two findings: a dataset produced twice (E0503) and
 dependency cycles (E0501).  Importing networkx is about a third of the
 instructions `intentc check` spends before it reads a file, so a repository
-without cycles is told so by the standard library's `graphlib` and
+without cycles is told so by a plain topological count (`has_cycle`) and
 networkx is imported only to describe the cycles of one that has some.
 """
 
 from __future__ import annotations
 
-import graphlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 from intentc import ir
@@ -36,7 +35,9 @@ def unique_intents(program: ir.Program) -> dict[str, ir.Intent]:
     return dict(sorted(out.items()))
 
 
-def _unique_refs(refs: Iterable[ir.Ref]) -> list[ir.Ref]:
+def _unique_refs(refs: tuple[ir.Ref, ...]) -> Iterable[ir.Ref]:
+    if len(refs) < 2:           # most intents: nothing to drop (300,000 calls at 100,000 intents)
+        return refs
     seen: set[str] = set()
     out = []
     for r in refs:
@@ -85,15 +86,41 @@ def edges(intents: Mapping[str, ir.Intent],
     return out
 
 
-def has_cycle(intents: Iterable[str], links: Iterable[tuple[str, str]]) -> bool:
-    waits_for: dict[str, set[str]] = {name: set() for name in intents}
+def links(intents: Mapping[str, ir.Intent],
+          produced: Mapping[str, list[tuple[str, ir.Ref]]]) -> Iterator[tuple[str, str]]:
+    """The (u, v) pairs of `edges`, repeats included, without their reasons: all
+    that a cycle check needs (no `Edge` and no span per edge: at 100,000 intents
+    `edges` was a fifth of check's global passes)."""
+    for name, intent in intents.items():
+        for ref in intent.trigger.after:
+            if ref.name in intents:
+                yield ref.name, name
+        for ref in intent.consumes:
+            for producer, _ in produced.get(ref.name, ()):
+                yield producer, name
+
+
+def has_cycle(links: Iterable[tuple[str, str]]) -> bool:
+    """Whether the links close a cycle: Kahn's algorithm over the intents that have
+    a link at all (an intent without one cannot be on a cycle).  A repeated link
+    counts twice into a node's in-degree and is taken away twice, so repeats need
+    no removing.  graphlib's `TopologicalSorter` took 1.3 s at 100,000 intents,
+    most of it building a record per intent."""
+    waiting: dict[str, list[str]] = {}
+    indegree: dict[str, int] = {}
     for u, v in links:
-        waits_for[v].add(u)
-    try:
-        graphlib.TopologicalSorter(waits_for).prepare()
-    except graphlib.CycleError:
-        return True
-    return False
+        waiting.setdefault(u, []).append(v)
+        indegree[v] = indegree.get(v, 0) + 1
+    ready = [u for u in waiting if u not in indegree]
+    left = len(indegree)
+    while ready:
+        for v in waiting.get(ready.pop(), ()):
+            n = indegree[v] - 1
+            indegree[v] = n
+            if n == 0:
+                left -= 1
+                ready.append(v)
+    return left > 0
 
 
 def diagnostics(program: ir.Program) -> list[Diagnostic]:
@@ -101,7 +128,7 @@ def diagnostics(program: ir.Program) -> list[Diagnostic]:
     when there is a cycle to describe."""
     intents = unique_intents(program)
     produced, diags = producers(intents)
-    if has_cycle(intents, edges(intents, produced)):
+    if has_cycle(links(intents, produced)):
         from intentc import graph
 
         return graph.build(program)[1]

@@ -116,7 +116,7 @@ def test_results_of_many_small_chunks_come_back_in_order(repo: Path, monkeypatch
     assert chunked.sources == plain.sources and chunked.files == plain.files
 
 
-def test_chunks_stay_between_50_and_250_files() -> None:
-    assert batch._chunk_size(100, 2) == 50
-    assert batch._chunk_size(1_000, 2) == 125
-    assert batch._chunk_size(100_000, 2) == 250
+def test_chunks_stay_between_25_and_100_files() -> None:
+    assert batch._chunk_size(100, 2) == 25
+    assert batch._chunk_size(1_000, 2) == 62
+    assert batch._chunk_size(100_000, 2) == 100

@@ -184,12 +184,14 @@ def any_program(draw: st.DrawFn) -> ir.Program:
 @given(any_program())
 def test_check_reports_what_the_graph_does_without_building_it(p: ir.Program) -> None:
     """`pipeline.check` takes E0501/E0503 from `dependencies.diagnostics`, which builds
-    the networkx graph only when graphlib finds a cycle: the same diagnostics, in order."""
+    the networkx graph only when its own count finds a cycle: the same diagnostics, in order."""
     g, diags = graph.build(p)
     assert dependencies.diagnostics(p) == diags
     intents = dependencies.unique_intents(p)
-    links = dependencies.edges(intents, dependencies.producers(intents)[0])
-    assert dependencies.has_cycle(intents, links) == bool(graph.nodes_in_cycles(g))
+    produced = dependencies.producers(intents)[0]
+    links = dependencies.edges(intents, produced)
+    assert dependencies.has_cycle(dependencies.links(intents, produced)) == bool(graph.nodes_in_cycles(g))
+    assert set(dependencies.links(intents, produced)) == set(links)
     assert links == {(u, v): dependencies.Edge(d["reason"], d["dataset"], d["span"]) for u, v, d in g.edges(data=True)}
 
 

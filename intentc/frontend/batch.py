@@ -8,7 +8,8 @@ never need to know about:
   unchanged is not even read (`stat_index`), and a result computed from
   all the files together can be kept for a run with the very same inputs
   (`scan`, `Inputs.digest`; `intentc.summary` keeps `intentc check`'s report);
-* a process pool: cold parses of large repositories use every core;
+* parallel parsing (`intentc.frontend.share`): cold parses of large
+  repositories use every core, the parent's included;
 * the cyclic garbage collector is paused while the IR is built.  Parsing and
   unpickling allocate hundreds of thousands of small objects and no cycles;
   with the collector running, unpickling 10,000 cached files took 4.6 s
@@ -27,14 +28,15 @@ import contextlib
 import hashlib
 import os
 import pickle
-from concurrent.futures import ProcessPoolExecutor
-from typing import Iterator, Sequence
+from typing import Iterator, Sequence, TypeVar
 
 from intentc import collector
 from intentc.collector import After
+from intentc.compact import intern_strings
 from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.frontend.cache import CACHE_ENV, ParseCache, Store, default_cache_dir
+from intentc.frontend.share import shared_map
 from intentc.frontend.stat_index import KEY_BYTES, IndexBuilder, observe
 from intentc.ir import Program
 from intentc.progress import Progress, silent
@@ -47,6 +49,7 @@ __all__ = ["CACHE_ENV", "PARALLEL_THRESHOLD", "PARSING", "Inputs", "Loaded", "Pa
 PARALLEL_THRESHOLD = 400
 PARSING = "parsing"      # what `progress` is told
 _PICKLE = pickle.HIGHEST_PROTOCOL
+T = TypeVar("T")
 
 
 def _parse_guarded(source: SourceFile) -> FileResult:
@@ -68,16 +71,14 @@ def _parse_to_pickles(sources: list[SourceFile]) -> list[bytes]:
         return [pickle.dumps(_parse_guarded(s), _PICKLE) for s in sources]
 
 
-def _read_and_parse(paths: list[str]) -> bytes:
-    """A worker's share of a run without a cache: read each file too, so the parent
-    neither reads nor holds any text.  Per file: (name, reading diagnostics, result
-    or None when unreadable, the text when it reported something), the chunk's
-    records pickled together: nothing needs one file's pickle on its own here (no
-    cache to fill), and one pickle shares what files repeat (the IR's classes, the
-    same image or tenant within one string) where per-file pickles named each
-    again.  Shipping 10,000 files: 62 -> 40 us per file to pickle, 55 -> 40 us to
-    unpickle (the parent's share, serial)."""
-    out = []
+Record = tuple[str | None, tuple[Diagnostic, ...], FileResult | None, str | None]
+
+
+def _read_and_parse(paths: list[str]) -> list[Record]:
+    """A share of a run without a cache: read each file too, so the parent neither
+    reads nor holds any text it does not parse itself.  Per file: (name, reading
+    diagnostics, result or None when unreadable, the text when it reported something)."""
+    out: list[Record] = []
     with collector.paused(After.FREEZE):
         # all of the chunk read first: reading between parses cost 10-20% more CPU
         # (measured in one process, alternating), the parser's tables evicted each time
@@ -86,7 +87,36 @@ def _read_and_parse(paths: list[str]) -> bytes:
             result = _parse_guarded(src) if src is not None else None
             text = src.text if src is not None and result is not None and result.diagnostics else None
             out.append((src.path if src is not None else None, tuple(read_diags), result, text))
-        return pickle.dumps(out, _PICKLE)
+    return out
+
+
+def _read_and_parse_here(paths: list[str]) -> list[Record]:
+    """The parent's `_read_and_parse`: what a worker's results get by being unpickled
+    (`intentc.compact`), repeated strings shared, these get by `intern_strings`
+    (without it, the parent's half of 100,000 files peaked 50 MB higher)."""
+    records = _read_and_parse(paths)
+    for _, _, result, _ in records:
+        if result is not None:
+            intern_strings(result.program)
+    return records
+
+
+def _read_and_parse_pickled(paths: list[str]) -> bytes:
+    """A worker's `_read_and_parse`, its records pickled together: nothing needs one
+    file's pickle on its own here (no cache to fill), and one pickle shares what files
+    repeat (the IR's classes, the same image or tenant within one string) where
+    per-file pickles named each again.  Shipping 10,000 files: 62 -> 40 us per file to
+    pickle, 55 -> 40 us to unpickle."""
+    return pickle.dumps(_read_and_parse(paths), _PICKLE)
+
+
+def _same(blobs: list[bytes]) -> list[bytes]:
+    return blobs
+
+
+def _records(blob: bytes) -> list[Record]:
+    records: list[Record] = pickle.loads(blob)
+    return records
 
 
 def _key(source: SourceFile) -> bytes:
@@ -94,40 +124,45 @@ def _key(source: SourceFile) -> bytes:
                            digest_size=KEY_BYTES).digest()
 
 
-def _chunk_size(count: int, workers: int) -> int:
-    """Files per task handed to a worker: a few dozen tasks per worker, so the
-    workers finish together (with four 1,250-file tasks each at 10,000 files,
-    one core could sit idle for most of a task's 0.4 s at the end) and the
-    parent unpickles as results arrive, not in bursts; never under 50 files,
-    so the per-task cost stays small."""
-    return max(50, min(count // (workers * 4), 250))
+def _chunk_size(count: int, participants: int) -> int:
+    """Files per chunk handed out (`intentc.frontend.share`): some eight chunks per
+    participant, so that they finish together (a participant waits at most about
+    one chunk for the others at the end), never over 100 files (25 ms of parsing)
+    nor under 25, so the cost per chunk stays small."""
+    return max(25, min(count // (participants * 8), 100))
 
 
-def _workers(n_sources: int, jobs: int | None) -> int:
-    workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    return 1 if n_sources < PARALLEL_THRESHOLD else max(workers, 1)
+def _participants(n_sources: int, jobs: int | None) -> int:
+    """Processes parsing, the parent included: one per core by default."""
+    wanted = jobs if jobs is not None else (os.cpu_count() or 1)
+    return 1 if n_sources < PARALLEL_THRESHOLD else max(wanted, 1)
 
 
-def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[bytes]:
-    """Each source's FileResult, pickled, in order; in parallel when it pays off.
+def _chunks(items: list[T], participants: int) -> list[list[T]]:
+    size = _chunk_size(len(items), participants)
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[tuple[int, bytes]]:
+    """(position in `sources`, that source's FileResult pickled), in the order they
+    are parsed; in parallel when it pays off.
 
     A generator, so the caller can unpickle each result as it arrives and drop
     the bytes: holding every pickle of a 100,000-file repository at once cost
     some 150 MB of peak memory for nothing when there is no cache to fill."""
-    workers = _workers(len(sources), jobs)
-    if workers == 1:
+    participants = _participants(len(sources), jobs)
+    if participants == 1:
         with collector.paused(After.FREEZE):
-            for s in sources:
-                yield pickle.dumps(_parse_guarded(s), _PICKLE)
+            for i, s in enumerate(sources):
+                yield i, pickle.dumps(_parse_guarded(s), _PICKLE)
         return
-    size = _chunk_size(len(sources), workers)
-    chunks = [sources[i:i + size] for i in range(0, len(sources), size)]
+    chunks = _chunks(sources, participants)
+    size = len(chunks[0])
     del sources       # the caller hands its list over: each text now goes with its chunk
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        parts = pool.map(_parse_to_pickles, chunks)
-        del chunks    # the pool holds each chunk until it is parsed, no longer
-        for part in parts:
-            yield from part
+    for c, blobs in shared_map(_parse_to_pickles, _parse_to_pickles, _same, chunks, participants):
+        chunks[c] = []    # parsed: its texts can go
+        for k, blob in enumerate(blobs):
+            yield c * size + k, blob
 
 
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
@@ -259,7 +294,7 @@ def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int |
 
 def _load_uncached(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int | None,
                    progress: Progress) -> Loaded:
-    if _workers(len(named), jobs) > 1:
+    if _participants(len(named), jobs) > 1:
         return _load_in_workers([path for _, path in named], diags, jobs, progress)
     results: list[FileResult] = []
     texts: dict[str, str] = {}
@@ -319,7 +354,8 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
     with contextlib.ExitStack() as stack:
         stack.enter_context(collector.paused(After.FREEZE))
         add = stack.enter_context(blobs.writer()) if rewrite else None
-        for i, blob in zip(todo, parse_all([pending[i] for i in todo], jobs)):
+        for j, blob in parse_all([pending[i] for i in todo], jobs):
+            i = todo[j]
             parsed[i] = done(i, pickle.loads(blob))
             if add is not None:
                 add(keys[i], blob)
@@ -368,27 +404,29 @@ def _load_in_workers(files: list[str], diags: list[Diagnostic], jobs: int | None
     """No cache to consult: the workers read the files as well as parse them.  Reading
     10,000 files was a third of a second of the parent's time before any worker
     started, and the parent held every text of the repository at once."""
-    workers = _workers(len(files), jobs)
     count = len(files)
-    size = _chunk_size(count, workers)
-    chunks = [files[i:i + size] for i in range(0, count, size)]
+    chunks = _chunks(files, _participants(count, jobs))
+    parts: list[list[Record]] = [[] for _ in chunks]
+    processed = 0
+    progress(PARSING, 0, count)
+    with collector.paused(After.FREEZE):
+        for c, records in shared_map(_read_and_parse_here, _read_and_parse_pickled, _records, chunks,
+                                     _participants(count, jobs)):
+            parts[c] = records
+            processed += len(records)
+            progress(PARSING, processed, count)
     results: list[FileResult] = []
     texts: dict[str, str] = {}
     read: list[str] = []
-    processed = 0
-    progress(PARSING, 0, count)
-    with collector.paused(After.FREEZE), ProcessPoolExecutor(max_workers=workers) as pool:
-        for part in pool.map(_read_and_parse, chunks):
-            for name, read_diags, result, text in pickle.loads(part):
-                processed += 1
-                diags.extend(read_diags)
-                if name is None or result is None:
-                    continue
-                read.append(name)
-                results.append(result)
-                if text is not None:
-                    texts[name] = text
-            progress(PARSING, processed, count)
+    for records in parts:
+        for name, read_diags, result, text in records:
+            diags.extend(read_diags)
+            if name is None or result is None:
+                continue
+            read.append(name)
+            results.append(result)
+            if text is not None:
+                texts[name] = text
     return _loaded(results, diags, texts, tuple(read))
 
 
