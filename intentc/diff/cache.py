@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping
 
 from intentc import collector
 from intentc import __version__
+from intentc.cachetrust import make_private_folder, read_trusted
 from intentc.frontend import FileResult
 
 BlobKey = tuple[str, str]          # (repository-relative path, blob SHA)
@@ -93,9 +94,11 @@ class BlobCache:
                 self._load(part)
 
     def _load(self, path: Path) -> dict[BlobKey, FileResult]:
+        data = read_trusted(path)
+        if data is None:
+            return {}
         try:
-            with path.open("rb") as fh:
-                loaded = pickle.load(fh)
+            loaded = pickle.loads(data)
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError,
                 ImportError, IndexError):
             return {}
@@ -126,7 +129,7 @@ class BlobCache:
         compact = (self.main_size == 0 or len(self.deltas) >= self.MAX_DELTAS
                    or beyond_main > self.COMPACT_RATIO * max(self.main_size, 1))
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            make_private_folder(self.dir)
             if compact:
                 kept = {k: self.entries[k] for k in sorted(set(keep)) if k in self.entries}
                 views = {d: self.views[d] for d in sorted(set(keep_views)) if d in self.views}

@@ -13,6 +13,9 @@ unreadable — a cache only ever costs or saves time:
   `intentc check` reports after the global passes), with the digest of the
   inputs it was computed from (`Memo`).
 
+They are pickles, so a file is read only when this user alone can have
+written it (`intentc.cachetrust`); the folder is created private.
+
 All three are named by the compiler's fingerprint: the grammar, the schemas,
 intentc's own code, the Python version and the versions of the libraries
 that decide what a parse or a check finds.  Another compiler never reads them.
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from intentc import __version__, collector
+from intentc.cachetrust import make_private_folder, open_trusted, read_trusted
 from intentc.collector import After
 from intentc.frontend.stat_index import StatIndex
 
@@ -82,7 +86,7 @@ def _replace(file: Path, data: bytes) -> None:
     """Write `file` atomically; a cache that cannot be written only costs speed."""
     tmp = None
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
+        make_private_folder(file.parent)
         fd, tmp = tempfile.mkstemp(dir=file.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -120,9 +124,8 @@ class ParseCache:
         return self._index
 
     def _open(self) -> dict[bytes, tuple[int, int]]:
-        try:
-            fd = os.open(self.file, os.O_RDONLY)
-        except OSError:
+        fd = open_trusted(self.file)
+        if fd is None:
             return {}
         try:
             size = os.fstat(fd).st_size
@@ -156,7 +159,7 @@ class ParseCache:
         replaced atomically when the block ends, so a concurrent or interrupted
         run never reads half a cache.  A cache that cannot be written only costs speed."""
         try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
+            make_private_folder(self.file.parent)
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
         except OSError:
             yield lambda key, blob: None
@@ -197,9 +200,8 @@ class Memo:
         self.file = file
 
     def recall(self, digest: bytes) -> bytes | None:
-        try:
-            data = self.file.read_bytes()
-        except OSError:
+        data = read_trusted(self.file)
+        if data is None:
             return None
         return data[len(digest):] if data[:len(digest)] == digest else None
 
@@ -221,7 +223,7 @@ class Store:
         self._next: tuple[int, str] | None = None       # the next index's temporary file
         self.moment: int | None = None
         try:
-            self.stat_file.parent.mkdir(parents=True, exist_ok=True)
+            make_private_folder(self.stat_file.parent)
             fd, tmp = tempfile.mkstemp(dir=self.stat_file.parent, suffix=".tmp")
         except OSError:
             return

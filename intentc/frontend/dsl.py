@@ -26,6 +26,7 @@ Why it is built this way:
 from __future__ import annotations
 
 import bisect
+import contextlib
 import importlib.resources
 import operator
 import os
@@ -47,6 +48,7 @@ from lark.parse_tree_builder import ChildFilterLALR_NoPlaceholders, ExpandSingle
 from lark.parsers.lalr_analysis import Reduce
 from lark.utils import TextSlice
 
+from intentc.cachetrust import make_private_folder, open_trusted
 from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend import dsl_errors
 from intentc.frontend.dsl_lower import Lowering
@@ -239,16 +241,33 @@ def _cache_file() -> str | bool:
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     folder = os.path.join(root, "intentc")
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
+        make_private_folder(folder)
     except OSError:
         return False
-    return os.path.join(folder, f"grammar-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.cache")
+    path = os.path.join(folder, f"grammar-lark{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}.cache")
+    if os.path.lexists(path):
+        fd = open_trusted(path)        # lark unpickles it: only a file this user alone wrote
+        if fd is None:
+            return False
+        os.close(fd)
+    return path
+
+
+def _made_private(path: str | bool, existed: bool) -> None:
+    """lark creates its cache file with the process's umask (0664 under umask 002,
+    which `cachetrust` refuses next time): make the file it just wrote private."""
+    if isinstance(path, str) and not existed:
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o600)
 
 
 _LOWER = Lowering()
+_GRAMMAR_CACHE = _cache_file()
+_GRAMMAR_CACHED = isinstance(_GRAMMAR_CACHE, str) and os.path.lexists(_GRAMMAR_CACHE)
 _PARSER = Lark(grammar_text(), parser="lalr", lexer=_Lexer, transformer=_LOWER,
-               keep_all_tokens=True, maybe_placeholders=False, cache=_cache_file(),
+               keep_all_tokens=True, maybe_placeholders=False, cache=_GRAMMAR_CACHE,
                _plugins=lark_cython.plugins)
+_made_private(_GRAMMAR_CACHE, _GRAMMAR_CACHED)
 _STATES: dict[int, dict[str, Any]] = _PARSER.parser.parser._parse_table.states
 
 

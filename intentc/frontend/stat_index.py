@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from intentc.cachetrust import read_trusted
+
 KEY_BYTES = 20                    # a content key: blake2b of the path and the text
 SLACK_NS = 2_000_000_000
 _FORMAT = 1
@@ -95,7 +97,9 @@ class StatIndex:
     def read(cls, file: Path) -> StatIndex:
         """The index in `file`, or an empty one when it is missing or not an index."""
         try:
-            data = file.read_bytes()
+            data = read_trusted(file)
+            if data is None:
+                return cls.empty()
             fmt, moment, names_blob, times_blob, ids_blob, keys = pickle.loads(data)
             if fmt != _FORMAT or not isinstance(moment, int):
                 return cls.empty()
