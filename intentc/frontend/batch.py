@@ -82,7 +82,8 @@ def _read_and_parse(paths: list[str]) -> list[Record]:
     with collector.paused(After.FREEZE):
         # all of the chunk read first: reading between parses cost 10-20% more CPU
         # (measured in one process, alternating), the parser's tables evicted each time
-        read = [read_source(path) for path in paths]
+        folders: dict[str, str] = {}
+        read = [read_source(path, folders=folders) for path in paths]
         for src, read_diags in read:
             result = _parse_guarded(src) if src is not None else None
             text = src.text if src is not None and result is not None and result.diagnostics else None
