@@ -17,13 +17,24 @@ from typing import Mapping, Sequence
 # A generous hang guard, not a timing assertion: the contract is "no hang".
 HANG_GUARD_S = 120
 
+# The child's own peak: VmHWM belongs to the memory of the program exec'd, while
+# getrusage's ru_maxrss survives exec and so counted the pytest process that forked
+# the child (its RSS at that moment), making every memory bound grow with the suite.
 _WRAPPER = """
-import resource, sys
+import re, resource, sys
 from intentc.cli import main
+
+def peak_kib():
+    try:
+        with open("/proc/self/status") as fh:
+            return int(re.search(r"VmHWM:\\s+(\\d+)", fh.read()).group(1))
+    except (OSError, AttributeError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
 try:
     main()
 finally:
-    sys.stderr.write("\\n@maxrss_kib=%d\\n" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    sys.stderr.write("\\n@maxrss_kib=%d\\n" % peak_kib())
 """
 
 
