@@ -19,7 +19,7 @@ from intentc.passes import GLOBAL_PASSES, run_passes
 from intentc.progress import Progress, silent
 from intentc.sources import texts_for_carets
 
-__all__ = ["Checked", "check", "check_loaded", "prefer_specific", "texts_for_carets"]
+__all__ = ["Checked", "check", "check_loaded", "global_findings", "prefer_specific", "report", "texts_for_carets"]
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -64,9 +64,22 @@ def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None =
                              exclude=exclude))
 
 
+def global_findings(program: Program) -> tuple[Program, list[Diagnostic]]:
+    """What needs the whole repository: the global passes (the local ones ran in
+    `load`) and the dependency findings."""
+    program, pass_diags = run_passes(program, GLOBAL_PASSES)
+    return program, pass_diags + dependencies.diagnostics(program)
+
+
+def report(local: Sequence[Diagnostic], found: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """The findings as `check` reports them: the files' own (reading, parsing, local
+    passes, in file order) then the global ones, the specific preferred, capped per
+    file, sorted."""
+    return sorted_diagnostics(capped_per_file(prefer_specific(list(local) + list(found))))
+
+
 def check_loaded(loaded: Loaded) -> Checked:
     """`check` of files already loaded: the global passes and the dependency graph."""
-    program, pass_diags = run_passes(loaded.program, GLOBAL_PASSES)   # local ones ran in load()
-    graph_diags = dependencies.diagnostics(program)
-    diags = sorted_diagnostics(capped_per_file(prefer_specific(list(loaded.diagnostics) + pass_diags + graph_diags)))
+    program, found = global_findings(loaded.program)
+    diags = report(loaded.diagnostics, found)
     return Checked(program, tuple(diags), texts_for_carets(diags, loaded.sources), loaded.files)

@@ -27,6 +27,7 @@ import pickle
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from intentc import basis
 from intentc.diagnostics import Diagnostic
 from intentc.frontend.batch import PARSING, Inputs, scan
 from intentc.progress import Progress, silent
@@ -73,16 +74,42 @@ def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | No
         remembered = _recall(inputs)
         if remembered is not None:
             diags, counts = remembered
-            count = len(inputs.files)
-            progress(PARSING, count, count)
-            return Summary(diags, texts_for_carets(diags, {}), inputs.files, counts)
+            return _told(inputs, progress, tuple(diags), counts)
+        known = basis.recall(inputs)
+        patched = basis.patch(inputs, known) if known is not None else None
+        if patched is not None and known is not None:
+            patched_diags, after = patched
+            summary = _told(inputs, progress, tuple(patched_diags), known.counts)
+            inputs.remember(_report(summary))
+            inputs.remember_basis(after.to_bytes())
+            return summary
+        files, keys = inputs.files, inputs.keys
         loaded = inputs.load()
-    from intentc.pipeline import check_loaded      # the cache closed and the file list gone before the passes
+    # the cache closed and the file list gone before the passes
+    from intentc.pipeline import global_findings, report
 
-    summary = Summary.of(check_loaded(loaded))
-    del loaded
-    inputs.remember(pickle.dumps((_FORMAT, summary.diagnostics, summary.counts), pickle.HIGHEST_PROTOCOL))
+    program, found = global_findings(loaded.program)
+    own = loaded.diagnostics
+    reported = report(own, found)
+    summary = Summary(tuple(reported), texts_for_carets(reported, loaded.sources), loaded.files, Counts.of(program))
+    del loaded, program
+    inputs.remember(_report(summary))
+    if keys and summary.files == files:
+        left = basis.of_full_check(files, keys, own, found, summary.counts)
+        if left is not None:
+            inputs.remember_basis(left.to_bytes())
     return summary
+
+
+def _told(inputs: Inputs, progress: Progress, diags: tuple[Diagnostic, ...], counts: Counts) -> Summary:
+    """A report given without loading: the texts for carets read back from the files."""
+    count = len(inputs.files)
+    progress(PARSING, count, count)
+    return Summary(diags, texts_for_carets(diags, {}), inputs.files, counts)
+
+
+def _report(summary: Summary) -> bytes:
+    return pickle.dumps((_FORMAT, summary.diagnostics, summary.counts), pickle.HIGHEST_PROTOCOL)
 
 
 def _recall(inputs: Inputs) -> tuple[tuple[Diagnostic, ...], Counts] | None:

@@ -219,9 +219,12 @@ class Inputs:
         self._keys = keys or []
         self._texts = texts or {}       # read and not in the cache: what is left to parse
         self.digest: bytes | None = None
+        self.names_digest: bytes | None = None     # of the file list alone: names the `basis`
         if store is not None:
+            listing = "\0".join(name for name, _ in named).encode("utf-8", "surrogateescape")
+            self.names_digest = hashlib.blake2b(listing, digest_size=32).digest()
             h = hashlib.blake2b(repr(diags).encode("utf-8", "surrogateescape"), digest_size=32)
-            h.update("\0".join(name for name, _ in named).encode("utf-8", "surrogateescape"))
+            h.update(listing)
             h.update(b"".join(self._keys))
             self.digest = h.digest()
 
@@ -245,6 +248,40 @@ class Inputs:
     def remember(self, blob: bytes) -> None:
         if self._store is not None and self.digest is not None:
             self._store.memo.remember(self.digest, blob)
+
+    @property
+    def keys(self) -> tuple[bytes, ...]:
+        """Each file's content key, in `files` order (empty without a cache, or once loaded)."""
+        return tuple(self._keys)
+
+    def recall_basis(self) -> bytes | None:
+        """What `remember_basis` kept for this very file list, or None."""
+        if self._store is None or self.names_digest is None:
+            return None
+        return self._store.basis.recall(self.names_digest)
+
+    def remember_basis(self, blob: bytes) -> None:
+        if self._store is not None and self.names_digest is not None:
+            self._store.basis.remember(self.names_digest, blob)
+
+    def cached_result(self, key: bytes) -> FileResult | None:
+        """The cache's result for a content key, or None (not there, or damaged)."""
+        if self._store is None or key not in self._store.blobs.index:
+            return None
+        return _unpickled(self._store.blobs.read(key))
+
+    def results_of(self, positions: Sequence[int]) -> list[FileResult] | None:
+        """The results of a few files (positions in `files`), parsed or from the cache,
+        without loading the rest; None when one of them cannot be had (not read this
+        run and not in the cache).  The files stay for `load`."""
+        out: list[FileResult] = []
+        for i in positions:
+            src = self._texts.get(i)
+            result = _parse_guarded(src) if src is not None else self.cached_result(self._keys[i])
+            if result is None:
+                return None
+            out.append(result)
+        return out
 
     def load(self) -> Loaded:
         """Parse what the cache does not have, unpickle what it has (see `load`).  Once:
