@@ -63,7 +63,7 @@ def of_full_check(files: tuple[str, ...], keys: tuple[bytes, ...], own_findings:
 
 
 def recall(inputs: Inputs) -> Basis | None:
-    blob = inputs.recall_basis()
+    blob = inputs.recall(basis=True)
     if blob is None:
         return None
     try:

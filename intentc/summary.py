@@ -81,7 +81,7 @@ def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | No
             patched_diags, after = patched
             summary = _told(inputs, progress, tuple(patched_diags), known.counts)
             inputs.remember(_report(summary))
-            inputs.remember_basis(after.to_bytes())
+            inputs.remember(after.to_bytes(), basis=True)
             return summary
         files, keys = inputs.files, inputs.keys
         loaded = inputs.load()
@@ -97,7 +97,7 @@ def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | No
     if keys and summary.files == files:
         left = basis.of_full_check(files, keys, own, found, summary.counts)
         if left is not None:
-            inputs.remember_basis(left.to_bytes())
+            inputs.remember(left.to_bytes(), basis=True)
     return summary
 
 

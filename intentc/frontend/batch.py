@@ -35,7 +35,7 @@ from intentc.collector import After
 from intentc.compact import intern_strings
 from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
-from intentc.frontend.cache import CACHE_ENV, ParseCache, Store, default_cache_dir
+from intentc.frontend.cache import CACHE_ENV, Memo, ParseCache, Store, default_cache_dir
 from intentc.frontend.share import shared_map
 from intentc.frontend.stat_index import KEY_BYTES, IndexBuilder, observe
 from intentc.ir import Program
@@ -239,30 +239,28 @@ class Inputs:
         """What discovery and (with a cache) reading found."""
         return tuple(self._diags)
 
-    def recall(self) -> bytes | None:
-        """What `remember` kept for this very input, or None."""
-        if self._store is None or self.digest is None:
+    def _slot(self, basis: bool) -> tuple[Memo, bytes] | None:
+        """The memo's file and name (the digest of the whole input), or the basis's
+        (the digest of the file list); None without a cache."""
+        if self._store is None or self.digest is None or self.names_digest is None:
             return None
-        return self._store.memo.recall(self.digest)
+        return (self._store.basis, self.names_digest) if basis else (self._store.memo, self.digest)
 
-    def remember(self, blob: bytes) -> None:
-        if self._store is not None and self.digest is not None:
-            self._store.memo.remember(self.digest, blob)
+    def recall(self, basis: bool = False) -> bytes | None:
+        """What `remember` kept for this very input (with `basis`: for this very file
+        list, `intentc.basis`), or None."""
+        slot = self._slot(basis)
+        return slot[0].recall(slot[1]) if slot is not None else None
+
+    def remember(self, blob: bytes, basis: bool = False) -> None:
+        slot = self._slot(basis)
+        if slot is not None:
+            slot[0].remember(slot[1], blob)
 
     @property
     def keys(self) -> tuple[bytes, ...]:
         """Each file's content key, in `files` order (empty without a cache, or once loaded)."""
         return tuple(self._keys)
-
-    def recall_basis(self) -> bytes | None:
-        """What `remember_basis` kept for this very file list, or None."""
-        if self._store is None or self.names_digest is None:
-            return None
-        return self._store.basis.recall(self.names_digest)
-
-    def remember_basis(self, blob: bytes) -> None:
-        if self._store is not None and self.names_digest is not None:
-            self._store.basis.remember(self.names_digest, blob)
 
     def cached_result(self, key: bytes) -> FileResult | None:
         """The cache's result for a content key, or None (not there, or damaged)."""
