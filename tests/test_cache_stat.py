@@ -35,9 +35,10 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = batch.read_source
 
-    def spy(path: str, root: str | None = None) -> tuple[batch.SourceFile | None, list[batch.Diagnostic]]:
+    def spy(path: str, root: str | None = None,
+            folders: dict[str, str] | None = None) -> tuple[batch.SourceFile | None, list[batch.Diagnostic]]:
         seen.append(display_path(path))
-        return real(path, root)
+        return real(path, root, folders)
 
     monkeypatch.setattr(batch, "read_source", spy)
     return seen
