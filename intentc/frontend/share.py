@@ -67,7 +67,9 @@ def shared_map(local: Callable[[C], R], remote: Callable[[C], P], decode: Callab
 
 def _shared(local: Callable[[C], R], remote: Callable[[C], P], decode: Callable[[P], R],
             chunks: Sequence[C], workers: int) -> Iterator[tuple[int, R]]:
-    context = multiprocessing.get_context("fork")
+    # fork where there is one: the workers start with the parser modules imported (`warm`)
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
     front, back = 0, len(chunks)
     sent: dict[Future[P], int] = {}
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
