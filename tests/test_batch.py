@@ -4,6 +4,7 @@ sequential loads give the same program, spans included, and the same diagnostics
 from __future__ import annotations
 
 import os
+import time
 import shutil
 from pathlib import Path
 
@@ -120,3 +121,26 @@ def test_chunks_stay_between_25_and_100_files() -> None:
     assert batch._chunk_size(100, 2) == 25
     assert batch._chunk_size(1_000, 2) == 62
     assert batch._chunk_size(100_000, 2) == 100
+
+
+def test_stale_caches_of_other_roots_or_compilers_are_pruned(repo: Path, tmp_path: Path) -> None:
+    """Each upgrade left a parse cache behind for good: those not written for 30 days go
+    when a cache is written; recent ones, other files and the run's own stay."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    old = [cache / f"parse-{'a' * 24}{suffix}" for suffix in (".cache", ".stat", ".memo", ".basis")]
+    recent = cache / f"parse-{'b' * 24}.cache"
+    foreign = cache / "notes.txt"
+    month_ago = time.time() - 31 * 86400
+    for f in old + [recent, foreign]:
+        f.write_bytes(b"x")
+    for f in old + [foreign]:
+        os.utime(f, (month_ago, month_ago))
+    batch.load([str(repo)], jobs=1, cache_dir=str(cache))
+    assert not any(f.exists() for f in old)
+    assert recent.exists() and foreign.exists()
+    own = batch.ParseCache(str(cache), [os.path.abspath(repo)]).file
+    os.utime(own, (month_ago, month_ago))
+    (repo / "extra.intent").write_text('dataset extra { uri: "s3://x/extra" }\n')
+    batch.load([str(repo)], jobs=1, cache_dir=str(cache))      # rewrites its own cache, keeps it
+    assert own.exists()

@@ -19,6 +19,9 @@ unreadable — a cache only ever costs or saves time:
 They are pickles, so a file is read only when this user alone can have
 written it (`intentc.cachetrust`); the folder is created private.
 
+Files of other roots or compilers not written for 30 days are removed
+when a parse cache is written (`prune_stale`).
+
 All are named by the compiler's fingerprint: the grammar, the schemas,
 intentc's own code, the Python version and the versions of the libraries
 that decide what a parse or a check finds.  Another compiler never reads them.
@@ -34,6 +37,7 @@ import pickle
 import struct
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -189,10 +193,31 @@ class ParseCache:
                     fh.write(_TRAILER.pack(start))
                     fh.close()
                     os.replace(tmp, self.file)
+                    prune_stale(self.file.parent, keep=self.file.with_suffix("").name)
         finally:
             fh.close()
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+STALE_DAYS = 30
+_STALE_SUFFIXES = (".cache", ".stat", ".memo", ".basis")
+
+
+def prune_stale(folder: Path, keep: str) -> None:
+    """Remove the cache files of other roots or compilers not written for `STALE_DAYS`:
+    each intentc upgrade, and each repository checked once, left a parse cache behind
+    for good (150 MB at 100,000 files).  A repository checked less often than that
+    only loses its cache once.  Run when a parse cache is written, so at most once a run."""
+    cutoff = time.time() - STALE_DAYS * 86400
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if not name.startswith("parse-") or name.startswith(keep + ".") or not name.endswith(_STALE_SUFFIXES):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(entry.path)
 
 
 class Memo:
