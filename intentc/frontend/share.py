@@ -9,7 +9,7 @@ chunks from the back of the list, the parent takes them from the front and,
 between two of its own chunks, unpickles whatever the workers finished; so
 the chunks the parent parses never cross a process boundary.
 
-Chunks are handed out as they are done, never more than one ahead per
+Chunks are handed out as they are done, never more than two ahead per
 worker, so nobody runs out of work while another has a queue: everyone
 finishes within about one chunk of the others.  A chunk still waiting for a
 worker when the parent runs out is taken back (`Future.cancel`) and parsed
