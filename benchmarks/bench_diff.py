@@ -181,7 +181,7 @@ def double_compile(root: Path, jobs: int | None) -> int:
             text, _ = decode(path, data[path])
             if text is not None:
                 sources.append(SourceFile(path, text))
-        program, _ = merge(pickle.loads(b) for _, b in parse_all(sources, jobs))
+        program, _ = merge(r if r is not None else pickle.loads(b) for _, b, r in parse_all(sources, jobs))
         program, _ = run_passes(program)
         count += len(program.intents)
     return count

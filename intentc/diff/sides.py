@@ -85,9 +85,9 @@ def compile_sides(base: Tree, head: Tree, cache: BlobCache | None = None, jobs: 
         texts[key] = text
         sources.append((key, SourceFile(key[0], text)))
     # parse_all hands back each FileResult pickled (workers ship them that way), as parsed
-    for position, blob in parse_all([s for _, s in sources], jobs):
+    for position, blob, ready in parse_all([s for _, s in sources], jobs):
         key = sources[position][0]
-        result = pickle.loads(blob)
+        result = ready if ready is not None else pickle.loads(blob)
         results[key] = FileResult(result.program, read_diags[key] + result.diagnostics)
     for key in missing:
         cache.put(key, results[key])

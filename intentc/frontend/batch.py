@@ -71,6 +71,25 @@ def _parse_to_pickles(sources: list[SourceFile]) -> list[bytes]:
         return [pickle.dumps(_parse_guarded(s), _PICKLE) for s in sources]
 
 
+Pickled = tuple[bytes, FileResult | None]     # a result's pickle, and the result when it was made here
+
+
+def _parse_here(sources: list[SourceFile]) -> list[Pickled]:
+    """The parent's share of `parse_all`: each pickle (for the cache) with its result,
+    strings interned as unpickling would, so the caller need not unpickle it again."""
+    out: list[Pickled] = []
+    with collector.paused(After.FREEZE):
+        for s in sources:
+            result = _parse_guarded(s)
+            intern_strings(result.program)
+            out.append((pickle.dumps(result, _PICKLE), result))
+    return out
+
+
+def _shipped(blobs: list[bytes]) -> list[Pickled]:
+    return [(blob, None) for blob in blobs]
+
+
 Record = tuple[str | None, tuple[Diagnostic, ...], FileResult | None, str | None]
 
 
@@ -111,10 +130,6 @@ def _read_and_parse_pickled(paths: list[str]) -> bytes:
     return pickle.dumps(_read_and_parse(paths), _PICKLE)
 
 
-def _same(blobs: list[bytes]) -> list[bytes]:
-    return blobs
-
-
 def _records(blob: bytes) -> list[Record]:
     records: list[Record] = pickle.loads(blob)
     return records
@@ -144,26 +159,22 @@ def _chunks(items: list[T], participants: int) -> list[list[T]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[tuple[int, bytes]]:
-    """(position in `sources`, that source's FileResult pickled), in the order they
+def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[tuple[int, bytes, FileResult | None]]:
+    """(position in `sources`, that source's FileResult pickled, the FileResult itself
+    when this process parsed it, else None: unpickle the bytes), in the order they
     are parsed; in parallel when it pays off.
 
     A generator, so the caller can unpickle each result as it arrives and drop
     the bytes: holding every pickle of a 100,000-file repository at once cost
     some 150 MB of peak memory for nothing when there is no cache to fill."""
     participants = _participants(len(sources), jobs)
-    if participants == 1:
-        with collector.paused(After.FREEZE):
-            for i, s in enumerate(sources):
-                yield i, pickle.dumps(_parse_guarded(s), _PICKLE)
-        return
     chunks = _chunks(sources, participants)
-    size = len(chunks[0])
+    size = len(chunks[0]) if chunks else 0
     del sources       # the caller hands its list over: each text now goes with its chunk
-    for c, blobs in shared_map(_parse_to_pickles, _parse_to_pickles, _same, chunks, participants):
+    for c, done in shared_map(_parse_here, _parse_to_pickles, _shipped, chunks, participants):
         chunks[c] = []    # parsed: its texts can go
-        for k, blob in enumerate(blobs):
-            yield c * size + k, blob
+        for k, (blob, result) in enumerate(done):
+            yield c * size + k, blob, result
 
 
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
@@ -390,9 +401,9 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
     with contextlib.ExitStack() as stack:
         stack.enter_context(collector.paused(After.FREEZE))
         add = stack.enter_context(blobs.writer()) if rewrite else None
-        for j, blob in parse_all([pending[i] for i in todo], jobs):
+        for j, blob, result in parse_all([pending[i] for i in todo], jobs):
             i = todo[j]
-            parsed[i] = done(i, pickle.loads(blob))
+            parsed[i] = done(i, result if result is not None else pickle.loads(blob))
             if add is not None:
                 add(keys[i], blob)
         results: list[FileResult] = []
