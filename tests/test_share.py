@@ -70,3 +70,24 @@ def test_shared_parsing_with_a_cache_gives_the_plain_result(tmp_path: Path, monk
         assert other.program == plain.program
         assert other.diagnostics == plain.diagnostics
         assert other.files == plain.files
+
+
+def test_new_files_beside_a_filled_cache_are_parsed_in_shares(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache with results and some files new or edited (`parse_all`, shared): the
+    same program and findings as a plain load, and the next run answers from the cache."""
+    tree = tmp_path / "repo"
+    shutil.copytree(ROOT / "intents", tree)
+    cache = str(tmp_path / "cache")
+    batch.load([str(tree)], jobs=1, cache_dir=cache)            # fills the empty cache
+    for k in range(9):
+        (tree / f"extra-{k}.intent").write_text(f'dataset extra-{k} {{ uri: "s3://x/{k}" }}\n')
+    target = tree / "nlp" / "pretrain.intent"
+    target.write_text(target.read_text().replace("duration 45m", "duration 50m"))
+    plain = batch.load([str(tree)], jobs=1, use_cache=False)
+    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(batch, "_chunk_size", lambda count, participants: 2)
+    shared = batch.load([str(tree)], jobs=2, cache_dir=cache)
+    again = batch.load([str(tree)], jobs=2, cache_dir=cache)
+    for other in (shared, again):
+        assert other.program == plain.program and other.diagnostics == plain.diagnostics
+        assert other.files == plain.files
