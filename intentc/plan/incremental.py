@@ -472,6 +472,8 @@ class PlanIndex:
         if isinstance(terms, Fallback):
             return terms
         edges = self._edges(fresh, gone)
+        if any(len(ps) > 1 for ps in edges.producers.values()):
+            return Fallback("a dataset is produced by more than one intent (the full planner reports it)")
         preds: Mapping[str, tuple[str, ...]] = ChainMap(dict(edges.preds), self.preds)
         succs: Mapping[str, tuple[str, ...]] = ChainMap(dict(edges.succs), self.succs)
 
