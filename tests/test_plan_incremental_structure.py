@@ -12,6 +12,7 @@ scratch for the new plan, so edits in a row stay exact.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -87,7 +88,8 @@ def edge_edits(draw: st.DrawFn, program: ir.Program) -> Shape:
     if what == "after":
         new = _with_after(old, draw(st.lists(st.sampled_from(names), max_size=3, unique=True)))
     else:
-        datasets = _refs(draw(st.lists(st.sampled_from(DATASETS), max_size=2, unique=True)))
+        pool = _unproduced(program) if what == "produces" and draw(st.booleans()) else []
+        datasets = _refs(draw(st.lists(st.sampled_from(pool or DATASETS), max_size=2, unique=True)))
         new = replace(old, **{what: datasets})
     return Shape(_replaced(program, [new]), (new,))
 
@@ -103,8 +105,14 @@ def new_intents(draw: st.DrawFn, program: ir.Program) -> Shape:
         ir.Context(ir.Ref(draw(st.sampled_from([t.name for t in program.tenants])))),
         ir.Constraints(gpus=draw(gpu_requests()), sla=draw(st.sampled_from([None, "P0", "P1", "P3"]))),
         consumes=_refs(draw(st.lists(st.sampled_from(DATASETS), max_size=1))),
-        produces=_refs(draw(st.lists(st.sampled_from(DATASETS), max_size=1))))
+        produces=_refs(draw(st.lists(st.sampled_from(_unproduced(program) or DATASETS), max_size=1))))
     return Shape(_replaced(program, [new]), (new,))
+
+
+def _unproduced(program: ir.Program) -> list[str]:
+    """Datasets intents consume but none produces: a new producer gives their consumers an edge."""
+    produced = {r.name for i in program.intents for r in i.produces}
+    return sorted({r.name for i in program.intents for r in i.consumes} - produced)
 
 
 @st.composite
@@ -166,6 +174,8 @@ def check(topo: LoadedTopology, plan: Plan, index: PlanIndex, shape: Shape) -> R
             assert not nx.is_directed_acyclic_graph(g)
         elif "quota" in got.reason:
             assert _over_new_quota(plan, shape)
+        elif "more than one intent" in got.reason:
+            assert any(n > 1 for n in Counter(r.name for i in edited.intents for r in i.produces).values())
         else:
             assert "no room" in got.reason, got
         return None
