@@ -553,10 +553,11 @@ def _edit_kinds() -> dict[str, tuple[str, EditMaker]]:
 
     def tenant(root: Path, n: int, i: int, k: int) -> list[Path]:
         from benchmarks.bench_frontend import TENANTS
-        path = root / "common.intent"             # a tenant's quota (above its peak) and tier changed
+        path = root / "common.intent"             # a tenant's quota (above its peak) and weight changed
         text = path.read_text()
         t = TENANTS[k % len(TENANTS)]
-        text = re.sub(rf"tenant {t} {{[^}}]*}}", f"tenant {t} {{ tier: {['gold', 'bronze'][k % 2]}, "
+        tier = ["gold", "silver", "bronze", "silver"][k % len(TENANTS)]
+        text = re.sub(rf"tenant {t} {{[^}}]*}}", f"tenant {t} {{ tier: {tier}, weight: {k + 1}, "
                                                   f"quota: gpus {100000 + k} }}", text)
         path.write_text(text)
         return [path]
@@ -568,7 +569,7 @@ def _edit_kinds() -> dict[str, tuple[str, EditMaker]]:
         "data_edge": ("the dataset an intent consumes changed to another intent's output (a data edge)", data_edge),
         "new_intent": ("a new file with a new GPU intent", new),
         "removed_intent": ("a GPU intent's file deleted, the intent after it edited to start on push", removed),
-        "tenant": ("a tenant's quota and tier changed (the kept plan fits the quota)", tenant),
+        "tenant": ("a tenant's quota and weight changed (the kept plan fits the quota)", tenant),
     }
 
 

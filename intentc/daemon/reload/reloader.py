@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 from intentc import collector
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
+from intentc.daemon.reload import references
 from intentc.daemon.reload.files import FileTable
 from intentc.compact import intern_strings
 from intentc.daemon.reload.keys import (
@@ -39,8 +40,6 @@ from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.frontend import FileResult, parse_source
 from intentc.ir import Intent, Program, Tenant
 from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
-from intentc.passes.products import check_intent_product
-from intentc.passes.tenancy import check_serve_gpus, check_sla_ceiling
 from intentc.pipeline import prefer_specific
 from intentc.plan.incremental import Fallback, PlanIndex, Replanned
 from intentc.plan.jsonio import plan_to_json
@@ -239,7 +238,11 @@ class Reloader:
                 _unmoved(changes, dirty & previous.global_files):
             global_diags = previous.global_diagnostics    # same names and references: same findings
             if not _same(changes, per_intent_inputs):
-                global_diags = _per_intent_patched(global_diags, program, changes)
+                global_diags = references.patched(global_diags, program, changes)
+        elif previous is not None and not topology and self._index is not None and \
+                self._index.plan is previous.plan and references.unbroken(self._index, program, changes):
+            # names or references changed, none declared twice or left dangling (references.py)
+            global_diags = references.patched(previous.global_diagnostics, program, changes)
         else:
             global_diags = tuple(d for p in GLOBAL_PASSES for d in p(program)[1])
         # Nothing any file reports changed: the report is the previous one (it held no error).
@@ -477,27 +480,6 @@ def _report_patched(report: tuple[Diagnostic, ...], files: Iterable[str], others
 
 def _file_of(d: Diagnostic) -> str:
     return d.span.file
-
-
-PER_INTENT = ("W0401", "E0903", "E0904")
-
-
-def _per_intent_patched(kept: tuple[Diagnostic, ...], program: Program,
-                        changes: Sequence[Change]) -> tuple[Diagnostic, ...]:
-    """The cross-reference findings with those judged per intent (W0401, E0903, E0904)
-    redone for the changed files' intents (their references, every tenant and topology
-    are as before)."""
-    files = {name for name, _, _ in changes}
-    tenants = {t.name: t for t in program.tenants}
-    fresh: list[Diagnostic] = []
-    for _, _, now in changes:
-        for i in now.result.program.intents if now is not None else ():
-            fresh.extend(check_intent_product(i, program))
-            fresh.extend(check_serve_gpus(i))
-            if (tenant := tenants.get(i.tenant)) is not None:
-                fresh.extend(check_sla_ceiling(i, tenant))
-    out = tuple(d for d in kept if not (d.code in PER_INTENT and d.span.file in files)) + tuple(fresh)
-    return kept if out == kept else out
 
 
 def _plan_text(plan: Plan) -> PackedText:
