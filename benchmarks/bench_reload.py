@@ -557,8 +557,8 @@ def _edit_kinds() -> dict[str, tuple[str, EditMaker]]:
         text = path.read_text()
         t = TENANTS[k % len(TENANTS)]
         tier = ["gold", "silver", "bronze", "silver"][k % len(TENANTS)]
-        text = re.sub(rf"tenant {t} {{[^}}]*}}", f"tenant {t} {{ tier: {tier}, weight: {k + 1}, "
-                                                  f"quota: gpus {100000 + k} }}", text)
+        text = re.sub(rf"tenant {t} {{[^}}]*}}", f"tenant {t} {{\n  tier: {tier}\n  weight: {k + 1}\n"
+                                                  f"  quota: gpus {100000 + k}\n}}", text)
         path.write_text(text)
         return [path]
     return {

@@ -1,4 +1,5 @@
-"""daemon/reload/references.py: an edit of names or references judged from the edit.
+"""daemon/reload/references.py: an edit of names or references judged from the edit; and
+the file table (files.py) splicing files in and out, which such edits need.
 
 Edits that keep every reference resolved and every name unique must not run the
 cross-reference passes over the whole program (they are replaced by a recording
@@ -11,10 +12,15 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from intentc.compile import compile_paths
 from intentc.daemon.reload import Reloader, reloader as reloader_module
-from intentc.ir import Program
+from intentc.daemon.reload.files import FileTable, _concatenate
+from intentc.daemon.reload.state import FileState
+from intentc.frontend import FileResult
+from intentc.ir import Action, Context, Intent, Program, Ref, Tenant, Trigger
 from intentc.passes import GLOBAL_PASSES
 from tests.test_reload_replan import COMMIT, TENANTS, chains, job, make_tree
 from tests.test_reload_replan_structure import data_job
@@ -116,3 +122,36 @@ def test_an_edit_that_breaks_a_reference_reports_what_a_full_compile_reports(tmp
     assert r.current is good
     assert list(result.diagnostics) == [d for d in full.diagnostics if d.code != "W0901"]
     assert any(d.code in ("E0301", "E0302", "E0303", "E0304") for d in result.diagnostics)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from("abcdefg"),
+                                   st.one_of(st.none(), st.lists(st.sampled_from(["t", "u", "v"]), max_size=3))),
+                         min_size=1, max_size=4), max_size=6))
+def test_the_file_table_splices_added_removed_and_resized_files(batches: list) -> None:  # type: ignore[type-arg]
+    """Batches of edits (files added, removed, their declarations added or dropped) patched
+    in at once equal the concatenation of every file in name order."""
+    table = FileTable()
+    states: dict[str, FileState] = {"c": _tenants(["t"]), "e": _tenants([])}
+    for name, state in states.items():
+        table.set(name, state)
+    assert table.program() == _concatenate(states[n].result.program for n in sorted(states))
+    for batch in batches:
+        for name, tenants in batch:
+            state = None if tenants is None else _tenants(tenants, name)
+            table.set(name, state)
+            if state is None:
+                states.pop(name, None)
+            else:
+                states[name] = state
+        assert table.program() == _concatenate(states[n].result.program for n in sorted(states))
+
+
+def _tenants(names: list[str], file: str = "") -> FileState:
+    program = Program(tenants=tuple(Tenant(f"{file}{n}{k}") for k, n in enumerate(names)),
+                      intents=tuple(job_intent(f"{file}-{n}{k}") for k, n in enumerate(names[:2])))
+    return FileState(FileResult(program, ()), ())
+
+
+def job_intent(name: str) -> Intent:
+    return Intent(name, Trigger("push"), Action("batch", "img"), Context(Ref("t")))

@@ -21,7 +21,17 @@ transitively): everything else may keep its placement and its interval.
    only there can a placement become possible;
 3. the plan's numbers (tenant peaks and GPU-time, makespan, critical
    path, fragmentation at time 0, strategies of the intents sharing a
-   domain with what moved, batch sizes) are patched from the same indexes.
+   domain with what moved, batch sizes, waves) are patched from the same
+   indexes.
+
+The shape of the program may change too.  The index keeps the dependency
+graph's (predecessors and successors per intent, producers and consumers
+per dataset, waves), so an edit may add intents, remove them, change their
+`after` or data edges, and change tenants' terms: the edges are recomputed
+for the intents whose edges can have changed (`_edges`), and the touched
+set is the edited intents, those whose edge set changed and everything that
+waits for them in the new graph.  A removed intent's occupancy is released;
+a tenant's new quota must hold for its kept intervals.
 
 The result keeps every invariant of a full plan: no GPU held twice at
 overlapping times, quotas at every instant, product/memory filters and
@@ -36,10 +46,11 @@ A touched intent that can never be placed (no node of its product, no
 domain big enough, more than its tenant's quota) is refused as the full
 planner refuses it, with the intents waiting for it: the same E0601
 messages, hints and positions (`Refusal`).  Anything it cannot do exactly
-says so with a reason and nothing changes (`Fallback`): new or removed
-intents, changed dependency edges or tenants (the caller checks those), a
-touched intent that finds no room without moving others, exclusive-domain
-tag rules (checked plan-wide).  The caller then runs the full planner.
+says so with a reason and nothing changes (`Fallback`): a touched intent
+that finds no room without moving others, a new dependency cycle or a
+dataset produced twice (the full planner reports them), a lowered quota a
+kept interval is over, an undeclared tenant, exclusive-domain tag rules
+(checked plan-wide).  The caller then runs the full planner.
 
 `replan` leaves the index as it was; `apply` moves it to the new plan once
 the caller has swapped that plan in.
