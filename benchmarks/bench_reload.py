@@ -604,6 +604,7 @@ def bench_kinds(n: int, edits: int, baseline_edits: int, seed: int, kinds: list[
         for kind in kinds:
             what, make = makers[kind]
             runs: dict[str, list[float]] = {"incremental": [], "baseline": []}
+            cpu: dict[str, list[float]] = {"incremental": [], "baseline": []}
             notes = []
             for k in range(edits + baseline_edits):
                 mode = "incremental" if k < edits else "baseline"
@@ -611,16 +612,18 @@ def bench_kinds(n: int, edits: int, baseline_edits: int, seed: int, kinds: list[
                     lambda previous, changes: Fallback("baseline: the full planner"))
                 i = heads.pop()
                 paths = make(root, n, i, k)
-                w0 = time.perf_counter()
+                w0, c0 = time.perf_counter(), time.thread_time()
                 result = reloader.update(paths)
                 runs[mode].append(time.perf_counter() - w0)
+                cpu[mode].append(time.thread_time() - c0)
                 if not result.ok:
                     raise SystemExit(f"{kind} edit did not compile: {[str(d) for d in result.diagnostics[:3]]}")
                 if mode == "incremental":
                     notes.append(result.plan_note)
                     if not result.plan_note.startswith("incremental plan: "):
                         raise SystemExit(f"{kind} edit was not planned incrementally: {result.plan_note!r}")
-                print(f"{kind} edit {k} ({mode}): {runs[mode][-1] * 1000:.1f} ms ({result.plan_note or 'full plan'}, "
+                print(f"{kind} edit {k} ({mode}): {runs[mode][-1] * 1000:.1f} ms wall, {cpu[mode][-1] * 1000:.1f} ms "
+                      f"CPU ({result.plan_note or 'full plan'}, "
                       f"{len(result.rerendered)} intents rendered)", flush=True)
                 broken = verify(reloader)
                 if broken:
@@ -629,6 +632,9 @@ def bench_kinds(n: int, edits: int, baseline_edits: int, seed: int, kinds: list[
             row: dict[str, Any] = {"what": what, "notes": notes,
                    "swap_ms_each": [round(t * 1000, 1) for t in runs["incremental"]],
                    "swap_ms_median": round(statistics.median(runs["incremental"]) * 1000, 1),
+                   "swap_cpu_ms_each": [round(t * 1000, 1) for t in cpu["incremental"]],
+                   "swap_cpu_ms_median": round(statistics.median(cpu["incremental"]) * 1000, 1),
+                   "baseline_cpu_ms_each": [round(t * 1000, 1) for t in cpu["baseline"]],
                    "baseline_ms_each": [round(t * 1000, 1) for t in runs["baseline"]]}
             if runs["baseline"]:
                 row["baseline_ms_median"] = round(statistics.median(runs["baseline"]) * 1000, 1)
@@ -636,10 +642,10 @@ def bench_kinds(n: int, edits: int, baseline_edits: int, seed: int, kinds: list[
             out["kinds"][kind] = row
     out["loadavg_end"] = os.getloadavg()
     out["rss_mb"] = _rss_mb()
-    print(f"{'edit kind':<16} {'swap ms (median)':>17} {'baseline ms':>12} {'x':>7}")
+    print(f"{'edit kind':<16} {'swap ms (median)':>17} {'CPU ms':>8} {'baseline ms':>12} {'x':>7}")
     for kind, row in out["kinds"].items():
-        print(f"{kind:<16} {row['swap_ms_median']:>17} {row.get('baseline_ms_median', '-'):>12} "
-              f"{row.get('speedup', '-'):>7}")
+        print(f"{kind:<16} {row['swap_ms_median']:>17} {row['swap_cpu_ms_median']:>8} "
+              f"{row.get('baseline_ms_median', '-'):>12} {row.get('speedup', '-'):>7}")
     print(f"load average at start {out['loadavg_start']}, at end {out['loadavg_end']}", flush=True)
     return out
 
