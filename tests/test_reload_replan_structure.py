@@ -126,3 +126,22 @@ def test_what_the_full_planner_reports_is_reported(tmp_path: Path, files: dict[s
     assert not bad.ok and not full.ok and r.current is good
     assert any(d.code == code for d in bad.diagnostics)
     assert list(bad.diagnostics) == [d for d in full.diagnostics if d.code != "W0901"]
+
+
+def test_a_default_deny_tag_rule_added_and_removed_with_the_intents_that_carry_it(tmp_path: Path) -> None:
+    """A tag rule requiring only a default-deny NetworkPolicy (no exclusive domain, so the
+    plan stays incremental): a new intent with the tag gives its tenant the policy; removing
+    the only such intent takes it away (every intent is read again for that)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "isolated.yaml").write_text(
+        "apiVersion: intentc.dev/v1alpha1\nkind: Policy\nmetadata: {name: isolated}\n"
+        "spec: {tag: isolated, requires: [default-deny-network]}\n")
+    r, src, topo = loaded(tmp_path)
+    tagged = job(13, gpus=2).replace("context: tenant team-b", "context: tenant team-b, tags [isolated]")
+    (src / "job-13.intent").write_text(tagged)
+    result = swapped(r, src, topo, [src / "job-13.intent"], "incremental plan: 1 intents re-placed")
+    assert any(m.ref.kind == "NetworkPolicy" and m.tenant == "team-b" for m in result.snapshot.setup)  # type: ignore[union-attr]
+    (src / "job-13.intent").unlink()
+    result = swapped(r, src, topo, [src / "job-13.intent"], "incremental plan: 0 intents re-placed, 1 removed")
+    assert not any(m.ref.kind == "NetworkPolicy" for m in result.snapshot.setup)                     # type: ignore[union-attr]

@@ -23,7 +23,7 @@ from intentc.daemon.reload.state import FileState, IntentRender, Snapshot
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.incremental import by_intent, patched_by_intent
 from intentc.plan.model import Placement, Plan
-from intentc.policy.catalogue import Policies
+from intentc.policy.catalogue import Policies, Requirement
 from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, target_manifests, tenant_manifests
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Choice, Manifest, Rendered
@@ -155,24 +155,37 @@ class Renderer:
 
     def _patched_setup(self, program: Program, plan: Plan, previous: Snapshot, changes: Sequence[Change],
                        topology: Topology | None) -> tuple[list[Manifest], tuple[str, ...]]:
-        """The cluster-wide objects for a patched plan, made from scratch only when an edit can
-        change more than the tenants' ResourceQuotas (a tenant declared in a changed file, an
-        intent's SLA class, tags or tenant, a target with cluster objects of its own)."""
-        before = {i.name: i for _, b, _ in changes for i in (b.result.program.intents if b is not None else ())}
-        same = self.target == DEFAULT_TARGET and not any(declares(b, "tenants") or declares(a, "tenants")
-                                                          for _, b, a in changes)
-        for _, _, a in changes:
-            for i in a.result.program.intents if a is not None else ():
-                old = before.get(i.name)
-                same = same and old is not None and (old.constraints.sla, old.context.tags, old.tenant) == (
-                    i.constraints.sla, i.context.tags, i.tenant)
-        if not same:
+        """The cluster-wide objects for a patched plan.  The SLA classes in use (priority
+        classes) and the tenants with a default-deny policy are read off the previous objects
+        and patched from the changed files' intents; only an edit that may take one away (an
+        intent with an SLA class or a default-deny tag rule removed or changed) reads every
+        intent again, as does a target with cluster objects of its own (reading every intent
+        for the denials cost 0.1 s at 100,000).  Nothing changed (tenants, classes, denials,
+        planned GPUs): the previous objects themselves."""
+        if self.target != DEFAULT_TARGET:
             return self._setup(program, plan, program.intents, previous, topology)
-        if [(s.tenant, s.allocated_gpus) for s in plan.tenants] == \
+        before = {i.name: i for _, b, _ in changes for i in (b.result.program.intents if b is not None else ())}
+        after = {i.name: i for _, _, a in changes for i in (a.result.program.intents if a is not None else ())}
+        in_use = {m.body["metadata"]["labels"].get("intentc.dev/sla") for m in previous.setup
+                  if m.ref.kind == "PriorityClass"}
+        denied = {m.tenant for m in previous.setup if m.ref.kind == "NetworkPolicy" and m.tenant}
+
+        def denies(i: Intent) -> bool:
+            return self.policies.requires(i, Requirement.DEFAULT_DENY_NETWORK) is not None
+        classes_lost = denial_lost = False
+        for name, old in before.items():
+            new = after.get(name)
+            classes_lost |= bool(old.constraints.sla) and (new is None or new.constraints.sla != old.constraints.sla)
+            denial_lost |= denies(old) and (new is None or new.tenant != old.tenant or not denies(new))
+        classes_gained = any(i.constraints.sla and i.constraints.sla not in in_use for i in after.values())
+        intents = program.intents if classes_lost or classes_gained else None
+        deny = None if denial_lost else denied | {i.tenant for i in after.values() if denies(i)}
+        if intents is None and deny == denied and not any(declares(b, "tenants") or declares(a, "tenants")
+                                                          for _, b, a in changes) and \
+                [(s.tenant, s.allocated_gpus) for s in plan.tenants] == \
                 [(s.tenant, s.allocated_gpus) for s in previous.plan.tenants]:
             return list(previous.setup), previous.setup_texts
-        deny = {m.tenant for m in previous.setup if m.ref.kind == "NetworkPolicy" and m.tenant}
-        return self._setup(program, plan, None, previous, topology, deny)
+        return self._setup(program, plan, intents, previous, topology, deny)
 
     def _whole(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot | None,
                topology: Topology | None) -> Render:
