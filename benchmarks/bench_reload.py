@@ -288,6 +288,14 @@ def _figures(n: int, objects: int, gpu_placements: int, files: int, load_s: floa
     return out
 
 
+def common_text() -> str:
+    """bench_frontend's tenants and datasets, as the DSL file `synthetic_program` reads them from."""
+    from benchmarks.bench_frontend import TENANTS
+    common = "".join(f"tenant {t} {{ tier: {['gold', 'silver', 'bronze', 'silver'][k]} }}\n"
+                     for k, t in enumerate(TENANTS))
+    return common + "".join(f'dataset ds-{k} {{ uri: "s3://bench/ds-{k}" }}\n' for k in range(50))
+
+
 def synthetic_program(n: int) -> Any:
     """bench_frontend's repository as IR, built without parsing (at 100k, on a shared
     2-core machine, parsing every file takes most of an hour): the same tenants, datasets,
@@ -300,11 +308,8 @@ def synthetic_program(n: int) -> Any:
     from intentc.frontend import parse_source
     from intentc.sources import SourceFile
     rng = random.Random(n)
-    common = "".join(f"tenant {t} {{ tier: {['gold', 'silver', 'bronze', 'silver'][k]} }}\n"
-                     for k, t in enumerate(TENANTS))
-    common += "".join(f'dataset ds-{k} {{ uri: "s3://bench/ds-{k}" }}\n' for k in range(50))
     from benchmarks.bench_frontend import dsl_intent
-    head = parse_source(SourceFile("common.intent", common)).program
+    head = parse_source(SourceFile("common.intent", common_text())).program
     template = parse_source(SourceFile("t.intent", dsl_intent(1, random.Random(0)))).program.intents[0]
     intents = []
     for i in range(n):
@@ -406,34 +411,10 @@ def bench_seeded(n: int, edits: int, seed: int) -> dict[str, Any]:
     file for one GPU intent (bench_frontend's text for it, the GPU count changed) and times
     `update([file])`: read, parse, passes, incremental plan, render, swap.  No background
     re-plan (its cost is --planner-only's full plan)."""
-    from intentc.daemon.reload.state import FileState
-    from intentc.frontend import FileResult
-    from intentc import collector
-    from intentc.ir import Program
     from benchmarks.bench_frontend import dsl_intent
     program = synthetic_program(n)
     with tempfile.TemporaryDirectory(prefix="bench-seeded-") as tmp:
-        root = Path(tmp) / "repo"
-        root.mkdir()
-        topo_path = Path(tmp) / "topology.yaml"
-        topo_path.write_text(topology_text())
-        reloader = Reloader([str(root)], str(topo_path), SHA, background=False)
-        w0 = time.perf_counter()
-        with collector.paused(collector.After.FREEZE):
-            common = Program(program.tenants, program.datasets)
-            reloader._table.set(f"{root.as_posix()}/common.intent", FileState(FileResult(common, ()), ()))
-            for intent in program.intents:
-                name = f"{root.as_posix()}/{intent.span.file}"
-                from dataclasses import replace
-                from intentc.diagnostics import Span
-                placed = replace(intent, span=Span(name, 2, 1, 2, 1))
-                reloader._table.set(name, FileState(FileResult(Program(intents=(placed,)), ()), ()))
-            reloader._load_topology()
-            first = reloader._compile((), (), True)
-        seed_s = time.perf_counter() - w0
-        if not first.ok:
-            raise SystemExit(f"the seeded program does not compile: {[str(d) for d in first.diagnostics[:3]]}")
-        result = first
+        root, reloader, seed_s = _seeded(Path(tmp), program, common_text())
         print(f"{n} intents seeded and compiled by the Reloader in {seed_s:.1f} s; RSS {_rss_mb()} MB", flush=True)
         rng = random.Random(seed)
         walls, cpus, notes = [], [], []
@@ -468,6 +449,17 @@ def bench_seeded(n: int, edits: int, seed: int) -> dict[str, Any]:
     print(f"GPU edit, end to end: median {out['update_ms_wall_median']} ms wall, {out['update_ms_cpu_median']} ms CPU",
           flush=True)
     return out
+
+
+def _seeded(tmp: Path, program: Any, common: str) -> tuple[Path, Reloader, float]:
+    """A Reloader (no background re-plan) on tmp/repo and the benchmark's topology, seeded
+    with `program` (`_seed`): the repository root, the Reloader, the seconds it took."""
+    root = tmp / "repo"
+    root.mkdir()
+    topo_path = tmp / "topology.yaml"
+    topo_path.write_text(topology_text())
+    reloader = Reloader([str(root)], str(topo_path), SHA, background=False)
+    return root, reloader, _seed(reloader, root, program, common)
 
 
 def _seed(reloader: Reloader, root: Path, program: Any, common: str) -> float:
@@ -580,22 +572,15 @@ def bench_kinds(n: int, edits: int, baseline_edits: int, seed: int, kinds: list[
     (`_incremental` made to fall back), `baseline_edits` of each, same run, same state."""
     from intentc.plan.incremental import Fallback
     program = synthetic_program(n)
-    from benchmarks.bench_frontend import TENANTS
-    common = "".join(f"tenant {t} {{ tier: {['gold', 'silver', 'bronze', 'silver'][k]} }}\n"
-                     for k, t in enumerate(TENANTS))
-    common += "".join(f'dataset ds-{k} {{ uri: "s3://bench/ds-{k}" }}\n' for k in range(50))
+    common = common_text()
     makers = _edit_kinds()
     out: dict[str, Any] = {"intents": n, "what": "Reloader.update end to end per edit kind, state seeded from IR "
                            "built without parsing; baseline: the same edit with the incremental planner off "
                            "(the full planner, as main at b1d2aaf for these kinds)", "kinds": {},
                            "loadavg_start": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="bench-kinds-") as tmp:
-        root = Path(tmp) / "repo"
-        root.mkdir()
-        topo_path = Path(tmp) / "topology.yaml"
-        topo_path.write_text(topology_text())
-        reloader = Reloader([str(root)], str(topo_path), SHA, background=False)
-        out["seed_and_first_compile_s"] = round(_seed(reloader, root, program, common), 1)
+        root, reloader, seed_s = _seeded(Path(tmp), program, common)
+        out["seed_and_first_compile_s"] = round(seed_s, 1)
         print(f"{n} intents seeded and compiled in {out['seed_and_first_compile_s']} s; RSS {_rss_mb()} MB; "
               f"load average {os.getloadavg()}", flush=True)
         rng = random.Random(seed)

@@ -133,12 +133,12 @@ def test_the_file_table_splices_added_removed_and_resized_files(batches: list) -
     in at once equal the concatenation of every file in name order."""
     table = FileTable()
     states: dict[str, FileState] = {"c": _tenants(["t"]), "e": _tenants([])}
-    for name, state in states.items():
-        table.set(name, state)
+    for name, first in states.items():
+        table.set(name, first)
     assert table.program() == _concatenate(states[n].result.program for n in sorted(states))
     for batch in batches:
         for name, tenants in batch:
-            state = None if tenants is None else _tenants(tenants, name)
+            state: FileState | None = None if tenants is None else _tenants(tenants, name)
             table.set(name, state)
             if state is None:
                 states.pop(name, None)
