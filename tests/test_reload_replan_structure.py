@@ -145,3 +145,22 @@ def test_a_default_deny_tag_rule_added_and_removed_with_the_intents_that_carry_i
     (src / "job-13.intent").unlink()
     result = swapped(r, src, topo, [src / "job-13.intent"], "incremental plan: 0 intents re-placed, 1 removed")
     assert not any(m.ref.kind == "NetworkPolicy" for m in result.snapshot.setup)                     # type: ignore[union-attr]
+
+
+def test_an_sla_class_comes_and_goes_with_the_only_intent_that_uses_it(tmp_path: Path) -> None:
+    """Every job is P2; a new P1 job adds its PriorityClass; removing it takes the class
+    away (no other intent uses it), while removing one P2 job of many keeps P2's."""
+    r, src, topo = loaded(tmp_path)
+
+    def classes() -> set[str]:
+        return {m.ref.name for m in r.current.setup if m.ref.kind == "PriorityClass"}   # type: ignore[union-attr]
+    p2 = classes()
+    (src / "job-14.intent").write_text(job(14, gpus=2, sla="P1"))
+    swapped(r, src, topo, [src / "job-14.intent"], "incremental plan: 1 intents re-placed")
+    assert len(classes()) == len(p2) + 1
+    (src / "job-14.intent").unlink()
+    swapped(r, src, topo, [src / "job-14.intent"], "incremental plan: 0 intents re-placed, 1 removed")
+    assert classes() == p2
+    (src / "job-11.intent").unlink()
+    swapped(r, src, topo, [src / "job-11.intent"], "incremental plan: 0 intents re-placed, 1 removed")
+    assert classes() == p2

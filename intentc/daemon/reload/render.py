@@ -172,11 +172,15 @@ class Renderer:
 
         def denies(i: Intent) -> bool:
             return self.policies.requires(i, Requirement.DEFAULT_DENY_NETWORK) is not None
-        classes_lost = denial_lost = False
+        denial_lost = False
+        left: set[str] = set()          # SLA classes an edited or removed intent no longer uses
         for name, old in before.items():
             new = after.get(name)
-            classes_lost |= bool(old.constraints.sla) and (new is None or new.constraints.sla != old.constraints.sla)
+            if old.constraints.sla and (new is None or new.constraints.sla != old.constraints.sla):
+                left.add(old.constraints.sla)
             denial_lost |= denies(old) and (new is None or new.tenant != old.tenant or not denies(new))
+        # a class another intent still uses is kept: the search stops at the first one (many share one)
+        classes_lost = any(not any(i.constraints.sla == c for i in program.intents) for c in left & in_use)
         classes_gained = any(i.constraints.sla and i.constraints.sla not in in_use for i in after.values())
         intents = program.intents if classes_lost or classes_gained else None
         deny = None if denial_lost else denied | {i.tenant for i in after.values() if denies(i)}
