@@ -288,6 +288,14 @@ def _figures(n: int, objects: int, gpu_placements: int, files: int, load_s: floa
     return out
 
 
+def common_text() -> str:
+    """bench_frontend's tenants and datasets, as the DSL file `synthetic_program` reads them from."""
+    from benchmarks.bench_frontend import TENANTS
+    common = "".join(f"tenant {t} {{ tier: {['gold', 'silver', 'bronze', 'silver'][k]} }}\n"
+                     for k, t in enumerate(TENANTS))
+    return common + "".join(f'dataset ds-{k} {{ uri: "s3://bench/ds-{k}" }}\n' for k in range(50))
+
+
 def synthetic_program(n: int) -> Any:
     """bench_frontend's repository as IR, built without parsing (at 100k, on a shared
     2-core machine, parsing every file takes most of an hour): the same tenants, datasets,
@@ -300,11 +308,8 @@ def synthetic_program(n: int) -> Any:
     from intentc.frontend import parse_source
     from intentc.sources import SourceFile
     rng = random.Random(n)
-    common = "".join(f"tenant {t} {{ tier: {['gold', 'silver', 'bronze', 'silver'][k]} }}\n"
-                     for k, t in enumerate(TENANTS))
-    common += "".join(f'dataset ds-{k} {{ uri: "s3://bench/ds-{k}" }}\n' for k in range(50))
     from benchmarks.bench_frontend import dsl_intent
-    head = parse_source(SourceFile("common.intent", common)).program
+    head = parse_source(SourceFile("common.intent", common_text())).program
     template = parse_source(SourceFile("t.intent", dsl_intent(1, random.Random(0)))).program.intents[0]
     intents = []
     for i in range(n):
@@ -406,34 +411,10 @@ def bench_seeded(n: int, edits: int, seed: int) -> dict[str, Any]:
     file for one GPU intent (bench_frontend's text for it, the GPU count changed) and times
     `update([file])`: read, parse, passes, incremental plan, render, swap.  No background
     re-plan (its cost is --planner-only's full plan)."""
-    from intentc.daemon.reload.state import FileState
-    from intentc.frontend import FileResult
-    from intentc import collector
-    from intentc.ir import Program
     from benchmarks.bench_frontend import dsl_intent
     program = synthetic_program(n)
     with tempfile.TemporaryDirectory(prefix="bench-seeded-") as tmp:
-        root = Path(tmp) / "repo"
-        root.mkdir()
-        topo_path = Path(tmp) / "topology.yaml"
-        topo_path.write_text(topology_text())
-        reloader = Reloader([str(root)], str(topo_path), SHA, background=False)
-        w0 = time.perf_counter()
-        with collector.paused(collector.After.FREEZE):
-            common = Program(program.tenants, program.datasets)
-            reloader._table.set(f"{root.as_posix()}/common.intent", FileState(FileResult(common, ()), ()))
-            for intent in program.intents:
-                name = f"{root.as_posix()}/{intent.span.file}"
-                from dataclasses import replace
-                from intentc.diagnostics import Span
-                placed = replace(intent, span=Span(name, 2, 1, 2, 1))
-                reloader._table.set(name, FileState(FileResult(Program(intents=(placed,)), ()), ()))
-            reloader._load_topology()
-            first = reloader._compile((), (), True)
-        seed_s = time.perf_counter() - w0
-        if not first.ok:
-            raise SystemExit(f"the seeded program does not compile: {[str(d) for d in first.diagnostics[:3]]}")
-        result = first
+        root, reloader, seed_s = _seeded(Path(tmp), program, common_text())
         print(f"{n} intents seeded and compiled by the Reloader in {seed_s:.1f} s; RSS {_rss_mb()} MB", flush=True)
         rng = random.Random(seed)
         walls, cpus, notes = [], [], []
@@ -470,6 +451,190 @@ def bench_seeded(n: int, edits: int, seed: int) -> dict[str, Any]:
     return out
 
 
+def _seeded(tmp: Path, program: Any, common: str) -> tuple[Path, Reloader, float]:
+    """A Reloader (no background re-plan) on tmp/repo and the benchmark's topology, seeded
+    with `program` (`_seed`): the repository root, the Reloader, the seconds it took."""
+    root = tmp / "repo"
+    root.mkdir()
+    topo_path = tmp / "topology.yaml"
+    topo_path.write_text(topology_text())
+    reloader = Reloader([str(root)], str(topo_path), SHA, background=False)
+    return root, reloader, _seed(reloader, root, program, common)
+
+
+def _seed(reloader: Reloader, root: Path, program: Any, common: str) -> float:
+    """The Reloader's table filled with `program`, one file per intent (as bench_seeded),
+    common.intent (tenants, datasets) written to disk too (tenant edits read it); then
+    compiled by the Reloader itself.  Returns the seconds it took."""
+    from dataclasses import replace
+
+    from intentc import collector
+    from intentc.daemon.reload.state import FileState
+    from intentc.diagnostics import Span
+    from intentc.frontend import FileResult, parse_source
+    from intentc.ir import Program
+    from intentc.sources import SourceFile
+    w0 = time.perf_counter()
+    with collector.paused(collector.After.FREEZE):
+        path = f"{root.as_posix()}/common.intent"
+        (root / "common.intent").write_text(common)
+        head = parse_source(SourceFile(path, common)).program
+        reloader._table.set(path, FileState(FileResult(Program(head.tenants, head.datasets), ()), ()), common)
+        for intent in program.intents:
+            name = f"{root.as_posix()}/{intent.span.file}"
+            placed = replace(intent, span=Span(name, 2, 1, 2, 1))
+            reloader._table.set(name, FileState(FileResult(Program(intents=(placed,)), ()), ()))
+        reloader._load_topology()
+        first = reloader._compile((), (), True)
+    if not first.ok:
+        raise SystemExit(f"the seeded program does not compile: {[str(d) for d in first.diagnostics[:3]]}")
+    return time.perf_counter() - w0
+
+
+def _job_text(i: int, gpus: bool, trigger: str | None = None, consumes: str | None = None) -> str:
+    """bench_frontend's DSL text for job i, GPUs kept only when `gpus`, the trigger or the
+    consumed dataset replaced when given."""
+    from benchmarks.bench_frontend import dsl_intent
+    text = dsl_intent(i, random.Random(i))
+    if not gpus:
+        text = DSL_GPUS.sub("", text)
+    if trigger is not None:
+        text = re.sub(r"  trigger: [^\n]*\n", f"  trigger: {trigger}\n", text)
+    if consumes is not None:
+        text = re.sub(r"  consumes: [^\n]*\n", f"  consumes: {consumes}\n", text)
+    return text
+
+
+# Each kind: (what it is, edit k -> (files written or deleted, the note's expected start)).
+EditMaker = Callable[[Path, int, int, int], list[Path]]
+
+
+def _edit_kinds() -> dict[str, tuple[str, EditMaker]]:
+    def gpu(root: Path, n: int, i: int, k: int) -> list[Path]:
+        text = _job_text(i, True)
+        old = int(DSL_COUNT.search(text).group(2))       # type: ignore[union-attr]
+        path = root / f"job-{i:05d}.intent"
+        path.write_text(DSL_COUNT.sub(rf"\g<1>{[c for c in (1, 2, 4, 8) if c != old][k % 3]}\g<3>", text))
+        return [path]
+
+    def after_added(root: Path, n: int, i: int, k: int) -> list[Path]:
+        path = root / f"job-{i:05d}.intent"       # a chain's first (GPU) intent made to wait for the chain before
+        path.write_text(_job_text(i, True, trigger=f"after job-{i - 1:05d}"))
+        return [path]
+
+    def after_dropped(root: Path, n: int, i: int, k: int) -> list[Path]:
+        path = root / f"job-{i + 2:05d}.intent"   # the middle of a chain starts on push
+        path.write_text(_job_text(i + 2, False, trigger="on push"))
+        return [path]
+
+    def data_edge(root: Path, n: int, i: int, k: int) -> list[Path]:
+        path = root / f"job-{i:05d}.intent"       # consumes what an intent of another chain produces
+        path.write_text(_job_text(i, True, consumes=f"out-{i - 7:05d}"))
+        return [path]
+
+    def new(root: Path, n: int, i: int, k: int) -> list[Path]:
+        path = root / f"job-{n + k:05d}.intent"   # a new file: a new GPU intent
+        path.write_text(_job_text(n + k, True, trigger="on push"))
+        return [path]
+
+    def removed(root: Path, n: int, i: int, k: int) -> list[Path]:
+        gone, next_ = root / f"job-{i:05d}.intent", root / f"job-{i + 1:05d}.intent"
+        gone.unlink(missing_ok=True)             # a GPU intent removed; the one after it starts on push
+        next_.write_text(_job_text(i + 1, False, trigger="on push"))
+        return [gone, next_]
+
+    def tenant(root: Path, n: int, i: int, k: int) -> list[Path]:
+        from benchmarks.bench_frontend import TENANTS
+        path = root / "common.intent"             # a tenant's quota (above its peak) and weight changed
+        text = path.read_text()
+        t = TENANTS[k % len(TENANTS)]
+        tier = ["gold", "silver", "bronze", "silver"][k % len(TENANTS)]
+        text = re.sub(rf"tenant {t} {{[^}}]*}}", f"tenant {t} {{\n  tier: {tier}\n  weight: {k + 1}\n"
+                                                  f"  quota: gpus {100000 + k}\n}}", text)
+        path.write_text(text)
+        return [path]
+    return {
+        "gpu": ("GPU count of one GPU intent", gpu),
+        "after_added": ("an `after` added to a chain's first intent (it and its chain re-placed)", after_added),
+        "after_dropped": ("an `after` dropped from an intent mid-chain (it and the rest of its chain)",
+                          after_dropped),
+        "data_edge": ("the dataset an intent consumes changed to another intent's output (a data edge)", data_edge),
+        "new_intent": ("a new file with a new GPU intent", new),
+        "removed_intent": ("a GPU intent's file deleted, the intent after it edited to start on push", removed),
+        "tenant": ("a tenant's quota and weight changed (the kept plan fits the quota)", tenant),
+    }
+
+
+def bench_kinds(n: int, edits: int, baseline_edits: int, seed: int, kinds: list[str]) -> dict[str, Any]:
+    """`Reloader.update` end to end per edit kind at n intents (state seeded as bench_seeded):
+    the incremental swap (median of `edits` edits per kind, each on a different intent),
+    and the baseline, main at b1d2aaf, where each of these kinds went to the full planner
+    (`_incremental` made to fall back), `baseline_edits` of each, same run, same state."""
+    from intentc.plan.incremental import Fallback
+    program = synthetic_program(n)
+    common = common_text()
+    makers = _edit_kinds()
+    out: dict[str, Any] = {"intents": n, "what": "Reloader.update end to end per edit kind, state seeded from IR "
+                           "built without parsing; baseline: the same edit with the incremental planner off "
+                           "(the full planner, as main at b1d2aaf for these kinds)", "kinds": {},
+                           "loadavg_start": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="bench-kinds-") as tmp:
+        root, reloader, seed_s = _seeded(Path(tmp), program, common)
+        out["seed_and_first_compile_s"] = round(seed_s, 1)
+        print(f"{n} intents seeded and compiled in {out['seed_and_first_compile_s']} s; RSS {_rss_mb()} MB; "
+              f"load average {os.getloadavg()}", flush=True)
+        rng = random.Random(seed)
+        heads = rng.sample(range(20, n - 20, GPU_EVERY), len(kinds) * (edits + baseline_edits))
+        incremental = reloader._incremental
+        for kind in kinds:
+            what, make = makers[kind]
+            runs: dict[str, list[float]] = {"incremental": [], "baseline": []}
+            cpu: dict[str, list[float]] = {"incremental": [], "baseline": []}
+            notes = []
+            for k in range(edits + baseline_edits):
+                mode = "incremental" if k < edits else "baseline"
+                reloader._incremental = incremental if mode == "incremental" else (  # type: ignore[method-assign]
+                    lambda previous, changes: Fallback("baseline: the full planner"))
+                i = heads.pop()
+                paths = make(root, n, i, k)
+                w0, c0 = time.perf_counter(), time.thread_time()
+                result = reloader.update(paths)
+                runs[mode].append(time.perf_counter() - w0)
+                cpu[mode].append(time.thread_time() - c0)
+                if not result.ok:
+                    raise SystemExit(f"{kind} edit did not compile: {[str(d) for d in result.diagnostics[:3]]}")
+                if mode == "incremental":
+                    notes.append(result.plan_note)
+                    if not result.plan_note.startswith("incremental plan: "):
+                        raise SystemExit(f"{kind} edit was not planned incrementally: {result.plan_note!r}")
+                print(f"{kind} edit {k} ({mode}): {runs[mode][-1] * 1000:.1f} ms wall, {cpu[mode][-1] * 1000:.1f} ms "
+                      f"CPU ({result.plan_note or 'full plan'}, "
+                      f"{len(result.rerendered)} intents rendered)", flush=True)
+                broken = verify(reloader)
+                if broken:
+                    raise SystemExit(f"the plan in force breaks an invariant: {broken}")
+            reloader._incremental = incremental                                      # type: ignore[method-assign]
+            row: dict[str, Any] = {"what": what, "notes": notes,
+                   "swap_ms_each": [round(t * 1000, 1) for t in runs["incremental"]],
+                   "swap_ms_median": round(statistics.median(runs["incremental"]) * 1000, 1),
+                   "swap_cpu_ms_each": [round(t * 1000, 1) for t in cpu["incremental"]],
+                   "swap_cpu_ms_median": round(statistics.median(cpu["incremental"]) * 1000, 1),
+                   "baseline_cpu_ms_each": [round(t * 1000, 1) for t in cpu["baseline"]],
+                   "baseline_ms_each": [round(t * 1000, 1) for t in runs["baseline"]]}
+            if runs["baseline"]:
+                row["baseline_ms_median"] = round(statistics.median(runs["baseline"]) * 1000, 1)
+                row["speedup"] = round(row["baseline_ms_median"] / row["swap_ms_median"], 1)
+            out["kinds"][kind] = row
+    out["loadavg_end"] = os.getloadavg()
+    out["rss_mb"] = _rss_mb()
+    print(f"{'edit kind':<16} {'swap ms (median)':>17} {'CPU ms':>8} {'baseline ms':>12} {'x':>7}")
+    for kind, row in out["kinds"].items():
+        print(f"{kind:<16} {row['swap_ms_median']:>17} {row['swap_cpu_ms_median']:>8} "
+              f"{row.get('baseline_ms_median', '-'):>12} {row.get('speedup', '-'):>7}")
+    print(f"load average at start {out['loadavg_start']}, at end {out['loadavg_end']}", flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--intents", type=int, default=10000)
@@ -480,9 +645,18 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--seeded", action="store_true",
                     help="Reloader.update end to end on a state seeded from IR built without parsing")
+    ap.add_argument("--kinds", default="",
+                    help="comma-separated edit kinds (gpu, after_added, after_dropped, data_edge, new_intent, "
+                         "removed_intent, tenant) or 'all': Reloader.update per kind on a seeded state, with "
+                         "the full-planner baseline (--baseline-edits of each)")
+    ap.add_argument("--baseline-edits", type=int, default=1)
     ap.add_argument("--planner-only", action="store_true",
                     help="time the planning step alone (full plan vs incremental) on IR built without parsing")
     args = ap.parse_args()
+    if args.kinds:
+        kinds = list(_edit_kinds()) if args.kinds == "all" else args.kinds.split(",")
+        write_results(args.out, bench_kinds(args.intents, args.replan_edits, args.baseline_edits, args.seed, kinds))
+        return 0
     if args.seeded:
         write_results(args.out, bench_seeded(args.intents, args.replan_edits, args.seed))
         return 0

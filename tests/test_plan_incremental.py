@@ -55,7 +55,8 @@ def _held_at_zero(plan: Plan, topo: LoadedTopology) -> int:
 
 
 def _check_derived(program: ir.Program, topo: LoadedTopology, plan: Plan) -> None:
-    """What the plan derives from placements equals the full planner's functions on them."""
+    """What the plan derives from placements equals the full planner's functions on them
+    (and, where the full plan refuses nothing, it places the same intents)."""
     full, _ = make_plan(program, topo)
     batches, _ = size_batches(program.intents, plan.placements, topo.topology)
     assert plan.batches == batches
@@ -73,7 +74,8 @@ def _check_derived(program: ir.Program, topo: LoadedTopology, plan: Plan) -> Non
         requested[i.tenant] = requested.get(i.tenant, 0) + max(i.gpu_count, 0)
     assert {s.tenant: s.requested_gpus for s in plan.tenants} == {t: requested.get(t, 0) for t in
                                                                   (s.tenant for s in plan.tenants)}
-    assert [p.intent for p in plan.placements] == sorted(p.intent for p in full.placements)
+    if not full.unplaced:
+        assert [p.intent for p in plan.placements] == sorted(p.intent for p in full.placements)
 
 
 @st.composite

@@ -21,7 +21,17 @@ transitively): everything else may keep its placement and its interval.
    only there can a placement become possible;
 3. the plan's numbers (tenant peaks and GPU-time, makespan, critical
    path, fragmentation at time 0, strategies of the intents sharing a
-   domain with what moved, batch sizes) are patched from the same indexes.
+   domain with what moved, batch sizes, waves) are patched from the same
+   indexes.
+
+The shape of the program may change too.  The index keeps the dependency
+graph's (predecessors and successors per intent, producers and consumers
+per dataset, waves), so an edit may add intents, remove them, change their
+`after` or data edges, and change tenants' terms: the edges are recomputed
+for the intents whose edges can have changed (`_edges`), and the touched
+set is the edited intents, those whose edge set changed and everything that
+waits for them in the new graph.  A removed intent's occupancy is released;
+a tenant's new quota must hold for its kept intervals.
 
 The result keeps every invariant of a full plan: no GPU held twice at
 overlapping times, quotas at every instant, product/memory filters and
@@ -36,10 +46,11 @@ A touched intent that can never be placed (no node of its product, no
 domain big enough, more than its tenant's quota) is refused as the full
 planner refuses it, with the intents waiting for it: the same E0601
 messages, hints and positions (`Refusal`).  Anything it cannot do exactly
-says so with a reason and nothing changes (`Fallback`): new or removed
-intents, changed dependency edges or tenants (the caller checks those), a
-touched intent that finds no room without moving others, exclusive-domain
-tag rules (checked plan-wide).  The caller then runs the full planner.
+says so with a reason and nothing changes (`Fallback`): a touched intent
+that finds no room without moving others, a new dependency cycle or a
+dataset produced twice (the full planner reports them), a lowered quota a
+kept interval is over, an undeclared tenant, exclusive-domain tag rules
+(checked plan-wide).  The caller then runs the full planner.
 
 `replan` leaves the index as it was; `apply` moves it to the new plan once
 the caller has swapped that plan in.
@@ -51,14 +62,14 @@ import heapq
 from bisect import bisect_left
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
 
 from intentc import graph, ir
 from intentc.diagnostics import Diagnostic, Span, error
-from intentc.plan.admission import TenantTerms, sla_name, sla_rank
+from intentc.plan.admission import TenantTerms, sla_name, sla_rank, tenant_weight
 from intentc.plan.batch import size_batches
 from intentc.plan.cluster import Cluster, NodeState
 from intentc.plan.metrics import jain_index
@@ -80,10 +91,25 @@ from intentc.topology.load import LoadedTopology
 DomainKey = tuple[str, str]
 
 
-def edges_of(intent: ir.Intent) -> tuple[Any, ...]:
-    """What the dependency graph reads of an intent: an edit that changes it is not incremental."""
-    return (intent.name, tuple(r.name for r in intent.trigger.after), tuple(r.name for r in intent.consumes),
-            tuple(r.name for r in intent.produces))
+def _produced(intent: ir.Intent | None) -> set[str]:
+    return {r.name for r in intent.produces} if intent is not None else set()
+
+
+def _consumed(intent: ir.Intent | None) -> set[str]:
+    return {r.name for r in intent.consumes} if intent is not None else set()
+
+
+@dataclass(frozen=True)
+class Edges:
+    """The dependency edges an edit changed, as overlays on the index's (`apply` folds them in).
+
+    `preds` / `succs`: the new predecessor / successor names of every intent whose set
+    changed (empty for a removed intent); `producers` / `consumers`: the same per dataset."""
+
+    preds: Mapping[str, tuple[str, ...]]
+    succs: Mapping[str, tuple[str, ...]]
+    producers: Mapping[str, tuple[str, ...]]
+    consumers: Mapping[str, frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -122,6 +148,22 @@ class Replanned:
     placements: Mapping[str, Placement]
     dist: Mapping[str, int]
     prev: Mapping[str, str | None]
+    gone: frozenset[str] = frozenset()         # intents removed by the edit
+    edges: Edges | None = None                 # the dependency edges the edit changed
+    waves: Mapping[str, int] = field(default_factory=dict)   # the touched intents' waves
+    terms: Mapping[str, TenantTerms | None] = field(default_factory=dict)  # changed tenants (None: gone)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """What one `replan` applies: the new and edited intents, the removed ones, the edges
+    that changed (and the predecessors in force with them), the tenants' changed terms."""
+
+    fresh: Mapping[str, ir.Intent]
+    gone: frozenset[str]
+    edges: Edges
+    preds: Mapping[str, tuple[str, ...]]
+    terms: Mapping[str, TenantTerms | None]
 
 
 def _mask(gpus: Iterable[int]) -> int:
@@ -163,6 +205,19 @@ class PlanIndex:
         self.terms: dict[str, TenantTerms] = tenant_terms(program, list(self.intents.values()))
         self.preds = {n: tuple(sorted(g.predecessors(n))) for n in g if g.in_degree(n)}
         self.succs = {n: tuple(sorted(g.successors(n))) for n in g if g.out_degree(n)}
+        # dataset -> the intents producing / consuming it: whose edges an edit of `produces` changes
+        self.producers: dict[str, tuple[str, ...]] = {}
+        self.consumers: dict[str, frozenset[str]] = {}
+        producers: dict[str, list[str]] = {}
+        consumers: dict[str, set[str]] = {}
+        for n, i in self.intents.items():
+            for d in _produced(i):
+                producers.setdefault(d, []).append(n)
+            for d in _consumed(i):
+                consumers.setdefault(d, set()).add(n)
+        self.producers = {d: tuple(sorted(ps)) for d, ps in producers.items()}
+        self.consumers = {d: frozenset(cs) for d, cs in consumers.items()}
+        self.wave: dict[str, int] = {n: k for k, names in enumerate(plan.waves) for n in names}
         self.exclusive = frozenset(n for n, i in self.intents.items()
                                    if policies.requires(i, Requirement.EXCLUSIVE_DOMAIN))
         self.dist, self.prev = graph.longest_chains(g, {n: graph.duration_seconds(i) for n, i in self.intents.items()})
@@ -304,20 +359,23 @@ class PlanIndex:
         return Fallback(f'"{intent.name}" finds no room once everything finite has ended')
 
     # -- an edit -----------------------------------------------------------------------
-    def touched(self, edited: Iterable[str]) -> set[str]:
+    def touched(self, edited: Iterable[str], succs: Mapping[str, tuple[str, ...]] | None = None) -> set[str]:
         """The edited intents and everything that waits for them, transitively."""
+        succs = self.succs if succs is None else succs
         out: set[str] = set()
         stack = list(edited)
         while stack:
             n = stack.pop()
             if n not in out:
                 out.add(n)
-                stack.extend(self.succs.get(n, ()))
+                stack.extend(succs.get(n, ()))
         return out
 
-    def _order(self, touched: set[str], intent_of: Callable[[str], ir.Intent]) -> list[str]:
-        """Dependencies first; among the ready ones, SLA class, smaller gangs, name."""
-        pending = {n: sum(1 for p in self.preds.get(n, ()) if p in touched) for n in touched}
+    def _order(self, touched: set[str], intent_of: Callable[[str], ir.Intent],
+               preds: Mapping[str, tuple[str, ...]], succs: Mapping[str, tuple[str, ...]]) -> list[str]:
+        """Dependencies first; among the ready ones, SLA class, smaller gangs, name.  An
+        intent on a cycle is never ready: it is left out (the caller checks the length)."""
+        pending = {n: sum(1 for p in preds.get(n, ()) if p in touched) for n in touched}
 
         def key(n: str) -> tuple[int, int, str]:
             i = intent_of(n)
@@ -328,50 +386,133 @@ class PlanIndex:
         while heap:
             n = heapq.heappop(heap)[2]
             out.append(n)
-            for s in self.succs.get(n, ()):
+            for s in succs.get(n, ()):
                 if s in pending:
                     pending[s] -= 1
                     if pending[s] == 0:
                         heapq.heappush(heap, key(s))
         return out
 
+    def _edges(self, fresh: Mapping[str, ir.Intent], gone: frozenset[str]) -> Edges:
+        """The edges `graph.dependencies` would give the edited program, for the intents whose
+        edges can have changed: the edited, new and removed ones, the consumers of a dataset
+        whose producers changed, and what waited for a removed intent."""
+        changed = fresh.keys() | gone
+        datasets: set[str] = set()
+        for n in changed:
+            datasets |= _produced(self.intents.get(n)) ^ _produced(fresh.get(n))
+        producers = {d: tuple(sorted({p for p in self.producers.get(d, ()) if p not in changed}
+                                     | {n for n, i in fresh.items() if d in _produced(i)})) for d in datasets}
+        consumers: dict[str, frozenset[str]] = {}
+        for n in changed:
+            was, now = _consumed(self.intents.get(n)), _consumed(fresh.get(n))
+            for d in was ^ now:
+                cs = set(consumers.get(d, self.consumers.get(d, frozenset())))
+                if d in now:
+                    cs.add(n)
+                else:
+                    cs.discard(n)
+                consumers[d] = frozenset(cs)
+        candidates = set(fresh)
+        for d in datasets:
+            candidates |= consumers.get(d, self.consumers.get(d, frozenset()))
+        for g in gone:
+            candidates.update(self.succs.get(g, ()))
+        candidates -= gone
+
+        def exists(name: str) -> bool:
+            return name in fresh or (name in self.intents and name not in gone)
+        preds: dict[str, tuple[str, ...]] = {g: () for g in gone}
+        for c in sorted(candidates):
+            i = fresh.get(c) or self.intents[c]
+            ps = {r.name for r in i.trigger.after if exists(r.name)}
+            for r in i.consumes:
+                ps.update(producers.get(r.name, self.producers.get(r.name, ())))
+            got = tuple(sorted(ps))
+            if got != self.preds.get(c, ()):
+                preds[c] = got
+        succs: dict[str, set[str]] = {}
+        for c, after in preds.items():
+            for u in set(self.preds.get(c, ())) ^ set(after):
+                ss = succs.setdefault(u, set(self.succs.get(u, ())))
+                if u in after:
+                    ss.add(c)
+                else:
+                    ss.discard(c)
+        for g in gone:
+            succs[g] = set()
+        return Edges(preds, {u: tuple(sorted(ss)) for u, ss in succs.items()}, producers, consumers)
+
+    def _terms(self, tenants: Mapping[str, ir.Tenant | None], fresh: Mapping[str, ir.Intent],
+               gone: frozenset[str]) -> dict[str, TenantTerms | None] | Fallback:
+        """The terms of the tenants declared, changed or dropped by the edit (None: no longer
+        a tenant of the plan), as `planner.tenant_terms` makes them."""
+        out: dict[str, TenantTerms | None] = {}
+        for name, t in sorted(tenants.items()):
+            if t is None:
+                # still a tenant of the plan while an intent names it (it is then undeclared: E0301)
+                users = any(i.tenant == name for i in fresh.values()) or any(
+                    p.tenant == name for p in self.plan.placements if p.intent not in gone and p.intent not in fresh)
+                out[name] = TenantTerms(tenant_weight(None), None) if users else None
+            else:
+                quota = t.quota_gpus if t.quota_gpus is not None and t.quota_gpus > 0 else None
+                out[name] = TenantTerms(tenant_weight(t), quota)
+        for i in fresh.values():
+            if i.tenant not in self.terms and i.tenant not in out:
+                return Fallback(f'tenant "{i.tenant}" is not declared')
+        return {n: t for n, t in out.items() if t != self.terms.get(n)}
+
     def replan(self, edited: Sequence[ir.Intent], file_intents: Callable[[str], Sequence[ir.Intent]],
-               recheck: Iterable[str] = ()) -> Replanned | Fallback:
-        """The plan with `edited` (new versions of intents of the plan) placed again, with
-        every intent that waits for them; the index is left as it was.
+               recheck: Iterable[str] = (), removed: Iterable[str] = (),
+               tenants: Mapping[str, ir.Tenant | None] | None = None) -> Replanned | Fallback:
+        """The plan with `edited` (new versions of intents of the plan, or new intents) placed
+        again, `removed` (names) dropped and `tenants` (the tenants the edit declared,
+        changed or dropped: None) in force, with every intent whose dependency edges changed
+        and everything that waits for those; the index is left as it was.
 
         `file_intents(file)` gives every intent declared in a file: the plan findings of each
-        file an edited or re-placed intent lives in (and of the `recheck` files, edited
-        without a planner change but whose positions may have moved) are made again."""
+        file an edited, re-placed or removed intent lives in (and of the `recheck` files,
+        edited without a planner change but whose positions may have moved) are made again."""
         if self.exclusive or any(self.policies.requires(i, Requirement.EXCLUSIVE_DOMAIN) for i in edited):
             return Fallback("exclusive-domain tag rules are checked plan-wide")
-        for i in edited:
-            was = self.intents.get(i.name)
-            if was is None:
-                return Fallback(f'"{i.name}" is new')
-            if edges_of(was) != edges_of(i):
-                return Fallback(f'the dependencies of "{i.name}" changed')
-            if i.tenant not in self.terms:
-                return Fallback(f'tenant "{i.tenant}" is new')
         fresh = {i.name: i for i in edited}
+        gone = frozenset(n for n in removed if n not in fresh)
+        if any(n not in self.intents for n in gone):
+            return Fallback("a removed intent is not in the plan in force")
+        terms = self._terms(tenants or {}, fresh, gone)
+        if isinstance(terms, Fallback):
+            return terms
+        edges = self._edges(fresh, gone)
+        if any(len(ps) > 1 for ps in edges.producers.values()):
+            return Fallback("a dataset is produced by more than one intent (the full planner reports it)")
+        preds: Mapping[str, tuple[str, ...]] = ChainMap(dict(edges.preds), self.preds)
+        succs: Mapping[str, tuple[str, ...]] = ChainMap(dict(edges.succs), self.succs)
 
         def intent_of(n: str) -> ir.Intent:
             return fresh.get(n) or self.intents[n]
-        touched = self.touched(fresh)
-        order = self._order(touched, intent_of)
-        old = {n: p for n in order if (p := self.placement(n)) is not None}
-        if len(old) != len(order):
+        touched = self.touched(fresh.keys() | (edges.preds.keys() - gone), succs)
+        order = self._order(touched, intent_of, preds, succs)
+        if len(order) != len(touched):
+            return Fallback("the edit makes a dependency cycle")
+        old = {n: p for n in (*order, *sorted(gone)) if (p := self.placement(n)) is not None}
+        if len(old) != len(gone) + sum(1 for n in order if n in self.intents):
             return Fallback("an intent to re-place has no placement in the plan in force")
         for p in old.values():
             self._add(p, -1)
+        kept_terms = {n: self.terms.get(n) for n in terms}
+        self._set_terms(terms)
         new: dict[str, Placement] = {}
         refused: dict[str, Refusal] = {}
         try:
+            for name, t in terms.items():
+                # a kept interval over a tenant's new quota: only moving it could fix that
+                if t is not None and t.quota_gpus is not None and _peak(self.timeline.get(name, {})) > t.quota_gpus:
+                    return Fallback(f'tenant "{name}" holds more than its new quota in the plan in force')
             for n in order:
-                if any(d in refused for d in self.preds.get(n, ())):
+                if any(d in refused for d in preds.get(n, ())):
                     continue                            # refused below, as the full planner does
                 ready = 0
-                for d in self.preds.get(n, ()):
+                for d in preds.get(n, ()):
                     q = new.get(d) or self.placement(d)
                     if q is None:
                         return Fallback(f'"{d}", which "{n}" waits for, has no placement')
@@ -384,40 +525,45 @@ class PlanIndex:
                     continue
                 new[n] = got
                 self._add(got, 1)
-            self._refuse_dependants(refused, touched, intent_of)
-            return self._assemble(fresh, order, old, new, refused, intent_of, file_intents, set(recheck))
+            self._refuse_dependants(refused, touched, intent_of, succs)
+            return self._assemble(Edit(fresh, gone, edges, preds, terms), order, old, new, refused, intent_of,
+                                  file_intents, set(recheck))
         finally:
             for p in new.values():
                 self._add(p, -1)
+            self._set_terms(kept_terms)
             for p in old.values():
                 self._add(p, 1)
 
+    def _set_terms(self, terms: Mapping[str, TenantTerms | None]) -> None:
+        for name, t in terms.items():
+            if t is None:
+                self.terms.pop(name, None)
+            else:
+                self.terms[name] = t
+
     def _refuse_dependants(self, refused: dict[str, Refusal], touched: set[str],
-                           intent_of: Callable[[str], ir.Intent]) -> None:
+                           intent_of: Callable[[str], ir.Intent], succs: Mapping[str, tuple[str, ...]]) -> None:
         """What waits for a refused intent is refused too, in the full planner's words and
         walk (`schedule.Simulation._refuse_dependants`: roots by name, a stack)."""
         stack = sorted(refused)
         while stack:
             name = stack.pop()
-            for succ in self.succs.get(name, ()):
+            for succ in succs.get(name, ()):
                 if succ in refused or succ not in touched:
                     continue
                 intent = intent_of(succ)
                 refused[succ] = Refusal.of(intent, waits_for_refused(succ, name), intent.span)
                 stack.append(succ)
 
-    def _assemble(self, fresh: dict[str, ir.Intent], order: list[str], old: dict[str, Placement],
-                  new: dict[str, Placement], refused: dict[str, Refusal], intent_of: Callable[[str], ir.Intent],
+    def _assemble(self, edit: Edit, order: list[str], old: dict[str, Placement], new: dict[str, Placement],
+                  refused: dict[str, Refusal], intent_of: Callable[[str], ir.Intent],
                   file_intents: Callable[[str], Sequence[ir.Intent]], recheck: set[str]) -> Replanned:
         """The new plan, from the indexes in their new state (called between `_add`s)."""
-        plan = self.plan
-        placements = list(plan.placements)
-        for n in order:
-            i = bisect_left(placements, n, key=lambda p: p.intent)
-            if n in new:
-                placements[i] = new[n]
-            else:
-                del placements[i]                       # refused: no placement
+        plan, fresh, gone = self.plan, edit.fresh, edit.gone
+        changes: dict[str, Placement | None] = {n: new.get(n) for n in order}
+        changes.update({n: None for n in gone})
+        placements = patched_by_intent(plan.placements, changes)
         # strategies of every placed intent sharing a domain with a node whose planned GPUs changed
         nodes = {a.node for p in (*old.values(), *new.values()) for a in p.allocations}
         affected = {n for n in new if new[n].allocations}
@@ -425,17 +571,17 @@ class PlanIndex:
             for key in self.node_domains.get(node, ()):
                 affected |= self.by_domain.get(key, set())
         placed = {n: new[n] if n in new else self.placement(n) for n in affected}
-        strategies: dict[str, Strategy | None] = {n: None for n in order}
+        strategies: dict[str, Strategy | None] = {n: None for n in (*order, *gone)}
         strategies.update({n: decide_one(intent_of(n), p, self.used, self.domains)
                            for n, p in placed.items() if p is not None and p.allocations})
         strategies = {n: s for n, s in strategies.items() if s != by_intent(plan.strategies, n)}
         # findings, batch sizes: every intent of the files concerned
-        files = {intent_of(n).span.file for n in order} | recheck
+        files = {intent_of(n).span.file for n in order} | {self.intents[n].span.file for n in gone} | recheck
         again = {i.name: fresh.get(i.name, i) for f in sorted(files) for i in file_intents(f)}
         placed_again = {n: new.get(n) or self.placement(n) for n in again}
         batches, batch_diags = size_batches(again.values(), [p for p in placed_again.values() if p is not None],
                                             self.topology)
-        batch_of: dict[str, BatchSizing | None] = {n: None for n in order}
+        batch_of: dict[str, BatchSizing | None] = {n: None for n in (*order, *gone)}
         batch_of.update({b.intent: b for b in batches if b.intent in new})
         diags: list[Diagnostic] = list(batch_diags) + [r.diagnostic for _, r in sorted(refused.items())]
         for n, intent in sorted(again.items()):
@@ -448,53 +594,82 @@ class PlanIndex:
                 for w in (unmet_preference(req, self.placer, p, intent), nvlink_unmet(req, p, intent)):
                     if w is not None:
                         diags.append(w)
-        dist, prev = self._chains(order, intent_of)
-        path, path_s = self._critical(dist, prev)
-        shares = self._shares(fresh, old, new)
+        dist, prev = self._chains(order, intent_of, edit.preds)
+        path, path_s = self._critical(dist, prev, gone)
+        shares = self._shares(edit, old, new)
         m = plan.metrics
-        pairs = [(old[n], new.get(n)) for n in order]
+        pairs = [(old.get(n), new.get(n)) for n in (*order, *gone)]
         metrics = replace(
             m, gpus_allocated=_peak(self.total), idle_gpus_on_used_nodes=self._idle(),
             jobs_spanning_nvlink_domains=m.jobs_spanning_nvlink_domains
-            + sum((p is not None and p.interconnect == "network") - (o.interconnect == "network") for o, p in pairs),
+            + sum(_network(p) - _network(o) for o, p in pairs),
             jain_fairness=jain_index(shares), makespan_s=max(self.ends, default=0),
             critical_path=path, critical_path_s=path_s,
-            queued=m.queued + sum((p is not None and p.start_s > p.ready_s) - (o.start_s > o.ready_s) for o, p in pairs),
+            queued=m.queued + sum(_queued(p) - _queued(o) for o, p in pairs),
             gpu_seconds=m.gpu_seconds + sum(_gpu_s(p) - _gpu_s(o) for o, p in pairs))
         unplaced = patched_by_intent(plan.unplaced, {n: r.unplaced for n, r in refused.items()})
-        out = replace(plan, placements=tuple(placements), unplaced=unplaced, tenants=shares, metrics=metrics,
+        waves, wave_of = self._waves(order, edit)
+        out = replace(plan, waves=waves, placements=placements, unplaced=unplaced, tenants=shares, metrics=metrics,
                       batches=patched_by_intent(plan.batches, batch_of), strategies=patched_by_intent(plan.strategies, strategies))
-        moved = {n for n in order if new.get(n) != old[n]} | set(strategies) | {
-            n for n, b in batch_of.items() if b != by_intent(plan.batches, n)}
-        return Replanned(out, tuple(sorted(order)), tuple(diags), frozenset(files), frozenset(moved),
-                         fresh, dict(new), dist, prev)
+        moved = {n for n in order if new.get(n) != old.get(n)} | set(strategies) | {
+            n for n, b in batch_of.items() if b != by_intent(plan.batches, n)} | {
+            n for n, w in wave_of.items() if w != self.wave.get(n)}
+        return Replanned(out, tuple(sorted(order)), tuple(diags), frozenset(files), frozenset(moved - gone),
+                         fresh, dict(new), dist, prev, gone, edit.edges, wave_of, edit.terms)
 
-    def _chains(self, order: list[str], intent_of: Callable[[str], ir.Intent]
-                ) -> tuple[dict[str, int], dict[str, str | None]]:
+    def _waves(self, order: list[str], edit: Edit) -> tuple[tuple[tuple[str, ...], ...], dict[str, int]]:
+        """`graph.waves` of the edited program: the touched intents' waves made again (the
+        others' ancestors are all kept), the removed ones dropped; only the waves that
+        change are copied."""
+        wave_of: dict[str, int] = {}
+        for n in order:
+            wave_of[n] = 1 + max((wave_of.get(p, self.wave.get(p, 0)) for p in edit.preds.get(n, ())), default=-1)
+        out = [*self.plan.waves]
+        edits: dict[int, list[str]] = {}
+        for n, k in (*((n, self.wave[n]) for n in edit.gone),
+                     *((n, self.wave[n]) for n in order if n in self.wave and self.wave[n] != wave_of[n])):
+            names = edits.setdefault(k, [*out[k]])
+            del names[bisect_left(names, n)]
+        for n, k in wave_of.items():
+            if self.wave.get(n) != k:
+                if k == len(out):
+                    out.append(())
+                names = edits.setdefault(k, [*out[k]])
+                names.insert(bisect_left(names, n), n)
+        for k, names in edits.items():
+            out[k] = tuple(names)
+        while out and not out[-1]:
+            out.pop()
+        return tuple(out), wave_of
+
+    def _chains(self, order: list[str], intent_of: Callable[[str], ir.Intent],
+                preds: Mapping[str, tuple[str, ...]]) -> tuple[dict[str, int], dict[str, str | None]]:
         """The longest chains ending with each touched intent (`graph.longest_chains`, redone
         for those only: the others' chains do not pass through them)."""
         dist: dict[str, int] = {}
         prev: dict[str, str | None] = {}
         for v in order:
             best: str | None = None
-            for u in self.preds.get(v, ()):
-                du = dist.get(u, self.dist[u])
-                if best is None or (-du, u) < (-dist.get(best, self.dist[best]), best):
+            chain = ChainMap(dist, self.dist)
+            for u in preds.get(v, ()):
+                if best is None or (-chain[u], u) < (-chain[best], best):
                     best = u
-            dist[v] = graph.duration_seconds(intent_of(v)) + (dist.get(best, self.dist[best]) if best else 0)
+            dist[v] = graph.duration_seconds(intent_of(v)) + (chain[best] if best else 0)
             prev[v] = best
         return dist, prev
 
-    def _critical(self, dist: dict[str, int], prev: dict[str, str | None]) -> tuple[tuple[str, ...], int]:
-        """`graph.critical_path` over the kept chains and the redone ones (`dist`)."""
+    def _critical(self, dist: dict[str, int], prev: dict[str, str | None],
+                  gone: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], int]:
+        """`graph.critical_path` over the kept chains and the redone ones (`dist`), without
+        the `gone` intents'."""
         best: tuple[int, str] | None = min(((-d, n) for n, d in dist.items()), default=None)
         heap, skipped = self.longest, []
         while heap:
             negd, n = heap[0]
             if self.dist.get(n) != -negd:
                 heapq.heappop(heap)                     # a length that changed since: stale
-            elif n in dist:
-                skipped.append(heapq.heappop(heap))     # redone here: its new length is in `best`
+            elif n in dist or n in gone:
+                skipped.append(heapq.heappop(heap))     # redone here (its new length is in `best`) or removed
             else:
                 if best is None or (negd, n) < best:
                     best = (negd, n)
@@ -505,27 +680,38 @@ class PlanIndex:
             return (), 0
         return graph.chain_end(ChainMap(prev, self.prev), best[1]), -best[0]
 
-    def _shares(self, fresh: dict[str, ir.Intent], old: dict[str, Placement], new: dict[str, Placement]
+    def _shares(self, edit: Edit, old: dict[str, Placement], new: dict[str, Placement]
                 ) -> tuple[TenantShare, ...]:
+        """`planner`'s tenant shares, patched: requested GPUs of the edited, new and removed
+        intents, peaks and GPU-time of the tenants whose occupancy changed, changed terms."""
         requested: dict[str, int] = {}
         gpu_s: dict[str, int] = {}
-        for n, i in fresh.items():
-            _bump(requested, i.tenant, max(i.gpu_count, 0))
-            was = self.intents[n]
-            _bump(requested, was.tenant, -max(was.gpu_count, 0))
+        for n in (*edit.fresh, *edit.gone):
+            if n in edit.fresh:
+                i = edit.fresh[n]
+                _bump(requested, i.tenant, max(i.gpu_count, 0))
+            was = self.intents.get(n)
+            if was is not None:
+                _bump(requested, was.tenant, -max(was.gpu_count, 0))
         for n, o in old.items():
             _bump(gpu_s, o.tenant, -_gpu_s(o))
-            if n in new:
-                _bump(gpu_s, new[n].tenant, _gpu_s(new[n]))
+        for p in new.values():
+            _bump(gpu_s, p.tenant, _gpu_s(p))
         moved = {p.tenant for p in (*old.values(), *new.values()) if p.allocations}
-        out = []
-        for s in self.plan.tenants:
-            if s.tenant in requested or s.tenant in gpu_s or s.tenant in moved:
-                s = replace(s, requested_gpus=s.requested_gpus + requested.get(s.tenant, 0),
-                            allocated_gpus=_peak(self.timeline.get(s.tenant, {})),
-                            gpu_seconds=s.gpu_seconds + gpu_s.get(s.tenant, 0))
-            out.append(s)
-        return tuple(out)
+        shares = {s.tenant: s for s in self.plan.tenants}
+        for name, t in edit.terms.items():
+            if t is None:
+                shares.pop(name, None)
+            else:
+                s = shares.get(name) or TenantShare(name, t.weight, t.quota_gpus, 0, 0, 0)
+                shares[name] = replace(s, weight=t.weight, quota_gpus=t.quota_gpus)
+        for name in requested.keys() | gpu_s.keys() | moved:
+            if (share := shares.get(name)) is None:
+                continue                                # dropped with its intents
+            shares[name] = replace(share, requested_gpus=share.requested_gpus + requested.get(name, 0),
+                                   allocated_gpus=_peak(self.timeline.get(name, {})),
+                                   gpu_seconds=share.gpu_seconds + gpu_s.get(name, 0))
+        return tuple(shares[n] for n in sorted(shares))
 
     def _idle(self) -> int:
         """GPUs left free at plan time 0 on nodes that run something then (`metrics.idle_on_used_nodes`)."""
@@ -544,18 +730,48 @@ class PlanIndex:
         something never is: its E0601 fails the reload)."""
         if done.plan.unplaced:
             raise ValueError("a plan with refusals is never in force")
-        for n, p in done.placements.items():
+        for n in (*done.placements, *done.gone):
             q = self.placement(n)
             if q is not None:
                 self._add(q, -1)
+        for p in done.placements.values():
             self._add(p, 1)
+        self._set_terms(done.terms)
         self.intents.update(done.intents)
+        for n in done.gone:
+            del self.intents[n]
+            self.dist.pop(n, None)
+            self.prev.pop(n, None)
+            self.wave.pop(n, None)
+        if done.edges is not None:
+            _fold(self.preds, done.edges.preds)
+            _fold(self.succs, done.edges.succs)
+            _fold(self.producers, done.edges.producers)
+            _fold(self.consumers, done.edges.consumers)
+        self.wave.update(done.waves)
         for n, d in done.dist.items():
             if self.dist.get(n) != d:
                 self.dist[n] = d
                 heapq.heappush(self.longest, (-d, n))
         self.prev.update(done.prev)
         self.plan = done.plan
+
+
+def _fold(into: dict[str, Any], changes: Mapping[str, Any]) -> None:
+    """Entries set, or dropped when empty (as the index keeps them)."""
+    for k, v in changes.items():
+        if v:
+            into[k] = v
+        else:
+            into.pop(k, None)
+
+
+def _network(p: Placement | None) -> int:
+    return p is not None and p.interconnect == "network"
+
+
+def _queued(p: Placement | None) -> int:
+    return p is not None and p.start_s > p.ready_s
 
 
 def _gpu_s(p: Placement | None) -> int:

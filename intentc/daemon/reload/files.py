@@ -6,8 +6,10 @@ the whole `Program` as one tuple per kind in file-name order (which is
 exactly `Program.canonical()` order, see `_concatenate`), and where each
 file's declarations start in those tuples.  An edit that keeps a file's
 number of declarations of each kind is patched into the tuples in place (a
-C-level copy of the pointers); only adding or removing files or
-declarations rebuilds them.  Diagnostics are kept for the few files that
+C-level copy of the pointers); a file added or removed, or a count changed,
+splices its declarations in or out and shifts the starts of the files after
+it (one pass over an array of ints per kind whose count changed; a rebuild
+walked every file, 0.2 s at 100,000).  Diagnostics are kept for the few files that
 have some, and so are their texts (for carets), nothing else.
 
 It also remembers, for every file changed since the snapshot in force, the
@@ -19,7 +21,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, insort
 from itertools import chain
-from typing import Iterable
+from typing import Any, Iterable
 
 from intentc.daemon.reload.state import FileState
 from intentc.diagnostics import Diagnostic
@@ -34,7 +36,8 @@ class FileTable:
         self._names: list[str] = []                           # sorted
         self._program = Program()
         self._starts: tuple[array[int], ...] | None = None    # per kind, per file (name order): first index
-        self._pending: dict[str, FileState] = {}             # edits not yet patched into the program
+        self._laid: list[str] = []                            # the files `_starts` describes (sorted)
+        self._pending: dict[str, FileState | None] = {}      # edits not yet patched in (None: gone)
         self._noted: dict[str, tuple[Diagnostic, ...]] = {}  # files reporting something on their own
         self._texts: dict[str, str] = {}                     # ... and their texts, for carets
         self._before: dict[str, FileState | None] = {}       # states in the snapshot in force
@@ -56,11 +59,10 @@ class FileTable:
             if old is not None:
                 del self._states[name]
                 del self._names[bisect_left(self._names, name)]
-                self._starts = None
+                self._pending[name] = None
         else:
             if old is None:
                 insort(self._names, name)
-                self._starts = None
             self._states[name] = state
             self._pending[name] = state
         noted = state.diagnostics if state is not None else ()
@@ -97,37 +99,49 @@ class FileTable:
         if self._starts is None:
             self._rebuild()
         elif self._pending:
-            if not self._patch():
-                self._rebuild()
+            self._patch()
         self._pending.clear()
         return self._program
 
-    def _patch(self) -> bool:
-        """Patch the pending edits in place; False when one changed a count."""
+    def _patch(self) -> None:
+        """Patch the pending edits in: files last to first, so that each splice leaves the
+        positions of the files before it as they are."""
         starts = self._starts
         assert starts is not None
-        last = len(self._names) - 1
-        cuts: list[tuple[int, int, tuple[object, ...]]] = []
-        for name, state in self._pending.items():
-            i = bisect_left(self._names, name)
-            program = state.result.program
+        laid = self._laid
+        totals = [len(getattr(self._program, kind)) for kind in KINDS]
+        whole: list[list[Any] | None] = [None] * len(KINDS)
+        for name in sorted(self._pending, reverse=True):
+            state = self._pending[name]
+            i = bisect_left(laid, name)
+            if i == len(laid) or laid[i] != name:
+                if state is None:
+                    continue                            # added and removed again since
+                laid.insert(i, name)                    # a new file: no declarations yet
+                for k in range(len(KINDS)):
+                    starts[k].insert(i, starts[k][i] if i + 1 < len(laid) else totals[k])
+            program = state.result.program if state is not None else Program()
             for k, kind in enumerate(KINDS):
                 begin = starts[k][i]
-                end = starts[k][i + 1] if i < last else len(getattr(self._program, kind))
+                end = starts[k][i + 1] if i + 1 < len(laid) else totals[k]
                 new = getattr(program, kind)
-                if len(new) != end - begin:
-                    return False
-                if new:
-                    cuts.append((k, begin, new))
-        whole = [list(getattr(self._program, kind)) if any(c[0] == k for c in cuts) else None
-                 for k, kind in enumerate(KINDS)]
-        for k, begin, new in cuts:
-            part = whole[k]
-            assert part is not None
-            part[begin:begin + len(new)] = new
+                if not new and end == begin:
+                    continue
+                part = whole[k]
+                if part is None:
+                    part = whole[k] = list(getattr(self._program, kind))
+                part[begin:end] = new
+                delta = len(new) - (end - begin)
+                if delta:
+                    tail = starts[k]
+                    tail[i + 1:] = array("q", [x + delta for x in tail[i + 1:]])
+                    totals[k] += delta
+            if state is None:
+                del laid[i]
+                for k in range(len(KINDS)):
+                    del starts[k][i]
         self._program = Program(*(tuple(w) if w is not None else getattr(self._program, kind)
                                   for w, kind in zip(whole, KINDS)))
-        return True
 
     def _rebuild(self) -> None:
         programs = [self._states[n].result.program for n in self._names]
@@ -138,6 +152,7 @@ class FileTable:
                 starts[k].append(counts[k])
                 counts[k] += len(getattr(p, kind))
         self._starts = starts
+        self._laid = list(self._names)
         self._program = _concatenate(programs)
 
 

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 from intentc import collector
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
+from intentc.daemon.reload import references
 from intentc.daemon.reload.files import FileTable
 from intentc.compact import intern_strings
 from intentc.daemon.reload.keys import (
@@ -37,10 +38,8 @@ from intentc.daemon.reload.state import FileState, ReloadResult, Snapshot
 from intentc.daemon.reload.texts import CaretTexts, files_of
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.frontend import FileResult, parse_source
-from intentc.ir import Intent, Program
+from intentc.ir import Intent, Program, Tenant
 from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
-from intentc.passes.products import check_intent_product
-from intentc.passes.tenancy import check_serve_gpus, check_sla_ceiling
 from intentc.pipeline import prefer_specific
 from intentc.plan.incremental import Fallback, PlanIndex, Replanned
 from intentc.plan.jsonio import plan_to_json
@@ -239,7 +238,11 @@ class Reloader:
                 _unmoved(changes, dirty & previous.global_files):
             global_diags = previous.global_diagnostics    # same names and references: same findings
             if not _same(changes, per_intent_inputs):
-                global_diags = _per_intent_patched(global_diags, program, changes)
+                global_diags = references.patched(global_diags, program, changes)
+        elif previous is not None and not topology and self._index is not None and \
+                self._index.plan is previous.plan and references.unbroken(self._index, program, changes):
+            # names or references changed, none declared twice or left dangling (references.py)
+            global_diags = references.patched(previous.global_diagnostics, program, changes)
         else:
             global_diags = tuple(d for p in GLOBAL_PASSES for d in p(program)[1])
         # Nothing any file reports changed: the report is the previous one (it held no error).
@@ -303,7 +306,8 @@ class Reloader:
             uris = {d.name: d.uri for d in program.datasets}
         moved = patched.moved if isinstance(patched, Replanned) else None
         made = self._renderer.render(program, plan, uris, previous, changes if reuse or moved is not None else None,
-                                     loaded.topology, moved)
+                                     loaded.topology, moved, *((patched.waves, patched.gone)
+                                                               if isinstance(patched, Replanned) else ()))
         self._generation += 1
         snapshot = Snapshot(
             self._generation, program, plan, made.rendered, report, plan_text, graph_text,
@@ -321,8 +325,10 @@ class Reloader:
             assert self._index is not None
             self._index.apply(patched)
             self._index.refresh(i for _, _, a in changes for i in (a.result.program.intents if a is not None else ()))
-            if patched.replaced:
-                note = f"incremental plan: {len(patched.replaced)} intents re-placed"
+            if patched.replaced or patched.gone or patched.terms:
+                note = f"incremental plan: {len(patched.replaced)} intents re-placed" + (
+                    f", {len(patched.gone)} removed" if patched.gone else "") + (
+                    f", tenants {', '.join(sorted(patched.terms))} changed" if patched.terms else "")
                 self._want_full_plan()
             # else only findings were redone (their positions moved): the plan is the full one
         elif not reuse:
@@ -333,26 +339,36 @@ class Reloader:
 
     # -- the incremental plan, and the full one behind it ---------------------------
     def _incremental(self, previous: Snapshot, changes: Sequence[Change]) -> Replanned | Fallback:
-        """The plan in force patched for edited intents (plan/incremental.py), when the
-        changed files only edited existing intents and kept their dependency edges."""
+        """The plan in force patched (plan/incremental.py) for what the changed files edited,
+        added or removed: intents (their dependency edges included) and tenants.  A
+        topology declared in an input file needs the full planner."""
         index = self._index
         if index is None or index.plan is not previous.plan:
             return Fallback("no index of the plan in force")
-        edited = []
-        for _, before, now in changes:
-            if before is None or now is None:
-                return Fallback("a file was added or removed")
-            b, a = before.result.program, now.result.program
-            if a.topologies or b.topologies or tuple(map(tenant_key, a.tenants)) != tuple(map(tenant_key, b.tenants)) \
-                    or [d.name for d in a.datasets] != [d.name for d in b.datasets] \
-                    or [i.name for i in a.intents] != [i.name for i in b.intents]:
-                return Fallback("tenants, datasets, topologies or intent names changed")
-            edited += [new for old, new in zip(b.intents, a.intents) if planning_key(old) != planning_key(new)]
+        before: dict[str, Intent] = {}
+        after: dict[str, Intent] = {}
+        tenants_before: dict[str, Tenant] = {}
+        tenants_after: dict[str, Tenant] = {}
+        for _, b, a in changes:
+            for state, intents, declared in ((b, before, tenants_before), (a, after, tenants_after)):
+                if state is None:
+                    continue
+                program = state.result.program
+                if program.topologies:
+                    return Fallback("a topology is declared in a changed file")
+                intents.update((i.name, i) for i in program.intents)
+                declared.update((t.name, t) for t in program.tenants)
+        edited = [i for n, i in after.items() if n not in before or planning_key(before[n]) != planning_key(i)]
+        removed = [n for n in before if n not in after]
+        tenants: dict[str, Tenant | None] = {
+            n: tenants_after.get(n) for n in tenants_before.keys() | tenants_after.keys()
+            if n not in tenants_before or n not in tenants_after
+            or tenant_key(tenants_before[n]) != tenant_key(tenants_after[n])}
 
         def file_intents(name: str) -> Sequence[Intent]:
             state = self._table.get(name)
             return state.result.program.intents if state is not None else ()
-        return index.replan(edited, file_intents, {name for name, _, _ in changes})
+        return index.replan(edited, file_intents, {name for name, _, _ in changes}, removed, tenants)
 
     def _plan_in_full(self, program: Program, loaded: LoadedTopology) -> tuple[Plan, tuple[Diagnostic, ...], PlanIndex]:
         """The full planner's plan and findings, and the incremental planner's index of it.
@@ -412,6 +428,7 @@ class Reloader:
                     if self._full_wanted or current is None or current.plan is not snap.plan:
                         break                                   # planned again since: start over
                     if plan == snap.plan:
+                        index.plan = snap.plan      # the object in force: the next edit's index
                         self._index = index
                         return
                 made = self._renderer.render(current.program, plan, current.uris, current, None, current.topology)
@@ -463,27 +480,6 @@ def _report_patched(report: tuple[Diagnostic, ...], files: Iterable[str], others
 
 def _file_of(d: Diagnostic) -> str:
     return d.span.file
-
-
-PER_INTENT = ("W0401", "E0903", "E0904")
-
-
-def _per_intent_patched(kept: tuple[Diagnostic, ...], program: Program,
-                        changes: Sequence[Change]) -> tuple[Diagnostic, ...]:
-    """The cross-reference findings with those judged per intent (W0401, E0903, E0904)
-    redone for the changed files' intents (their references, every tenant and topology
-    are as before)."""
-    files = {name for name, _, _ in changes}
-    tenants = {t.name: t for t in program.tenants}
-    fresh: list[Diagnostic] = []
-    for _, _, now in changes:
-        for i in now.result.program.intents if now is not None else ():
-            fresh.extend(check_intent_product(i, program))
-            fresh.extend(check_serve_gpus(i))
-            if (tenant := tenants.get(i.tenant)) is not None:
-                fresh.extend(check_sla_ceiling(i, tenant))
-    out = tuple(d for d in kept if not (d.code in PER_INTENT and d.span.file in files)) + tuple(fresh)
-    return kept if out == kept else out
 
 
 def _plan_text(plan: Plan) -> PackedText:
