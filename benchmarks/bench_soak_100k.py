@@ -131,7 +131,8 @@ def _rss_mb(pid: int | str) -> float | None:
 
 # -- the parent: the repository, the commits, the samples ------------------------------------
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+    from benchmarks.bench_soak import git as run_git
+    return run_git(repo, *args)
 
 
 def make_git_repo(root: Path, n: int) -> tuple[Path, Path, list[Path]]:
