@@ -86,17 +86,20 @@ def _where(p: Placement) -> tuple[tuple[str, tuple[int, ...]], ...]:
 
 def diff_plans(base: Plan, head: Plan) -> PlanDiff:
     moved = []
+    # by name, once (`Plan.placement` scans the placements: per intent, that is quadratic)
+    base_placed = {p.intent: p for p in base.placements}
+    head_placed = {p.intent for p in head.placements}
     for hp in head.placements:
-        bp = base.placement(hp.intent)
+        bp = base_placed.get(hp.intent)
         if bp is not None and hp.allocations and _where(bp) != _where(hp):
             moved.append(PlacementMove(hp.intent, describe(bp.allocations), describe(hp.allocations)))
     base_unplaced = {u.intent: u for u in base.unplaced}
     head_unplaced = {u.intent: u for u in head.unplaced}
     capacity = [CapacityChange(u.intent, False, u.reason, u.message)
                 for name, u in sorted(head_unplaced.items())
-                if name not in base_unplaced and base.placement(name) is not None]
+                if name not in base_unplaced and name in base_placed]
     capacity += [CapacityChange(name, True, "", "placeable again")
-                 for name in sorted(base_unplaced) if name not in head_unplaced and head.placement(name) is not None]
+                 for name in sorted(base_unplaced) if name not in head_unplaced and name in head_placed]
     base_shares = {t.tenant: t for t in base.tenants}
     shares = []
     for t in head.tenants:

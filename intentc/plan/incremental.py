@@ -717,6 +717,11 @@ class PlanIndex:
         """GPUs left free at plan time 0 on nodes that run something then (`metrics.idle_on_used_nodes`)."""
         return sum(self.nodes[n].capacity - k for n, k in self.held0.items() if 0 < k < self.nodes[n].capacity)
 
+    def discard(self) -> None:
+        """This index is replaced and never used again: free its cluster's domain tree now
+        (`Cluster.unlink`), not at a collection that may never walk it."""
+        self.cluster.unlink()
+
     # -- after the swap ----------------------------------------------------------------
     def refresh(self, intents: Iterable[ir.Intent]) -> None:
         """The current objects of intents edited in what the planner does not read (an image,

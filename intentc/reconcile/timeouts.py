@@ -73,9 +73,12 @@ def _queued(queued_s: int) -> str:
 def wave_budgets(program: ir.Program, plan: Plan) -> dict[str, Budget]:
     """Every scheduled intent's budget, by name (queueing measured from its wave's first start)."""
     by_name = {i.name: i for i in program.intents}
+    # one pass over the placements (`Plan.placement` scans them: per intent, that was
+    # quadratic — hours of CPU for each reload's `Desired` at 100,000 intents)
+    placed = {p.intent: p for p in plan.placements}
     out: dict[str, Budget] = {}
     for wave in plan.waves:
-        starts = {n: p.start_s for n in wave if (p := plan.placement(n)) is not None}
+        starts = {n: p.start_s for n in wave if (p := placed.get(n)) is not None}
         first = min(starts.values(), default=0)
         for name in wave:
             if name in by_name:

@@ -332,7 +332,7 @@ class Reloader:
                 self._want_full_plan()
             # else only findings were redone (their positions moved): the plan is the full one
         elif not reuse:
-            self._index = index
+            self._set_index(index)
             self._full_wanted = False
         return ReloadResult(True, report, CaretTexts(known, report, self._shown), names, reparsed, made.rerendered,
                             not reuse, snapshot, note)
@@ -388,6 +388,14 @@ class Reloader:
         g.clear()                   # its views refer back to it: emptied now, not at the next collection
         return plan, tuple(sorted_diagnostics(found)), index
 
+    def _set_index(self, index: PlanIndex | None) -> None:
+        """The index of the plan now in force (under the lock); the one it replaces is used no
+        more and may be frozen (load() and the background swap freeze the heap): its cycles
+        are broken so that it is freed at once (`PlanIndex.discard`)."""
+        old, self._index = self._index, index
+        if old is not None and old is not index:
+            old.discard()
+
     def listen(self, listener: Callable[[ReloadResult], None]) -> None:
         """`listener` gets the result of each swap made in the background (a full re-plan
         replacing an incremental one), from the background thread."""
@@ -429,14 +437,14 @@ class Reloader:
                         break                                   # planned again since: start over
                     if plan == snap.plan:
                         index.plan = snap.plan      # the object in force: the next edit's index
-                        self._index = index
+                        self._set_index(index)
                         return
                 made = self._renderer.render(current.program, plan, current.uris, current, None, current.topology)
                 with self._lock:
                     if self._current is not current:
                         continue                                # an edit came in meanwhile: render again
                     result = self._swap_full(current, plan, plan_diags, _graph_text(current.program), made)
-                    self._index = index
+                    self._set_index(index)
                     # long-lived and acyclic, like what the load built: out of the collector's
                     # walks, once the re-plan's cyclic garbage is gone (frozen, it stays for good)
                     gc.collect()
