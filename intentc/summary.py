@@ -12,8 +12,11 @@ that only change the exit status (--strict) or what is done with the
 report (--format) are applied to it afterwards; --topology needs the program
 itself, so `intentc check --topology` takes `pipeline.check`.
 
-A run whose digest differs (one file edited, added, removed or renamed, an
-exclusion changed) loads and checks as before and remembers its report.
+A run whose digest differs is patched from the last full check when only a
+few files were edited in ways the global passes cannot see (`intentc.basis`);
+otherwise (a file added, removed or renamed, an exclusion changed, an edit
+the global passes see) it loads and checks as before; either way it
+remembers its report.
 The texts for carets are read back from the files, unchanged since
 (that is what the digest says), as `pipeline.check` does for a cached file.
 
