@@ -123,6 +123,47 @@ def test_chunks_stay_between_25_and_100_files() -> None:
     assert batch._chunk_size(100_000, 2) == 100
 
 
+def test_a_few_large_files_are_parsed_in_shares() -> None:
+    """100 files of 100 intents each (4.7 MB) were one process's work: under 400
+    files.  Their size decides now, and the chunks hold bytes, not file counts."""
+    assert batch._participants(100, 100 * 47_000, 2) == 2
+    assert batch._participants(100, 100 * 470, 2) == 1        # small files: the count decides
+    assert batch._participants(400, None, 2) == 2
+    assert batch._participants(1, 10**9, 2) == 1              # one file cannot be shared
+    big = batch._chunks(list(range(100)), 2, [47_000] * 100)
+    assert [len(c) for c in big] == [2] * 50                  # two files reach the 48 KiB budget
+    small = list(range(10_000))
+    assert batch._chunks(small, 2, [470] * 10_000) == batch._chunks(small, 2)   # 100 files a chunk, as before
+    uneven = batch._chunks(list(range(7)), 2, [1, 60_000, 1, 1, 60_000, 1, 1])
+    assert [x for c in uneven for x in c] == list(range(7)) and [len(c) for c in uneven] == [2, 3, 2]
+
+
+def test_large_files_in_uneven_shares_come_back_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of unequal length (sized by bytes), cold with a cache and without one:
+    every result lands at its own file's position."""
+    tree = tmp_path / "repo"
+    shutil.copytree(ROOT / "intents", tree)
+    for k in range(6):
+        body = "".join(f'dataset big-{k}-{j} {{ uri: "s3://x/{k}/{j}" }}\n' for j in range(40 * (k % 3 + 1)))
+        (tree / f"big-{k}.intent").write_text(body)
+    plain = batch.load([str(tree)], jobs=1, use_cache=False)
+    monkeypatch.setattr(batch, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(batch, "CHUNK_BYTES", (1, 3000))
+    shapes: list[list[int]] = []
+    share = batch.shared_map
+
+    def spy(local, remote, decode, chunks, participants):  # type: ignore[no-untyped-def]
+        shapes.append([len(c) for c in chunks])
+        return share(local, remote, decode, chunks, participants)
+
+    monkeypatch.setattr(batch, "shared_map", spy)
+    for loaded in (batch.load([str(tree)], jobs=2, use_cache=False),
+                   batch.load([str(tree)], jobs=2, cache_dir=str(tmp_path / "cache"))):
+        assert _fingerprint(loaded) == _fingerprint(plain)
+        assert loaded.files == plain.files and loaded.sources == plain.sources
+    assert len(shapes) == 2 and all(len(set(shape)) > 1 for shape in shapes)     # unequal chunks, both paths
+
+
 def test_stale_caches_of_other_roots_or_compilers_are_pruned(repo: Path, tmp_path: Path) -> None:
     """Each upgrade left a parse cache behind for good: those not written for 30 days go
     when a cache is written; recent ones, other files and the run's own stay."""
