@@ -83,7 +83,9 @@ def yaml_intent(i: int, rng: random.Random) -> str:
     )
 
 
-def generate(root: Path, n: int) -> tuple[Path, Path]:
+def generate(root: Path, n: int, per_file: int = 1) -> tuple[Path, Path]:
+    """`n` intents, half DSL, half YAML; `per_file` intents to a file (DSL blocks one
+    after the other, YAML documents separated by `---`), one by default."""
     rng = random.Random(n)
     dsl_dir, yaml_dir = root / "dsl", root / "yaml"
     dsl_dir.mkdir(parents=True)
@@ -92,11 +94,16 @@ def generate(root: Path, n: int) -> tuple[Path, Path]:
                      for k, t in enumerate(TENANTS))
     common += "".join(f'dataset ds-{k} {{ uri: "s3://bench/ds-{k}" }}\n' for k in range(50))
     (dsl_dir / "common.intent").write_text(common)
+    texts: dict[Path, list[str]] = {}
     for i in range(n):
         if i % 2 == 0:
-            (dsl_dir / f"job-{i:05d}.intent").write_text(dsl_intent(i, rng))
+            texts.setdefault(dsl_dir / f"job-{i // (2 * per_file) * 2 * per_file:05d}.intent", []).append(
+                dsl_intent(i, rng))
         else:
-            (yaml_dir / f"job-{i:05d}.yaml").write_text(yaml_intent(i, rng))
+            texts.setdefault(yaml_dir / f"job-{i // (2 * per_file) * 2 * per_file + 1:05d}.yaml", []).append(
+                yaml_intent(i, rng))
+    for path, parts in texts.items():
+        path.write_text(("---\n" if path.suffix == ".yaml" else "\n").join(parts))
     return dsl_dir, yaml_dir
 
 

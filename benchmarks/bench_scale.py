@@ -3,7 +3,8 @@
     python benchmarks/bench_scale.py [--sizes 1000 10000 100000] [--repeat 2] [--jobs 0]
 
 The repositories are benchmarks/bench_frontend.py's (`generate`: one intent
-per file, half DSL, half YAML, four tenants, fifty datasets, `after` chains).
+per file, or --per-file of them, half DSL, half YAML, four tenants, fifty
+datasets, `after` chains).
 For each size, `intentc check DIR --format json` runs as a user runs it, in a
 fresh process, cold (parse cache off) and then with a warm parse cache
 (with --baseline, the run that fills the cache is recorded too, as "fill").
@@ -73,7 +74,7 @@ def _side_by_side(cmd: list[str], envs: dict[str, dict[str, str]], repeat: int,
     return out
 
 
-def run_with_baseline(sizes: list[int], repeat: int, jobs: int, baseline: str) -> dict[str, Any]:
+def run_with_baseline(sizes: list[int], repeat: int, jobs: int, baseline: str, per_file: int = 1) -> dict[str, Any]:
     """Each size: cold and cached, this tree and `baseline` in turn on the same repository."""
     work = Path(tempfile.mkdtemp(prefix="intentc-scale-"))
     check = [sys.executable, "-m", "intentc", "check", "--format", "json"] + (["--jobs", str(jobs)] if jobs else [])
@@ -85,7 +86,7 @@ def run_with_baseline(sizes: list[int], repeat: int, jobs: int, baseline: str) -
         rows: list[dict[str, Any]] = []
         for n in sizes:
             repo = work / f"repo-{n}"
-            generate(repo, n)
+            generate(repo, n, per_file)
             cold_envs = {name: dict(base_env, PYTHONPATH=tree, INTENTC_CACHE_DIR="") for name, tree in trees.items()}
             cold = _side_by_side(check + [str(repo)], cold_envs, repeat)
             warm_envs = {name: dict(base_env, PYTHONPATH=tree, INTENTC_CACHE_DIR=str(work / f"cache-{name}"))
@@ -101,12 +102,13 @@ def run_with_baseline(sizes: list[int], repeat: int, jobs: int, baseline: str) -
             shutil.rmtree(repo, ignore_errors=True)
             for name in trees:
                 shutil.rmtree(work / f"cache-{name}", ignore_errors=True)
-        return {"sizes": sizes, "jobs": jobs or os.cpu_count(), "baseline": trees["before"], "rows": rows}
+        return {"sizes": sizes, "jobs": jobs or os.cpu_count(), "baseline": trees["before"], "per_file": per_file,
+                "rows": rows}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run(sizes: list[int], repeat: int, jobs: int) -> dict[str, Any]:
+def run(sizes: list[int], repeat: int, jobs: int, per_file: int = 1) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="intentc-scale-"))
     cache = work / "cache"
     check = [sys.executable, "-m", "intentc", "check", "--format", "json"] + (["--jobs", str(jobs)] if jobs else [])
@@ -118,7 +120,7 @@ def run(sizes: list[int], repeat: int, jobs: int) -> dict[str, Any]:
         rows: list[dict[str, Any]] = []
         for n in sizes:
             repo = work / f"repo-{n}"
-            generate(repo, n)
+            generate(repo, n, per_file)
             cold = best(check + [str(repo)], dict(os.environ, INTENTC_CACHE_DIR=""), repeat)
             env = dict(os.environ, INTENTC_CACHE_DIR=str(cache))
             shutil.rmtree(cache, ignore_errors=True)
@@ -139,7 +141,7 @@ def run(sizes: list[int], repeat: int, jobs: int) -> dict[str, Any]:
                 "peak_rss": slope(xs, [r[mode]["peak_rss_mb"] for r in rows]),
                 "peak_rss_above_floor": slope(xs, [r[mode]["peak_rss_mb"] - base for r in rows]),
             }
-        return {"sizes": sizes, "jobs": jobs or os.cpu_count(), "one_file_floor": floor,
+        return {"sizes": sizes, "jobs": jobs or os.cpu_count(), "per_file": per_file, "one_file_floor": floor,
                 "rows": rows, "exponents": exponents}
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -150,15 +152,17 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=0, help="worker processes (0: one per core)")
+    ap.add_argument("--per-file", type=int, default=1, help="intents per file (default 1; e.g. 100: a team's "
+                                                             "intents in one file)")
     ap.add_argument("--baseline", metavar="DIR", help="another checkout to run side by side (before/after)")
     ap.add_argument("--name", help="results file name under benchmarks/results/ (default: bench_scale, "
                                    "or bench_scale_before_after with --baseline)")
     args = ap.parse_args()
     if args.baseline:
         write_results(args.name or "bench_scale_before_after",
-                      run_with_baseline(args.sizes, args.repeat, args.jobs, args.baseline))
+                      run_with_baseline(args.sizes, args.repeat, args.jobs, args.baseline, args.per_file))
         return
-    result = run(args.sizes, args.repeat, args.jobs)
+    result = run(args.sizes, args.repeat, args.jobs, args.per_file)
     write_results(args.name or "bench_scale", result)
     print("growth exponents (log-log slope; 1.0 = linear):")
     exponents: dict[str, dict[str, float | None]] = result["exponents"]
