@@ -42,6 +42,7 @@ from intentc.render import render
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import Rendered
 from intentc.render.output import manifest_files
+from intentc.render.packed import BodyCodec
 from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import OUTPUT_MANIFESTS, mark_output, read_text
 from intentc.topology.load import LoadedTopology, load_topology
@@ -121,21 +122,22 @@ class CompileResult:
 def compile_paths(paths: Sequence[str], topology: str, commit: str,
                   kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
                   seed: int = 0, jobs: int | None = None, exclude: Sequence[str] = (),
-                  live: LiveReader | None = None, only: Callable[[Intent], bool] | None = None) -> CompileResult:
+                  live: LiveReader | None = None, only: Callable[[Intent], bool] | None = None,
+                  pack: BodyCodec | None = None) -> CompileResult:
     """Check, plan and render (files matching `exclude` left out).  `live`, when given, reads
     what a cluster has free for the checked program and topology; the plan is then made on
     that ("basis": live).  `only`, when given, keeps the intents it accepts (a fleet
-    cluster's selection, `intentc.fleet.select.for_cluster`)."""
+    cluster's selection, `intentc.fleet.select.for_cluster`).  `pack`: see `render`."""
     checked = check(paths, jobs=jobs, exclude=exclude)
     if only is not None:
         program = dataclasses.replace(checked.program, intents=tuple(filter(only, checked.program.intents)))
         checked = dataclasses.replace(checked, program=program)
-    return compile_checked(checked, load_policies(paths), topology, commit, kube_version, target, seed, live)
+    return compile_checked(checked, load_policies(paths), topology, commit, kube_version, target, seed, live, pack)
 
 
 def compile_checked(checked: Checked, policy: tuple[Policies, list[Diagnostic], dict[str, str]], topology: str,
                     commit: str, kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
-                    seed: int = 0, live: LiveReader | None = None) -> CompileResult:
+                    seed: int = 0, live: LiveReader | None = None, pack: BodyCodec | None = None) -> CompileResult:
     """Plan and render an already checked program (`compile_paths` after parsing; a fleet
     parses once and calls this per cluster) with the repository's policies
     (`load_policies`: catalogue, diagnostics, texts)."""
@@ -168,7 +170,8 @@ def compile_checked(checked: Checked, policy: tuple[Policies, list[Diagnostic], 
         if not hb.partial:
             return CompileResult(tuple(diags), sources, checked.program, plan)
         held, diags = hb.tenants, sorted_diagnostics(diags + list(hb.notes))
-    rendered = render(checked.program, plan, commit, kube_version, target, loaded.topology, policies, hold=held)
+    rendered = render(checked.program, plan, commit, kube_version, target, loaded.topology, policies, hold=held,
+                      pack=pack)
     return CompileResult(tuple(diags), sources, checked.program, plan, rendered, g, topology=loaded, policies=policies)
 
 

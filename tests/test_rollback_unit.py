@@ -15,6 +15,7 @@ from intentc.drift.detect import DriftClass, Finding, History, Report
 from intentc.drift.policy import Policies, Verb, asking_for_rollback, decide
 from intentc.drift.quarantine import Entry, Quarantine
 from intentc.drift.rollback import RepoSource, compile_revision
+from intentc.render.packed import PackedBody
 from intentc.frontend import parse_source
 from intentc.ir import DriftPolicy, Program
 from intentc.render.model import Manifest, ObjectRef
@@ -171,6 +172,8 @@ def test_compile_revision_reads_git_not_the_working_tree(history_repo: tuple[git
     images = {c["image"] for m in old.rendered.manifests if m.ref.kind == "Deployment"
               for c in m.body["spec"]["template"]["spec"]["containers"]}
     assert images == {"ghcr.io/acme/server:1.0"}
+    # what the daemon keeps of a commit is packed as it is rendered (~150 bytes a body, not ~6 KB)
+    assert all(isinstance(m.content, PackedBody) for m in old.rendered.manifests)
     assert repo.head.commit.hexsha == second and repo.is_dirty()      # nothing checked out or reset
     # the same bytes as compiling a real checkout of that commit
     checkout = tmp_path / "checkout"

@@ -31,6 +31,7 @@ from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import ObjectRef
+from intentc.render.packed import BodyCodec
 from intentc.render.targets import DEFAULT_TARGET
 
 log = logging.getLogger("intentc.drift")
@@ -92,8 +93,9 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path) -> Compi
         topology = str(dest / topo_rel) if topo_rel in files else source.topology
         inputs = [str(dest / p) for p in source.paths]
         only = for_cluster(source.cluster[0], dict(source.cluster[1])) if source.cluster is not None else None
+        # packed: the daemon keeps every object of the commit it follows (`render`'s `pack`)
         result = compile_paths(inputs, topology, sha, source.kube_version, source.render_target, source.seed,
-                               jobs=1, only=only)
+                               jobs=1, only=only, pack=BodyCodec())
         root = str(dest) + "/"
         dag = result.dag.copy() if result.dag is not None else None
         if dag is not None:
