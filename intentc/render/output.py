@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from intentc.render.model import Manifest
+from intentc.render.yaml_block import BlockWriter
 
 
 _Base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)   # libyaml's emitter: ~20x faster
@@ -25,9 +26,17 @@ class _Dumper(_Base):  # type: ignore[valid-type,misc]
         return True
 
 
-def to_yaml(body: Mapping[str, Any]) -> str:
+def _dump(body: Any) -> str:
     return yaml.dump(dict(body), Dumper=_Dumper, sort_keys=True, default_flow_style=False,
                      allow_unicode=True, width=4096)
+
+
+_WRITER = BlockWriter(_dump)
+
+
+def to_yaml(body: Mapping[str, Any]) -> str:
+    """The object as block YAML, as PyYAML writes it (`yaml_block`)."""
+    return _WRITER.write(body)
 
 
 def step_width(manifests: Sequence[Manifest]) -> int:
@@ -42,7 +51,12 @@ def manifest_filename(m: Manifest, width: int = 2) -> str:
     return "-".join(parts) + ".yaml"
 
 
+def manifest_names(manifests: Sequence[Manifest]) -> list[str]:
+    """Each manifest's file name, in order."""
+    width = step_width(manifests)
+    return [manifest_filename(m, width) for m in manifests]
+
+
 def manifest_files(manifests: Sequence[Manifest]) -> dict[str, str]:
     """file name → YAML text, for every manifest."""
-    width = step_width(manifests)
-    return {manifest_filename(m, width): to_yaml(m.body) for m in manifests}
+    return {name: to_yaml(m.body) for name, m in zip(manifest_names(manifests), manifests)}
