@@ -197,3 +197,52 @@ def test_compile_revision_diagnostics_name_repository_paths(history_repo: tuple[
     assert not result.ok
     assert {d.span.file for d in result.diagnostics if d.is_error} == {"intents/pipeline.intent"}
     assert "intents/pipeline.intent" in result.sources
+
+
+def _exported(dest: Path) -> dict[str, bytes]:
+    return {p.relative_to(dest).as_posix(): p.read_bytes() for p in sorted(dest.rglob("*")) if p.is_file()}
+
+
+def test_each_export_writes_only_what_the_commit_changed(history_repo: tuple[git.Repo, str, str],
+                                                        tmp_path: Path) -> None:
+    """A commit's files are exported over the last commit's: unchanged files keep their
+    stat (the parse cache's stat index vouches for them), a removed file goes, a file
+    that became a folder is handled, and the folder always equals the commit's tree."""
+    from intentc import gitrepo
+    from intentc.drift.rollback import _export
+    repo, first, second = history_repo
+    root = str(repo.working_tree_dir)
+    kept_file = next(p for p in gitrepo.list_tree(root, first, ("intents",)) if not p.endswith("pipeline.intent"))
+    dest = tmp_path / "work" / "revision"
+
+    def export(rev: str) -> None:
+        listing = gitrepo.list_tree(root, rev, ("intents",))
+        _export(root, listing, dest)
+        blobs = gitrepo.read_blobs(root, listing.values())
+        assert _exported(dest) == {rel: blobs[blob] for rel, blob in listing.items()}
+
+    export(first)
+    before = {rel: (dest / rel).stat() for rel in _exported(dest)}
+    export(second)
+    after = {rel: (dest / rel).stat() for rel in _exported(dest)}
+    assert after[kept_file].st_ino == before[kept_file].st_ino
+    assert after[kept_file].st_mtime_ns == before[kept_file].st_mtime_ns
+    changed = "intents/pipeline.intent"
+    assert (dest / changed).read_text().count("server:1.1") and after[changed].st_mtime_ns >= before[changed].st_mtime_ns
+
+    # a file removed, and another turned into a folder of the same name
+    work = Path(root)
+    (work / kept_file).unlink()
+    (work / changed).unlink()
+    (work / changed).mkdir()
+    (work / changed / "inner.intent").write_text('dataset inner { uri: "s3://x/inner" }\n')
+    repo.git.add(A=True)
+    third = repo.index.commit("third").hexsha
+    export(third)
+    assert not (dest / kept_file).exists() and (dest / changed / "inner.intent").is_file()
+
+    # a cut-short export leaves no record: the next one starts afresh
+    (dest / "stray.intent").write_text("left over\n")
+    (dest.with_name("revision.blobs.json")).unlink()
+    export(third)
+    assert not (dest / "stray.intent").exists()

@@ -11,6 +11,7 @@ last-good|REV` runs the same function by hand.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import threading
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Sequence
 
 from intentc import gitrepo
+from intentc.atomic import write_atomic
 from intentc.compile import CompileResult, compile_paths
 from intentc.diagnostics import Diagnostic, Related, Span
 from intentc.drift import events, quarantine
@@ -68,6 +70,50 @@ def _relabel(d: Diagnostic, root: str) -> Diagnostic:
     return replace(d, span=span(d.span), related=tuple(Related(r.message, span(r.span)) for r in d.related))
 
 
+def _export(repo: str, listing: dict[str, str], dest: Path) -> None:
+    """Make `dest` hold exactly the files of `listing` (path -> blob SHA), writing only
+    those that differ from the last export.  A daemon following a 100,000-file
+    repository rewrote every file for each commit: every write a new `lstat`, so the
+    parse cache's stat index vouched for nothing and each file was read and hashed
+    again.  What the last export wrote is recorded beside `dest` once it is complete;
+    without that record (the first export, or one cut short) `dest` is made afresh,
+    as it is when anything there is not as that record says."""
+    record = dest.with_name(dest.name + ".blobs.json")
+    previous = _last_export(record) if dest.is_dir() else None
+    record.unlink(missing_ok=True)              # until this export is complete
+    try:
+        _write_export(repo, listing, previous, dest)
+    except OSError:                             # a file became a folder, or a link is there: afresh
+        _write_export(repo, listing, None, dest)
+    write_atomic(record, json.dumps(listing, sort_keys=True))
+
+
+def _last_export(record: Path) -> dict[str, str] | None:
+    try:
+        loaded = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(loaded, dict) and all(isinstance(v, str) for v in loaded.values()):
+        return loaded
+    return None
+
+
+def _write_export(repo: str, listing: dict[str, str], previous: dict[str, str] | None, dest: Path) -> None:
+    if previous is None:
+        shutil.rmtree(dest, ignore_errors=True)
+        previous = {}
+    for rel in sorted(previous.keys() - listing.keys()):
+        (dest / rel).unlink(missing_ok=True)
+    changed = {rel: blob for rel, blob in listing.items() if previous.get(rel) != blob}
+    blobs = gitrepo.read_blobs(repo, changed.values())
+    for rel, blob in changed.items():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            raise OSError(f"{target} is a link")
+        target.write_bytes(blobs[blob])
+
+
 def compile_revision(source: RepoSource, rev: str, workdir: str | Path) -> CompileResult:
     """Compile the intents as they are at `rev`, stamped with its SHA.
 
@@ -82,15 +128,11 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path) -> Compi
     topo_dir = Path(topo_rel).parent.as_posix()
     wanted = set(source.paths) | ({"" if topo_dir == "." else topo_dir} if in_repo else set())
     prefixes = tuple(sorted(p.strip("/") for p in wanted))
-    files = gitrepo.read_tree(source.repo, sha, prefixes)
+    listing = gitrepo.list_tree(source.repo, sha, prefixes)
     with _EXPORT_LOCK:
         dest = Path(workdir) / "revision"
-        shutil.rmtree(dest, ignore_errors=True)
-        for rel, data in files.items():
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        topology = str(dest / topo_rel) if topo_rel in files else source.topology
+        _export(source.repo, listing, dest)
+        topology = str(dest / topo_rel) if topo_rel in listing else source.topology
         inputs = [str(dest / p) for p in source.paths]
         only = for_cluster(source.cluster[0], dict(source.cluster[1])) if source.cluster is not None else None
         # packed: the daemon keeps every object of the commit it follows (`render`'s `pack`)
