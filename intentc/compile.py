@@ -31,6 +31,7 @@ from intentc.atomic import write_atomic
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.holdback import holdback
 from intentc.ir import Intent, Program
+from intentc.frontend.batch import Reused
 from intentc.pipeline import Checked, check, texts_for_carets
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
@@ -123,12 +124,13 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
                   kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
                   seed: int = 0, jobs: int | None = None, exclude: Sequence[str] = (),
                   live: LiveReader | None = None, only: Callable[[Intent], bool] | None = None,
-                  pack: BodyCodec | None = None) -> CompileResult:
+                  pack: BodyCodec | None = None, reuse: Reused | None = None) -> CompileResult:
     """Check, plan and render (files matching `exclude` left out).  `live`, when given, reads
     what a cluster has free for the checked program and topology; the plan is then made on
     that ("basis": live).  `only`, when given, keeps the intents it accepts (a fleet
-    cluster's selection, `intentc.fleet.select.for_cluster`).  `pack`: see `render`."""
-    checked = check(paths, jobs=jobs, exclude=exclude)
+    cluster's selection, `intentc.fleet.select.for_cluster`).  `pack`: see `render`;
+    `reuse`: see `frontend.batch.load`."""
+    checked = check(paths, jobs=jobs, exclude=exclude, reuse=reuse)
     if only is not None:
         program = dataclasses.replace(checked.program, intents=tuple(filter(only, checked.program.intents)))
         checked = dataclasses.replace(checked, program=program)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Sequence
 from intentc import dependencies
 from intentc.diagnostics import Diagnostic, Span, capped_per_file, sorted_diagnostics
 from intentc.frontend import Loaded
-from intentc.frontend.batch import load
+from intentc.frontend.batch import Reused, load
 from intentc.ir import Program
 from intentc.passes import GLOBAL_PASSES, run_passes
 from intentc.progress import Progress, silent
@@ -57,11 +57,13 @@ def _within(inner: Span, outer: Span) -> bool:
 
 
 def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
-          use_cache: bool = True, progress: Progress = silent, exclude: Sequence[str] = ()) -> Checked:
+          use_cache: bool = True, progress: Progress = silent, exclude: Sequence[str] = (),
+          reuse: Reused | None = None) -> Checked:
     """Everything `intentc check` reports: parse, semantic passes, dependency graph (files
-    matching `exclude` left out).  `progress` hears how parsing, the long part, advances."""
+    matching `exclude` left out).  `progress` hears how parsing, the long part, advances;
+    `reuse`: see `frontend.batch.load`."""
     return check_loaded(load(paths, jobs=jobs, cache_dir=cache_dir, use_cache=use_cache, progress=progress,
-                             exclude=exclude))
+                             exclude=exclude, reuse=reuse))
 
 
 def global_findings(program: Program) -> tuple[Program, list[Diagnostic]]:

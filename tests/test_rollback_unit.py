@@ -246,3 +246,25 @@ def test_each_export_writes_only_what_the_commit_changed(history_repo: tuple[git
     (dest.with_name("revision.blobs.json")).unlink()
     export(third)
     assert not (dest / "stray.intent").exists()
+
+
+def test_consecutive_commits_share_their_unchanged_declarations(history_repo: tuple[git.Repo, str, str],
+                                                                tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon's git mode keeps the last commit's parse results (`reuse`): the next
+    commit's unchanged files get those very objects, the edited one a new parse, and
+    every output is what a compile without them gives."""
+    monkeypatch.setenv("INTENTC_CACHE_DIR", str(tmp_path / "cache"))
+    repo, first, second = history_repo
+    source = RepoSource(str(repo.working_tree_dir), ("intents",), "clusters/small.yaml")
+    reuse: dict = {}
+    old = compile_revision(source, first, tmp_path / "work", reuse)
+    assert old.program is not None and reuse
+    new = compile_revision(source, second, tmp_path / "work", reuse)
+    assert new.program is not None
+    before = {t.name: t for t in old.program.tenants}
+    assert before and all(t is before[t.name] for t in new.program.tenants)       # tenants.intent unchanged
+    edited = [i for i in new.program.intents if i.span.file.endswith("pipeline.intent")]
+    assert edited and not any(i is j for i in edited for j in old.program.intents)
+    plain = compile_revision(source, second, tmp_path / "plain")
+    assert new.files() == plain.files() and new.diagnostics == plain.diagnostics

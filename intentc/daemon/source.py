@@ -17,6 +17,7 @@ from intentc.compile import CompileResult
 from intentc.daemon.reload import Reloader, ReloadResult
 from intentc.drift.detect import History
 from intentc.drift.rollback import RepoSource, compile_revision
+from intentc.frontend.batch import Reused
 from intentc.ir import Program
 from intentc.plan.model import Placement, Plan
 from intentc.policy import BUILTIN, Policies
@@ -91,6 +92,9 @@ class GitSource:
         self.local = gitrepo.is_local_repository(repo)
         self.path = str(Path(repo).expanduser()) if self.local else str(gitrepo.mirror(repo, self.workdir))
         self.source = RepoSource(self.path, paths, topology, render_target=render_target, seed=seed, cluster=cluster)
+        # the parse results of the last commit compiled: the next commit's unchanged files
+        # share them (`frontend.batch.load`'s `reuse`), as the commit in force still holds them
+        self._reuse: Reused = {}
 
     def poll(self) -> str:
         """The branch's current SHA (after a fetch, for a mirror)."""
@@ -103,7 +107,7 @@ class GitSource:
 
     def compile(self, sha: str, kube_version: KubeVersion) -> CompileResult:
         try:
-            return compile_revision(replace(self.source, kube_version=kube_version), sha, self.workdir)
+            return compile_revision(replace(self.source, kube_version=kube_version), sha, self.workdir, self._reuse)
         finally:
             # Loading the files freezes the heap it leaves (`frontend.batch`, `collector.After.FREEZE`:
             # right for a one-shot CLI run).  Frozen objects are never collected, so in a
