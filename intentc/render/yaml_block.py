@@ -70,45 +70,31 @@ class BlockWriter:
             out.append(pad if n or not inline else "")
             out.append(self._key(key))
             out.append(":")
-            value = d[key]
-            t = type(value)
-            if t is dict:
-                if value:
-                    out.append("\n")
-                    self._mapping(out, value, pad + "  ", False)
-                else:
-                    out.append(" {}\n")
-            elif t is list:
-                if value:
-                    out.append("\n")
-                    self._sequence(out, value, pad, False)      # not indented under its key
-                else:
-                    out.append(" []\n")
-            else:
-                out.append(" ")
-                out.append(self._scalar(value))
-                out.append("\n")
+            self._value(out, d[key], pad, False)
 
     def _sequence(self, out: list[str], items: list[Any], pad: str, inline: bool) -> None:
         for n, value in enumerate(items):
             out.append(pad if n or not inline else "")
-            t = type(value)
-            if t is dict:
-                if value:
-                    out.append("- ")
-                    self._mapping(out, value, pad + "  ", True)
-                else:
-                    out.append("- {}\n")
-            elif t is list:
-                if value:
-                    out.append("- ")
-                    self._sequence(out, value, pad + "  ", True)
-                else:
-                    out.append("- []\n")
-            else:
+            self._value(out, value, pad, True)
+
+    def _value(self, out: list[str], value: Any, pad: str, item: bool) -> None:
+        """`value` after its key's colon, or (`item`) as a sequence's item at its dash."""
+        t = type(value)
+        if (t is dict or t is list) and value:
+            if item:                            # the block starts on the dash's line
                 out.append("- ")
-                out.append(self._scalar(value))
+                inner = pad + "  "
+            else:                               # below the key; a sequence not indented under it
                 out.append("\n")
+                inner = pad + "  " if t is dict else pad
+            if t is dict:
+                self._mapping(out, value, inner, item)
+            else:
+                self._sequence(out, value, inner, item)
+            return
+        out.append("- " if item else " ")
+        out.append("{}" if t is dict else "[]" if t is list else self._scalar(value))
+        out.append("\n")
 
     # -- scalars ------------------------------------------------------------------
     def _key(self, key: str) -> str:
