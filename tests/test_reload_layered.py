@@ -32,17 +32,21 @@ def test_a_patched_mapping_reads_as_the_dictionary_patched_in_place(base: dict[s
                                                                     patches: list[tuple[dict[str, int], list[str]]],
                                                                     fold_min: int) -> None:
     old_min = layered.FOLD_MIN
-    layered.FOLD_MIN = fold_min            # 0: fold at every patch; 3: after a few changes
     try:
         want = dict(base)
         got: Layered[str, int] = Layered(dict(base))
+        unfolded = got
         history = [(got, dict(want))]
         for changes, removed in patches:
             for k in removed:
                 want.pop(k, None)
             want.update(changes)
+            layered.FOLD_MIN = fold_min            # 0: fold at every patch; 3: after a few changes
             got = got.patched(changes, removed)
+            layered.FOLD_MIN = 10**9
+            unfolded = unfolded.patched(changes, removed)
             _same(got, want)
+            _same(unfolded, want)
             history.append((got, dict(want)))
         for before, then in history:              # none of the earlier mappings moved
             _same(before, then)
