@@ -68,11 +68,11 @@ class Layered(Mapping[K, V], Generic[K, V]):
         if len(layer) > max(FOLD_MIN, len(base) // FOLD_SHARE):
             # C-level: a replaced key keeps its place, an added one goes last (the walk's order)
             folded = dict(base)
-            for k, v in layer.items():
-                if v is _GONE:
+            for k, w in layer.items():
+                if w is _GONE:
                     folded.pop(k, None)
                 else:
-                    folded[k] = v                            # type: ignore[assignment]
+                    folded[k] = w                            # type: ignore[assignment]
             return Layered._of(folded, {}, length)
         return Layered._of(base, layer, length)
 
