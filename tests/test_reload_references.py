@@ -8,6 +8,7 @@ report exactly what a full compile reports."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -19,6 +20,7 @@ from intentc.compile import compile_paths
 from intentc.daemon.reload import Reloader, reloader as reloader_module
 from intentc.daemon.reload.files import FileTable, _concatenate
 from intentc.daemon.reload.state import FileState
+from intentc.diagnostics import Span
 from intentc.frontend import FileResult
 from intentc.ir import Action, Context, Intent, Program, Ref, Tenant, Trigger
 from intentc.passes import GLOBAL_PASSES
@@ -125,20 +127,24 @@ def test_an_edit_that_breaks_a_reference_reports_what_a_full_compile_reports(tmp
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.sampled_from("abcdefg"),
-                                   st.one_of(st.none(), st.lists(st.sampled_from(["t", "u", "v"]), max_size=3))),
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d", "e", "f", "g", "b/c", "b0"]),
+                                   st.one_of(st.none(), st.lists(st.sampled_from(["t", "u", "v"]), max_size=3)),
+                                   st.integers(0, 5).map(lambda k: k == 0)),
                          min_size=1, max_size=4), max_size=6))
 def test_the_file_table_splices_added_removed_and_resized_files(batches: list) -> None:  # type: ignore[type-arg]
     """Batches of edits (files added, removed, their declarations added or dropped) patched
-    in at once equal the concatenation of every file in name order."""
+    in at once equal the concatenation of every file in name order.  A file's run is found
+    by the file name its declarations carry; some files' declarations name another
+    spelling of their path (`foreign`), and while one is in the table the program is
+    concatenated anew: the result is the same either way."""
     table = FileTable()
-    states: dict[str, FileState] = {"c": _tenants(["t"]), "e": _tenants([])}
+    states: dict[str, FileState] = {"c": _tenants(["t"], "c"), "e": _tenants([], "e")}
     for name, first in states.items():
         table.set(name, first)
     assert table.program() == _concatenate(states[n].result.program for n in sorted(states))
     for batch in batches:
-        for name, tenants in batch:
-            state: FileState | None = None if tenants is None else _tenants(tenants, name)
+        for name, tenants, foreign in batch:
+            state: FileState | None = None if tenants is None else _tenants(tenants, name, foreign)
             table.set(name, state)
             if state is None:
                 states.pop(name, None)
@@ -147,9 +153,37 @@ def test_the_file_table_splices_added_removed_and_resized_files(batches: list) -
         assert table.program() == _concatenate(states[n].result.program for n in sorted(states))
 
 
-def _tenants(names: list[str], file: str = "") -> FileState:
-    program = Program(tenants=tuple(Tenant(f"{file}{n}{k}") for k, n in enumerate(names)),
-                      intents=tuple(job_intent(f"{file}-{n}{k}") for k, n in enumerate(names[:2])))
+def test_the_file_table_finds_a_file_by_the_name_its_declarations_carry() -> None:
+    """The splice itself: once every file's declarations carry its name, an edit, a file
+    added and a file removed are spliced into the program in force (its other entries are
+    the same objects), not concatenated anew."""
+    table = FileTable()
+    for name in ("a", "b", "c"):
+        table.set(name, _tenants(["t", "u"], name))
+    first = table.program()
+    table.set("b", _tenants(["v"], "b"))
+    table.set("ab", _tenants(["t"], "ab"))
+    table.set("c", None)
+    table.set("a", _tenants(["u", "v"], "a./"))        # a path spelled two ways: concatenated
+    table.set("a", _tenants(["u", "v"], "a"))          # ... and spliced again once it is gone
+    got = table.program()
+    assert [t.name for t in got.tenants] == ["au0", "av1", "abt0", "bv0"]
+    assert got.intents[2] is table.get("ab").result.program.intents[0]    # type: ignore[union-attr]
+    table.set("ab", None)
+    again = table.program()
+    assert [t.name for t in again.tenants] == ["au0", "av1", "bv0"]
+    assert again.tenants[0] is got.tenants[0] and again.tenants[2] is got.tenants[3]
+    assert first.tenants[0].name == "at0"
+
+
+def _tenants(names: list[str], file: str, foreign: bool = False) -> FileState:
+    """A file's state: a tenant per name and an intent for the first two, their spans in
+    `file` (or, `foreign`, in another spelling of its path)."""
+    spelled = f"./{file}" if foreign else file
+    program = Program(tenants=tuple(Tenant(f"{file}{n}{k}", span=Span(spelled, k + 1, 1, k + 1, 2))
+                                    for k, n in enumerate(names)),
+                      intents=tuple(replace(job_intent(f"{file}-{n}{k}"), span=Span(spelled, k + 1, 1, k + 1, 2))
+                                    for k, n in enumerate(names[:2])))
     return FileState(FileResult(program, ()), ())
 
 

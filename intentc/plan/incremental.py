@@ -626,15 +626,22 @@ class PlanIndex:
             wave_of[n] = 1 + max((wave_of.get(p, self.wave.get(p, 0)) for p in edit.preds.get(n, ())), default=-1)
         out = [*self.plan.waves]
         edits: dict[int, list[str]] = {}
+
+        def wave(k: int) -> list[str]:
+            """Wave k, copied once per edit (a wave may hold a fifth of the intents)."""
+            names = edits.get(k)
+            if names is None:
+                names = edits[k] = [*out[k]]
+            return names
         for n, k in (*((n, self.wave[n]) for n in edit.gone),
                      *((n, self.wave[n]) for n in order if n in self.wave and self.wave[n] != wave_of[n])):
-            names = edits.setdefault(k, [*out[k]])
+            names = wave(k)
             del names[bisect_left(names, n)]
         for n, k in wave_of.items():
             if self.wave.get(n) != k:
                 if k == len(out):
                     out.append(())
-                names = edits.setdefault(k, [*out[k]])
+                names = wave(k)
                 names.insert(bisect_left(names, n), n)
         for k, names in edits.items():
             out[k] = tuple(names)

@@ -38,7 +38,8 @@ atomically, and only those whose text changed (`output`).
 Modules: `keys` (what an edit is compared on), `references` (the
 cross-reference passes judged from an edit), `state` (the snapshot and
 the per-file state), `files` (the per-file table and the program it makes),
-`render` (incremental render), `reloader` (the `Reloader`), `output`
+`render` (incremental render), `layered` (the renders by intent, shared
+between snapshots and patched by a small layer), `reloader` (the `Reloader`), `output`
 (writing the output directory), `follow` (the file watcher).
 """
 

@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any, Collection, Mapping, Sequence
 
 from intentc.daemon.reload.keys import declares
+from intentc.daemon.reload.layered import Layered
 from intentc.daemon.reload.state import FileState, IntentRender, Snapshot
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.incremental import by_intent, patched_by_intent
@@ -119,15 +120,14 @@ class Renderer:
             setup, setup_texts = self._setup(program, plan, None, previous, topology)
         else:
             setup, setup_texts = list(previous.setup), previous.setup_texts
-        renders = dict(previous.intents)
-        rerendered = []
+        made: dict[str, IntentRender] = {}
         for _, _, now in changes:
             for intent in now.result.program.intents if now is not None else ():
-                hit = renders.get(intent.name)
+                hit = previous.intents.get(intent.name)
                 if hit is not None and not hit.fits(intent, hit.placement, hit.wave, hit.decided):
-                    renders[intent.name] = self._one(intent, hit.placement, hit.wave, uris, hit.decided, topology)
-                    rerendered.append(intent.name)
-        return self._finish(renders, setup, setup_texts, tuple(sorted(rerendered)), previous)
+                    made[intent.name] = self._one(intent, hit.placement, hit.wave, uris, hit.decided, topology)
+        renders = layered(previous.intents).patched(made)
+        return self._finish(renders, setup, setup_texts, tuple(sorted(made)), previous)
 
     def _patched_plan(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot,
                       changes: Sequence[Change], moved: Collection[str], topology: Topology | None,
@@ -138,20 +138,17 @@ class Renderer:
         read tenants' planned GPUs and the SLA classes in use)."""
         now = {i.name: i for _, _, a in changes for i in (a.result.program.intents if a is not None else ())}
         setup, setup_texts = self._patched_setup(program, plan, previous, changes, topology)
-        renders = dict(previous.intents)
-        for name in dropped:
-            del renders[name]
-        rerendered = []
+        made: dict[str, IntentRender] = {}
         for name in sorted(now.keys() | set(moved)):
-            hit = renders.get(name)
+            hit = previous.intents.get(name) if name not in dropped else None
             intent = now[name] if hit is None else now.get(name, hit.intent)
             wave = waves[name] if hit is None else waves.get(name, hit.wave)
             placement = by_intent(plan.placements, name)
             decided = (by_intent(plan.batches, name), by_intent(plan.strategies, name))
             if hit is None or not hit.fits(intent, placement, wave, decided):
-                renders[name] = self._one(intent, placement, wave, uris, decided, topology)
-                rerendered.append(name)
-        return self._finish(renders, setup, setup_texts, tuple(rerendered), previous, tuple(dropped))
+                made[name] = self._one(intent, placement, wave, uris, decided, topology)
+        renders = layered(previous.intents).patched(made, tuple(dropped))
+        return self._finish(renders, setup, setup_texts, tuple(made), previous, tuple(dropped))
 
     def _patched_setup(self, program: Program, plan: Plan, previous: Snapshot, changes: Sequence[Change],
                        topology: Topology | None) -> tuple[list[Manifest], tuple[str, ...]]:
@@ -200,7 +197,7 @@ class Renderer:
         setup, setup_texts = self._setup(program, plan, intents, previous, topology)
         renders, rerendered = self._renders(intents, plan, uris, previous, topology)
         # the per-intent indexes of `_renders` are gone before the apply order is sorted
-        return self._finish(renders, setup, setup_texts, rerendered, previous)
+        return self._finish(Layered(renders), setup, setup_texts, rerendered, previous)
 
     def _renders(self, intents: Sequence[Intent], plan: Plan, uris: Mapping[str, str | None],
                  previous: Snapshot | None, topology: Topology | None
@@ -230,7 +227,7 @@ class Renderer:
                 renders[intent.name] = hit
         return renders, tuple(sorted(rerendered))
 
-    def _finish(self, renders: dict[str, IntentRender], setup: list[Manifest], setup_texts: tuple[str, ...],
+    def _finish(self, renders: Mapping[str, IntentRender], setup: list[Manifest], setup_texts: tuple[str, ...],
                 rerendered: tuple[str, ...], previous: Snapshot | None, dropped: tuple[str, ...] = ()) -> Render:
         # every intent not re-rendered (nor dropped) is the previous render itself
         same = previous is not None and len(renders) + len(dropped) == len(previous.intents) + sum(
@@ -248,6 +245,12 @@ class Renderer:
         rendered = Rendered(tuple(manifests), str(self.kube_version), get_target(self.target).name, self.commit,
                             tuple(choices))
         return Render(rendered, renders, tuple(setup), setup_texts, rerendered)
+
+
+def layered(renders: Mapping[str, IntentRender]) -> Layered[str, IntentRender]:
+    """The renders of a snapshot as a `Layered` mapping (every snapshot the Renderer makes
+    holds one; another mapping is copied once)."""
+    return renders if isinstance(renders, Layered) else Layered(dict(renders))
 
 
 def data_of(intent: Intent, uris: Mapping[str, str | None]) -> tuple[tuple[str, str | None], ...]:
