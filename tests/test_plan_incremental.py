@@ -161,6 +161,39 @@ def test_edits_in_a_row_keep_the_index_in_step(topo: LoadedTopology, program: ir
                                                                      got.plan.metrics.critical_path_s)
 
 
+@PROPS
+@given(topologies(), programs(), st.data())
+def test_an_index_rebased_on_the_full_plan_equals_one_built_for_it(topo: LoadedTopology, program: ir.Program,
+                                                                   data: st.DataObject) -> None:
+    """The background full re-plan rebases the index in force (patched by incremental edits)
+    on the full plan of the same program instead of building another: every part must be
+    that of an index built from scratch for the full plan, and the next edit planned the same."""
+    plan, index = _index(program, topo)
+    assume(not plan.unplaced)
+    for _ in range(2):
+        new = data.draw(edits(program))
+        program = _edited(program, new)
+        got = index.replan([new], _file_intents(program))
+        if isinstance(got, Fallback) or got.plan.unplaced:
+            return
+        index.apply(got)
+    full, _ = make_plan(program, topo)
+    assume(not full.unplaced)
+    index.rebase(full)
+    fresh = PlanIndex(program, full, graph.dependencies(program), topo, 0, BUILTIN)
+    assert index.plan is full
+    for attr in ("holds", "total", "ends", "held0", "used", "wave", "preds", "succs", "producers", "consumers",
+                 "dist", "prev", "terms", "intents", "exclusive"):
+        assert getattr(index, attr) == getattr(fresh, attr), attr
+    for attr in ("timeline", "by_domain"):
+        assert {k: v for k, v in getattr(index, attr).items() if v} == \
+               {k: v for k, v in getattr(fresh, attr).items() if v}, attr
+    assert index._critical({}, {}) == fresh._critical({}, {})
+    new = data.draw(edits(program))
+    program = _edited(program, new)
+    assert index.replan([new], _file_intents(program)) == fresh.replan([new], _file_intents(program))
+
+
 @given(topologies(), programs())
 @PROPS
 def test_an_index_from_the_bare_dependency_graph_equals_one_from_the_full_graph(
