@@ -229,7 +229,7 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
 def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupied: Occupancy | None,
                policies: Policies) -> tuple[Plan, list[Diagnostic]]:
     topology = without_observed(topology)    # nodes whose GPU failed recently (daemon/fallback.py)
-    g, diags = graph.build(program)
+    g, diags = graph.checked(program)      # no attributes: the planner reads the shape only
     cyclic = graph.nodes_in_cycles(g)
     waves = graph.waves(g, cyclic)
     wave_of = {name: i for i, wave in enumerate(waves) for name in wave}
