@@ -171,6 +171,10 @@ def _cycle_diagnostics(g: nx.DiGraph, why: Mapping[tuple[str, str], Edge]) -> li
 
 def nodes_in_cycles(g: nx.DiGraph) -> frozenset[str]:
     """Intents on some cycle: members of a strongly connected component with an edge inside."""
+    if nx.is_directed_acyclic_graph(g):
+        # the common case, in one topological pass: Tarjan's bookkeeping (several dicts of
+        # every intent) was ~20 MB of the planner's peak at 100,000 intents (docs/reload.md)
+        return frozenset()
     out: set[str] = set(nx.nodes_with_selfloops(g))
     for comp in nx.strongly_connected_components(g):
         if len(comp) > 1:
