@@ -178,7 +178,8 @@ def test_an_index_rebased_on_the_full_plan_equals_one_built_for_it(topo: LoadedT
             return
         index.apply(got)
     full, _ = make_plan(program, topo)
-    assume(not full.unplaced)
+    if full.unplaced:               # refused by the full planner: never swapped in
+        return
     index.rebase(full)
     fresh = PlanIndex(program, full, graph.dependencies(program), topo, 0, BUILTIN)
     assert index.plan is full
