@@ -11,6 +11,7 @@ and the critical path (placement-independent) must equal a full plan's.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from hypothesis import assume, given
@@ -133,6 +134,20 @@ def test_an_incremental_plan_keeps_every_invariant(topo: LoadedTopology, program
     assert moved <= set(got.replaced) and new.name in got.replaced
 
 
+def _applied(index: PlanIndex, program: ir.Program, data: st.DataObject,
+             steps: int) -> Iterator[tuple[ir.Program, Replanned]]:
+    """Up to `steps` drawn edits, each planned on `index` and applied to it: the edited
+    program and the plan, until one falls back or refuses something."""
+    for _ in range(steps):
+        new = data.draw(edits(program))
+        program = _edited(program, new)
+        got = index.replan([new], _file_intents(program))
+        if isinstance(got, Fallback) or got.plan.unplaced:
+            return
+        index.apply(got)
+        yield program, got
+
+
 @PROPS
 @given(topologies(), programs(), st.data())
 def test_edits_in_a_row_keep_the_index_in_step(topo: LoadedTopology, program: ir.Program,
@@ -141,13 +156,7 @@ def test_edits_in_a_row_keep_the_index_in_step(topo: LoadedTopology, program: ir
     as good as one on an index built from scratch."""
     plan, index = _index(program, topo)
     assume(not plan.unplaced)
-    for _ in range(3):
-        new = data.draw(edits(program))
-        program = _edited(program, new)
-        got = index.replan([new], _file_intents(program))
-        if isinstance(got, Fallback) or got.plan.unplaced:
-            return
-        index.apply(got)
+    for program, got in _applied(index, program, data, 3):
         _check_invariants(program, topo, got.plan)
         _check_derived(program, topo, got.plan)
         g, _ = graph.build(program)
@@ -159,6 +168,37 @@ def test_edits_in_a_row_keep_the_index_in_step(topo: LoadedTopology, program: ir
         assert (fresh.dist, fresh.prev) == (index.dist, index.prev)
         assert fresh._critical({}, {}) == index._critical({}, {}) == (got.plan.metrics.critical_path,
                                                                      got.plan.metrics.critical_path_s)
+
+
+@PROPS
+@given(topologies(), programs(), st.data())
+def test_an_index_rebased_on_the_full_plan_equals_one_built_for_it(topo: LoadedTopology, program: ir.Program,
+                                                                   data: st.DataObject) -> None:
+    """The background full re-plan rebases the index in force (patched by incremental edits)
+    on the full plan of the same program instead of building another: every part must be
+    that of an index built from scratch for the full plan, and the next edit planned the same."""
+    plan, index = _index(program, topo)
+    assume(not plan.unplaced)
+    done = list(_applied(index, program, data, 2))
+    if len(done) < 2:
+        return
+    program = done[-1][0]
+    full, _ = make_plan(program, topo)
+    if full.unplaced:               # refused by the full planner: never swapped in
+        return
+    index.rebase(full)
+    fresh = PlanIndex(program, full, graph.dependencies(program), topo, 0, BUILTIN)
+    assert index.plan is full
+    for attr in ("holds", "total", "ends", "held0", "used", "wave", "preds", "succs", "producers", "consumers",
+                 "dist", "prev", "terms", "intents", "exclusive"):
+        assert getattr(index, attr) == getattr(fresh, attr), attr
+    for attr in ("timeline", "by_domain"):
+        assert {k: v for k, v in getattr(index, attr).items() if v} == \
+               {k: v for k, v in getattr(fresh, attr).items() if v}, attr
+    assert index._critical({}, {}) == fresh._critical({}, {})
+    new = data.draw(edits(program))
+    program = _edited(program, new)
+    assert index.replan([new], _file_intents(program)) == fresh.replan([new], _file_intents(program))
 
 
 @given(topologies(), programs())

@@ -16,7 +16,7 @@ from pathlib import Path
 from intentc.compile import compile_paths
 from intentc.diff.plan_diff import diff_plans
 from intentc.plan.model import Plan, Placement
-from intentc.reconcile.timeouts import wave_budgets
+from intentc.reconcile.timeouts import WaveBudgets, wave_budgets
 from tests.test_reload_replan import COMMIT, chains, make_tree
 
 
@@ -45,6 +45,22 @@ def test_wave_budgets_reads_the_placements_once(tmp_path: Path) -> None:
     Counted.passes = 0
     assert wave_budgets(program, counted) == expected     # type: ignore[arg-type]
     assert len(expected) == 12 and Counted.passes == 1
+
+
+def test_the_daemons_lazy_budgets_equal_wave_budgets_without_a_pass(tmp_path: Path) -> None:
+    """`Desired` keeps `WaveBudgets` (made per wave when read, not 100,000 at once): the
+    same budgets, each found by binary search, never by a pass over the placements."""
+    program, plan = compiled(tmp_path)
+    expected = wave_budgets(program, plan)       # type: ignore[arg-type]
+    counted = replace(plan, placements=Counted(plan.placements))
+    lazy = WaveBudgets(program, counted)         # type: ignore[arg-type]
+    Counted.passes = 0
+    for name in reversed(sorted(expected)):      # out of wave order: each wave made again
+        assert lazy[name] == expected[name]
+    assert Counted.passes == 0
+    assert dict(lazy) == expected and len(lazy) == len(expected) == 12
+    assert "nope" not in lazy and lazy.get("nope") is None
+    assert len(plan.waves) > 1
 
 
 def test_diff_plans_reads_each_plans_placements_a_fixed_number_of_times(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from intentc.frontend.batch import Reused
 from intentc.ir import Program
 from intentc.plan.model import Placement, Plan
 from intentc.policy import BUILTIN, Policies
-from intentc.reconcile.timeouts import Budget, wave_budgets
+from intentc.reconcile.timeouts import Budget, WaveBudgets
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Manifest, ObjectRef, Rendered
 from intentc.topology.load import LoadedTopology
@@ -59,7 +59,7 @@ class Desired:
     def of(cls, commit: str, manifests: tuple[Manifest, ...], program: Program, origin: str,
            held: tuple[str, ...] = (), plan: Plan | None = None) -> Desired:
         placements = {p.intent: p for p in plan.placements} if plan is not None else {}
-        budgets = wave_budgets(program, plan) if plan is not None else {}
+        budgets: Mapping[str, Budget] = WaveBudgets(program, plan) if plan is not None else {}
         return cls(commit, manifests, program, origin, {m.ref: m for m in manifests}, held, placements, budgets)
 
     @property

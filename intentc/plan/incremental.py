@@ -200,7 +200,6 @@ class PlanIndex:
         self.cluster = Cluster(loaded.topology, matrix_source(loaded), seed)
         self.placer = Placer(self.cluster)
         self.policies = policies
-        self.plan = plan
         self.intents: dict[str, ir.Intent] = graph.unique_intents(program)
         self.terms: dict[str, TenantTerms] = tenant_terms(program, list(self.intents.values()))
         self.preds = {n: tuple(sorted(g.predecessors(n))) for n in g if g.in_degree(n)}
@@ -217,7 +216,6 @@ class PlanIndex:
                 consumers.setdefault(d, set()).add(n)
         self.producers = {d: tuple(sorted(ps)) for d, ps in producers.items()}
         self.consumers = {d: frozenset(cs) for d, cs in consumers.items()}
-        self.wave: dict[str, int] = {n: k for k, names in enumerate(plan.waves) for n in names}
         self.exclusive = frozenset(n for n, i in self.intents.items()
                                    if policies.requires(i, Requirement.EXCLUSIVE_DOMAIN))
         self.dist, self.prev = graph.longest_chains(g, {n: graph.duration_seconds(i) for n, i in self.intents.items()})
@@ -230,6 +228,19 @@ class PlanIndex:
         self.domains = domains_of(self.topology)
         self.node_domains: dict[str, tuple[DomainKey, ...]] = {
             n.name: (("node", n.name), *((lvl, d) for lvl, d in n.domains if lvl != "node")) for n in self.topology.nodes}
+        self.rebase(plan)
+        for flt in sorted({Request.of(i).filter for i in self.intents.values() if i.gpu_count > 0},
+                          key=lambda f: (f.product or "", f.memory or 0)):
+            self.cluster.view(flt)      # made now, not by the first edit that needs it
+
+    def rebase(self, plan: Plan) -> None:
+        """Make this the index of `plan`, a full plan of the program it indexes: the waves and
+        the occupancy are filed from it; what follows from the program alone (intents, edges,
+        chains, tenants' terms, the scratch cluster and its views) is kept.  The background
+        full re-plan rebases the index in force instead of building a second index and
+        dependency graph beside it (~85 MB at 100,000 intents, docs/reload.md, Memory)."""
+        self.plan = plan
+        self.wave: dict[str, int] = {n: k for k, names in enumerate(plan.waves) for n in names}
         # occupancy: per node, intent -> (start, end, GPU mask); per tenant and overall, time -> change
         self.holds: dict[str, dict[str, tuple[int, int | None, int]]] = {n: {} for n in self.nodes}
         self.timeline: dict[str, dict[int, int]] = {}
@@ -240,9 +251,6 @@ class PlanIndex:
         self.by_domain: dict[DomainKey, set[str]] = {}
         for p in plan.placements:
             self._add(p, 1)
-        for flt in sorted({Request.of(i).filter for i in self.intents.values() if i.gpu_count > 0},
-                          key=lambda f: (f.product or "", f.memory or 0)):
-            self.cluster.view(flt)      # made now, not by the first edit that needs it
 
     # -- occupancy ---------------------------------------------------------------------
     def _add(self, p: Placement, sign: int) -> None:

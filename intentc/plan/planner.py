@@ -135,7 +135,7 @@ def _run(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[
     while an intent of `protect_for` waits (None: every gang that needs one).
     Intents in `pinned` (tag rules with no-repack) are never moved to make room."""
     cluster = Cluster(topology.topology, matrix_source(topology), seed)
-    spans = {n: gpus_span(j.intent) for n, j in jobs.items()}
+    spans = {n: gpus_span(j.intent) for n, j in jobs.items() if j.intent.gpu_count > 0}   # read by refusals only
     return Simulation(cluster, jobs, terms, wave_of, protect_for, occupancy, spans, pinned).run()
 
 
@@ -153,6 +153,7 @@ def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms:
     worth = frozenset(n for n in first.gangs if first.refusals.get(n, "fragmentation") == "fragmentation")
     if worth == first.gangs:
         return first
+    del first               # not kept under the second pass
     return _run(topology, seed, jobs, terms, wave_of, worth, occupancy, pinned)
 
 
@@ -229,7 +230,7 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
 def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupied: Occupancy | None,
                policies: Policies) -> tuple[Plan, list[Diagnostic]]:
     topology = without_observed(topology)    # nodes whose GPU failed recently (daemon/fallback.py)
-    g, diags = graph.build(program)
+    g, diags = graph.checked(program)      # no attributes: the planner reads the shape only
     cyclic = graph.nodes_in_cycles(g)
     waves = graph.waves(g, cyclic)
     wave_of = {name: i for i, wave in enumerate(waves) for name in wave}
@@ -238,6 +239,7 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
     path, path_s = graph.critical_path(g, durations, cyclic)
     terms = tenant_terms(program, intents)
     jobs, duration_diags = _jobs(g, intents, cyclic, durations)
+    del durations
     diags += duration_diags
     # not read from here on: emptied now, as the collector is paused and its views refer
     # back to it (at 100,000 intents it would otherwise sit under the placement, ~70 MB)
@@ -248,8 +250,10 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
     diags += run.diags
     diags += _placement_warnings(run, jobs)
     placements = []
-    for name, seat in run.seated.items():
-        start, end, ready = run.times[name]
+    seated, times = run.seated, run.times
+    while seated:           # the schedule's records of each intent freed as its placement is made
+        name, seat = seated.popitem()
+        start, end, ready = times.pop(name)
         p = seat.placement
         placements.append(Placement(p.intent, p.tenant, p.allocations, p.domains, p.interconnect,
                                     start, end, ready, sla_name(jobs[name].intent)))

@@ -52,6 +52,10 @@ MAX_RANK = max(c.rank for c in ir.SlaClass)
 NEVER = 1 << 62         # "no lower bound": the waiting intent can never start, so it gates nobody
 
 
+def _depth(cluster: Cluster, within: str | None) -> int:
+    return cluster.depth_of(within) if within else 0
+
+
 class Gated:
     """What `_try_place` returns when the gang would fit but a waiting higher class could use those GPUs."""
 
@@ -113,12 +117,15 @@ class Simulation:
         # the domains of an intent without GPUs: one tuple shared by all of them (the plan keeps it)
         self.spread: tuple[tuple[str, str | None], ...] = tuple((lvl, None) for lvl in cluster.levels)
         self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
-        self.rank = {n: sla_rank(j.intent) for n, j in jobs.items()}
-        # per intent: the depth of its required `within` domain (0: anywhere)
-        self.limits = {n: cluster.depth_of(r.within) if r.within else 0 for n, r in self.reqs.items()}
-        self.chain = self._remaining_chains(jobs)
         self.gpus = {n: j.intent.gpu_count for n, j in jobs.items()}
-        self.keys = queue_keys([j.intent for j in jobs.values()], wave_of, self.chain)
+        # what only the offer of GPU intents reads (SLA rank, `within` depth, queue order) is
+        # kept for GPU intents only: at 100,000 intents, 5 % of them (~20 MB less at the peak)
+        gpu_names = [n for n, j in jobs.items() if j.intent.gpu_count > 0]
+        self.rank = {n: sla_rank(jobs[n].intent) for n in gpu_names}
+        # per GPU intent: the depth of its required `within` domain (0: anywhere)
+        self.limits = {n: _depth(cluster, self.reqs[n].within) for n in gpu_names}
+        self.chain = self._remaining_chains(jobs)
+        self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of, self.chain)
         self.holds: dict[str, _Hold] = {}
         # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
         # the bounds for waiting intents walk them in time order without sorting again (a
@@ -142,7 +149,6 @@ class Simulation:
             self.pending[name] = len(job.after)
             for before in sorted(job.after):
                 self.succs[before].append(name)
-        gpu_names = [n for n, j in jobs.items() if j.intent.gpu_count > 0]
         self.out.gangs = frozenset(n for n in gpu_names if self.placer.needs_shared_nvlink(self.reqs[n]))
         # gangs that keep multi-node NVLink domains whole while they wait -> their SLA rank
         kept = self.out.gangs if protect_for is None else self.out.gangs & protect_for

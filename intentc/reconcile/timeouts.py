@@ -24,12 +24,13 @@ budget of every wave.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from intentc import graph, ir
 from intentc.duration import format_duration, parse_duration
-from intentc.plan.model import Plan
+from intentc.plan.model import Placement, Plan
 from intentc.render.fallback import DEFAULT_SLACK
 
 START_GRACE_S = 300          # the old flat wave timeout: enough to schedule, pull and start
@@ -84,6 +85,59 @@ def wave_budgets(program: ir.Program, plan: Plan) -> dict[str, Budget]:
             if name in by_name:
                 out[name] = budget(by_name[name], starts.get(name, first) - first)
     return out
+
+
+class WaveBudgets(Mapping[str, Budget]):
+    """`wave_budgets(program, plan)`, made one wave at a time when first read.
+
+    The daemon keeps one per desired state (`daemon.source.Desired`) and reads it only
+    when a rollout times a wave: made eagerly, 100,000 budgets with their derivation
+    texts held ~25 MB, twice around every swap (docs/reload.md, Memory).  An intent's
+    wave is found by binary search in each (sorted) wave, its placement in the plan's
+    (sorted by intent); only the intents by name and the last wave's budgets are kept."""
+
+    def __init__(self, program: ir.Program, plan: Plan) -> None:
+        self._program = program
+        self._plan = plan
+        self._by_name: dict[str, ir.Intent] | None = None
+        self._last: tuple[int, dict[str, Budget]] = (-1, {})
+
+    def _intents(self) -> dict[str, ir.Intent]:
+        if self._by_name is None:
+            self._by_name = {i.name: i for i in self._program.intents}
+        return self._by_name
+
+    def _wave(self, k: int) -> dict[str, Budget]:
+        if self._last[0] != k:
+            by_name = self._intents()
+            wave = self._plan.waves[k]
+            placements = self._plan.placements
+            starts = {}
+            for n in wave:
+                i = bisect_left(placements, n, key=_intent_of)
+                if i < len(placements) and placements[i].intent == n:
+                    starts[n] = placements[i].start_s
+            first = min(starts.values(), default=0)
+            self._last = (k, {n: budget(by_name[n], starts.get(n, first) - first) for n in wave if n in by_name})
+        return self._last[1]
+
+    def __getitem__(self, name: str) -> Budget:
+        for k, wave in enumerate(self._plan.waves):
+            i = bisect_left(wave, name)
+            if i < len(wave) and wave[i] == name:
+                return self._wave(k)[name]
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        by_name = self._intents()
+        return (n for wave in self._plan.waves for n in wave if n in by_name)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _intent_of(p: Placement) -> str:
+    return p.intent
 
 
 def wave_timeout(intents: Iterable[str], budgets: Mapping[str, Budget]) -> tuple[int, str]:

@@ -282,7 +282,8 @@ class Reloader:
                 # what the load parsed makes no cycles (and load() freezes it afterwards
                 # anyway): out of the walk of the collection after the planner
                 gc.freeze()
-            plan, plan_diags, index = self._plan_in_full(program, loaded)
+            plan, plan_diags = self._plan_in_full(program, loaded)
+            index = self._index_of(program, plan, loaded)
             plan_files = files_of(plan_diags)
             plan_text, graph_text = _plan_text(plan), _graph_text(program)
         if quiet and reuse and previous is not None:
@@ -370,23 +371,30 @@ class Reloader:
             return state.result.program.intents if state is not None else ()
         return index.replan(edited, file_intents, {name for name, _, _ in changes}, removed, tenants)
 
-    def _plan_in_full(self, program: Program, loaded: LoadedTopology) -> tuple[Plan, tuple[Diagnostic, ...], PlanIndex]:
-        """The full planner's plan and findings, and the incremental planner's index of it.
+    def _plan_in_full(self, program: Program, loaded: LoadedTopology) -> tuple[Plan, tuple[Diagnostic, ...]]:
+        """The full planner's plan and findings.
 
-        One dependency graph at a time: `make_plan` builds its own (and reports its
-        E0501 / E0503), so the index's (its shape only) is built once the planner's
-        working set is gone.  That working set is cyclic garbage (networkx graphs, the
-        scheduler's records) and the collector is paused around a reload: it is
-        collected here, and the heap's freed pages given back, not at the end of the
-        load, where it sat under the render (docs/reload.md, Memory: the load's peak
-        at 100,000 intents)."""
+        The planner's working set is cyclic garbage (networkx graphs, the scheduler's
+        records) and the collector is paused around a reload: it is collected here, and
+        the heap's freed pages given back, not at the end of the load, where it sat under
+        the render (docs/reload.md, Memory: the load's peak at 100,000 intents).  The heap's
+        free pages are given back before it too: what the snapshot it replaces and the
+        daemon's previous desired state freed since the last full plan (~34 MB at 100,000)."""
+        gc.collect()
+        collector.trim()
         plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
         gc.collect()
         collector.trim()
+        return plan, tuple(sorted_diagnostics(found))
+
+    def _index_of(self, program: Program, plan: Plan, loaded: LoadedTopology) -> PlanIndex:
+        """The incremental planner's index of a full plan.  One dependency graph at a time:
+        `make_plan` builds its own (and reports its E0501 / E0503), so the index's (its shape
+        only) is built once the planner's working set is gone."""
         g = graph.dependencies(program)      # the shape only: its findings are make_plan's
         index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
         g.clear()                   # its views refer back to it: emptied now, not at the next collection
-        return plan, tuple(sorted_diagnostics(found)), index
+        return index
 
     def _set_index(self, index: PlanIndex | None) -> None:
         """The index of the plan now in force (under the lock); the one it replaces is used no
@@ -425,7 +433,7 @@ class Reloader:
                 if not self._full_wanted or snap is None or loaded is None:
                     return
                 self._full_wanted = False
-            plan, plan_diags, index = self._plan_in_full(snap.program, loaded)
+            plan, plan_diags = self._plan_in_full(snap.program, loaded)
             if has_errors(plan_diags):
                 # the full planner refuses what the incremental plan placed (it moves others,
                 # in another order): the incremental plan stays, it is valid
@@ -436,15 +444,20 @@ class Reloader:
                     if self._full_wanted or current is None or current.plan is not snap.plan:
                         break                                   # planned again since: start over
                     if plan == snap.plan:
-                        index.plan = snap.plan      # the object in force: the next edit's index
-                        self._set_index(index)
-                        return
+                        if self._index is None or self._index.plan is not snap.plan:
+                            self._set_index(self._index_of(snap.program, snap.plan, loaded))
+                        return          # else the index in force (patched edit by edit) is this plan's
                 made = self._renderer.render(current.program, plan, current.uris, current, None, current.topology)
                 with self._lock:
                     if self._current is not current:
                         continue                                # an edit came in meanwhile: render again
                     result = self._swap_full(current, plan, plan_diags, _graph_text(current.program), made)
-                    self._set_index(index)
+                    if self._index is not None and self._index.plan is current.plan:
+                        # the index of the program in force: its occupancy filed again from the
+                        # full plan, not a second index and dependency graph built beside it
+                        self._index.rebase(plan)
+                    else:
+                        self._set_index(self._index_of(current.program, plan, loaded))
                     # long-lived and acyclic, like what the load built: out of the collector's
                     # walks, once the re-plan's cyclic garbage is gone (frozen, it stays for good)
                     gc.collect()
