@@ -214,3 +214,39 @@ def test_an_index_from_the_bare_dependency_graph_equals_one_from_the_full_graph(
     index = PlanIndex(program, plan, bare, topo, 0, BUILTIN)
     for attr in ("preds", "succs", "dist", "prev", "longest", "holds", "timeline", "ends", "used"):
         assert getattr(index, attr) == getattr(from_build, attr), attr
+
+
+def test_what_waits_at_any_depth_for_a_refused_intent_is_not_placed() -> None:
+    """j0 <- j1 <- j2; j0 edited to ask for a GPU the cluster does not have.  j1 was
+    skipped as waiting for the refused j0, but j2 was placed after j1's old placement,
+    so the plan both refused and placed it (found by the property above, CI run of stop 14)."""
+    from intentc.topology.matrix import GpuMatrix
+
+    def intent(name: str, after: tuple[str, ...] = (), gpus: ir.GpuRequest | None = None) -> ir.Intent:
+        return ir.Intent(name=name, trigger=ir.Trigger(kind="after" if after else "push",
+                                                       after=tuple(ir.Ref(a) for a in after), schedule=None),
+                         action=ir.Action(kind="batch", image="img", command=(), model=None, settings=None,
+                                          replicas=None, port=None),
+                         context=ir.Context(tenant=ir.Ref(name="t0"), tags=(), drift=None),
+                         constraints=ir.Constraints(cpu=None, memory=None, gpus=gpus, sla=None, tolerance=None,
+                                                    duration=None, slack=None, retries=None, fallback=None),
+                         consumes=(), produces=(), clusters=None)
+
+    node = ir.TopologyNode(name="n0", gpu_count=0, gpu_product="H100-80GB", gpu_memory="81559Mi", cpu=None,
+                           memory=None, domains=(), labels=(), nvidia_smi_topo=None, taints=())
+    topo = LoadedTopology(topology=ir.Topology(name="none", levels=("node",), nodes=(node,)),
+                          matrices=(("n0", GpuMatrix(gpus=(), links=(), nics=(), nic_links=())),))
+    tenant = ir.Tenant(name="t0", tier=None, weight=None, quota_gpus=None, quota_cpu=None, quota_memory=None,
+                       group=None, drift=None, max_sla=None)
+    program = ir.Program(tenants=(tenant,), datasets=(),
+                         intents=(intent("j0"), intent("j1", ("j0",)), intent("j2", ("j1",))), topologies=())
+    plan, index = _index(program, topo)
+    assert not plan.unplaced
+    new = intent("j0", gpus=ir.GpuRequest(count=1, product=None, memory=None, within=None, prefer=None))
+    edited = _edited(program, new)
+    got = index.replan([new], _file_intents(edited))
+    assert isinstance(got, Replanned)
+    full, _ = make_plan(edited, topo)
+    assert {u.intent for u in got.plan.unplaced} == {u.intent for u in full.unplaced} == {"j0", "j1", "j2"}
+    assert not got.plan.placements
+    _check_invariants(edited, topo, got.plan)

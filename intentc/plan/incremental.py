@@ -511,14 +511,18 @@ class PlanIndex:
         self._set_terms(terms)
         new: dict[str, Placement] = {}
         refused: dict[str, Refusal] = {}
+        blocked: set[str] = set()       # waits, at any depth, for a refused intent: refused below
         try:
             for name, t in terms.items():
                 # a kept interval over a tenant's new quota: only moving it could fix that
                 if t is not None and t.quota_gpus is not None and _peak(self.timeline.get(name, {})) > t.quota_gpus:
                     return Fallback(f'tenant "{name}" holds more than its new quota in the plan in force')
             for n in order:
-                if any(d in refused for d in preds.get(n, ())):
-                    continue                            # refused below, as the full planner does
+                if any(d in refused or d in blocked for d in preds.get(n, ())):
+                    # refused below, as the full planner does; and so is what waits for it,
+                    # which must not be placed after the placement its predecessor loses
+                    blocked.add(n)
+                    continue
                 ready = 0
                 for d in preds.get(n, ()):
                     q = new.get(d) or self.placement(d)
