@@ -397,8 +397,9 @@ def _load_uncached(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: 
                    progress: Progress) -> Loaded:
     paths = [path for _, path in named]
     sizes = _sizes(paths)
-    if _participants(len(paths), sum(sizes) if sizes is not None else None, jobs) > 1:
-        return _load_in_workers(paths, sizes, diags, jobs, progress)
+    participants = _participants(len(paths), sum(sizes) if sizes is not None else None, jobs)
+    if participants > 1:
+        return _load_in_workers(paths, sizes, participants, diags, progress)
     del paths
     results: list[FileResult] = []
     texts: dict[str, str] = {}
@@ -518,13 +519,12 @@ def _unpickled(blob: bytes) -> FileResult | None:
     return result if isinstance(result, FileResult) else None
 
 
-def _load_in_workers(files: list[str], sizes: list[int] | None, diags: list[Diagnostic], jobs: int | None,
+def _load_in_workers(files: list[str], sizes: list[int] | None, participants: int, diags: list[Diagnostic],
                      progress: Progress) -> Loaded:
     """No cache to consult: the workers read the files as well as parse them.  Reading
     10,000 files was a third of a second of the parent's time before any worker
     started, and the parent held every text of the repository at once."""
     count = len(files)
-    participants = _participants(count, sum(sizes) if sizes is not None else None, jobs)
     chunks = _chunks(files, participants, sizes)
     parts: list[list[Record]] = [[] for _ in chunks]
     processed = 0
