@@ -1,7 +1,8 @@
 """The pieces that keep a large plan fast do what the plain computation does.
 
 Each is checked against the computation it replaces: the intents a repack may
-move, filed by node (`repack.Movable`); the nodes of shared NVLink domains
+move, filed by node (`repack.Movable`); the sets of movers a refused job tries (`repack.make_room`, against trying every
+node's); the nodes of shared NVLink domains
 with few free GPUs (`BranchIndex.nodes_in_nvlink_between`); the waves and
 critical path given the cyclic intents found once; and the collector pause
 around `make_plan` leaves the collector as it found it.
@@ -16,10 +17,10 @@ import pytest
 
 from intentc import collector
 from intentc import graph, ir
-from intentc.plan.cluster import Cluster, Filter
+from intentc.plan.cluster import Cluster, Filter, View
 from intentc.plan.model import NodeAllocation, Placement
-from intentc.plan.placer import Request
-from intentc.plan.repack import Movable, Seated
+from intentc.plan.placer import Placer, Request
+from intentc.plan.repack import CANDIDATES, Movable, Room, Seated, _fewest, _movers, _try, make_room
 from tests.test_plan_index import _take_or_release
 
 
@@ -104,3 +105,84 @@ def test_the_collector_is_left_as_found(was_on: bool) -> None:
     finally:
         (gc.enable if before else gc.disable)()
     assert seen == [False]
+
+
+def _make_room_everywhere(placer: Placer, req: Request, view: View, limit: int, movable: Movable) -> Room | None:
+    """`make_room` as first written: every set of every node enumerated and tried in order."""
+    cluster = placer.c
+    options = []
+    for i, seats in movable.on.items():
+        node = cluster.nodes[i]
+        if not view.eligible[i] or node.capacity < req.count:
+            continue
+        for movers in _movers(list(seats.values()), req.count - node.free_count):
+            options.append((sum(m.placement.gpu_count for m in movers), len(movers), node.leaf.tie,
+                            tuple(m.placement.intent for m in movers), node, movers))
+    options.sort(key=lambda o: o[:4])
+    for _, _, _, _, node, movers in options[:CANDIDATES]:
+        room = _try(placer, req, view, limit, node, movers)
+        if room is not None:
+            return room
+    return None
+
+
+def _crowded(seed: int) -> tuple[Cluster, Movable, random.Random]:
+    """A cluster of HGX nodes and GB200 trays filled at random with single-node occupants."""
+    from benchmarks.plan_workload import build_cluster
+    topo = build_cluster(12, 4, 2, 2, 4)
+    cluster = Cluster(topo.topology, lambda n: topo.matrix(n.name), seed)
+    rng = random.Random(seed)
+    movable = Movable()
+    for k in range(rng.randint(5, 60)):
+        i = rng.randrange(len(cluster.nodes))
+        node = cluster.nodes[i]
+        free = [g for g in range(node.capacity) if node.free >> g & 1]
+        if not free:
+            continue
+        gpus = tuple(sorted(rng.sample(free, rng.randint(1, min(len(free), 4)))))
+        product = rng.choice((None, node.spec.gpu_product))
+        req = Request(f"o{k:02d}", "t", len(gpus), product, None, None, None)
+        cluster.take(node, gpus)
+        movable.add(i, Seated(req, Placement(req.intent, "t", (NodeAllocation(node.spec.name, gpus),), ())))
+    return cluster, movable, rng
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_make_room_finds_what_trying_every_node_finds(seed: int) -> None:
+    # The bound on each node's sets (what it lacks, how many movers that takes) and the
+    # free-GPU checks only skip work: same room, same moves, same cluster afterwards.
+    fast, movable_fast, rng = _crowded(seed)
+    slow, movable_slow, _ = _crowded(seed)
+    count = rng.choice((1, 2, 4, 4, 8, 8, 8))
+    product = rng.choice((None, None, "H100-80GB", "GB200"))
+    req = Request("new", "t", count, product, None, None, None)
+    outcomes = []
+    for cluster, movable, find in ((fast, movable_fast, make_room), (slow, movable_slow, _make_room_everywhere)):
+        placer = Placer(cluster)
+        room = find(placer, req, cluster.view(req.filter), cluster.leaf_depth, movable)
+        outcomes.append((None if room is None else (room.placed.allocations, sorted(room.moved.items())),
+                         [n.free for n in cluster.nodes], cluster.free_gpus))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][2] == sum(n.free_count for n in fast.nodes)
+
+
+def test_fewest_counts_the_largest_occupants_needed() -> None:
+    assert _fewest([1, 4, 2], 5) == 2 and _fewest([1, 4, 2], 4) == 1 and _fewest([1, 4, 2], 7) == 3
+    assert _fewest([1, 4, 2], 8) is None and _fewest([], 1) is None
+
+
+def test_room_is_made_when_the_movers_need_every_free_gpu_elsewhere() -> None:
+    # 8 GPUs free in all, exactly what the job asks: 7 on the first node beside a movable
+    # one-GPU job, 1 on the second.  Moving the one-GPU job over takes the last free GPU.
+    from benchmarks.plan_workload import build_cluster
+    topo = build_cluster(2, 2, 1, 0, 0)
+    cluster = Cluster(topo.topology, lambda n: topo.matrix(n.name), 0)
+    first, second = cluster.nodes
+    cluster.take(first, (0,))
+    cluster.take(second, tuple(range(7)))
+    movable = Movable()
+    movable.add(0, _seat("one", first.spec.name, (0,)))
+    req = Request("eight", "t", 8, None, None, "node", None)
+    room = make_room(Placer(cluster), req, cluster.view(req.filter), cluster.leaf_depth, movable)
+    assert room is not None and room.moved["one"].nodes == (second.spec.name,)
+    assert room.placed.allocations[0].node == first.spec.name and cluster.free_gpus == 0

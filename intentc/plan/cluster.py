@@ -191,6 +191,11 @@ class Cluster:
         self._views: dict[Filter, View] = {}
         self._views_of: dict[int, list[View]] = {}     # leaf id -> the views that admit its node
         self.version = 0            # bumped on every take / release (lets callers cache failed searches)
+        self._named = {n.spec.name: n for n in self.nodes}
+        self.free_gpus = sum(n.free_count for n in self.nodes)     # on every node, whatever its kind
+
+    def node_named(self, name: str) -> NodeState:
+        return self._named[name]
 
     def _group(self, node: NodeState) -> int:
         single, a = 0, node.leaf.parent
@@ -308,6 +313,7 @@ class Cluster:
         if node.free & mask != mask:
             raise ValueError(f"GPUs {gpus} of {node.spec.name} are not all free")
         node.free &= ~mask
+        self.free_gpus -= len(gpus)
         self._count(node, -len(gpus))
 
     def release(self, node: NodeState, gpus: tuple[int, ...]) -> None:
@@ -316,6 +322,7 @@ class Cluster:
         if node.free & mask:
             raise ValueError(f"GPUs {gpus} of {node.spec.name} are not all taken")
         node.free |= mask
+        self.free_gpus += len(gpus)
         self._count(node, len(gpus))
 
     def _count(self, node: NodeState, delta: int) -> None:

@@ -29,7 +29,7 @@ of a large plan) and each refusal would otherwise look at all of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from intentc.plan.cluster import NodeState, View
@@ -62,20 +62,23 @@ class Movable:
     def __init__(self) -> None:
         self.on: dict[int, dict[str, Seated]] = {}      # node index -> intent -> its seat
         self.gpus: dict[int, int] = {}                  # node index -> GPUs those intents hold
+        self.sizes: dict[int, dict[str, int]] = {}      # node index -> intent -> the GPUs it holds
 
     def __iter__(self) -> Iterator[str]:
         """The names of the movable intents."""
         return (name for seats in self.on.values() for name in seats)
 
     def add(self, node: int, seat: Seated) -> None:
-        self.on.setdefault(node, {})[seat.placement.intent] = seat
-        self.gpus[node] = self.gpus.get(node, 0) + seat.placement.gpu_count
+        name, gpus = seat.placement.intent, seat.placement.gpu_count
+        self.on.setdefault(node, {})[name] = seat
+        self.sizes.setdefault(node, {})[name] = gpus
+        self.gpus[node] = self.gpus.get(node, 0) + gpus
 
     def remove(self, node: int, name: str) -> None:
-        seat = self.on[node].pop(name)
-        self.gpus[node] -= seat.placement.gpu_count
+        del self.on[node][name]
+        self.gpus[node] -= self.sizes[node].pop(name)
         if not self.on[node]:
-            del self.on[node], self.gpus[node]
+            del self.on[node], self.gpus[node], self.sizes[node]
 
     def reaches(self, view: View, cluster_nodes: list[NodeState], k: int, need: int) -> bool:
         """True if they hold at least `need` GPUs on nodes of `view` with room for k: less
@@ -137,20 +140,62 @@ def make_room(placer: Placer, req: Request, view: View, limit: int, movable: Mov
     Leaves the cluster exactly as it found it when it returns None.
     """
     cluster = placer.c
-    options: list[tuple[int, int, str, tuple[str, ...], NodeState, list[Seated]]] = []
-    for i, seats in movable.on.items():
+    if cluster.free_gpus < req.count:
+        # The movers must land on GPUs free elsewhere, as many as they free here, and the
+        # job takes those plus what was free here: fewer free GPUs than it asks for in the
+        # whole cluster, and no set of movers can make room.
+        return None
+    # Every set a node offers frees at least what the node lacks, with at least as many
+    # movers as its largest occupants needed to free that: a lower bound on the set's sort
+    # key.  Nodes are enumerated in the order of that bound, until CANDIDATES options sort
+    # before the next node's bound: no later node can then enter the first CANDIDATES.  The
+    # same options as enumerating every node (a plan thousands of jobs deep refuses
+    # thousands of times, and each refusal looked at every node).
+    bounds: list[tuple[int, int, str, int]] = []
+    for i, held in movable.sizes.items():
         node = cluster.nodes[i]
-        if not view.eligible[i] or node.capacity < req.count:
+        need = req.count - node.free_count
+        if need <= 0 or not view.eligible[i] or node.capacity < req.count:
             continue
-        for movers in _movers(list(seats.values()), req.count - node.free_count):
+        fewest = _fewest(held.values(), need)
+        if fewest is not None:
+            bounds.append((need, fewest, node.leaf.tie, i))
+    bounds.sort()
+    options: list[tuple[int, int, str, tuple[str, ...], NodeState, list[Seated]]] = []
+    for need, fewest, tie, i in bounds:
+        if len(options) >= CANDIDATES:
+            options.sort(key=_option_key)
+            del options[CANDIDATES:]
+            if options[-1][:3] < (need, fewest, tie):
+                break
+        node = cluster.nodes[i]
+        for movers in _movers(list(movable.on[i].values()), need):
             options.append((sum(m.placement.gpu_count for m in movers), len(movers), node.leaf.tie,
                             tuple(m.placement.intent for m in movers), node, movers))
-    options.sort(key=lambda o: o[:4])
-    for _, _, _, _, node, movers in options[:CANDIDATES]:
+    options.sort(key=_option_key)
+    for freed, _, _, _, node, movers in options[:CANDIDATES]:
+        if cluster.free_gpus - node.free_count < freed:
+            continue                # the movers cannot all land elsewhere: `_try` would fail
         room = _try(placer, req, view, limit, node, movers)
         if room is not None:
             return room
     return None
+
+
+def _fewest(sizes: Iterable[int], need: int) -> int | None:
+    """How many of these occupants, largest first, free `need` GPUs (None: all of them cannot)."""
+    freed = 0
+    for count, size in enumerate(sorted(sizes, reverse=True), start=1):
+        freed += size
+        if freed >= need:
+            return count
+    return None
+
+
+def _option_key(option: tuple[int, int, str, tuple[str, ...], NodeState, list[Seated]]
+                ) -> tuple[int, int, str, tuple[str, ...]]:
+    """GPUs moved, jobs moved, the node's tie-break, the movers' names: cheapest first."""
+    return option[:4]
 
 
 def _try(placer: Placer, req: Request, view: View, limit: int, node: NodeState,
@@ -179,10 +224,9 @@ def _try(placer: Placer, req: Request, view: View, limit: int, node: NodeState,
     placed = placer.place(req, view, limit) if ok else None
     if placed is not None:
         return Room(placed, moved)
-    by_name = {n.spec.name: n for n in cluster.nodes}
     for again in landed:
         for a in again.allocations:
-            cluster.release(by_name[a.node], a.gpus)
+            cluster.release(cluster.node_named(a.node), a.gpus)
     for seat in movers:
         cluster.take(node, seat.placement.allocations[0].gpus)
     return None
