@@ -28,7 +28,7 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -39,55 +39,34 @@ from intentc.daemon.drift_pass import applied_refs, drift_level, heal_plan, in_s
 from intentc.daemon.election import Elector
 from intentc.daemon.failures import FailureReactor, Observed
 from intentc.daemon.following import OnReload, follower_adopts, on_leading, on_reload, wait_seconds
+from intentc.daemon.healing import Healer
 from intentc.daemon.http import HealthServer
 from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.mirror import IntentMirror
 from intentc.daemon.outcome import AfterInconsistent, Settled, after_inconsistent, failed_objects, rollback_request, settle
 from intentc.daemon.probes import liveness, readiness
+from intentc.daemon.quarantines import QuarantineKeeper
 from intentc.daemon.reads import LiveReads
 from intentc.daemon.reload import ReloadResult, follow
 from intentc.daemon.rollouts import (Changed, Done, Reloaded, Stopped, Worker, apply_options, binder_for,
                                      run_rollback, run_rollout)
-from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile
-from intentc.diagnostics import format_text
-from intentc.drift import events, quarantine
+from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile, say_held, say_not_compiled
+from intentc.daemon.state import Leadership, ReactorState
 from intentc.drift.consistency import Verdict, check_rollout
-from intentc.drift.detect import History, Report, detect
-from intentc.drift.live import Managed, heal, own_plumbing, read_managed
-from intentc.drift.policy import Decision, Policies, asking_for_rollback, decide
-from intentc.drift.quarantine import Quarantine
+from intentc.drift.detect import Report, detect
+from intentc.drift.live import own_plumbing, read_managed
+from intentc.drift.policy import Policies, asking_for_rollback, decide
 from intentc.drift.rollback import RollbackError, RollbackOutcome
 from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import Inventory
 from intentc.reconcile.result import ApplyResult
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import ObjectRef
 
 __all__ = ["Daemon", "DaemonConfig", "Leadership", "ListenError"]
 log = logging.getLogger("intentc.daemon")
-
-
-@dataclass
-class _State:
-    """What the reactor knows; only the reactor thread writes it."""
-
-    desired: Desired | None = None
-    history: History | None = None
-    head: str | None = None
-    inventory: Inventory | None = None
-    managed: Managed | None = None      # every target's objects, and intentc's own plumbing
-    busy: str = ""                      # "" | "rollout" | "rollback"
-    attempted: set[str] = field(default_factory=set)
-    pending: Desired | None = None      # local mode: a plan that arrived during a rollout
-
-
-@dataclass(frozen=True)
-class Leadership:
-    """The elector: this replica started (True) or stopped (False) leading."""
-
-    leading: bool
 
 
 class ListenError(Exception):
@@ -103,7 +82,7 @@ class Daemon:
         self.clock = clock
         self.stop_event = threading.Event()
         self.queue: queue.Queue[object] = queue.Queue()
-        self.state = _State()
+        self.state = ReactorState()
         self.worker = Worker(self.queue.put, self.metrics, clock)
         self.http: HealthServer | None = None
         self.git: GitSource | None = None
@@ -120,6 +99,8 @@ class Daemon:
                                lambda _event, refs: self.queue.put(Changed(refs)), self._safe,
                                config.watch_timeout, config.kube_version)
         self.mirror = IntentMirror(client, config.target)
+        self.healer = Healer(client, self.metrics, self.mirror, self._sleep, self.stop_event, self._safe)
+        self.quarantine = QuarantineKeeper(client, config.target, self.metrics)
         self.elector = Elector(client, config.target, config.leader_timing,
                                on_change=self._on_leadership) if config.leader_elect else None
         self._next_poll = clock()
@@ -166,7 +147,7 @@ class Daemon:
             # records it (a restarted daemon must not say 0 while it holds a commit back), and
             # leadership (0 until the Lease is won)
             self.metrics.leader.set(1 if self.elector is None else 0)
-            self._safe("quarantine", self._held)
+            self._safe("quarantine", self.quarantine.held)
             if self.elector is not None:
                 self.elector.start()
             self._start_source()
@@ -288,7 +269,7 @@ class Daemon:
         inventory = self._read_inventory()
         in_force = self.state.desired.commit if self.state.desired else None
         decision = decide_head(head, previous_head=self.state.head, in_force=in_force, inventory=inventory,
-                               quarantine=self._held(), attempted=self.state.attempted)
+                               quarantine=self.quarantine.held(), attempted=self.state.attempted)
         self.state.head = head
         if decision.warning:
             log.warning("branch %s: %s", self.config.branch, decision.warning)
@@ -303,24 +284,20 @@ class Daemon:
         self.state.attempted.add(head)
         if desired is None:
             self.metrics.errors.labels("compile").inc()
-            log.error("commit %s does not compile; keeping %s in force:\n%s", head[:12],
-                      self.state.desired.commit[:12] if self.state.desired else "nothing",
-                      format_text(list(compiled.diagnostics), compiled.sources).rstrip())
+            say_not_compiled(head, self.state.desired.commit if self.state.desired else None, compiled)
             if self.state.desired is None and inventory.commit:
                 self._adopt(inventory.commit)
             return
         if desired.held:
             self.metrics.errors.labels("compile").inc()
-            log.error("commit %s: tenants held back by their errors (neither applied nor pruned): %s\n%s",
-                      head[:12], ", ".join(desired.held),
-                      format_text([d for d in compiled.diagnostics if d.is_error], compiled.sources).rstrip())
+            say_held(head, desired, compiled)
         self._rollout(desired)
 
     def _follow(self, head: str) -> None:
         """A follower applies nothing (`following.follower_adopts`); it re-reads at every poll."""
         self.state.head = None              # decide afresh once leading
         inventory = self._read_inventory()
-        self._held()
+        self.quarantine.held()
         commit = follower_adopts(inventory, self.state.desired.commit if self.state.desired else None)
         if commit:
             self.state.history = self.git.history(head) if self.git is not None else None
@@ -344,16 +321,8 @@ class Daemon:
         self._resync()
 
     def _reloaded(self, result: ReloadResult) -> None:
-        if not result.ok:
-            log.error("change does not compile; keeping the plan in force:\n%s",
-                      format_text(list(result.diagnostics), dict(result.sources)).rstrip())
-            return
-        if result.plan_note and result.snapshot is not None:
-            # "incremental plan: N intents re-placed" (a full re-plan follows in the background),
-            # or "full plan swapped in for the incremental one"
-            log.info("generation %d: %s", result.snapshot.generation, result.plan_note)
         assert self.local is not None
-        desired, in_force = self.local.desired(result), self.state.desired
+        desired, in_force = self.local.accept(result), self.state.desired
         step = on_reload(desired.manifests if desired else None, in_force.manifests if in_force else None,
                          self.state.busy)
         if step is OnReload.PEND:
@@ -366,12 +335,6 @@ class Daemon:
         self.state.inventory = managed.inventory
         self.state.managed = managed
         return managed.inventory
-
-    def _held(self) -> Quarantine:
-        """The quarantine as the cluster records it; the gauge says how many commits it holds."""
-        held = quarantine.read(self.client, self.config.target)
-        self.metrics.quarantined.set(len(held.entries))
-        return held
 
     # -- rollouts and rollbacks -----------------------------------------------------------
     def _sleep(self, seconds: float) -> None:
@@ -432,7 +395,8 @@ class Daemon:
         if verdict.consistent:
             log.info("commit %s rolled out: %s", desired.commit[:12], result.health)
             self.metrics.set_applied(desired.commit, self.config.branch, desired.origin)
-            self._clear_quarantine(desired.commit)
+            if self.state.history is not None and self.leading():
+                self._safe("quarantine", partial(self.quarantine.clear, desired.commit, self.state.history))
             self._resync()
             return
         log.error("%s", verdict.summary())
@@ -454,23 +418,8 @@ class Daemon:
             return
         log.warning("rolled back to %s: %s", outcome.to_commit[:12], outcome.applied.result)
         self.metrics.set_applied(outcome.to_commit, self.config.branch, "rollback")
-        self._safe("quarantine", self._held)
+        self._safe("quarantine", self.quarantine.held)
         self._adopt(outcome.to_commit)
-
-    def _clear_quarantine(self, commit: str) -> None:
-        history = self.state.history
-        if history is None or not self.leading():
-            return
-
-        def clear() -> None:
-            held = quarantine.read(self.client, self.config.target)
-            kept = held.cleared_by(commit, history)
-            if kept != held:
-                quarantine.write(self.client, self.config.target, kept)
-                log.info("commit %s clears the quarantine of %s", commit[:12],
-                         ", ".join(e.commit[:12] for e in held.entries if e not in kept.entries))
-            self.metrics.quarantined.set(len(kept.entries))
-        self._safe("quarantine", clear)
 
     # -- drift ------------------------------------------------------------------------------
     def _resync(self) -> None:
@@ -507,14 +456,8 @@ class Daemon:
         decisions = decide(report, Policies.from_program(desired.program))
         live = self.reads.cache()
         due = self.ledger.heals_due(decisions, desired.by_ref, applied, self.clock())
-        for step in heal_plan(due, tuple(desired.by_ref.values()), live):
-            if not self.leading():      # lost the Lease during this pass: stop before the next write
-                return
-            if step.blocked is not None:
-                log.info("heal of %s waits: %s", step.manifest.ref, step.blocked)
-                continue
-            self._safe("heal", partial(self._heal_one, step.decision, step.manifest))
-        self._react()
+        if self.healer.run(heal_plan(due, tuple(desired.by_ref.values()), live), self.leading):
+            self._react()
 
     def _react(self) -> None:
         """GPU failures and the Intent mirror (daemon/failures.py, daemon/mirror.py): they act,
@@ -525,22 +468,3 @@ class Daemon:
         live = self.reads.cache()
         self._safe("fallback", partial(self.failures.react, live))
         self._safe("mirror", partial(self.mirror.sync, desired, live))
-
-    def _heal_one(self, d: Decision, manifest: Manifest) -> None:
-        """Re-apply one drifted object and say so (log line, metric, Event)."""
-        try:
-            outcome = heal(self.client, manifest, self._sleep)
-        except Stopped:                 # shutting down, or the Lease was lost mid-heal
-            log.warning("heal of %s interrupted: %s", d.finding.ref,
-                        "shutting down" if self.stop_event.is_set() else "no longer the leader")
-            return
-        f = d.finding
-        if not outcome.ok:
-            log.error("heal of %s failed: %s", f.ref, outcome.message)
-            return
-        self.metrics.heals.labels(f.drift.value).inc()
-        self.mirror.healed(manifest.body)
-        who = ", ".join(f.managers) or f.drift.value
-        log.warning("healed %s (%s by %s; policy %s)", f.ref, f.drift.value, who, d.policy.value)
-        events.emit(self.client, f.ref, "DriftHealed", f"intentc re-applied the desired state ({f.message})",
-                    "Normal", outcome.body)
