@@ -44,25 +44,25 @@ from intentc.daemon.http import HealthServer
 from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.mirror import IntentMirror
-from intentc.daemon.outcome import AfterInconsistent, Settled, after_inconsistent, failed_objects, rollback_request, settle
+from intentc.daemon.outcome import rollback_request
 from intentc.daemon.probes import liveness, readiness
 from intentc.daemon.quarantines import QuarantineKeeper
 from intentc.daemon.reads import LiveReads
 from intentc.daemon.reload import ReloadResult, follow
 from intentc.daemon.rollouts import (Changed, Done, Reloaded, Stopped, Worker, apply_options, binder_for,
                                      run_rollback, run_rollout)
+from intentc.daemon.settling import Settler
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile, say_held, say_not_compiled
 from intentc.daemon.state import Leadership, ReactorState
-from intentc.drift.consistency import Verdict, check_rollout
+from intentc.drift.consistency import Verdict
 from intentc.drift.detect import Report, detect
 from intentc.drift.live import own_plumbing, read_managed
-from intentc.drift.policy import Policies, asking_for_rollback, decide
-from intentc.drift.rollback import RollbackError, RollbackOutcome
+from intentc.drift.policy import Policies, decide
+from intentc.drift.rollback import RollbackError
 from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import Inventory
-from intentc.reconcile.result import ApplyResult
 from intentc.render.model import ObjectRef
 
 __all__ = ["Daemon", "DaemonConfig", "Leadership", "ListenError"]
@@ -101,6 +101,7 @@ class Daemon:
         self.mirror = IntentMirror(client, config.target)
         self.healer = Healer(client, self.metrics, self.mirror, self._sleep, self.stop_event, self._safe)
         self.quarantine = QuarantineKeeper(client, config.target, self.metrics)
+        self.settler = Settler(self.metrics, self.quarantine, self.reads, config.branch, self._safe)
         self.elector = Elector(client, config.target, config.leader_timing,
                                on_change=self._on_leadership) if config.leader_elect else None
         self._next_poll = clock()
@@ -370,56 +371,22 @@ class Daemon:
             self.state.busy = ""
 
     def _done(self, done: Done) -> None:
+        """A rollout or rollback finished (`settling`): act on what follows it."""
         self.state.busy = ""
-        self._finished(done)
+        then = self.settler.finished(done, leading=self.leading, can_roll_back=self.git is not None,
+                                     history=self.state.history)
+        if then.forget is not None:
+            self.state.head = None        # try again at the next poll
+            self.state.attempted.discard(then.forget)
+        if then.roll_back is not None:
+            self._rollback(*then.roll_back)
+        if then.adopt is not None:
+            self._adopt(then.adopt)
+        if then.resync:
+            self._resync()
         if self.state.pending is not None and not self.state.busy:
             pending, self.state.pending = self.state.pending, None
             self._rollout(pending)
-
-    def _finished(self, done: Done) -> None:
-        """Judge a finished rollout (`outcome`): keep it, try it again, or roll it back."""
-        result, desired = done.result, done.desired
-        step = settle(done.kind, result, desired=desired is not None, error=done.error)
-        if step is Settled.ROLLED_BACK:
-            self._rolled_back(done)
-            return
-        if step is not Settled.JUDGE:
-            if step is not Settled.NOTHING and desired is not None:
-                if step is Settled.ERROR and isinstance(result, ApplyResult):
-                    log.error("rollout of %s stopped: %s", desired.commit[:12], result.message)
-                self.state.head = None        # try again at the next poll
-                self.state.attempted.discard(desired.commit)
-            return
-        assert desired is not None and isinstance(result, ApplyResult)
-        verdict = check_rollout(desired.commit, desired.manifests, self.reads.live(desired), failed_objects(result))
-        if verdict.consistent:
-            log.info("commit %s rolled out: %s", desired.commit[:12], result.health)
-            self.metrics.set_applied(desired.commit, self.config.branch, desired.origin)
-            if self.state.history is not None and self.leading():
-                self._safe("quarantine", partial(self.quarantine.clear, desired.commit, self.state.history))
-            self._resync()
-            return
-        log.error("%s", verdict.summary())
-        askers = asking_for_rollback(((p.intent, p.tenant) for p in verdict.problems),
-                                     Policies.from_program(desired.program))
-        after = after_inconsistent(askers, leading=self.leading(), can_roll_back=self.git is not None)
-        if after is AfterInconsistent.NOT_LEADER:
-            log.warning("not rolling back %s: no longer the leader", desired.commit[:12])
-        elif after is AfterInconsistent.KEEP:
-            log.warning("not rolling back %s: no failing intent has `drift: rollback`", desired.commit[:12])
-            self._resync()
-        else:
-            self._rollback(desired, verdict, askers)
-
-    def _rolled_back(self, done: Done) -> None:
-        outcome = done.result
-        if not isinstance(outcome, RollbackOutcome):
-            log.error("rollback of %s failed: %s", done.desired.commit[:12] if done.desired else "?", done.error)
-            return
-        log.warning("rolled back to %s: %s", outcome.to_commit[:12], outcome.applied.result)
-        self.metrics.set_applied(outcome.to_commit, self.config.branch, "rollback")
-        self._safe("quarantine", self.quarantine.held)
-        self._adopt(outcome.to_commit)
 
     # -- drift ------------------------------------------------------------------------------
     def _resync(self) -> None:
