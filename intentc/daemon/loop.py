@@ -19,7 +19,9 @@ and the steps that act.  What each step decides is a pure function of
 plain data elsewhere: `branch` (a new head), `following` (follower, reload,
 new leader, timing), `outcome` (a finished rollout or rollback),
 `drift_pass` (what a pass looks at and heals), `probes` (/healthz, /readyz).
-`reads` holds the watches and the cache, `rollouts` the worker.
+Helpers act for it on its thread: `reads` (the watches and the cache),
+`healing`, `settling` (a finished rollout's bookkeeping), `quarantines`,
+`rollouts` (the worker).  docs/design.md, "Inside the daemon", maps them.
 """
 
 from __future__ import annotations
@@ -144,11 +146,7 @@ class Daemon:
                                   f"{e.strerror or e} (choose another --listen address)") from None
             log.info("serving /healthz /readyz /metrics on port %d", self.http.port)
         try:
-            # every gauge means something before the first cycle: the quarantine as the cluster
-            # records it (a restarted daemon must not say 0 while it holds a commit back), and
-            # leadership (0 until the Lease is won)
-            self.metrics.leader.set(1 if self.elector is None else 0)
-            self._safe("quarantine", self.quarantine.held)
+            self._startup_gauges()
             if self.elector is not None:
                 self.elector.start()
             self._start_source()
@@ -168,6 +166,13 @@ class Daemon:
                 self.http.stop()
             log.info("stopped")
         return 0
+
+    def _startup_gauges(self) -> None:
+        """Every gauge means something before the first cycle: the quarantine as the
+        cluster records it (a restarted daemon must not say 0 while it holds a commit
+        back), and leadership (0 until the Lease is won)."""
+        self.metrics.leader.set(1 if self.elector is None else 0)
+        self._safe("quarantine", self.quarantine.held)
 
     def _start_source(self) -> None:
         cfg = self.config
