@@ -15,11 +15,11 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
 
 from intentc.daemon.drift_pass import HealStep
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.mirror import IntentMirror
+from intentc.daemon.reads import Safe
 from intentc.daemon.rollouts import Stopped
 from intentc.drift import events
 from intentc.drift.live import heal
@@ -33,7 +33,7 @@ log = logging.getLogger("intentc.daemon")
 class Healer:
     def __init__(self, client: KubeClient, metrics: DaemonMetrics, mirror: IntentMirror,
                  sleep: Callable[[float], None], stop: threading.Event,
-                 safe: Callable[[str, Callable[[], Any]], Any]) -> None:
+                 safe: Safe) -> None:
         self.client = client
         self.metrics = metrics
         self.mirror = mirror

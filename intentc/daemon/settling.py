@@ -15,12 +15,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.outcome import AfterInconsistent, Settled, after_inconsistent, failed_objects, settle
 from intentc.daemon.quarantines import QuarantineKeeper
-from intentc.daemon.reads import LiveReads
+from intentc.daemon.reads import LiveReads, Safe
 from intentc.daemon.rollouts import Done
 from intentc.daemon.source import Desired
 from intentc.drift.consistency import Verdict, check_rollout
@@ -44,7 +43,7 @@ class Then:
 
 class Settler:
     def __init__(self, metrics: DaemonMetrics, quarantine: QuarantineKeeper, reads: LiveReads, branch: str,
-                 safe: Callable[[str, Callable[[], Any]], Any]) -> None:
+                 safe: Safe) -> None:
         self.metrics = metrics
         self.quarantine = quarantine
         self.reads = reads
