@@ -20,8 +20,9 @@ plain data elsewhere: `branch` (a new head), `following` (follower, reload,
 new leader, timing), `outcome` (a finished rollout or rollback),
 `drift_pass` (what a pass looks at and heals), `probes` (/healthz, /readyz).
 Helpers act for it on its thread: `reads` (the watches and the cache),
-`healing`, `settling` (a finished rollout's bookkeeping), `quarantines`,
-`rollouts` (the worker).  docs/design.md, "Inside the daemon", maps them.
+`healing` (a drift pass: detect, heal, then GPU failures and the mirror),
+`settling` (a finished rollout's bookkeeping), `quarantines`, `rollouts`
+(the worker).  docs/design.md, "Inside the daemon", maps them.
 """
 
 from __future__ import annotations
@@ -31,17 +32,15 @@ import queue
 import threading
 import time
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from intentc.daemon.branch import Step, decide_head
 from intentc.daemon.config import DaemonConfig
-from intentc.daemon.drift_pass import applied_refs, drift_level, heal_plan, in_scope, live_in_scope
 from intentc.daemon.election import Elector
 from intentc.daemon.failures import FailureReactor, Observed
 from intentc.daemon.following import OnReload, follower_adopts, on_leading, on_reload, wait_seconds
-from intentc.daemon.healing import Healer
+from intentc.daemon.healing import DriftReactor
 from intentc.daemon.http import HealthServer
 from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
@@ -57,9 +56,7 @@ from intentc.daemon.settling import Settler
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile, say_held, say_not_compiled
 from intentc.daemon.state import Leadership, ReactorState
 from intentc.drift.consistency import Verdict
-from intentc.drift.detect import Report, detect
-from intentc.drift.live import own_plumbing, read_managed
-from intentc.drift.policy import Policies, decide
+from intentc.drift.live import read_managed
 from intentc.drift.rollback import RollbackError
 from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
@@ -91,7 +88,6 @@ class Daemon:
         self.local: LocalSource | None = None
         self.beat = clock()
         self.polls = 0                      # completed git polls (tests wait on these)
-        self.passes = 0                     # completed detection passes
         self.rollouts: list[tuple[str, str]] = []   # (kind, commit) of every rollout started
         self._threads: list[threading.Thread] = []
         self.ledger = DriftLedger(config.heal_backoff)
@@ -101,13 +97,20 @@ class Daemon:
                                lambda _event, refs: self.queue.put(Changed(refs)), self._safe,
                                config.watch_timeout, config.kube_version)
         self.mirror = IntentMirror(client, config.target)
-        self.healer = Healer(client, self.metrics, self.mirror, self._sleep, self.stop_event, self._safe)
+        self.drift = DriftReactor(client, config.target, self.metrics, self.ledger, self.reads, self.failures,
+                                  self.mirror, leading=self.leading, sleep=self._sleep, stop=self.stop_event,
+                                  safe=self._safe, clock=clock)
         self.quarantine = QuarantineKeeper(client, config.target, self.metrics)
         self.settler = Settler(self.metrics, self.quarantine, self.reads, config.branch, self._safe)
         self.elector = Elector(client, config.target, config.leader_timing,
                                on_change=self._on_leadership) if config.leader_elect else None
         self._next_poll = clock()
         Path(config.workdir).mkdir(parents=True, exist_ok=True)
+
+    @property
+    def passes(self) -> int:
+        """Completed detection passes (tests wait on these)."""
+        return self.drift.passes
 
     def leading(self) -> bool:
         """Whether this replica may act now (always, without leader election)."""
@@ -221,7 +224,7 @@ class Daemon:
                 except queue.Empty:
                     break
             if changed and self.state.desired is not None:
-                self._detect(changed)
+                self.drift.detect(self.state, changed)
 
     def _handle(self, item: object) -> None:
         if isinstance(item, Done):
@@ -229,7 +232,7 @@ class Daemon:
         elif isinstance(item, Reloaded):
             self._reloaded(item.result)
         elif isinstance(item, Observed):
-            self._react()
+            self.drift.react(self.state)
         elif isinstance(item, Leadership):
             self._leadership(item.leading)
 
@@ -398,45 +401,4 @@ class Daemon:
         if self.state.desired is None:
             return
         self._safe("inventory", self._read_inventory)
-        self._detect(None)
-
-    def _detect(self, refs: set[ObjectRef] | None) -> None:
-        """Detect over `refs` (None: everything; `drift_pass` says what that covers) and act."""
-        desired = self.state.desired
-        if desired is None:
-            return
-        started = self.clock()
-        cache = self.reads.cache()
-        wanted = in_scope(desired.by_ref, refs)
-        cache.update(self.reads.fetch_absent(wanted, cache))
-        live = live_in_scope(cache, refs)
-        managed = self.state.managed
-        report = detect((m.body for m in wanted.values()), live.values(),
-                        managed.refs if managed else (), self.state.history,
-                        exclude=managed.plumbing if managed else own_plumbing(self.config.target))
-        for f in self.ledger.record(report.findings, refs):
-            log.log(drift_level(self.state.busy), "drift: %s %s: %s", f.drift.value, f.ref, f.message)
-        self.metrics.set_counts(self.ledger.counts())
-        self._act(report, desired)
-        self.passes += 1
-        self.metrics.reconcile_seconds.labels("resync" if refs is None else "event").observe(self.clock() - started)
-
-    def _act(self, report: Report, desired: Desired) -> None:
-        if self.state.busy or not self.leading():
-            return
-        applied = applied_refs(self.state.inventory)
-        decisions = decide(report, Policies.from_program(desired.program))
-        live = self.reads.cache()
-        due = self.ledger.heals_due(decisions, desired.by_ref, applied, self.clock())
-        if self.healer.run(heal_plan(due, tuple(desired.by_ref.values()), live), self.leading):
-            self._react()
-
-    def _react(self) -> None:
-        """GPU failures and the Intent mirror (daemon/failures.py, daemon/mirror.py): they act,
-        so they run when the daemon acts (`_act`: not during a rollout, only on the leader)."""
-        desired = self.state.desired
-        if desired is None or self.state.busy or not self.leading():     # followers only watch
-            return
-        live = self.reads.cache()
-        self._safe("fallback", partial(self.failures.react, live))
-        self._safe("mirror", partial(self.mirror.sync, desired, live))
+        self.drift.detect(self.state, None)
