@@ -13,7 +13,7 @@ pure `daemon/fallback.py` what to do and does it through `kube/reactions.py`:
 Each action is logged, counted (`intentc_gpu_observation_taints_total`,
 `intentc_fallback_resumes_total`) and recorded as an Event (aggregated,
 drift/events.py) on the Node or the Job.  The reactor runs on the daemon's
-reactor thread, only when the daemon acts (`Daemon._react`): informer events
+reactor thread, only when the daemon acts (`healing.DriftReactor.react`): informer events
 merely ask for a pass, and many events before the next pass ask once.
 """
 

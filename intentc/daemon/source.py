@@ -8,12 +8,14 @@ cares which one it runs with.
 from __future__ import annotations
 
 import gc
+import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 
 from intentc import gitrepo
 from intentc.compile import CompileResult
+from intentc.diagnostics import format_text
 from intentc.daemon.reload import Reloader, ReloadResult
 from intentc.drift.detect import History
 from intentc.drift.rollback import RepoSource, compile_revision
@@ -26,6 +28,7 @@ from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Manifest, ObjectRef, Rendered
 from intentc.topology.load import LoadedTopology
 
+log = logging.getLogger("intentc.daemon")
 HISTORY_DEPTH = 5000      # commits of the branch kept for stale / foreign checks
 
 
@@ -131,6 +134,19 @@ class LocalSource:
     def load(self) -> ReloadResult:
         return self.reloader.load()
 
+    def accept(self, result: ReloadResult) -> Desired | None:
+        """`desired`, having said what the reload was: a change that does not compile (the
+        plan in force stays), or how the plan was made (incremental, or the full one)."""
+        if not result.ok:
+            log.error("change does not compile; keeping the plan in force:\n%s",
+                      format_text(list(result.diagnostics), dict(result.sources)).rstrip())
+            return None
+        if result.plan_note and result.snapshot is not None:
+            # "incremental plan: N intents re-placed" (a full re-plan follows in the background),
+            # or "full plan swapped in for the incremental one"
+            log.info("generation %d: %s", result.snapshot.generation, result.plan_note)
+        return self.desired(result)
+
     def desired(self, result: ReloadResult) -> Desired | None:
         """The snapshot in force, with what re-binding it on live state needs (as a commit of
         the branch has it): its plan is the preview, its topology the one it was planned on."""
@@ -141,3 +157,14 @@ class LocalSource:
         if snap.loaded is None:
             return desired
         return replace(desired, preview=Preview(snap.plan, snap.loaded, snap.rendered, self.reloader.policies))
+
+
+def say_not_compiled(head: str, in_force: str | None, compiled: CompileResult) -> None:
+    log.error("commit %s does not compile; keeping %s in force:\n%s", head[:12], in_force[:12] if in_force else "nothing",
+              format_text(list(compiled.diagnostics), compiled.sources).rstrip())
+
+
+def say_held(head: str, desired: Desired, compiled: CompileResult) -> None:
+    log.error("commit %s: tenants held back by their errors (neither applied nor pruned): %s\n%s",
+              head[:12], ", ".join(desired.held),
+              format_text([d for d in compiled.diagnostics if d.is_error], compiled.sources).rstrip())

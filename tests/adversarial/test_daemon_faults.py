@@ -20,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from intentc.daemon.http import DEFAULT_LISTEN, HealthServer, parse_listen
-from intentc.daemon.loop import DaemonConfig, _report_crash
+from intentc.daemon.config import DaemonConfig
+from intentc.daemon.rollouts import report_crash
 from intentc.daemon.metrics import DaemonMetrics
 
 SECRET_REASON = ("not watching: Job: 403 jobs.batch is forbidden: User \"system:serviceaccount:intentc-system:"
@@ -82,9 +83,9 @@ def test_shutdown_with_a_queued_rollout_logs_no_cancelled_error(caplog: pytest.L
     pool = ThreadPoolExecutor(max_workers=1)
     release = threading.Event()
     running = pool.submit(release.wait, 10)
-    running.add_done_callback(_report_crash)
+    running.add_done_callback(report_crash)
     queued = pool.submit(lambda: None)
-    queued.add_done_callback(_report_crash)
+    queued.add_done_callback(report_crash)
     with caplog.at_level(logging.DEBUG):
         threading.Timer(0.2, release.set).start()
         pool.shutdown(wait=True, cancel_futures=True)
