@@ -248,3 +248,46 @@ def test_requirements_vocabulary_matches_the_schema() -> None:
     schema = json.loads((Path(__file__).parents[1] / "schemas" / "policy.schema.json").read_text())
     enum = schema["properties"]["spec"]["properties"]["requires"]["items"]["enum"]
     assert enum == [r.value for r in Requirement]
+
+
+def _workloads() -> list[dict[str, Any]]:
+    """A Job, a CronJob and a Deployment whose pods already have env, volumes and mounts."""
+    def pod() -> dict[str, Any]:
+        return {"containers": [{"name": "main", "image": "i", "env": [{"name": "Z", "value": "1"}],
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]},
+                               {"name": "side", "image": "s"}],
+                "volumes": [{"name": "data", "emptyDir": {}}]}
+    meta = {"name": "w", "namespace": "t", "labels": {"a": "b"}}
+    return [{"apiVersion": "batch/v1", "kind": "Job", "metadata": dict(meta),
+             "spec": {"parallelism": 2, "template": {"metadata": {"labels": {"a": "b"}}, "spec": pod()}}},
+            {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": dict(meta),
+             "spec": {"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": {"spec": pod()}}}}},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": dict(meta),
+             "spec": {"replicas": 1, "template": {"spec": pod()}}}]
+
+
+def _deep_with_state_volume(body: dict[str, Any], claim: str) -> dict[str, Any]:
+    """The change written plainly on a deep copy: what the renderer must produce."""
+    import copy
+    out = copy.deepcopy(body)
+    spec = out["spec"]["jobTemplate"]["spec"] if out["kind"] == "CronJob" else out["spec"]
+    pod = spec["template"]["spec"]
+    for c in pod["containers"]:
+        c.setdefault("env", []).append({"name": "INTENTC_STATE_DIR", "value": "/var/lib/intentc/state"})
+        c["env"].sort(key=lambda e: e["name"])
+        c.setdefault("volumeMounts", []).append({"name": "intentc-state", "mountPath": "/var/lib/intentc/state"})
+    pod.setdefault("volumes", []).append({"name": "intentc-state", "persistentVolumeClaim": {"claimName": claim}})
+    return out
+
+
+def test_the_state_volume_and_env_leave_the_rendered_body_as_it_was() -> None:
+    # The workload copies are new only down to the containers and share the rest with the
+    # body they were made from; appending to a shared list would change that body too.
+    from intentc.render.policy_objects import with_state_volume
+    intent = ir.Intent("w", ir.Trigger("push"), ir.Action("batch", "i"), ir.Context(ir.Ref("t")))
+    for body in _workloads():
+        before = json.dumps(body, sort_keys=False)
+        out = with_state_volume(body, intent)
+        assert json.dumps(body, sort_keys=False) == before
+        assert json.dumps(out, sort_keys=False) == json.dumps(_deep_with_state_volume(body, "w-state"),
+                                                              sort_keys=False)

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from intentc.ir import Intent, Tenant
@@ -58,17 +57,30 @@ def _pod_spec(body: dict[str, Any]) -> dict[str, Any] | None:
     return template["spec"] if isinstance(template, dict) else None
 
 
+def _copied_to_containers(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A copy of a workload body, and its pod spec, new down to each container; what is
+    not on that path is shared with `body`.  Rendered bodies are never mutated after they
+    are made (`stamp` copies only the metadata level too), so sharing is safe, and a deep
+    copy of every Job at 100,000 intents was an eighth of `compile`."""
+    out = dict(body)
+    spec = out["spec"] = dict(out["spec"])
+    if out["kind"] == "CronJob":
+        job = spec["jobTemplate"] = dict(spec["jobTemplate"])
+        spec = job["spec"] = dict(job["spec"])
+    template = spec["template"] = dict(spec["template"])
+    pod = template["spec"] = dict(template["spec"])
+    pod["containers"] = [dict(c) for c in pod["containers"]]
+    return out, pod
+
+
 def with_env(body: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     """A copy of a workload body whose containers also get `env` (other kinds unchanged)."""
     if body["kind"] not in ("Job", "CronJob", "Deployment"):
         return body
-    out = copy.deepcopy(body)
-    pod = _pod_spec(out)
-    assert pod is not None
+    out, pod = _copied_to_containers(body)
     for c in pod["containers"]:
-        items = c.setdefault("env", [])
-        items.extend({"name": k, "value": v} for k, v in env.items())
-        items.sort(key=lambda e: e["name"])
+        c["env"] = sorted([*c.get("env", ()), *({"name": k, "value": v} for k, v in env.items())],
+                          key=lambda e: e["name"])
     return out
 
 
@@ -79,10 +91,11 @@ def with_state_volume(body: dict[str, Any], intent: Intent) -> dict[str, Any]:
     out = with_env(body, {"INTENTC_STATE_DIR": STATE_DIR})
     pod = _pod_spec(out)
     assert pod is not None
-    pod.setdefault("volumes", []).append(
-        {"name": STATE_VOLUME, "persistentVolumeClaim": {"claimName": claim_name(intent)}})
+    # new lists, not appends: the ones `with_env` did not copy are the original body's
+    pod["volumes"] = [*pod.get("volumes", ()),
+                      {"name": STATE_VOLUME, "persistentVolumeClaim": {"claimName": claim_name(intent)}}]
     for c in pod["containers"]:
-        c.setdefault("volumeMounts", []).append({"name": STATE_VOLUME, "mountPath": STATE_DIR})
+        c["volumeMounts"] = [*c.get("volumeMounts", ()), {"name": STATE_VOLUME, "mountPath": STATE_DIR}]
     return out
 
 
