@@ -21,8 +21,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-import networkx as nx
-
 from intentc import collector
 from intentc import graph, ir
 from intentc.duration import format_duration
@@ -35,6 +33,7 @@ from intentc.plan.model import BatchSizing, Occupancy, Placement, Plan, Strategy
 from intentc.plan.observation import without_observed
 from intentc.plan.placer import Placer, Request
 from intentc.plan.schedule import Job, Outcome, Simulation
+from intentc.plan.shape import shape
 from intentc.plan.strategy import decide
 from intentc.policy import BUILTIN, Policies
 from intentc.policy import check as policy_check
@@ -112,7 +111,7 @@ def duration_warning(intent: ir.Intent, seconds: int | None = None) -> Diagnosti
                    hint="give it a `duration:` estimate so the plan knows when its GPUs are free again")
 
 
-def _jobs(g: nx.DiGraph, intents: list[ir.Intent], cyclic: frozenset[str],
+def _jobs(after: dict[str, tuple[str, ...]], intents: list[ir.Intent],
           durations: dict[str, int]) -> tuple[dict[str, Job], list[Diagnostic]]:
     """Durations and dependencies per intent, and W0602 where a GPU intent has no `duration`."""
     jobs: dict[str, Job] = {}
@@ -124,9 +123,7 @@ def _jobs(g: nx.DiGraph, intents: list[ir.Intent], cyclic: frozenset[str],
         unsaid = duration_warning(intent, seconds)
         if unsaid is not None:
             diags.append(unsaid)
-        after = () if intent.name in cyclic else tuple(sorted(u for u in g.predecessors(intent.name)
-                                                               if u not in cyclic))
-        jobs[intent.name] = Job(intent, None if open_ended else seconds, after)
+        jobs[intent.name] = Job(intent, None if open_ended else seconds, after.pop(intent.name))
     return jobs, diags
 
 
@@ -254,20 +251,15 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
 def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupied: Occupancy | None,
                policies: Policies, previous: Plan | None) -> tuple[Plan, list[Diagnostic]]:
     topology = without_observed(topology)    # nodes whose GPU failed recently (daemon/fallback.py)
-    g, diags = graph.checked(program)      # no attributes: the planner reads the shape only
-    cyclic = graph.nodes_in_cycles(g)
-    waves = graph.waves(g, cyclic)
-    wave_of = {name: i for i, wave in enumerate(waves) for name in wave}
     intents = unique_intents(program)
     durations = {i.name: graph.duration_seconds(i) for i in intents}
-    path, path_s = graph.critical_path(g, durations, cyclic)
+    # the graph's shape only, no networkx graph unless there is a cycle to describe (plan/shape.py)
+    shaped, diags = shape(program, durations)
+    waves, wave_of, path, path_s = shaped.waves, shaped.wave_of, shaped.path, shaped.path_s
     terms = tenant_terms(program, intents)
-    jobs, duration_diags = _jobs(g, intents, cyclic, durations)
-    del durations
+    jobs, duration_diags = _jobs(shaped.after, intents, durations)     # each intent's `after` moves to its job
+    del durations, shaped
     diags += duration_diags
-    # not read from here on: emptied now, as the collector is paused and its views refer
-    # back to it (at 100,000 intents it would otherwise sit under the placement, ~70 MB)
-    g.clear()
 
     run = _place_all(topology, seed, jobs, terms, wave_of, occupied or Occupancy(),
                      policy_check.pinned(program, policies))
@@ -279,7 +271,7 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
         name, seat = seated.popitem()
         start, end, ready = times.pop(name)
         p = seat.placement
-        made = Placement(p.intent, p.tenant, p.allocations, p.domains, p.interconnect,
+        made = Placement(name, p.tenant, p.allocations, p.domains, p.interconnect,
                          start, end, ready, sla_name(jobs[name].intent))
         placements.append(made if previous is None else _kept(made, previous.placements))
     placements.sort(key=lambda p: p.intent)

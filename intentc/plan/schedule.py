@@ -92,6 +92,8 @@ class Outcome:
     """What one run of the schedule produced."""
 
     cluster: Cluster
+    # per started intent (one shared record per tenant for intents without GPUs: their
+    # placements are made from their names, `Simulation._seat_without_gpus`)
     seated: dict[str, Seated] = field(default_factory=dict)
     times: dict[str, tuple[int, int | None, int]] = field(default_factory=dict)   # start, end, ready
     unplaced: list[Unplaced] = field(default_factory=list)
@@ -116,7 +118,12 @@ class Simulation:
         self.out = Outcome(cluster)
         # the domains of an intent without GPUs: one tuple shared by all of them (the plan keeps it)
         self.spread: tuple[tuple[str, str | None], ...] = tuple((lvl, None) for lvl in cluster.levels)
-        self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
+        # a request per intent that asks for GPUs (an intent without them asks nothing of the
+        # cluster: its request would only be read for its filter, which no demand counts)
+        self.reqs = {n: Request.of(j.intent) for n, j in jobs.items() if j.intent.constraints.gpus is not None}
+        # what an intent without GPUs is seated as: one record per tenant, shared (nothing reads
+        # its request or its name; the plan's placement is made from its name and times)
+        self._unplaced_seat: dict[str, Seated] = {}
         self.gpus = {n: j.intent.gpu_count for n, j in jobs.items()}
         # what only the offer of GPU intents reads (SLA rank, `within` depth, queue order) is
         # kept for GPU intents only: at 100,000 intents, 5 % of them (~20 MB less at the peak)
@@ -232,7 +239,9 @@ class Simulation:
                 on.pop(key, None)
 
     def _release(self, key: str) -> None:
-        hold = self.holds.pop(key)
+        hold = self.holds.pop(key, None)
+        if hold is None:
+            return                  # an intent without GPUs: it held nothing
         self._index(key, hold, False)
         if hold.tenant is not None and hold.allocs:
             self.held[hold.tenant] -= hold.gpus
@@ -257,8 +266,6 @@ class Simulation:
                 self._release(key)
                 if not key.startswith("\0"):
                     self._done(key, t, ready)
-                elif key.startswith("\0cpu:"):
-                    self._done(key[5:], t, ready)
             self._offer(t, ready)
             if first:
                 self.out.idle_at_start = idle_on_used_nodes(self.c)
@@ -285,20 +292,32 @@ class Simulation:
         end = None if job.duration is None else t + job.duration
         intent = job.intent
         if placed is None:
-            placement = Placement(name, intent.tenant, (), self.spread, "none")
-            key = "\0cpu:" + name
+            # nothing held: only its end is an event (in the same sequence as a hold's), where
+            # what waits for it becomes ready; no hold, key or placement of its own (95 % of
+            # the intents at 100,000, docs/reload.md, Memory: the full plan's peak)
+            if end is not None:
+                self._seq += 1
+                self.events.add((end, self._seq, name))
+            self.out.seated[name] = self._seat_without_gpus(intent.tenant)
         else:
             placement = Placement(name, intent.tenant, placed.allocations, placed.domains, placed.interconnect)
-            key = name
-        nodes = self.c.nodes
-        self._hold(key, _Hold(end, intent.tenant, [(nodes[self.node_index[a.node]], a.gpus)
-                                                    for a in placement.allocations]), taken=True)
-        self.out.seated[name] = Seated(self.reqs[name], placement)
+            nodes = self.c.nodes
+            self._hold(name, _Hold(end, intent.tenant, [(nodes[self.node_index[a.node]], a.gpus)
+                                                         for a in placement.allocations]), taken=True)
+            self.out.seated[name] = Seated(self.reqs[name], placement)
         self.out.times[name] = (t, end, ready_at)
         self._settled(name)
         del ready[name]
         if end is None:
             self._done(name, t, ready)
+
+    def _seat_without_gpus(self, tenant: str) -> Seated:
+        """The tenant's shared record of a started intent without GPUs."""
+        seat = self._unplaced_seat.get(tenant)
+        if seat is None:
+            seat = self._unplaced_seat[tenant] = Seated(Request("", tenant, 0, None, None, None, None),
+                                                        Placement("", tenant, (), self.spread, "none"))
+        return seat
 
     def _nodes_by_name(self) -> dict[str, NodeState]:
         return self.by_name
@@ -604,9 +623,9 @@ class Simulation:
         rank = self.waiting_gangs.pop(name, None)
         if rank is not None:
             self._gangs_per_rank[rank] -= 1
-        flt = self.reqs[name].filter
-        if flt in self.placer.demand:
-            self.placer.add_demand(flt, -1)
+        req = self.reqs.get(name)
+        if req is not None and req.filter in self.placer.demand:
+            self.placer.add_demand(req.filter, -1)
 
     def _refuse_impossible(self) -> None:
         for name in sorted(self.jobs):
