@@ -124,15 +124,21 @@ class Simulation:
         # what an intent without GPUs is seated as: one record per tenant, shared (nothing reads
         # its request or its name; the plan's placement is made from its name and times)
         self._unplaced_seat: dict[str, Seated] = {}
-        self.gpus = {n: j.intent.gpu_count for n, j in jobs.items()}
         # what only the offer of GPU intents reads (SLA rank, `within` depth, queue order) is
         # kept for GPU intents only: at 100,000 intents, 5 % of them (~20 MB less at the peak)
         gpu_names = [n for n, j in jobs.items() if j.intent.gpu_count > 0]
         self.rank = {n: sla_rank(jobs[n].intent) for n in gpu_names}
         # per GPU intent: the depth of its required `within` domain (0: anywhere)
         self.limits = {n: _depth(cluster, self.reqs[n].within) for n in gpu_names}
-        self.chain = self._remaining_chains(jobs)
-        self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of, self.chain)
+        self.succs: dict[str, list[str]] = {n: [] for n in jobs}
+        self.pending: dict[str, int] = {}
+        for name, job in sorted(jobs.items()):
+            self.pending[name] = len(job.after)
+            for before in sorted(job.after):
+                self.succs[before].append(name)
+        # the queue order inside a tenant, from the remaining chains (read for nothing else)
+        self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of,
+                               self._remaining_chains(jobs, self.succs, gpu_names))
         self.holds: dict[str, _Hold] = {}
         # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
         # the bounds for waiting intents walk them in time order without sorting again (a
@@ -150,12 +156,6 @@ class Simulation:
         self.movable = Movable()                # intents started at this instant that may still move
         self._now = -1
         self._subset: dict[tuple[Filter, Filter], bool] = {}
-        self.succs: dict[str, list[str]] = {n: [] for n in jobs}
-        self.pending: dict[str, int] = {}
-        for name, job in sorted(jobs.items()):
-            self.pending[name] = len(job.after)
-            for before in sorted(job.after):
-                self.succs[before].append(name)
         self.out.gangs = frozenset(n for n in gpu_names if self.placer.needs_shared_nvlink(self.reqs[n]))
         # gangs that keep multi-node NVLink domains whole while they wait -> their SLA rank
         kept = self.out.gangs if protect_for is None else self.out.gangs & protect_for
@@ -172,14 +172,12 @@ class Simulation:
                 self.placer.add_demand(flt, 1)
 
     @staticmethod
-    def _remaining_chains(jobs: Mapping[str, Job]) -> dict[str, int]:
-        """Per intent, minus the longest chain of durations of the intents that wait for it
-        (open-ended ones count as longer than any plan): the list-scheduling priority."""
-        succs: dict[str, list[str]] = {n: [] for n in jobs}
+    def _remaining_chains(jobs: Mapping[str, Job], succs: Mapping[str, list[str]],
+                          names: list[str]) -> dict[str, int]:
+        """Per intent of `names`, minus the longest chain of durations of the intents that wait
+        for it (open-ended ones count as longer than any plan): the list-scheduling priority.
+        `succs`: per intent, the intents that wait for it."""
         indegree = {n: len(j.after) for n, j in jobs.items()}
-        for n, j in sorted(jobs.items()):
-            for b in sorted(j.after):
-                succs[b].append(n)
         order = [n for n in sorted(jobs) if indegree[n] == 0]
         for n in order:                          # Kahn's order; dependencies are acyclic here
             for s in succs[n]:
@@ -192,7 +190,7 @@ class Simulation:
             longest[n] = (NEVER if own is None else own) + max((longest[s] for s in succs[n]), default=0)
         # the work that waits behind it, not its own length: among intents nothing waits for,
         # the smaller-gangs-first rule still decides (most intents running at once)
-        return {n: -max((longest[s] for s in succs[n]), default=0) for n in jobs}
+        return {n: -max((longest[s] for s in succs[n]), default=0) for n in names}
 
     # ------------------------------------------------------------------
     # Holds and events
@@ -330,7 +328,7 @@ class Simulation:
         changed = True
         while changed:
             changed = False
-            for name in sorted(n for n in ready if self.gpus[n] <= 0):
+            for name in sorted(n for n in ready if n not in self.rank):     # no GPUs
                 self._start(name, t, ready[name], None, ready)
                 changed = True
             if self._offer_gpus(t, ready):
@@ -342,7 +340,7 @@ class Simulation:
     def _offer_gpus(self, t: int, ready: dict[str, int]) -> bool:
         """Offer the ready GPU intents once, in admission order; True (and stop) when a
         serve with dependants started: they are ready at this same instant."""
-        cands = [self.jobs[n].intent for n in ready if self.gpus[n] > 0]
+        cands = [self.jobs[n].intent for n in ready if n in self.rank]
         if not cands:
             return False
         running = self._running_per_tenant()
@@ -356,7 +354,7 @@ class Simulation:
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
         # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
         undone: dict[tuple[Filter, int, int, bool], tuple[int, int | None]] = {}
-        for intent in fair.order(cands, self.wave_of, self.rank, self.chain, self.keys):
+        for intent in fair.order(cands, self.wave_of, self.rank, None, self.keys):
             name = intent.name
             r = self.rank[name]
             if r != rank:
