@@ -77,6 +77,16 @@ def same_as_full(r: Reloader, src: Path, topo: Path) -> None:
     assert list(snap.diagnostics) == list(full.diagnostics)
 
 
+def listening(src: Path, topo: Path) -> tuple[Reloader, list[ReloadResult], threading.Event]:
+    """A loaded Reloader, the results of its background swaps, and an event set at each."""
+    seen: list[ReloadResult] = []
+    swapped = threading.Event()
+    r = Reloader([str(src)], str(topo), COMMIT)
+    r.listen(lambda res: (seen.append(res), swapped.set()))
+    assert r.load().ok
+    return r, seen, swapped
+
+
 def test_a_gpu_count_edit_is_placed_incrementally_then_the_full_plan_follows(tmp_path: Path) -> None:
     src, topo = make_tree(tmp_path, chains())
     r = Reloader([str(src)], str(topo), COMMIT)
@@ -102,11 +112,7 @@ def test_the_full_plan_replaces_an_incremental_one_that_differs(tmp_path: Path) 
     jobs = {i: job(i, gpus=8, after=None, sla="P2") for i in range(3)}
     jobs[4] = job(4, gpus=8, sla="P3")
     src, topo = make_tree(tmp_path, jobs)
-    seen: list[ReloadResult] = []
-    swapped = threading.Event()
-    r = Reloader([str(src)], str(topo), COMMIT)
-    r.listen(lambda res: (seen.append(res), swapped.set()))
-    assert r.load().ok
+    r, seen, swapped = listening(src, topo)
     before = r.current
     assert before is not None
     (src / "job-04.intent").write_text(job(4, gpus=8, sla="P0"))

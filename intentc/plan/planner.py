@@ -16,10 +16,10 @@ NVLink domains kept whole for them in the second.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-
-import networkx as nx
+from typing import TypeVar
 
 from intentc import collector
 from intentc import graph, ir
@@ -29,10 +29,11 @@ from intentc.plan import metrics
 from intentc.plan.admission import TenantTerms, sla_name, tenant_weight
 from intentc.plan.batch import size_batches
 from intentc.plan.cluster import Cluster
-from intentc.plan.model import Occupancy, Placement, Plan, TenantShare
+from intentc.plan.model import BatchSizing, Occupancy, Placement, Plan, Strategy, TenantShare
 from intentc.plan.observation import without_observed
 from intentc.plan.placer import Placer, Request
 from intentc.plan.schedule import Job, Outcome, Simulation
+from intentc.plan.shape import shape
 from intentc.plan.strategy import decide
 from intentc.policy import BUILTIN, Policies
 from intentc.policy import check as policy_check
@@ -110,7 +111,7 @@ def duration_warning(intent: ir.Intent, seconds: int | None = None) -> Diagnosti
                    hint="give it a `duration:` estimate so the plan knows when its GPUs are free again")
 
 
-def _jobs(g: nx.DiGraph, intents: list[ir.Intent], cyclic: frozenset[str],
+def _jobs(after: dict[str, tuple[str, ...]], intents: list[ir.Intent],
           durations: dict[str, int]) -> tuple[dict[str, Job], list[Diagnostic]]:
     """Durations and dependencies per intent, and W0602 where a GPU intent has no `duration`."""
     jobs: dict[str, Job] = {}
@@ -122,9 +123,7 @@ def _jobs(g: nx.DiGraph, intents: list[ir.Intent], cyclic: frozenset[str],
         unsaid = duration_warning(intent, seconds)
         if unsaid is not None:
             diags.append(unsaid)
-        after = () if intent.name in cyclic else tuple(sorted(u for u in g.predecessors(intent.name)
-                                                               if u not in cyclic))
-        jobs[intent.name] = Job(intent, None if open_ended else seconds, after)
+        jobs[intent.name] = Job(intent, None if open_ended else seconds, after.pop(intent.name))
     return jobs, diags
 
 
@@ -187,6 +186,24 @@ def nvlink_unmet(req: Request, p: Placement, intent: ir.Intent) -> Diagnostic | 
                    hint="ask for a GPU product with NVLink, or say `within node` if PCIe is enough")
 
 
+_Named = TypeVar("_Named", Placement, BatchSizing, Strategy)
+
+
+def _kept(made: _Named, previous: Sequence[_Named]) -> _Named:
+    """`previous`'s record of the same intent (sorted by intent) where it equals `made`, else
+    `made`.  A full re-plan of a program in force (the daemon's background re-plan) mostly
+    decides what the plan in force decided: sharing those records, one at a time as they
+    are made, keeps two plans from coexisting at full size (docs/reload.md, Memory)."""
+    i = bisect_left(previous, made.intent, key=_intent_of)
+    if i < len(previous) and previous[i] == made:
+        return previous[i]
+    return made
+
+
+def _intent_of(record: Placement | BatchSizing | Strategy) -> str:
+    return record.intent
+
+
 def _peaks(placements: list[Placement]) -> tuple[int, dict[str, int]]:
     """The most GPUs held at once, overall and per tenant (ends free GPUs before starts take them)."""
     points: list[tuple[int, int, str, int]] = []
@@ -208,7 +225,8 @@ def _peaks(placements: list[Placement]) -> tuple[int, dict[str, int]]:
 
 
 def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
-              occupied: Occupancy | None = None, policies: Policies = BUILTIN) -> tuple[Plan, list[Diagnostic]]:
+              occupied: Occupancy | None = None, policies: Policies = BUILTIN,
+              previous: Plan | None = None) -> tuple[Plan, list[Diagnostic]]:
     """Schedule every intent of `program` onto `topology`; pure and deterministic for a seed.
 
     `occupied` is what is already taken when the plan starts (GPUs busy until
@@ -220,30 +238,28 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
     without NVLink, the batch sizing's W1001 / E1010, and E1020 where the plan
     breaks a tag rule of `policies` (intentc/policy).  Nodes tainted
     intentc.dev/gpu-observation are left out (plan/observation.py).
+
+    `previous`: a plan whose records (placements, batch sizes, strategies) the new plan
+    shares where they are equal, rather than holding equal copies; the plan is the same.
     """
     # a plan builds hundreds of thousands of small acyclic objects that live until it
     # returns: 8.9 s of a 45 s plan of 100,000 intents was the cyclic collector (collector.py)
     with collector.paused():
-        return _make_plan(program, topology, seed, occupied, policies)
+        return _make_plan(program, topology, seed, occupied, policies, previous)
 
 
 def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupied: Occupancy | None,
-               policies: Policies) -> tuple[Plan, list[Diagnostic]]:
+               policies: Policies, previous: Plan | None) -> tuple[Plan, list[Diagnostic]]:
     topology = without_observed(topology)    # nodes whose GPU failed recently (daemon/fallback.py)
-    g, diags = graph.checked(program)      # no attributes: the planner reads the shape only
-    cyclic = graph.nodes_in_cycles(g)
-    waves = graph.waves(g, cyclic)
-    wave_of = {name: i for i, wave in enumerate(waves) for name in wave}
     intents = unique_intents(program)
     durations = {i.name: graph.duration_seconds(i) for i in intents}
-    path, path_s = graph.critical_path(g, durations, cyclic)
+    # the graph's shape only, no networkx graph unless there is a cycle to describe (plan/shape.py)
+    shaped, diags = shape(program, durations)
+    waves, wave_of, path, path_s = shaped.waves, shaped.wave_of, shaped.path, shaped.path_s
     terms = tenant_terms(program, intents)
-    jobs, duration_diags = _jobs(g, intents, cyclic, durations)
-    del durations
+    jobs, duration_diags = _jobs(shaped.after, intents, durations)     # each intent's `after` moves to its job
+    del durations, shaped
     diags += duration_diags
-    # not read from here on: emptied now, as the collector is paused and its views refer
-    # back to it (at 100,000 intents it would otherwise sit under the placement, ~70 MB)
-    g.clear()
 
     run = _place_all(topology, seed, jobs, terms, wave_of, occupied or Occupancy(),
                      policy_check.pinned(program, policies))
@@ -255,8 +271,9 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
         name, seat = seated.popitem()
         start, end, ready = times.pop(name)
         p = seat.placement
-        placements.append(Placement(p.intent, p.tenant, p.allocations, p.domains, p.interconnect,
-                                    start, end, ready, sla_name(jobs[name].intent)))
+        made = Placement(name, p.tenant, p.allocations, p.domains, p.interconnect,
+                         start, end, ready, sla_name(jobs[name].intent))
+        placements.append(made if previous is None else _kept(made, previous.placements))
     placements.sort(key=lambda p: p.intent)
     requested: dict[str, int] = {}
     for intent in intents:
@@ -278,6 +295,10 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
         seed=seed,
     )
     batches, batch_diags = size_batches(intents, plan.placements, topology.topology)
-    plan = replace(plan, batches=batches, strategies=decide(intents, plan.placements, topology.topology))
+    strategies = decide(intents, plan.placements, topology.topology)
+    if previous is not None:
+        batches = tuple(_kept(b, previous.batches) for b in batches)
+        strategies = tuple(_kept(s, previous.strategies) for s in strategies)
+    plan = replace(plan, batches=batches, strategies=strategies)
     diags += batch_diags + policy_check.check_plan(program, plan, topology.topology, policies)
     return plan, sorted_diagnostics(diags)

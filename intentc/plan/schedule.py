@@ -92,6 +92,8 @@ class Outcome:
     """What one run of the schedule produced."""
 
     cluster: Cluster
+    # per started intent (one shared record per tenant for intents without GPUs: their
+    # placements are made from their names, `Simulation._seat_without_gpus`)
     seated: dict[str, Seated] = field(default_factory=dict)
     times: dict[str, tuple[int, int | None, int]] = field(default_factory=dict)   # start, end, ready
     unplaced: list[Unplaced] = field(default_factory=list)
@@ -116,16 +118,27 @@ class Simulation:
         self.out = Outcome(cluster)
         # the domains of an intent without GPUs: one tuple shared by all of them (the plan keeps it)
         self.spread: tuple[tuple[str, str | None], ...] = tuple((lvl, None) for lvl in cluster.levels)
-        self.reqs = {n: Request.of(j.intent) for n, j in jobs.items()}
-        self.gpus = {n: j.intent.gpu_count for n, j in jobs.items()}
+        # a request per intent that asks for GPUs (an intent without them asks nothing of the
+        # cluster: its request would only be read for its filter, which no demand counts)
+        self.reqs = {n: Request.of(j.intent) for n, j in jobs.items() if j.intent.constraints.gpus is not None}
+        # what an intent without GPUs is seated as: one record per tenant, shared (nothing reads
+        # its request or its name; the plan's placement is made from its name and times)
+        self._unplaced_seat: dict[str, Seated] = {}
         # what only the offer of GPU intents reads (SLA rank, `within` depth, queue order) is
         # kept for GPU intents only: at 100,000 intents, 5 % of them (~20 MB less at the peak)
         gpu_names = [n for n, j in jobs.items() if j.intent.gpu_count > 0]
         self.rank = {n: sla_rank(jobs[n].intent) for n in gpu_names}
         # per GPU intent: the depth of its required `within` domain (0: anywhere)
         self.limits = {n: _depth(cluster, self.reqs[n].within) for n in gpu_names}
-        self.chain = self._remaining_chains(jobs)
-        self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of, self.chain)
+        self.succs: dict[str, list[str]] = {n: [] for n in jobs}
+        self.pending: dict[str, int] = {}
+        for name, job in sorted(jobs.items()):
+            self.pending[name] = len(job.after)
+            for before in sorted(job.after):
+                self.succs[before].append(name)
+        # the queue order inside a tenant, from the remaining chains (read for nothing else)
+        self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of,
+                               self._remaining_chains(jobs, self.succs, gpu_names))
         self.holds: dict[str, _Hold] = {}
         # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
         # the bounds for waiting intents walk them in time order without sorting again (a
@@ -143,12 +156,6 @@ class Simulation:
         self.movable = Movable()                # intents started at this instant that may still move
         self._now = -1
         self._subset: dict[tuple[Filter, Filter], bool] = {}
-        self.succs: dict[str, list[str]] = {n: [] for n in jobs}
-        self.pending: dict[str, int] = {}
-        for name, job in sorted(jobs.items()):
-            self.pending[name] = len(job.after)
-            for before in sorted(job.after):
-                self.succs[before].append(name)
         self.out.gangs = frozenset(n for n in gpu_names if self.placer.needs_shared_nvlink(self.reqs[n]))
         # gangs that keep multi-node NVLink domains whole while they wait -> their SLA rank
         kept = self.out.gangs if protect_for is None else self.out.gangs & protect_for
@@ -165,14 +172,12 @@ class Simulation:
                 self.placer.add_demand(flt, 1)
 
     @staticmethod
-    def _remaining_chains(jobs: Mapping[str, Job]) -> dict[str, int]:
-        """Per intent, minus the longest chain of durations of the intents that wait for it
-        (open-ended ones count as longer than any plan): the list-scheduling priority."""
-        succs: dict[str, list[str]] = {n: [] for n in jobs}
+    def _remaining_chains(jobs: Mapping[str, Job], succs: Mapping[str, list[str]],
+                          names: list[str]) -> dict[str, int]:
+        """Per intent of `names`, minus the longest chain of durations of the intents that wait
+        for it (open-ended ones count as longer than any plan): the list-scheduling priority.
+        `succs`: per intent, the intents that wait for it."""
         indegree = {n: len(j.after) for n, j in jobs.items()}
-        for n, j in sorted(jobs.items()):
-            for b in sorted(j.after):
-                succs[b].append(n)
         order = [n for n in sorted(jobs) if indegree[n] == 0]
         for n in order:                          # Kahn's order; dependencies are acyclic here
             for s in succs[n]:
@@ -185,7 +190,7 @@ class Simulation:
             longest[n] = (NEVER if own is None else own) + max((longest[s] for s in succs[n]), default=0)
         # the work that waits behind it, not its own length: among intents nothing waits for,
         # the smaller-gangs-first rule still decides (most intents running at once)
-        return {n: -max((longest[s] for s in succs[n]), default=0) for n in jobs}
+        return {n: -max((longest[s] for s in succs[n]), default=0) for n in names}
 
     # ------------------------------------------------------------------
     # Holds and events
@@ -232,7 +237,9 @@ class Simulation:
                 on.pop(key, None)
 
     def _release(self, key: str) -> None:
-        hold = self.holds.pop(key)
+        hold = self.holds.pop(key, None)
+        if hold is None:
+            return                  # an intent without GPUs: it held nothing
         self._index(key, hold, False)
         if hold.tenant is not None and hold.allocs:
             self.held[hold.tenant] -= hold.gpus
@@ -257,8 +264,6 @@ class Simulation:
                 self._release(key)
                 if not key.startswith("\0"):
                     self._done(key, t, ready)
-                elif key.startswith("\0cpu:"):
-                    self._done(key[5:], t, ready)
             self._offer(t, ready)
             if first:
                 self.out.idle_at_start = idle_on_used_nodes(self.c)
@@ -285,20 +290,32 @@ class Simulation:
         end = None if job.duration is None else t + job.duration
         intent = job.intent
         if placed is None:
-            placement = Placement(name, intent.tenant, (), self.spread, "none")
-            key = "\0cpu:" + name
+            # nothing held: only its end is an event (in the same sequence as a hold's), where
+            # what waits for it becomes ready; no hold, key or placement of its own (95 % of
+            # the intents at 100,000, docs/reload.md, Memory: the full plan's peak)
+            if end is not None:
+                self._seq += 1
+                self.events.add((end, self._seq, name))
+            self.out.seated[name] = self._seat_without_gpus(intent.tenant)
         else:
             placement = Placement(name, intent.tenant, placed.allocations, placed.domains, placed.interconnect)
-            key = name
-        nodes = self.c.nodes
-        self._hold(key, _Hold(end, intent.tenant, [(nodes[self.node_index[a.node]], a.gpus)
-                                                    for a in placement.allocations]), taken=True)
-        self.out.seated[name] = Seated(self.reqs[name], placement)
+            nodes = self.c.nodes
+            self._hold(name, _Hold(end, intent.tenant, [(nodes[self.node_index[a.node]], a.gpus)
+                                                         for a in placement.allocations]), taken=True)
+            self.out.seated[name] = Seated(self.reqs[name], placement)
         self.out.times[name] = (t, end, ready_at)
         self._settled(name)
         del ready[name]
         if end is None:
             self._done(name, t, ready)
+
+    def _seat_without_gpus(self, tenant: str) -> Seated:
+        """The tenant's shared record of a started intent without GPUs."""
+        seat = self._unplaced_seat.get(tenant)
+        if seat is None:
+            seat = self._unplaced_seat[tenant] = Seated(Request("", tenant, 0, None, None, None, None),
+                                                        Placement("", tenant, (), self.spread, "none"))
+        return seat
 
     def _nodes_by_name(self) -> dict[str, NodeState]:
         return self.by_name
@@ -311,7 +328,7 @@ class Simulation:
         changed = True
         while changed:
             changed = False
-            for name in sorted(n for n in ready if self.gpus[n] <= 0):
+            for name in sorted(n for n in ready if n not in self.rank):     # no GPUs
                 self._start(name, t, ready[name], None, ready)
                 changed = True
             if self._offer_gpus(t, ready):
@@ -323,7 +340,7 @@ class Simulation:
     def _offer_gpus(self, t: int, ready: dict[str, int]) -> bool:
         """Offer the ready GPU intents once, in admission order; True (and stop) when a
         serve with dependants started: they are ready at this same instant."""
-        cands = [self.jobs[n].intent for n in ready if self.gpus[n] > 0]
+        cands = [self.jobs[n].intent for n in ready if n in self.rank]
         if not cands:
             return False
         running = self._running_per_tenant()
@@ -337,7 +354,7 @@ class Simulation:
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
         # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
         undone: dict[tuple[Filter, int, int, bool], tuple[int, int | None]] = {}
-        for intent in fair.order(cands, self.wave_of, self.rank, self.chain, self.keys):
+        for intent in fair.order(cands, self.wave_of, self.rank, None, self.keys):
             name = intent.name
             r = self.rank[name]
             if r != rank:
@@ -604,9 +621,9 @@ class Simulation:
         rank = self.waiting_gangs.pop(name, None)
         if rank is not None:
             self._gangs_per_rank[rank] -= 1
-        flt = self.reqs[name].filter
-        if flt in self.placer.demand:
-            self.placer.add_demand(flt, -1)
+        req = self.reqs.get(name)
+        if req is not None and req.filter in self.placer.demand:
+            self.placer.add_demand(req.filter, -1)
 
     def _refuse_impossible(self) -> None:
         for name in sorted(self.jobs):

@@ -282,7 +282,7 @@ class Reloader:
                 # what the load parsed makes no cycles (and load() freezes it afterwards
                 # anyway): out of the walk of the collection after the planner
                 gc.freeze()
-            plan, plan_diags = self._plan_in_full(program, loaded)
+            plan, plan_diags = self._plan_in_full(program, loaded, previous.plan if previous is not None else None)
             index = self._index_of(program, plan, loaded)
             plan_files = files_of(plan_diags)
             plan_text, graph_text = _plan_text(plan), _graph_text(program)
@@ -371,7 +371,8 @@ class Reloader:
             return state.result.program.intents if state is not None else ()
         return index.replan(edited, file_intents, {name for name, _, _ in changes}, removed, tenants)
 
-    def _plan_in_full(self, program: Program, loaded: LoadedTopology) -> tuple[Plan, tuple[Diagnostic, ...]]:
+    def _plan_in_full(self, program: Program, loaded: LoadedTopology,
+                      in_force: Plan | None = None) -> tuple[Plan, tuple[Diagnostic, ...]]:
         """The full planner's plan and findings.
 
         The planner's working set is cyclic garbage (networkx graphs, the scheduler's
@@ -379,10 +380,11 @@ class Reloader:
         the heap's freed pages given back, not at the end of the load, where it sat under
         the render (docs/reload.md, Memory: the load's peak at 100,000 intents).  The heap's
         free pages are given back before it too: what the snapshot it replaces and the
-        daemon's previous desired state freed since the last full plan (~34 MB at 100,000)."""
+        daemon's previous desired state freed since the last full plan (~34 MB at 100,000).
+        The records the new plan decides as `in_force` did are `in_force`'s, shared."""
         gc.collect()
         collector.trim()
-        plan, found = make_plan(program, loaded, self.seed, policies=self.policies)
+        plan, found = make_plan(program, loaded, self.seed, policies=self.policies, previous=in_force)
         gc.collect()
         collector.trim()
         return plan, tuple(sorted_diagnostics(found))
@@ -433,7 +435,7 @@ class Reloader:
                 if not self._full_wanted or snap is None or loaded is None:
                     return
                 self._full_wanted = False
-            plan, plan_diags = self._plan_in_full(snap.program, loaded)
+            plan, plan_diags = self._plan_in_full(snap.program, loaded, snap.plan)
             if has_errors(plan_diags):
                 # the full planner refuses what the incremental plan placed (it moves others,
                 # in another order): the incremental plan stays, it is valid
