@@ -124,22 +124,25 @@ def compile_paths(paths: Sequence[str], topology: str, commit: str,
                   kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
                   seed: int = 0, jobs: int | None = None, exclude: Sequence[str] = (),
                   live: LiveReader | None = None, only: Callable[[Intent], bool] | None = None,
-                  pack: BodyCodec | None = None, reuse: Reused | None = None) -> CompileResult:
+                  pack: BodyCodec | None = None, reuse: Reused | None = None,
+                  previous: Plan | None = None) -> CompileResult:
     """Check, plan and render (files matching `exclude` left out).  `live`, when given, reads
     what a cluster has free for the checked program and topology; the plan is then made on
     that ("basis": live).  `only`, when given, keeps the intents it accepts (a fleet
     cluster's selection, `intentc.fleet.select.for_cluster`).  `pack`: see `render`;
-    `reuse`: see `frontend.batch.load`."""
+    `reuse`: see `frontend.batch.load`; `previous`: see `make_plan`."""
     checked = check(paths, jobs=jobs, exclude=exclude, reuse=reuse)
     if only is not None:
         program = dataclasses.replace(checked.program, intents=tuple(filter(only, checked.program.intents)))
         checked = dataclasses.replace(checked, program=program)
-    return compile_checked(checked, load_policies(paths), topology, commit, kube_version, target, seed, live, pack)
+    return compile_checked(checked, load_policies(paths), topology, commit, kube_version, target, seed, live, pack,
+                           previous)
 
 
 def compile_checked(checked: Checked, policy: tuple[Policies, list[Diagnostic], dict[str, str]], topology: str,
                     commit: str, kube_version: KubeVersion = DEFAULT_KUBE_VERSION, target: str = DEFAULT_TARGET,
-                    seed: int = 0, live: LiveReader | None = None, pack: BodyCodec | None = None) -> CompileResult:
+                    seed: int = 0, live: LiveReader | None = None, pack: BodyCodec | None = None,
+                    previous: Plan | None = None) -> CompileResult:
     """Plan and render an already checked program (`compile_paths` after parsing; a fleet
     parses once and calls this per cluster) with the repository's policies
     (`load_policies`: catalogue, diagnostics, texts)."""
@@ -161,7 +164,7 @@ def compile_checked(checked: Checked, policy: tuple[Policies, list[Diagnostic], 
     notes: tuple[str, ...] = ()
     if live is not None:
         loaded, occupied, notes = live(checked.program, loaded)
-    plan, plan_diags = make_plan(checked.program, loaded, seed, occupied, policies)
+    plan, plan_diags = make_plan(checked.program, loaded, seed, occupied, policies, previous)
     if occupied is not None:
         plan = dataclasses.replace(plan, basis="live", basis_notes=notes)
     diags = sorted_diagnostics(diags + graph_diags + plan_diags)

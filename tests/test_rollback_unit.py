@@ -268,3 +268,21 @@ def test_consecutive_commits_share_their_unchanged_declarations(history_repo: tu
     assert edited and not any(i is j for i in edited for j in old.program.intents)
     plain = compile_revision(source, second, tmp_path / "plain")
     assert new.files() == plain.files() and new.diagnostics == plain.diagnostics
+
+
+def test_the_next_commit_shares_the_plan_in_force_where_it_decides_alike(
+        history_repo: tuple[git.Repo, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon's git mode passes the plan in force (`previous`): the next commit's plan
+    keeps its equal placements as those very objects, and is the plan a compile without it makes."""
+    monkeypatch.setenv("INTENTC_CACHE_DIR", str(tmp_path / "cache"))
+    repo, first, second = history_repo
+    source = RepoSource(str(repo.working_tree_dir), ("intents",), "clusters/small.yaml")
+    old = compile_revision(source, first, tmp_path / "work")
+    assert old.plan is not None and old.plan.placements
+    new = compile_revision(source, second, tmp_path / "work", previous=old.plan)
+    plain = compile_revision(source, second, tmp_path / "plain")
+    assert new.plan == plain.plan and new.files() == plain.files()
+    before = {p.intent: p for p in old.plan.placements}
+    assert new.plan is not None and all(p is before[p.intent] for p in new.plan.placements if p == before[p.intent])
+    assert any(p is before[p.intent] for p in new.plan.placements)
+    assert not any(p is before.get(p.intent) for p in plain.plan.placements)   # type: ignore[union-attr]

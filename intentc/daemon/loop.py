@@ -61,6 +61,7 @@ from intentc.drift.rollback import RollbackError
 from intentc.gitrepo import GitError
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
+from intentc.plan.model import Plan
 from intentc.reconcile.inventory import Inventory
 from intentc.render.model import ObjectRef
 
@@ -288,7 +289,7 @@ class Daemon:
             self._adopt(decision.adopt)
         if decision.step is not Step.ROLL_OUT:
             return
-        compiled = self.git.compile(head, self.reads.version())
+        compiled = self.git.compile(head, self.reads.version(), self._plan_in_force())
         desired = from_compile(compiled, "git")
         self.state.attempted.add(head)
         if desired is None:
@@ -317,12 +318,16 @@ class Daemon:
         the cluster already), and start watching its kinds."""
         if commit is None or self.git is None:
             return
-        desired = from_compile(self.git.compile(commit, self.reads.version()), "git")
+        desired = from_compile(self.git.compile(commit, self.reads.version(), self._plan_in_force()), "git")
         if desired is None:
             log.error("the applied commit %s does not compile any more; not detecting drift", commit[:12])
             return
         self._in_force(desired)
         self.metrics.set_applied(commit, self.config.branch, "inventory")
+
+    def _plan_in_force(self) -> Plan | None:
+        desired = self.state.desired
+        return desired.preview.plan if desired is not None and desired.preview is not None else None
 
     def _in_force(self, desired: Desired) -> None:
         self.state.desired = desired

@@ -108,9 +108,12 @@ class GitSource:
     def history(self, head: str) -> History:
         return History(gitrepo.rev_list(self.path, head, HISTORY_DEPTH))
 
-    def compile(self, sha: str, kube_version: KubeVersion) -> CompileResult:
+    def compile(self, sha: str, kube_version: KubeVersion, in_force: Plan | None = None) -> CompileResult:
+        """`in_force`: the plan of the commit in force, whose records the new plan shares where
+        it decides alike (`make_plan`'s `previous`): the daemon holds both while it decides."""
         try:
-            return compile_revision(replace(self.source, kube_version=kube_version), sha, self.workdir, self._reuse)
+            return compile_revision(replace(self.source, kube_version=kube_version), sha, self.workdir, self._reuse,
+                                    in_force)
         finally:
             # Loading the files freezes the heap it leaves (`frontend.batch`, `collector.After.FREEZE`:
             # right for a one-shot CLI run).  Frozen objects are never collected, so in a

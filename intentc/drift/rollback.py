@@ -27,6 +27,7 @@ from intentc.diagnostics import Diagnostic, Related, Span
 from intentc.drift import events, quarantine
 from intentc.fleet.select import for_cluster
 from intentc.frontend.batch import Reused
+from intentc.plan.model import Plan
 from intentc.kube.client import KubeClient
 from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import LAST_GOOD, Inventory, inventory_ref
@@ -115,7 +116,8 @@ def _write_export(repo: str, listing: dict[str, str], previous: dict[str, str] |
         target.write_bytes(blobs[blob])
 
 
-def compile_revision(source: RepoSource, rev: str, workdir: str | Path, reuse: Reused | None = None) -> CompileResult:
+def compile_revision(source: RepoSource, rev: str, workdir: str | Path, reuse: Reused | None = None,
+                     previous: Plan | None = None) -> CompileResult:
     """Compile the intents as they are at `rev`, stamped with its SHA.
 
     The revision's files are read from git's object database and exported to
@@ -138,7 +140,7 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path, reuse: R
         only = for_cluster(source.cluster[0], dict(source.cluster[1])) if source.cluster is not None else None
         # packed: the daemon keeps every object of the commit it follows (`render`'s `pack`)
         result = compile_paths(inputs, topology, sha, source.kube_version, source.render_target, source.seed,
-                               jobs=1, only=only, pack=BodyCodec(), reuse=reuse)
+                               jobs=1, only=only, pack=BodyCodec(), reuse=reuse, previous=previous)
         root = str(dest) + "/"
         dag = result.dag.copy() if result.dag is not None else None
         if dag is not None:
