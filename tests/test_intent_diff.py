@@ -462,3 +462,28 @@ def test_github_annotations(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.chdir(repo.working_tree_dir or ".")
     res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-t", "topo.yaml", "-o", "github"])
     assert res.exit_code == 1 and res.stdout.splitlines()[1:] == lines[1:]      # the CLI labels add SHAs
+
+
+def test_the_plans_are_made_with_the_seed_compile_is_given(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two equal nodes: the seed breaks the tie of where `train` goes.  The diff's plans
+    # are made with the seed, so a placement it reports moved is one the compile moves.
+    from intentc.diff.plan_diff import diff_plans
+    from intentc.plan.planner import make_plan
+    small = edit(PIPELINE, 'gpus 8 x "H100-80GB" within node', 'gpus 4 x "H100-80GB" within node')
+    commit(repo, {"intents/pipeline.intent": small}, "shrink")
+    root = Path(repo.working_tree_dir or ".")
+    (root / "topo.yaml").write_text(TOPOLOGY)
+    loaded, _ = load_topology(str(root / "topo.yaml"))
+    assert loaded is not None
+    _, base, head = diff_trees(tree(root, "HEAD~1"), tree(root, "HEAD"), loaded, None, jobs=1)
+
+    def planned(seed: int) -> object:
+        return diff_plans(make_plan(base.program, loaded, seed)[0], make_plan(head.program, loaded, seed)[0])
+    seed = next(s for s in range(1, 50) if planned(s) != planned(0))
+    report, _, _ = diff_trees(tree(root, "HEAD~1"), tree(root, "HEAD"), loaded, None, jobs=1, seed=seed)
+    assert report.plan == planned(seed) != planned(0)
+    monkeypatch.chdir(root)             # the command line passes its --seed on
+    res = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--topology", "topo.yaml",
+                                   "--seed", str(seed), "--format", "json", "--no-cache"])
+    assert res.exit_code == 1, res.output
+    assert json.loads(res.output)["plan"] == json.loads(render_report(report, "json"))["plan"]

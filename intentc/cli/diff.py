@@ -259,7 +259,7 @@ def diff(
         directory = None if no_cache else (cache_dir or default_cache_dir())
         report, _, head_side = diff_trees(Tree(base_label, base_snap.listing, base_snap.read),
                                           Tree(head_label, head_snap.listing, head_snap.read),
-                                          loaded, directory, jobs or None, render_target)
+                                          loaded, directory, jobs or None, render_target, seed)
     if on_cluster and loaded is not None and not report.head_errors:
         report = dataclasses.replace(report, binding=_live_binding(
             head_side.program, loaded, kubeconfig, context, render_target, seed, only_topology_nodes,

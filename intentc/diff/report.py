@@ -57,10 +57,12 @@ class DiffReport:
         return sum(d.severity is Severity.ERROR for d in self.base_diagnostics)
 
 
-def _plan(side: Side, topology: LoadedTopology | None) -> Plan | None:
+def _plan(side: Side, topology: LoadedTopology | None, seed: int) -> Plan | None:
+    """The side's plan with the seed `compile` would be given, so a moved placement is one
+    the compiled plan moves too, not a tie broken another way."""
     if topology is None:
         return None
-    plan, _ = make_plan(side.program, topology)
+    plan, _ = make_plan(side.program, topology, seed)
     return plan
 
 
@@ -76,11 +78,11 @@ def _view(side: Side, cache: BlobCache | None) -> GraphView:
 
 def diff_compiled(base: Side, head: Side, topology: LoadedTopology | None = None,
                   stats: CompileStats | None = None, cache: BlobCache | None = None,
-                  target: str = DEFAULT_TARGET) -> DiffReport:
+                  target: str = DEFAULT_TARGET, seed: int = 0) -> DiffReport:
     declarations = diff_programs(base.program, head.program)
     gb, gh = _view(base, cache), _view(head, cache)
     graph = diff_graphs(gb, gh)
-    plan_b, plan_h = _plan(base, topology), _plan(head, topology)
+    plan_b, plan_h = _plan(base, topology, seed), _plan(head, topology, seed)
     plan = diff_plans(plan_b, plan_h) if plan_b is not None and plan_h is not None else None
     moved = {m.intent: f"{m.old} -> {m.new}" for m in plan.moved} if plan else {}
     unplaceable = {c.intent: c.message for c in plan.capacity if not c.placeable} if plan else {}
@@ -95,11 +97,12 @@ def diff_compiled(base: Side, head: Side, topology: LoadedTopology | None = None
 
 def diff_trees(base: Tree, head: Tree, topology: LoadedTopology | None = None,
                cache_dir: str | None = None, jobs: int | None = None,
-               target: str = DEFAULT_TARGET) -> tuple[DiffReport, Side, Side]:
-    """Compile both trees (sharing every unchanged blob's parse) and diff them."""
+               target: str = DEFAULT_TARGET, seed: int = 0) -> tuple[DiffReport, Side, Side]:
+    """Compile both trees (sharing every unchanged blob's parse) and diff them; with a
+    topology, both are planned with `seed`."""
     with collector.paused(After.AGE):   # two whole programs, no cycles (collector.py)
         cache = BlobCache(cache_dir)
         b, h, stats = compile_sides(base, head, cache, jobs)
-        report = diff_compiled(b, h, topology, stats, cache, target)
+        report = diff_compiled(b, h, topology, stats, cache, target, seed)
         cache.save(set(base.listing.items()) | set(head.listing.items()), (b.digest, h.digest))
         return report, b, h
