@@ -487,3 +487,76 @@ def test_the_plans_are_made_with_the_seed_compile_is_given(repo: git.Repo, monke
                                    "--seed", str(seed), "--format", "json", "--no-cache"])
     assert res.exit_code == 1, res.output
     assert json.loads(res.output)["plan"] == json.loads(render_report(report, "json"))["plan"]
+
+
+NIGHTLY_RULE = """\
+apiVersion: intentc.dev/v1alpha1
+kind: Policy
+metadata: {name: nightly}
+spec:
+  tag: nightly
+  requires: [persistent-volume]
+"""
+
+
+def test_each_side_renders_with_its_own_revisions_tag_rules(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The head edits `train` (tagged nightly) and adds a repository rule for that tag:
+    # what the head creates is what `compile` of the head renders, the rule's claim
+    # included, and the base side (without the rule) renders without it.
+    newer = edit(PIPELINE, "ghcr.io/acme/train:2.0", "ghcr.io/acme/train:2.1")
+    commit(repo, {"intents/pipeline.intent": newer, "policies/nightly.yaml": NIGHTLY_RULE}, "nightly rule")
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    res = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--format", "json", "--no-cache"])
+    assert res.exit_code == 1, res.output
+    out = json.loads(res.output)
+    train = next(c["objects"] for c in out["creates"] if c["intent"] == "train")
+    assert any(o.startswith("PersistentVolumeClaim ") for o in train), train
+    impact = next(i for i in out["impacts"] if i["intent"] == "train")
+    assert any("+PersistentVolumeClaim" in r for r in impact["reasons"]), impact     # the base rendered none
+    # the rule read from the revision, not from the working tree: gone there, still the head's
+    (Path(repo.working_tree_dir or ".") / "policies" / "nightly.yaml").unlink()
+    again = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--format", "json", "--no-cache"])
+    assert json.loads(again.output)["creates"] == out["creates"]
+    # and the working tree as the head has no rule now: no claim
+    tree_head = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--format", "json", "--no-cache"])
+    train = next(c["objects"] for c in json.loads(tree_head.output)["creates"] if c["intent"] == "train")
+    assert not any(o.startswith("PersistentVolumeClaim ") for o in train), train
+
+
+def test_a_broken_rule_in_the_head_fails_the_diff_as_it_fails_compile(repo: git.Repo,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    commit(repo, {"policies/nightly.yaml": NIGHTLY_RULE.replace("persistent-volume", "persistent-volumes")}, "typo")
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    res = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--no-cache"])
+    assert res.exit_code == 2, res.output
+    assert "policies/nightly.yaml:" in res.stderr and "does not compile" in res.stderr
+
+
+def test_the_plans_are_made_with_each_sides_tag_rules() -> None:
+    # The same program on both sides; the head's rules pin j3 (no-repack), so the planner
+    # may not move it to make room for j4 and places differently: the plan diff shows it.
+    from intentc import ir
+    from intentc.diff.plan_diff import diff_plans
+    from intentc.diff.report import diff_compiled
+    from intentc.diff.sides import Side
+    from intentc.plan.planner import make_plan
+    from intentc.policy import BUILTIN, Requirement, Rule
+    from intentc.topology.load import LoadedTopology
+    from intentc.topology.nvsmi import default_matrix
+
+    nodes = tuple(ir.TopologyNode(n, 8, "H100-80GB", "80Gi", domains=(("zone", "z"), ("rack", "r1")))
+                  for n in ("n1", "n2"))
+    topo = LoadedTopology(ir.Topology("t", ("zone", "rack", "nvlink", "node"), nodes),
+                          tuple((n.name, default_matrix(n.gpu_count, n.gpu_product)) for n in nodes))
+
+    def job(name: str, gpus: int, sla: str, tags: tuple[str, ...] = ()) -> ir.Intent:
+        return ir.Intent(name, ir.Trigger("push"), ir.Action("batch", "img"), ir.Context(ir.Ref("team-a"), tags),
+                         ir.Constraints(gpus=ir.GpuRequest(gpus, within="node"), sla=sla, duration="1h"))
+    program = ir.Program(intents=(job("j0", 6, "P1"), job("j1", 1, "P0"), job("j2", 3, "P2"),
+                                  job("j3", 3, "P0", ("pinned",)), job("j4", 5, "P0")))
+    pinned = BUILTIN.with_rules([Rule("pinned", (Requirement.NO_REPACK,))])
+    base = Side("base", program, (), {}, {}, "b")
+    head = Side("head", program, (), {}, {}, "h", pinned)
+    expected = diff_plans(make_plan(program, topo)[0], make_plan(program, topo, policies=pinned)[0])
+    assert not expected.empty, "the scenario places differently when j3 is pinned"
+    assert diff_compiled(base, head, topo).plan == expected

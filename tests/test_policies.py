@@ -291,3 +291,10 @@ def test_the_state_volume_and_env_leave_the_rendered_body_as_it_was() -> None:
         assert json.dumps(body, sort_keys=False) == before
         assert json.dumps(out, sort_keys=False) == json.dumps(_deep_with_state_volume(body, "w-state"),
                                                               sort_keys=False)
+
+
+def test_a_revision_is_searched_for_rules_where_the_working_tree_is() -> None:
+    from intentc.policy.load import policy_folders
+    assert policy_folders("intents/nlp") == ("intents/nlp/policies", "intents/policies", "policies")
+    assert policy_folders("") == ("policies",)
+    assert policy_folders("./intents/") == ("intents/policies", "policies")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
@@ -34,6 +34,7 @@ from intentc.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
 if TYPE_CHECKING:
     from intentc import ir
     from intentc.diff.live import LiveBindingDiff
+    from intentc.policy import Policies
     from intentc.topology.load import LoadedTopology
 
 # The diff machinery (GitPython, deepdiff, jsonschema, the renderer, the planner)
@@ -63,7 +64,7 @@ class FailOn(str, enum.Enum):
 
 
 def _live_binding(program: "ir.Program", loaded: "LoadedTopology", kubeconfig: str | None, context: str | None,
-                  render_target: str, seed: int, only_topology_nodes: bool, paths: List[str],
+                  render_target: str, seed: int, only_topology_nodes: bool, policies: "Policies",
                   commit: str) -> "LiveBindingDiff":
     """The head's preview bound on the cluster as `apply --dry-run` binds it; exit 2 when
     the cluster cannot be read."""
@@ -72,7 +73,6 @@ def _live_binding(program: "ir.Program", loaded: "LoadedTopology", kubeconfig: s
     from intentc.kube.cluster_state import read_cluster_state
     from intentc.kube.errors import KubeError
     from intentc.plan.planner import make_plan
-    from intentc.policy.load import load_policies
     from intentc.reconcile.live_binding import LiveBinder
     from intentc.reconcile.sync import ApplyOptions, Reconciler
     from intentc.render import render
@@ -83,7 +83,6 @@ def _live_binding(program: "ir.Program", loaded: "LoadedTopology", kubeconfig: s
         if render_target == "kueue":      # as apply: Kueue admits on live state itself
             return LiveBindingDiff(cluster, bound=False, notes=("the kueue target binds nothing: Kueue admits "
                                                                 "each workload on live state itself",))
-        policies = load_policies(paths)[0]
         preview, _ = make_plan(program, loaded, seed, None, policies)
         rendered = render(program, preview, commit, version, render_target, loaded.topology, policies)
         binder = LiveBinder(program, loaded, preview, rendered, version, lambda: read_cluster_state(client),
@@ -98,6 +97,30 @@ def _live_binding(program: "ir.Program", loaded: "LoadedTopology", kubeconfig: s
                            tuple(Waiting(x, spans.get(x.intent)) for x in b.blocked),
                            tuple(sorted((str(ref), why) for ref, why in b.kept.items())), b.remarks, b.notes,
                            len(preview.placements))
+
+
+def _policies_at(root: Path, sha: str | None, prefixes: tuple[str, ...]) -> dict[str, Any]:
+    """The tag rules of one revision (None: the working tree), found as `compile` finds
+    them (the nearest `policies/` at or above the first path), as `Tree` fields."""
+    from intentc import gitrepo
+    from intentc.policy.load import policies_of, policy_folders
+
+    start = prefixes[0] if prefixes else "intents"
+    for folder in policy_folders(start):
+        snap = gitrepo.snapshot(root, sha, (folder,))
+        if not snap.listing:
+            continue        # no such folder in that revision (git keeps no empty folder)
+        names = sorted(p for p in snap.listing if p.endswith((".yaml", ".yml")) and "/" not in p[len(folder) + 1:])
+        data = snap.read(names)
+        files, found = [], []
+        for name in names:
+            text, diags = decode(name, data[name])
+            found += diags
+            if text is not None:
+                files.append((name, text))
+        policies, rule_diags, texts = policies_of(files)
+        return {"policies": policies, "policy_findings": tuple(found + rule_diags), "policy_texts": texts}
+    return {}
 
 
 def _label(rev: str | None, sha: str | None) -> str:
@@ -243,6 +266,7 @@ def diff(
             prefixes = gitrepo.repo_relative(root, paths or ["intents"])
             base_snap = gitrepo.snapshot(root, base_sha, prefixes, SOURCE_SUFFIXES, exclude or ())
             head_snap = gitrepo.snapshot(root, head_sha, prefixes, SOURCE_SUFFIXES, exclude or ())
+            base_rules, head_rules = _policies_at(root, base_sha, prefixes), _policies_at(root, head_sha, prefixes)
             on_cluster = kubeconfig is not None or context is not None
             # the stamp only (spec hashes leave it out): what `apply` would stamp on the head
             commit = head_sha or (gitrepo.resolve(root, "HEAD") if on_cluster else "")
@@ -257,13 +281,13 @@ def diff(
                 emit_diagnostics(topo_diags, OutputFormat.TEXT, {}, to_stderr=True)
                 raise typer.Exit(EXIT_USAGE)
         directory = None if no_cache else (cache_dir or default_cache_dir())
-        report, _, head_side = diff_trees(Tree(base_label, base_snap.listing, base_snap.read),
-                                          Tree(head_label, head_snap.listing, head_snap.read),
+        report, _, head_side = diff_trees(Tree(base_label, base_snap.listing, base_snap.read, **base_rules),
+                                          Tree(head_label, head_snap.listing, head_snap.read, **head_rules),
                                           loaded, directory, jobs or None, render_target, seed)
     if on_cluster and loaded is not None and not report.head_errors:
         report = dataclasses.replace(report, binding=_live_binding(
             head_side.program, loaded, kubeconfig, context, render_target, seed, only_topology_nodes,
-            paths or ["intents"], commit))
+            head_side.policies, commit))
     typer.echo(render_report(report, format.value), nl=False)
     if report.head_errors:
         errors = [d for d in report.head_diagnostics if d.is_error]

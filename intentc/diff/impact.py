@@ -24,6 +24,7 @@ from typing import Any, Mapping
 from intentc.diff.intents import DeclChange, Status
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import Metrics, Plan
+from intentc.policy import BUILTIN, Policies
 from intentc.render import render
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 from intentc.render.stamp import canonical_json, unstamped
@@ -62,7 +63,8 @@ def _plan_for(name: str, wave: int) -> Plan:
 
 
 def rendered_objects(program: Program, intent: Intent, plan: Plan | None, wave: int,
-                     target: str = DEFAULT_TARGET, topology: Topology | None = None) -> dict[str, Any]:
+                     target: str = DEFAULT_TARGET, topology: Topology | None = None,
+                     policies: Policies = BUILTIN) -> dict[str, Any]:
     """ObjectRef text -> unstamped body of the objects rendered for one intent by `target`
     (for the oldest Kubernetes the target renders for)."""
     sub = Program(program.tenants, program.datasets, (intent,), ())
@@ -70,7 +72,7 @@ def rendered_objects(program: Program, intent: Intent, plan: Plan | None, wave: 
         plan = _plan_for(intent.name, wave)
     req = get_target(target).requirement
     version = max(DEFAULT_KUBE_VERSION, req.min_kube) if req is not None and req.min_kube else DEFAULT_KUBE_VERSION
-    out = render(sub, plan, ZERO_SHA, version, target, topology)
+    out = render(sub, plan, ZERO_SHA, version, target, topology, policies)
     return {str(m.ref): unstamped(m.body) for m in out.manifests if m.intent == intent.name}
 
 
@@ -101,10 +103,11 @@ class SideState:
     wave_of: Mapping[str, int]
     target: str = DEFAULT_TARGET
     topology: Topology | None = None
+    policies: Policies = BUILTIN
 
     def objects(self, intent: Intent) -> dict[str, Any]:
         return rendered_objects(self.program, intent, self.plan, self.wave_of.get(intent.name, 0),
-                                self.target, self.topology)
+                                self.target, self.topology, self.policies)
 
 
 def classify(changes: list[DeclChange], base: SideState, head: SideState,

@@ -58,11 +58,12 @@ class DiffReport:
 
 
 def _plan(side: Side, topology: LoadedTopology | None, seed: int) -> Plan | None:
-    """The side's plan with the seed `compile` would be given, so a moved placement is one
-    the compiled plan moves too, not a tie broken another way."""
+    """The side's plan with the seed `compile` would be given and the side's own tag rules,
+    so a moved placement is one the compiled plan moves too, not a tie broken another way
+    or a rule (no-repack, exclusive-domain) one side did not know."""
     if topology is None:
         return None
-    plan, _ = make_plan(side.program, topology, seed)
+    plan, _ = make_plan(side.program, topology, seed, policies=side.policies)
     return plan
 
 
@@ -87,8 +88,8 @@ def diff_compiled(base: Side, head: Side, topology: LoadedTopology | None = None
     moved = {m.intent: f"{m.old} -> {m.new}" for m in plan.moved} if plan else {}
     unplaceable = {c.intent: c.message for c in plan.capacity if not c.placeable} if plan else {}
     topo = topology.topology if topology is not None else None
-    head_state = SideState(head.program, plan_h, gh.wave_of, target, topo)
-    impacts = classify(declarations, SideState(base.program, plan_b, gb.wave_of, target, topo),
+    head_state = SideState(head.program, plan_h, gh.wave_of, target, topo, head.policies)
+    impacts = classify(declarations, SideState(base.program, plan_b, gb.wave_of, target, topo, base.policies),
                        head_state, moved, unplaceable)
     return DiffReport(base.label, head.label, tuple(declarations), graph, plan, impacts,
                       base.diagnostics, head.diagnostics, stats, target,

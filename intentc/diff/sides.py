@@ -21,6 +21,7 @@ from intentc.frontend.batch import parse_all
 from intentc.ir import Program
 from intentc.passes import GLOBAL_PASSES, run_passes
 from intentc.pipeline import prefer_specific
+from intentc.policy import BUILTIN, Policies
 from intentc.sources import SourceFile, decode
 
 Reader = Callable[[Sequence[str]], Mapping[str, bytes]]
@@ -31,6 +32,10 @@ class Tree:
     label: str                        # what the user named it: "origin/main (1a2b3c4d5e6f)", "working tree"
     listing: Mapping[str, str]        # repository-relative path -> blob SHA
     read: Reader = field(compare=False)
+    # the revision's tag rules (`policy.load.policies_of`): what it plans and renders with
+    policies: Policies = field(default=BUILTIN, compare=False)
+    policy_findings: tuple[Diagnostic, ...] = field(default=(), compare=False)
+    policy_texts: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Side:
     sources: dict[str, str]           # texts of the files parsed in this run (for carets)
     listing: Mapping[str, str]
     digest: str                       # identifies the tree (see `cache.listing_digest`)
+    policies: Policies = BUILTIN      # the tree's tag rules
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,8 @@ def _side(tree: Tree, results: Mapping[BlobKey, FileResult], texts: Mapping[Blob
     pass_diags: list[Diagnostic] = []
     if passes:
         program, pass_diags = run_passes(program, GLOBAL_PASSES)   # parse_all ran the local ones
-    all_diags = sorted_diagnostics(prefer_specific(diags + pass_diags))
+    all_diags = sorted_diagnostics(prefer_specific(diags + pass_diags) + list(tree.policy_findings))
     sources = {k[0]: texts[k] for k in keys if k in texts}
-    return Side(tree.label, program, tuple(all_diags), sources, tree.listing, listing_digest(tree.listing))
+    sources.update(tree.policy_texts)
+    return Side(tree.label, program, tuple(all_diags), sources, tree.listing, listing_digest(tree.listing),
+                tree.policies)

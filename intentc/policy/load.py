@@ -34,29 +34,47 @@ def find_policy_dir(paths: Sequence[str]) -> Path | None:
     return None
 
 
-def _rules(path: Path) -> tuple[list[Rule], list[Diagnostic], str | None, str]:
+def rules_in(shown: str, text: str) -> tuple[list[Rule], list[Diagnostic]]:
+    """The rules of one policy file's text (shown as `shown` in diagnostics), and what is
+    wrong with it: a file read from disk or from a revision (`intentc diff`) alike."""
     from intentc.frontend.schema import API_VERSION, POLICY_KIND, YMap, schema_diagnostics, to_span
     from intentc.frontend.yaml_read import Reader
 
-    source, diags = read_source(path)
-    if source is None:
-        return [], diags, None, path.as_posix()
-    reader = Reader(source.path, source.text)
+    reader = Reader(shown, text)
     reader.read()
     diags = list(reader.diags)
     rules = []
     for root, _ in reader.docs:
         if not isinstance(root, YMap) or root.get("kind") != POLICY_KIND or root.get("apiVersion") != API_VERSION:
             continue        # other documents are the intent loader's
-        found = schema_diagnostics(root, POLICY_KIND, source.path, skip_top=())
+        found = schema_diagnostics(root, POLICY_KIND, shown, skip_top=())
         diags.extend(found)
         if found:
             continue
         spec = root["spec"]
         rules.append(Rule(spec["tag"], tuple(Requirement(r) for r in spec["requires"]),
-                          str(spec.get("reason", "")), str(spec.get("volumeSize", "10Gi")), source.path,
-                          to_span(source.path, spec.pos["tag"][1])))
-    return rules, diags, source.text, source.path
+                          str(spec.get("reason", "")), str(spec.get("volumeSize", "10Gi")), shown,
+                          to_span(shown, spec.pos["tag"][1])))
+    return rules, diags
+
+
+def policy_folders(start: str) -> tuple[str, ...]:
+    """Where `find_policy_dir` looks, as repository-relative folders, nearest first, for
+    inputs starting at the repository-relative folder `start` ("" is the root): a revision
+    has no working tree to walk (`intentc diff --base REV`)."""
+    parts = [p for p in start.strip("/").split("/") if p and p != "."]
+    return tuple("/".join(parts[:n] + [POLICY_DIR]) for n in range(len(parts), -1, -1))
+
+
+def policies_of(files: Sequence[tuple[str, str]]) -> tuple[Policies, list[Diagnostic], dict[str, str]]:
+    """`load_policies` for policy files already read: (shown path, text) in name order."""
+    extra: list[Rule] = []
+    diags: list[Diagnostic] = []
+    for shown, text in files:
+        rules, found = rules_in(shown, text)
+        extra.extend(rules)
+        diags.extend(found)
+    return BUILTIN.with_rules(extra), diags, dict(files)
 
 
 def load_policies(paths: Sequence[str]) -> tuple[Policies, list[Diagnostic], dict[str, str]]:
@@ -68,13 +86,12 @@ def load_policies(paths: Sequence[str]) -> tuple[Policies, list[Diagnostic], dic
     where = find_policy_dir(paths)
     if where is None:
         return BUILTIN, [], {}
-    extra: list[Rule] = []
+    files: list[tuple[str, str]] = []
     diags: list[Diagnostic] = []
-    texts: dict[str, str] = {}
     for path in sorted(list(where.glob("*.yaml")) + list(where.glob("*.yml"))):
-        rules, found, text, shown = _rules(path)
-        extra.extend(rules)
-        diags.extend(found)
-        if text is not None:
-            texts[shown] = text
-    return BUILTIN.with_rules(extra), diags, texts
+        source, read_diags = read_source(path)
+        diags.extend(read_diags)
+        if source is not None:
+            files.append((source.path, source.text))
+    policies, found, texts = policies_of(files)
+    return policies, diags + found, texts
