@@ -191,11 +191,8 @@ class Cluster:
         self._views: dict[Filter, View] = {}
         self._views_of: dict[int, list[View]] = {}     # leaf id -> the views that admit its node
         self.version = 0            # bumped on every take / release (lets callers cache failed searches)
-        self._named = {n.spec.name: n for n in self.nodes}
+        self.named: dict[str, NodeState] = {n.spec.name: n for n in self.nodes}    # read only
         self.free_gpus = sum(n.free_count for n in self.nodes)     # on every node, whatever its kind
-
-    def node_named(self, name: str) -> NodeState:
-        return self._named[name]
 
     def _group(self, node: NodeState) -> int:
         single, a = 0, node.leaf.parent

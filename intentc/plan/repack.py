@@ -226,7 +226,7 @@ def _try(placer: Placer, req: Request, view: View, limit: int, node: NodeState,
         return Room(placed, moved)
     for again in landed:
         for a in again.allocations:
-            cluster.release(cluster.node_named(a.node), a.gpus)
+            cluster.release(cluster.named[a.node], a.gpus)
     for seat in movers:
         cluster.take(node, seat.placement.allocations[0].gpus)
     return None

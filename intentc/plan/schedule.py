@@ -147,7 +147,6 @@ class Simulation:
         self.events: SortedList = SortedList()
         self._seq = 0
         self.node_index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
-        self.by_name = {n.spec.name: n for n in cluster.nodes}
         self.held: dict[str, int] = {}          # tenant -> GPUs it holds now
         # per node index: the finite holds on it -> (end, sequence, GPUs there), so the bound for
         # a waiting intent in one domain looks at that domain's releases, not at every release
@@ -197,7 +196,7 @@ class Simulation:
     # ------------------------------------------------------------------
 
     def _take_occupancy(self, occ: Occupancy) -> None:
-        by_name = {n.spec.name: n for n in self.c.nodes}
+        by_name = self.c.named
         for i, busy in enumerate(occ.busy):
             node = by_name.get(busy.node)
             if node is None:
@@ -316,9 +315,6 @@ class Simulation:
             seat = self._unplaced_seat[tenant] = Seated(Request("", tenant, 0, None, None, None, None),
                                                         Placement("", tenant, (), self.spread, "none"))
         return seat
-
-    def _nodes_by_name(self) -> dict[str, NodeState]:
-        return self.by_name
 
     # ------------------------------------------------------------------
     # Offering the ready intents at one instant
@@ -471,7 +467,7 @@ class Simulation:
 
     def _undo(self, placed: tuple[Placed, Room | None]) -> None:
         seat_placed, room = placed
-        nodes = self._nodes_by_name()
+        nodes = self.c.named
         for a in seat_placed.allocations:
             self.c.release(nodes[a.node], a.gpus)
         if room is not None:
