@@ -88,6 +88,8 @@ def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | No
             return summary
         files, keys = inputs.files, inputs.keys
         loaded = inputs.load()
+        if not keys:        # an empty cache, filled by this load: the files it read, their keys
+            files, keys = inputs.files, inputs.keys
     # the cache closed and the file list gone before the passes
     from intentc.pipeline import global_findings, report
 

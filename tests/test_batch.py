@@ -12,7 +12,7 @@ import pytest
 
 from intentc.frontend import batch
 from intentc.sources import display_path
-from tests.cache_support import deep, spy_parses
+from tests.cache_support import aged, deep, spy_parses
 
 ROOT = Path(__file__).parents[1]
 
@@ -185,3 +185,49 @@ def test_stale_caches_of_other_roots_or_compilers_are_pruned(repo: Path, tmp_pat
     (repo / "extra.intent").write_text('dataset extra { uri: "s3://x/extra" }\n')
     batch.load([str(repo)], jobs=1, cache_dir=str(cache))      # rewrites its own cache, keeps it
     assert own.exists()
+
+
+def test_an_empty_cache_is_filled_in_one_pass_as_a_reading_pass_would_fill_it(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first run reads, keys, parses and pickles each file where it is parsed (workers
+    included) instead of reading and hashing every file first.  It leaves what the
+    reading pass left: the same results, a cache entry and a stat-index row per readable
+    file, and the input named the same way, so the next run is answered without parsing
+    and a memo it keeps is found again."""
+    (repo / "binary.yaml").write_bytes(b"kind: \x00\n")      # unreadable: a reading diagnostic
+    plain = batch.load([str(repo)], jobs=1, use_cache=False)
+    aged(monkeypatch)           # no file racily clean: the stat index vouches for every one it lists
+    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(batch, "_chunk_size", lambda count, workers: 3)
+    shipped: list[int] = []
+    real_records = batch._keyed_records
+
+    def records(blob: bytes) -> list[batch.Keyed]:
+        out = real_records(blob)
+        shipped.append(len(out))
+        return out
+
+    monkeypatch.setattr(batch, "_keyed_records", records)
+    cache = str(tmp_path / "cache")
+    with batch.scan([str(repo)], jobs=2, cache_dir=cache) as inputs:
+        assert inputs.digest is None and not inputs.keys        # nothing read yet
+        fresh = inputs.load()
+        named, files, keys = (inputs.digest, inputs.names_digest), inputs.files, inputs.keys
+    assert shipped, "no worker's share came back"
+    assert _fingerprint(fresh) == _fingerprint(plain)
+    assert fresh.sources == plain.sources and fresh.files == plain.files == files
+    assert len(keys) == len(files) == len(set(keys)) and "binary.yaml" not in " ".join(files)
+    assert len(batch.ParseCache(cache, [os.path.abspath(repo)]).index) == len(files)
+    parsed = spy_parses(monkeypatch)
+    read: list[str] = []
+    real_read = batch.read_source
+
+    def reading(path: str, *args: object, **kwargs: object) -> object:
+        read.append(str(path))
+        return real_read(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "read_source", reading)
+    with batch.scan([str(repo)], jobs=2, cache_dir=cache) as again:     # the stat index vouches for each file
+        assert (again.digest, again.names_digest) == named and again.files == files and again.keys == keys
+        assert _fingerprint(again.load()) == _fingerprint(plain)
+    assert parsed == [] and read == [str(repo / "binary.yaml")]      # only the file it could not list

@@ -37,7 +37,7 @@ from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.frontend.cache import CACHE_ENV, Memo, ParseCache, Store, default_cache_dir
 from intentc.frontend.share import shared_map
-from intentc.frontend.stat_index import KEY_BYTES, IndexBuilder, observe
+from intentc.frontend.stat_index import KEY_BYTES, IndexBuilder, Observed, observe
 from intentc.ir import Program
 from intentc.progress import Progress, silent
 from intentc.sources import SourceFile, discover_named, max_file_bytes, read_source
@@ -138,6 +138,46 @@ def _read_and_parse_pickled(paths: list[str]) -> bytes:
     per-file pickles named each again.  Shipping 10,000 files: 62 -> 40 us per file to
     pickle, 55 -> 40 us to unpickle."""
     return pickle.dumps(_read_and_parse(paths), _PICKLE)
+
+
+# A share of a first run filling an empty cache (`Inputs._load_fresh`): per file, as in
+# `Record`, plus its content key and its result pickled alone (the cache's entry).
+Keyed = tuple[str | None, tuple[Diagnostic, ...], bytes | None, bytes | None, FileResult | None, str | None]
+
+
+def _read_parse_keyed(paths: list[str], here: bool = False) -> list[Keyed]:
+    """`_read_and_parse`, each file's key and pickle added; `here` (the parent's share)
+    keeps the results too, strings interned as unpickling would."""
+    out: list[Keyed] = []
+    with collector.paused(After.FREEZE):
+        folders: dict[str, str] = {}
+        read = [read_source(path, folders=folders) for path in paths]
+        for src, read_diags in read:
+            if src is None:
+                out.append((None, tuple(read_diags), None, None, None, None))
+                continue
+            result = _parse_guarded(src)
+            if here:
+                intern_strings(result.program)
+            text = src.text if result.diagnostics else None
+            out.append((src.path, tuple(read_diags), _key(src), pickle.dumps(result, _PICKLE),
+                        result if here else None, text))
+    return out
+
+
+def _read_parse_keyed_here(paths: list[str]) -> list[Keyed]:
+    return _read_parse_keyed(paths, here=True)
+
+
+def _read_parse_keyed_pickled(paths: list[str]) -> bytes:
+    return pickle.dumps(_read_parse_keyed(paths), _PICKLE)
+
+
+def _keyed_records(blob: bytes) -> list[Keyed]:
+    """A worker's share, each result unpickled from its own pickle (kept for the cache)."""
+    records: list[Keyed] = pickle.loads(blob)
+    return [(name, diags, key, one, pickle.loads(one) if one is not None else None, text)
+            for name, diags, key, one, _, text in records]
 
 
 def _records(blob: bytes) -> list[Record]:
@@ -275,7 +315,7 @@ class Inputs:
 
     def __init__(self, named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int | None,
                  progress: Progress, store: Store | None = None, keys: list[bytes] | None = None,
-                 texts: dict[int, SourceFile] | None = None) -> None:
+                 texts: dict[int, SourceFile] | None = None, fresh: Observed | None = None) -> None:
         self._named = named             # (display name, path) of each file; with a cache, of each file read
         self._diags = diags
         self._jobs = jobs
@@ -283,20 +323,26 @@ class Inputs:
         self._store = store
         self._keys = keys or []
         self._texts = texts or {}       # read and not in the cache: what is left to parse
+        self._fresh = fresh             # an empty cache: the stats taken, nothing read yet
         self.digest: bytes | None = None
         self.names_digest: bytes | None = None     # of the file list alone: names the `basis`
-        if store is not None:
-            listing = "\0".join(name for name, _ in named).encode("utf-8", "surrogateescape")
-            self.names_digest = hashlib.blake2b(listing, digest_size=32).digest()
-            h = hashlib.blake2b(repr(diags).encode("utf-8", "surrogateescape"), digest_size=32)
-            h.update(listing)
-            h.update(b"".join(self._keys))
-            self.digest = h.digest()
+        if store is not None and fresh is None:
+            self._name_input()
+
+    def _name_input(self) -> None:
+        """`digest` and `names_digest`, from the files read, their keys and what reading found."""
+        listing = "\0".join(name for name, _ in self._named).encode("utf-8", "surrogateescape")
+        self.names_digest = hashlib.blake2b(listing, digest_size=32).digest()
+        h = hashlib.blake2b(repr(self._diags).encode("utf-8", "surrogateescape"), digest_size=32)
+        h.update(listing)
+        h.update(b"".join(self._keys))
+        self.digest = h.digest()
 
     @property
     def files(self) -> tuple[str, ...]:
-        """Every file read or vouched for, in discovery order (without a cache: every file
-        found); empty once loaded (`Loaded.files` then)."""
+        """Every file read or vouched for, in discovery order (without a cache, or an empty
+        one before the load reads them: every file found); empty once loaded (`Loaded.files`
+        then), except after a load that filled an empty cache: the files it read."""
         return tuple(name for name, _ in self._named)
 
     @property
@@ -324,7 +370,8 @@ class Inputs:
 
     @property
     def keys(self) -> tuple[bytes, ...]:
-        """Each file's content key, in `files` order (empty without a cache, or once loaded)."""
+        """Each file's content key, in `files` order (empty without a cache, or once loaded;
+        an empty cache's are known once the load has read the files)."""
         return tuple(self._keys)
 
     def cached_result(self, key: bytes) -> FileResult | None:
@@ -354,7 +401,57 @@ class Inputs:
         self._named, self._keys, self._texts = [], [], {}
         if self._store is None:
             return _load_uncached(named, list(self._diags), self._jobs, self._progress)
+        if self._fresh is not None:
+            return self._load_fresh(named, self._fresh, self._store)
         return _load_cached(named, list(self._diags), keys, texts, self._store, self._jobs, self._progress, reuse)
+
+    def _load_fresh(self, named: list[tuple[str, str]], seen: Observed, store: Store) -> Loaded:
+        """Fill an empty cache: every file read, keyed, parsed and pickled where it is
+        parsed (the parent's share too), each pickle stored as it arrives; then the
+        input named (`digest`, the files, their keys) and the stat index written as
+        a run that had read and hashed every file first would have left them."""
+        self._fresh = None
+        paths = [path for _, path in named]
+        sizes = _sizes(paths)
+        participants = _participants(len(paths), sum(sizes) if sizes is not None else None, self._jobs)
+        chunks = _chunks(paths, participants, sizes)
+        del paths
+        starts = [0]
+        for chunk in chunks:
+            starts.append(starts[-1] + len(chunk))
+        parts: list[list[Keyed]] = [[] for _ in chunks]
+        processed = 0
+        self._progress(PARSING, 0, len(named))
+        with collector.paused(After.FREEZE), store.blobs.writer() as add:
+            for c, records in shared_map(_read_parse_keyed_here, _read_parse_keyed_pickled, _keyed_records,
+                                         chunks, participants):
+                chunks[c] = []
+                for _, _, key, blob, _, _ in records:
+                    if key is not None and blob is not None:
+                        add(key, blob)
+                parts[c] = [(name, diags, key, None, result, text) for name, diags, key, _, result, text in records]
+                processed += len(records)
+                self._progress(PARSING, processed, len(named))
+        index = IndexBuilder()
+        results: list[FileResult] = []
+        texts: dict[str, str] = {}
+        for c, records in enumerate(parts):
+            for j, (name, read_diags, key, _, result, text) in enumerate(records):
+                self._diags.extend(read_diags)
+                if name is None or key is None or result is None:
+                    continue
+                i = starts[c] + j
+                index.add(named[i][0], seen, i, key)
+                self._named.append(named[i])
+                self._keys.append(key)
+                results.append(result)
+                if text is not None:
+                    texts[name] = text
+            parts[c] = []
+        if store.moment is not None:
+            store.save_stat_index(index.build(store.moment))
+        self._name_input()
+        return _loaded(results, list(self._diags), texts, self.files)
 
 
 def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int | None, progress: Progress,
@@ -365,6 +462,12 @@ def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int |
     old = store.stat_index()
     paths = [path for _, path in named]
     seen = observe(paths, max_file_bytes())
+    if not old.names and not store.blobs.index:
+        # Nothing cached (a first run, a fresh CI runner): nothing to look up before
+        # parsing, so each file is read, keyed and parsed in one pass, in parallel
+        # (`Inputs._load_fresh`), not read and hashed here first, alone (4.8 s of this
+        # process's CPU at 100,000 files, while no worker had started).
+        return Inputs(named, diags, jobs, progress, store, fresh=seen)
     vouched = old.vouched([name for name, _ in named], seen)
     kept: list[int] = []                 # positions in `named` of the files read or vouched for
     keys: list[bytes] = []
