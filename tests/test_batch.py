@@ -211,13 +211,15 @@ def test_an_empty_cache_is_filled_in_one_pass_as_a_reading_pass_would_fill_it(
     cache = str(tmp_path / "cache")
     with batch.scan([str(repo)], jobs=2, cache_dir=cache) as inputs:
         assert inputs.digest is None and not inputs.keys        # nothing read yet
-        fresh = inputs.load()
+        reused: batch.Reused = {b"stale": batch.FileResult(batch.Program(), ())}
+        fresh = inputs.load(reused)
         named, files, keys = (inputs.digest, inputs.names_digest), inputs.files, inputs.keys
     assert shipped, "no worker's share came back"
     assert _fingerprint(fresh) == _fingerprint(plain)
     assert fresh.sources == plain.sources and fresh.files == plain.files == files
     assert len(keys) == len(files) == len(set(keys)) and "binary.yaml" not in " ".join(files)
     assert len(batch.ParseCache(cache, [os.path.abspath(repo)]).index) == len(files)
+    assert list(reused) == list(keys)       # the next load of the same caller (git mode) takes them from here
     parsed = spy_parses(monkeypatch)
     read: list[str] = []
     real_read = batch.read_source

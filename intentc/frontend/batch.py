@@ -402,14 +402,17 @@ class Inputs:
         if self._store is None:
             return _load_uncached(named, list(self._diags), self._jobs, self._progress)
         if self._fresh is not None:
-            return self._load_fresh(named, self._fresh, self._store)
+            return self._load_fresh(named, self._fresh, self._store, reuse)
         return _load_cached(named, list(self._diags), keys, texts, self._store, self._jobs, self._progress, reuse)
 
-    def _load_fresh(self, named: list[tuple[str, str]], seen: Observed, store: Store) -> Loaded:
+    def _load_fresh(self, named: list[tuple[str, str]], seen: Observed, store: Store,
+                    reuse: Reused | None) -> Loaded:
         """Fill an empty cache: every file read, keyed, parsed and pickled where it is
         parsed (the parent's share too), each pickle stored as it arrives; then the
         input named (`digest`, the files, their keys) and the stat index written as
-        a run that had read and hashed every file first would have left them."""
+        a run that had read and hashed every file first would have left them.  `reuse`
+        (see `load`) is refilled with the results; nothing in it could be used, as
+        no file's key was known before it was parsed."""
         self._fresh = None
         paths = [path for _, path in named]
         sizes = _sizes(paths)
@@ -450,6 +453,9 @@ class Inputs:
             parts[c] = []
         if store.moment is not None:
             store.save_stat_index(index.build(store.moment))
+        if reuse is not None:
+            reuse.clear()
+            reuse.update(zip(self._keys, results))
         self._name_input()
         return _loaded(results, list(self._diags), texts, self.files)
 
