@@ -560,3 +560,42 @@ def test_the_plans_are_made_with_each_sides_tag_rules() -> None:
     expected = diff_plans(make_plan(program, topo)[0], make_plan(program, topo, policies=pinned)[0])
     assert not expected.empty, "the scenario places differently when j3 is pinned"
     assert diff_compiled(base, head, topo).plan == expected
+
+
+def test_a_pull_request_that_changes_only_a_tag_rule_shows_the_rule_and_what_it_changes(
+        repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No declaration changes; the new rule gives `train` (tagged nightly) a claim: the
+    # diff says so, in every format, and exits 1 as for any other change.
+    commit(repo, {"policies/nightly.yaml": NIGHTLY_RULE}, "nightly rule")
+    monkeypatch.chdir(repo.working_tree_dir or ".")
+    runner = CliRunner()
+    res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--format", "json", "--no-cache"])
+    assert res.exit_code == 1, res.output
+    out = json.loads(res.output)
+    assert out["declarations"] == [] and out["changed"]
+    assert out["rules"] == [{"tag": "nightly", "status": "added", "old": None, "new": "requires persistent-volume "
+                             "(10Gi)", "head": {"file": "policies/nightly.yaml", "line": 5, "column": 8,
+                                                "end_line": 5, "end_column": 15}}]
+    assert out["impacts"] == [{"intent": "train", "impact": "restart", "changed": False, "reasons": [
+        "tag rule nightly changed: objects replaced: +PersistentVolumeClaim team-a/train-state"]}]
+    text = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--no-cache"]).output
+    assert "1 tag rule(s) changed" in text and "  + nightly: requires persistent-volume (10Gi)" in text
+    assert "restart       train: tag rule nightly changed" in text
+    md = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-o", "markdown", "--no-cache"]).output
+    assert "- added `nightly`: requires persistent-volume (10Gi)" in md and "`train`: **restart**" in md
+    gh = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-o", "github", "--no-cache"]).output
+    assert "::notice file=policies/nightly.yaml,line=5" in gh and "tag rule nightly added" in gh
+
+
+def test_rules_compare_by_what_they_require_not_where_they_are_written() -> None:
+    from intentc.diff.rules import RuleStatus, diff_rules
+    from intentc.policy import BUILTIN, Requirement, Rule
+    hipaa = Rule("hipaa", (Requirement.EXCLUSIVE_DOMAIN,), "HIPAA", origin="policies/a.yaml")
+    moved = Rule("hipaa", (Requirement.EXCLUSIVE_DOMAIN,), "HIPAA", origin="policies/b.yaml")
+    assert diff_rules(BUILTIN.with_rules([hipaa]), BUILTIN.with_rules([moved])) == ()
+    stricter = Rule("stateful", (Requirement.NO_REPACK,), origin="policies/s.yaml")
+    changes = diff_rules(BUILTIN.with_rules([hipaa]), BUILTIN.with_rules([stricter]))
+    assert [(c.tag, c.status) for c in changes] == [("hipaa", RuleStatus.REMOVED), ("stateful", RuleStatus.CHANGED)]
+    assert changes[1].old is not None and changes[1].old.startswith(
+        "requires persistent-volume, disruption-budget, no-repack (10Gi)")
+    assert changes[1].new == "requires no-repack"

@@ -15,9 +15,11 @@ from intentc.diff.intents import DeclChange, FieldChange, Status
 from intentc.diff.live import github_commands, markdown_lines, text_lines
 from intentc.diff.live import to_json_obj as binding_json
 from intentc.diff.report import DiffReport
+from intentc.diff.rules import RuleChange, RuleStatus
 
 SHOWN = 50           # list items shown per section in text/markdown; JSON has everything
 MARK = {Status.ADDED: "+", Status.REMOVED: "-", Status.RENAMED: ">", Status.CHANGED: "~"}
+RULE_MARK = {RuleStatus.ADDED: "+", RuleStatus.REMOVED: "-", RuleStatus.CHANGED: "~"}
 
 
 def _v(value: Any) -> str:
@@ -39,7 +41,15 @@ def _counts(report: DiffReport) -> str:
     for c in report.declarations:
         by[c.status.value] = by.get(c.status.value, 0) + 1
     parts = [f"{by[s.value]} {s.value}" for s in Status if s.value in by]
+    if report.rules:
+        parts.append(f"{len(report.rules)} tag rule(s) changed")
     return ", ".join(parts) if parts else "no semantic change"
+
+
+def _rule_line(r: RuleChange) -> str:
+    if r.status is RuleStatus.CHANGED:
+        return f"{r.tag}: {r.old} -> {r.new}"
+    return f"{r.tag}: {r.new if r.status is RuleStatus.ADDED else r.old}"
 
 
 def _field_line(f: FieldChange) -> str:
@@ -72,6 +82,10 @@ def format_text(report: DiffReport) -> str:
         for f in c.changes:
             out.append(f"    {_field_line(f)}")
             out.append(f"      base {_pos(f.base_span)}  head {_pos(f.head_span)}")
+    if report.rules:
+        out.append("tag rules (policies/):")
+        out += [f"  {RULE_MARK[r.status]} {_rule_line(r)}" + (f"  ({_pos(r.span)})" if r.span else "")
+                for r in report.rules]
     g = report.graph
     if not g.empty:
         out.append(f"graph: {len(g.added)} edge(s) added, {len(g.removed)} removed, "
@@ -135,6 +149,8 @@ def to_json_obj(report: DiffReport) -> dict[str, Any]:
             "shares": [asdict(s) for s in p.shares],
             "batches": [asdict(b) for b in p.batches],
         },
+        "rules": [{"tag": r.tag, "status": r.status.value, "old": r.old, "new": r.new, "head": _span_obj(r.span)}
+                  for r in report.rules],
         "impacts": [{"intent": i.intent, "impact": i.impact.value, "reasons": list(i.reasons),
                      "changed": i.changed} for i in report.impacts],
         "target": report.target,
@@ -166,9 +182,12 @@ def format_markdown(report: DiffReport) -> str:
         imp = impact[c.name].impact.value if c.kind == "intent" and c.name in impact else ""
         fields = ", ".join(f"`{f.path}`" for f in c.changes[:6]) + (" \u2026" if len(c.changes) > 6 else "")
         out.append(f"| {MARK[c.status]} {c.status.value} | {c.kind} | {name} | {imp} | {fields} |")
+    if report.rules:
+        out += ["", "Tag rules (`policies/`):", ""]
+        out += [f"- {r.status.value} `{r.tag}`: {_md(_rule_line(r).split(': ', 1)[1])}" for r in report.rules]
     others = [i for i in report.impacts if not i.changed]
     if others:
-        out += ["", "Unchanged intents affected by the plan:", ""]
+        out += ["", "Unchanged intents affected by the plan or the tag rules:", ""]
         out += [f"- `{i.intent}`: **{i.impact.value}** ({_md('; '.join(i.reasons))})" for i in others[:SHOWN]]
     g, p = report.graph, report.plan
     summary = [(f"graph: +{len(g.added)}/-{len(g.removed)} edges, {len(g.new_cycles)} new cycle(s), "
@@ -234,6 +253,9 @@ def format_github(report: DiffReport) -> str:
             body.append(f"impact {i.impact.value}: {'; '.join(i.reasons)}")
         span = None if c.status is Status.REMOVED else c.head_span
         out.append(gh.command(level, "\n".join(body), span, f"intentc diff: {c.kind} {c.name} {c.status.value}"))
+    for r in report.rules:
+        out.append(gh.command(gh.Level.NOTICE, f"tag rule {r.tag} {r.status.value}: {_rule_line(r)}", r.span,
+                              f"intentc diff: tag rule {r.tag} {r.status.value}"))
     heads = {c.name: c.head_span for c in report.declarations if c.kind == "intent"}
     for i in report.impacts:
         if not i.changed:

@@ -111,9 +111,11 @@ class SideState:
 
 
 def classify(changes: list[DeclChange], base: SideState, head: SideState,
-             moved: Mapping[str, str], unplaceable: Mapping[str, str]) -> tuple[Impact, ...]:
-    """Impact of every changed or renamed intent, and of unchanged intents the plan moves.
-    `moved`: intent -> "old -> new" placement text; `unplaceable`: intent -> planner message."""
+             moved: Mapping[str, str], unplaceable: Mapping[str, str],
+             ruled: Mapping[str, tuple[str, ...]] | None = None) -> tuple[Impact, ...]:
+    """Impact of every changed or renamed intent, and of unchanged intents the plan moves
+    or whose tag rules changed.  `moved`: intent -> "old -> new" placement text;
+    `unplaceable`: intent -> planner message; `ruled`: intent -> its tags whose rule changed."""
     out: dict[str, Impact] = {}
     for c in changes:
         if c.kind != "intent" or c.status not in (Status.CHANGED, Status.RENAMED):
@@ -123,6 +125,16 @@ def classify(changes: list[DeclChange], base: SideState, head: SideState,
         else:
             klass, why = _classify_render(c, base, head)
         out[c.name] = Impact(c.name, klass, (why,), True)
+    for name, tags in sorted((ruled or {}).items()):
+        b, h = base.program.intent(name), head.program.intent(name)
+        if name in out or b is None or h is None:
+            continue        # changed itself (rendered with each side's rules above), added or removed
+        try:
+            klass, why = _render_class(base.objects(b), head.objects(h))
+        except Exception:  # noqa: BLE001 - as in _classify_render
+            continue
+        rules = ", ".join(tags)
+        out[name] = Impact(name, klass, (f"tag rule {rules} changed: {why}",), False)
     for name, text in sorted(moved.items()):
         prior = out.get(name)
         out[name] = Impact(name, ImpactClass.RESCHEDULE, (prior.reasons if prior else ()) +

@@ -22,6 +22,7 @@ from intentc.diff.impact import Impact, SideState, classify
 from intentc.diff.intents import DeclChange, diff_programs
 from intentc.diff.live import LiveBindingDiff
 from intentc.diff.plan_diff import PlanDiff, diff_plans
+from intentc.diff.rules import RuleChange, diff_rules, tagged
 from intentc.diff.sides import CompileStats, Side, Tree, compile_sides
 from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
@@ -43,10 +44,12 @@ class DiffReport:
     target: str = DEFAULT_TARGET
     creates: tuple[IntentObjects, ...] = ()      # what `target` makes for each added/changed intent
     binding: LiveBindingDiff | None = None       # with a cluster: where apply's live binding differs (diff/live.py)
+    rules: tuple[RuleChange, ...] = ()           # tag rules (policies/) that differ
 
     @property
     def changed(self) -> bool:
-        return bool(self.declarations) or not self.graph.empty or (self.plan is not None and not self.plan.empty)
+        return (bool(self.declarations) or bool(self.rules) or not self.graph.empty
+                or (self.plan is not None and not self.plan.empty))
 
     @property
     def head_errors(self) -> int:
@@ -88,12 +91,13 @@ def diff_compiled(base: Side, head: Side, topology: LoadedTopology | None = None
     moved = {m.intent: f"{m.old} -> {m.new}" for m in plan.moved} if plan else {}
     unplaceable = {c.intent: c.message for c in plan.capacity if not c.placeable} if plan else {}
     topo = topology.topology if topology is not None else None
+    rules = diff_rules(base.policies, head.policies)
     head_state = SideState(head.program, plan_h, gh.wave_of, target, topo, head.policies)
     impacts = classify(declarations, SideState(base.program, plan_b, gb.wave_of, target, topo, base.policies),
-                       head_state, moved, unplaceable)
+                       head_state, moved, unplaceable, tagged(head.program, rules))
     return DiffReport(base.label, head.label, tuple(declarations), graph, plan, impacts,
                       base.diagnostics, head.diagnostics, stats, target,
-                      target_objects(declarations, head_state))
+                      target_objects(declarations, head_state), rules=rules)
 
 
 def diff_trees(base: Tree, head: Tree, topology: LoadedTopology | None = None,
