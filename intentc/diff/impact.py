@@ -129,12 +129,9 @@ def classify(changes: list[DeclChange], base: SideState, head: SideState,
         b, h = base.program.intent(name), head.program.intent(name)
         if name in out or b is None or h is None:
             continue        # changed itself (rendered with each side's rules above), added or removed
-        try:
-            klass, why = _render_class(base.objects(b), head.objects(h))
-        except Exception:  # noqa: BLE001 - as in _classify_render
-            continue
-        rules = ", ".join(tags)
-        out[name] = Impact(name, klass, (f"tag rule {rules} changed: {why}",), False)
+        found = _rendered_class(b, h, base, head)
+        if found is not None:
+            out[name] = Impact(name, found[0], (f"tag rule {', '.join(tags)} changed: {found[1]}",), False)
     for name, text in sorted(moved.items()):
         prior = out.get(name)
         out[name] = Impact(name, ImpactClass.RESCHEDULE, (prior.reasons if prior else ()) +
@@ -148,12 +145,15 @@ def classify(changes: list[DeclChange], base: SideState, head: SideState,
 
 def _classify_render(c: DeclChange, base: SideState, head: SideState) -> tuple[ImpactClass, str]:
     b, h = base.program.intent(c.name), head.program.intent(c.name)
-    if b is None or h is None:
-        return _field_class(c)
+    found = _rendered_class(b, h, base, head) if b is not None and h is not None else None
+    return found if found is not None else _field_class(c)
+
+
+def _rendered_class(b: Intent, h: Intent, base: SideState, head: SideState) -> tuple[ImpactClass, str] | None:
+    """The impact of one intent as each side renders it, or None when a side cannot:
+    the renderer trusts a program that compiles, and the head may have errors (which
+    the CLI reports)."""
     try:
-        old, new = base.objects(b), head.objects(h)
+        return _render_class(base.objects(b), head.objects(h))
     except Exception:  # noqa: BLE001
-        # The renderer trusts a program that compiles; an intent it cannot render
-        # (the head has errors, which the CLI reports) is classified by its fields.
-        return _field_class(c)
-    return _render_class(old, new)
+        return None

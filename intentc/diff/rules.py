@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from intentc.diagnostics import Span
 from intentc.ir import Program
-from intentc.policy import Policies, Rule
+from intentc.policy import Policies, Requirement, Rule
 
 
 class RuleStatus(str, enum.Enum):
@@ -36,7 +36,7 @@ class RuleChange:
 def describe(rule: Rule) -> str:
     """One line a reviewer compares: what the tag requires, and why."""
     text = "requires " + (", ".join(r.value for r in rule.requires) or "nothing")
-    if any(r.value == "persistent-volume" for r in rule.requires):
+    if Requirement.PERSISTENT_VOLUME in rule.requires:
         text += f" ({rule.volume_size})"
     return text + (f": {rule.reason}" if rule.reason else "")
 
