@@ -323,7 +323,7 @@ def synthetic_program(n: int) -> Any:
             context=replace(template.context, tenant=ir.Ref(TENANTS[i % 4])),
             constraints=replace(template.constraints, gpus=gpus, sla=f"P{i % 4}", duration=None),
             consumes=(ir.Ref(f"ds-{i % 50}"),), produces=(ir.Ref(f"out-{i:05d}"),),
-            span=Span(f"{name}.intent", 2, 1, 2, 1)))
+            spans=ir.FieldSpans.at(Span(f"{name}.intent", 2, 1, 2, 1))))
     return ir.Program(head.tenants, head.datasets, tuple(intents))
 
 
@@ -472,7 +472,7 @@ def _seed(reloader: Reloader, root: Path, program: Any, common: str) -> float:
     from intentc.daemon.reload.state import FileState
     from intentc.diagnostics import Span
     from intentc.frontend import FileResult, parse_source
-    from intentc.ir import Program
+    from intentc.ir import FieldSpans, Program
     from intentc.sources import SourceFile
     w0 = time.perf_counter()
     with collector.paused(collector.After.FREEZE):
@@ -482,7 +482,7 @@ def _seed(reloader: Reloader, root: Path, program: Any, common: str) -> float:
         reloader._table.set(path, FileState(FileResult(Program(head.tenants, head.datasets), ()), ()), common)
         for intent in program.intents:
             name = f"{root.as_posix()}/{intent.span.file}"
-            placed = replace(intent, span=Span(name, 2, 1, 2, 1))
+            placed = replace(intent, spans=FieldSpans.at(Span(name, 2, 1, 2, 1)))
             reloader._table.set(name, FileState(FileResult(Program(intents=(placed,)), ()), ()))
         reloader._load_topology()
         first = reloader._compile((), (), True)

@@ -90,6 +90,9 @@ def _corpus(mutations: int) -> list[tuple[str, str]]:
     return out
 
 
+_POSITION_FIELDS = ("span", "spans", "file", "line", "column", "end_line", "end_column")
+
+
 def _canonical(value: Any) -> Any:
     """A JSON-able dump of an IR value with every field, spans included."""
     from intentc.diagnostics import Span
@@ -101,8 +104,11 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return [type(value).__name__, value.value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [type(value).__name__] + [[f.name, _canonical(getattr(value, f.name))]
-                                         for f in dataclasses.fields(value)]
+        # a node's own span is compared as `span` however the tree keeps it (a field, inside
+        # its field spans, or as five position fields), so trees of either layout compare
+        fields = [f.name for f in dataclasses.fields(value) if f.name not in _POSITION_FIELDS]
+        located = [name for name in ("span", "spans") if hasattr(value, name)]
+        return [type(value).__name__] + [[name, _canonical(getattr(value, name))] for name in fields + located]
     if isinstance(value, (list, tuple)):
         return [_canonical(v) for v in value]
     if isinstance(value, dict):

@@ -59,7 +59,7 @@ def _interned(cls: Any, args: tuple[Any, ...]) -> Any:
 
 _Walk = tuple[tuple[tuple[Callable[[Any], Any], Callable[[Any, Any], None]], ...], tuple[Callable[[Any], Any], ...]]
 _PLANS: dict[type, _Walk] = {}
-_SKIP = frozenset({"span", "spans"})     # positions: no interned values below
+_SKIP = frozenset({"span", "spans", "file", "line", "column", "end_line", "end_column"})  # positions
 
 
 def _plan(cls: type) -> _Walk:

@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 from intentc.diagnostics import Diagnostic, Span
 from intentc.frontend import dsl
 from intentc.frontend.dsl_errors import EXAMPLES, BadInput
-from intentc.ir import FieldSpans, Program
+from intentc.ir import FieldSpans, Located, Placed, Program
 from intentc.sources import SourceFile
 from tests.golden_support import assert_golden
+
+_PLACED = ("file", "line", "column", "end_line", "end_column")
 
 GOLDEN = Path(__file__).parent / "golden" / "dsl"
 INPUTS = sorted(GOLDEN.glob("*.intent"))
@@ -40,6 +42,12 @@ def dump(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out: dict[str, Any] = {"@": type(value).__name__}
         for f in dataclasses.fields(value):
+            if f.name == "spans" and isinstance(value, Located):
+                out["span"] = dump(value.span)      # kept inside `spans`, shown where it was a field
+            if isinstance(value, Placed) and f.name in _PLACED:
+                if f.name == "end_column":          # the five position fields, shown as the span
+                    out["span"] = dump(value.span)
+                continue
             out[f.name] = dump(getattr(value, f.name))
         return out
     if isinstance(value, tuple):

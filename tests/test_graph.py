@@ -26,7 +26,7 @@ def span(line: int, col: int = 3, width: int = 5, file: str = "intents/a.intent"
 
 
 def ref(name: str, line: int = 0, col: int = 3) -> ir.Ref:
-    return ir.Ref(name, span(line, col, len(name))) if line else ir.Ref(name)
+    return ir.Ref(name, **ir.placed(span(line, col, len(name)))) if line else ir.Ref(name)
 
 
 def intent(name: str, after: tuple[ir.Ref, ...] = (), consumes: tuple[ir.Ref, ...] = (),
@@ -34,7 +34,7 @@ def intent(name: str, after: tuple[ir.Ref, ...] = (), consumes: tuple[ir.Ref, ..
            line: int = 1) -> ir.Intent:
     trigger = ir.Trigger("after", after) if after else ir.Trigger("push")
     return ir.Intent(name, trigger, ir.Action(kind, "img:1"), ir.Context(ir.Ref("team-a")),
-                     ir.Constraints(duration=duration), consumes, produces, span=span(line, 1, 6))
+                     ir.Constraints(duration=duration), consumes, produces, spans=ir.FieldSpans.at(span(line, 1, 6)))
 
 
 def program(*intents: ir.Intent, datasets: tuple[str, ...] = ()) -> ir.Program:

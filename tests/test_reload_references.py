@@ -22,7 +22,7 @@ from intentc.daemon.reload.files import FileTable, _concatenate
 from intentc.daemon.reload.state import FileState
 from intentc.diagnostics import Span
 from intentc.frontend import FileResult
-from intentc.ir import Action, Context, Intent, Program, Ref, Tenant, Trigger
+from intentc.ir import Action, Context, FieldSpans, Intent, Program, Ref, Tenant, Trigger
 from intentc.passes import GLOBAL_PASSES
 from tests.test_reload_replan import COMMIT, TENANTS, chains, job, make_tree
 from tests.test_reload_replan_structure import data_job
@@ -180,9 +180,9 @@ def _tenants(names: list[str], file: str, foreign: bool = False) -> FileState:
     """A file's state: a tenant per name and an intent for the first two, their spans in
     `file` (or, `foreign`, in another spelling of its path)."""
     spelled = f"./{file}" if foreign else file
-    program = Program(tenants=tuple(Tenant(f"{file}{n}{k}", span=Span(spelled, k + 1, 1, k + 1, 2))
+    program = Program(tenants=tuple(Tenant(f"{file}{n}{k}", spans=FieldSpans.at(Span(spelled, k + 1, 1, k + 1, 2)))
                                     for k, n in enumerate(names)),
-                      intents=tuple(replace(job_intent(f"{file}-{n}{k}"), span=Span(spelled, k + 1, 1, k + 1, 2))
+                      intents=tuple(replace(job_intent(f"{file}-{n}{k}"), spans=FieldSpans.at(Span(spelled, k + 1, 1, k + 1, 2)))
                                     for k, n in enumerate(names[:2])))
     return FileState(FileResult(program, ()), ())
 

@@ -39,9 +39,14 @@ def dump_ir(node: object, indent: str = "") -> list[str]:
     assert dataclasses.is_dataclass(node)
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
-        if f.name == "span":
+        if isinstance(node, ir.Placed) and f.name in ("file", "line", "column", "end_line", "end_column"):
+            if f.name == "end_column":          # the five position fields, shown as the span
+                lines.append(f"{indent}@ {_at(node.span)}")
+        elif f.name == "span":
             lines.append(f"{indent}@ {_at(value)}")
         elif f.name == "spans":
+            if isinstance(node, ir.Located):      # its own span, kept inside `spans`
+                lines.append(f"{indent}@ {_at(node.span)}")
             lines.extend(f"{indent}@{k} {_at(s)}" for k, s in value.items)
         elif dataclasses.is_dataclass(value):
             lines.append(f"{indent}{f.name}: {type(value).__name__}")

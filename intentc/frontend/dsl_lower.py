@@ -22,6 +22,7 @@ from intentc.frontend import dsl_errors
 from intentc.ir import (
     CONSTRAINT_KEYS,
     SETTING_KEYS,
+    OWN,
     Action,
     Batch,
     ClusterSelector,
@@ -35,6 +36,7 @@ from intentc.ir import (
     Ref,
     Tenant,
     Trigger,
+    placed,
 )
 
 # (key, value, where the value was written, keyword token).  Where: a `Span`, or
@@ -78,7 +80,9 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     def _sp(self, t: Token) -> Span:
         return make_span(self.path, t.line, t.column, t.end_line, t.end_column)
 
-    def _fields(self, spans: dict[str, Any]) -> FieldSpans:
+    def _fields(self, spans: dict[str, Any], own: Any) -> FieldSpans:
+        """The node's field spans with its own span (`own`) among them."""
+        spans[OWN] = own
         return FieldSpans.located(self.path, spans)
 
     def _cover(self, a: Span, b: Any) -> Span:
@@ -151,7 +155,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
                 spans[prefix + key] = hit[1]
 
     def _refs(self, toks: list[Token]) -> tuple[Ref, ...]:
-        return tuple(Ref(self._text(t), self._sp(t)) for t in toks)
+        path = self.path
+        return tuple(Ref(self._text(t), path, t.line, t.column, t.end_line, t.end_column) for t in toks)
 
     def _items_span(self, items: list[_Item]) -> Span:
         return self._cover(self._sp(items[0][3]), items[-1][2])
@@ -171,8 +176,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         if "quota" in u:
             quota = self._unique(u["quota"][0], f"the quota of {where}")
             self._take(quota, ("gpus", "cpu", "memory"), fields, spans, prefix="quota_")
-        t = Tenant(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=self._fields(spans),
-                   **fields)
+        t = Tenant(name, spans=self._fields(spans, self._cover(self._sp(c[0]), self._sp(c[-1]))), **fields)
         self.decls.append(t)
         return t
 
@@ -197,8 +201,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         fields: dict[str, Any] = {}
         if len(c) > 2:
             self._take(self._unique(c[3:-1], f"dataset '{name}'"), ("uri",), fields, spans)
-        d = Dataset(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=self._fields(spans),
-                    **fields)
+        d = Dataset(name, spans=self._fields(spans, self._cover(self._sp(c[0]), self._sp(c[-1]))), **fields)
         self.decls.append(d)
         return d
 
@@ -220,9 +223,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         self._take(u, ("trigger", "action", "context", "constraints", "consumes", "produces", "clusters"),
                    fields, spans)
         if "constraints" not in fields:     # no clause: later passes still get a place to point at
-            fields["constraints"] = Constraints(span=name_span)
-        i = Intent(name, span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=self._fields(spans),
-                   **fields)
+            fields["constraints"] = Constraints(spans=FieldSpans.at(name_span))
+        i = Intent(name, spans=self._fields(spans, self._cover(self._sp(c[0]), self._sp(c[-1]))), **fields)
         self.decls.append(i)
         return i
 
@@ -248,12 +250,12 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         """`[a, b]`: by name; `{ key: value, ... }`: by labels (matchLabels)."""
         if isinstance(c[0], tuple):
             names, span, each = c[0]
-            return ClusterSelector(names=names, name_spans=each, span=span)
+            return ClusterSelector(names=names, name_spans=each, spans=FieldSpans.at(span))
         span = self._cover(self._sp(c[0]), self._sp(c[-1]))
         pairs: list[tuple[str, str, Span]] = [p for p in c[1:-1] if isinstance(p, tuple)]
         spans = {f"label:{k}": sp for k, _, sp in pairs}
         return ClusterSelector(match_labels=tuple(sorted((k, v) for k, v, _ in pairs)), by_labels=True,
-                               span=span, spans=self._fields(spans))
+                               spans=self._fields(spans, span))
 
     def label_pair(self, c: list[Any]) -> tuple[str, str, Span]:
         return self._text(c[0]), self._text(c[2]), self._cover(self._sp(c[0]), self._sp(c[2]))
@@ -264,12 +266,12 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         first = c[0]
         span = self._cover(self._sp(first), self._sp(c[-1]))
         if first.type == "ON":
-            return Trigger(self._text(c[1]), span=span)
+            return Trigger(self._text(c[1]), **placed(span))
         if first.type == "AFTER":
-            return Trigger("after", after=self._refs(c[1::2]), span=span)
+            return Trigger("after", after=self._refs(c[1::2]), **placed(span))
         if first.type == "SCHEDULE":
-            return Trigger("schedule", schedule=self._text(c[1]), span=span)
-        return Trigger(self._text(first), span=span)
+            return Trigger("schedule", schedule=self._text(c[1]), **placed(span))
+        return Trigger(self._text(first), **placed(span))
 
     def action(self, c: list[Any]) -> tuple[Action | None, Span]:
         kind = c[0]
@@ -285,8 +287,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         fields: dict[str, Any] = {}
         spans: dict[str, Any] = {"kind": kind}
         self._take(u, ("image", "model", "command", "replicas", "port"), fields, spans)
-        return Action(self._text(kind), settings=settings, span=span, spans=self._fields(spans),
-                      **fields), span
+        return Action(self._text(kind), settings=settings, spans=self._fields(spans, span), **fields), span
 
     def action_part(self, c: list[Any]) -> _Item:
         kw, v = c
@@ -310,8 +311,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         fields: dict[str, Any] = {}
         spans: dict[str, Any] = {}
         self._take(self._unique(c[1:-1], "the settings"), SETTING_KEYS, fields, spans)
-        return ModelSettings(span=self._cover(self._sp(c[0]), self._sp(c[-1])), spans=self._fields(spans),
-                             **fields)
+        return ModelSettings(spans=self._fields(spans, self._cover(self._sp(c[0]), self._sp(c[-1]))), **fields)
 
     def setting(self, c: list[Any]) -> _Item:
         kw, v = c[0], c[2]
@@ -340,7 +340,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     def context_item(self, c: list[Any]) -> _Item:
         kw, v = c
         if kw.type == "TENANT":
-            return "tenant", Ref(self._text(v), self._sp(v)), v, kw
+            return "tenant", Ref(self._text(v), self.path, v.line, v.column, v.end_line, v.end_column), v, kw
         if kw.type == "TAGS":
             values, span, each = v
             return "tags", (values, each), span, kw
@@ -357,7 +357,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         self._take(u, ("tenant", "tags", "drift"), fields, spans)
         if "tags" in fields:
             fields["tags"], fields["tag_spans"] = fields["tags"]
-        return Context(span=self._items_span(items), spans=self._fields(spans), **fields)
+        return Context(spans=self._fields(spans, self._items_span(items)), **fields)
 
     def constraint_item(self, c: list[Any]) -> _Item:
         kw, v = c
@@ -376,7 +376,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         spans: dict[str, Any] = {}
         self._take(self._unique(items, "the constraints"),
                    CONSTRAINT_KEYS, fields, spans)
-        return Constraints(span=self._items_span(items), spans=self._fields(spans), **fields)
+        return Constraints(spans=self._fields(spans, self._items_span(items)), **fields)
 
     def gpus(self, c: list[Any]) -> tuple[GpuRequest | None, Span]:
         count_tok = c[0]
@@ -389,7 +389,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         fields: dict[str, Any] = {}
         spans: dict[str, Any] = {"count": count_tok}
         self._take(u, ("product", "memory", "within", "prefer"), fields, spans)
-        return GpuRequest(count, span=span, spans=self._fields(spans), **fields), span
+        return GpuRequest(count, spans=self._fields(spans, span), **fields), span
 
     def gpu_option(self, c: list[Any]) -> _Item:
         kw, v = c

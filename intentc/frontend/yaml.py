@@ -46,6 +46,7 @@ from intentc.ir import (
     Topology,
     TopologyNode,
     Trigger,
+    placed,
 )
 from intentc.sources import SourceFile
 from intentc.suggest import did_you_mean
@@ -83,14 +84,16 @@ class _Lower:
         p = m.pos.get(key)
         return to_span(self.file, p[1]) if p else None
 
-    def spans(self, m: YMap, fields: dict[str, str], extra: dict[str, Span | None] | None = None) -> FieldSpans:
-        """Where each field was written, packed straight from the reader's positions."""
+    def spans(self, m: YMap, own: Span, fields: dict[str, str],
+              extra: dict[str, Span | None] | None = None) -> FieldSpans:
+        """Where the node (`own`) and each field were written, packed straight from the
+        reader's positions."""
         pos = m.pos
         found = {f: to_position(pos[k][1]) for f, k in fields.items() if k in pos}
         for f, s in (extra or {}).items():
             if s is not None:
                 found[f] = (s.line, s.column, s.end_line, s.end_column)
-        return FieldSpans.pack(self.file, found)
+        return FieldSpans.pack(self.file, found, (own.line, own.column, own.end_line, own.end_column))
 
     # -- typed getters --------------------------------------------------------
 
@@ -147,10 +150,11 @@ class _Lower:
     def refs(self, m: YMap, key: str) -> tuple[Ref, ...]:
         v = m.get(key)
         if isinstance(v, str):
-            return (Ref(v, to_span(self.file, m.pos[key][1])),)
+            return (Ref(v, self.file, *to_position(m.pos[key][1])),)
         if not isinstance(v, YList):
             return ()
-        return tuple(Ref(x, to_span(self.file, p)) for x, p in zip(v, v.pos) if isinstance(x, str))
+        file = self.file
+        return tuple(Ref(x, file, *to_position(p)) for x, p in zip(v, v.pos) if isinstance(x, str))
 
     # -- kinds -------------------------------------------------------------------
 
@@ -161,28 +165,28 @@ class _Lower:
             name=name, tier=self.str_of(spec, "tier"), weight=self.int_of(spec, "weight"),
             quota_gpus=self.int_of(quota, "gpus"), quota_cpu=self.quantity(quota, "cpu"),
             quota_memory=self.quantity(quota, "memory"), group=self.str_of(spec, "group"),
-            drift=self.str_of(spec, "drift"), max_sla=self.str_of(spec, "max_sla"), span=self.span(doc.at),
-            spans=self.spans(spec, {"tier": "tier", "weight": "weight", "group": "group", "drift": "drift",
+            drift=self.str_of(spec, "drift"), max_sla=self.str_of(spec, "max_sla"),
+            spans=self.spans(spec, self.span(doc.at), {"tier": "tier", "weight": "weight", "group": "group", "drift": "drift",
                                     "max_sla": "max_sla"},
                              {"name": name_span, "quota_gpus": self.vspan(quota, "gpus"),
                               "quota_cpu": self.vspan(quota, "cpu"), "quota_memory": self.vspan(quota, "memory")}))
 
     def dataset(self, doc: YMap, name: str, name_span: Span) -> Dataset:
         spec = self.map_of(doc, "spec")
-        return Dataset(name=name, uri=self.str_of(spec, "uri"), span=self.span(doc.at),
-                       spans=self.spans(spec, {"uri": "uri"}, {"name": name_span}))
+        return Dataset(name=name, uri=self.str_of(spec, "uri"),
+                       spans=self.spans(spec, self.span(doc.at), {"uri": "uri"}, {"name": name_span}))
 
     def trigger(self, spec: YMap) -> Trigger:
         v = spec.get("trigger")
         span = self.vspan(spec, "trigger") or self.span(spec.at)
         if isinstance(v, str):
-            return Trigger(kind=v, span=span)
+            return Trigger(kind=v, **placed(span))
         if isinstance(v, YMap):
             if "after" in v:
-                return Trigger(kind="after", after=self.refs(v, "after"), span=span)
+                return Trigger(kind="after", after=self.refs(v, "after"), **placed(span))
             if "schedule" in v:
-                return Trigger(kind="schedule", schedule=self.str_of(v, "schedule"), span=span)
-        return Trigger(kind="manual", span=span)        # missing or malformed: already reported
+                return Trigger(kind="schedule", schedule=self.str_of(v, "schedule"), **placed(span))
+        return Trigger(kind="manual", **placed(span))        # missing or malformed: already reported
 
     def settings(self, m: YMap) -> ModelSettings:
         b = m.get("batch")
@@ -199,8 +203,8 @@ class _Lower:
             batch=batch, seq_len=self.int_of(m, "seq_len"), kv_cache=self.str_of(m, "kv_cache"),
             precision=self.str_of(m, "precision"), model_memory=self.quantity(m, "model_memory"),
             parameters=self.quantity(m, "parameters"), kv_reuse=self.float_of(m, "kv_reuse"),
-            throughput_mode=self.str_of(m, "throughput_mode"), span=self.span(m.at),
-            spans=self.spans(m, _SETTING_FIELDS))
+            throughput_mode=self.str_of(m, "throughput_mode"),
+            spans=self.spans(m, self.span(m.at), _SETTING_FIELDS))
 
     def action(self, spec: YMap) -> Action:
         a = self.map_of(spec, "action")
@@ -210,17 +214,16 @@ class _Lower:
             command=self.strs(a, "command"), model=self.str_of(a, "model"),
             settings=self.settings(s) if isinstance(s, YMap) else None,
             replicas=self.int_of(a, "replicas"), port=self.int_of(a, "port"),
-            span=self.vspan(spec, "action") or self.span(spec.at),
-            spans=self.spans(a, _ACTION_FIELDS))
+            spans=self.spans(a, self.vspan(spec, "action") or self.span(spec.at), _ACTION_FIELDS))
 
     def context(self, spec: YMap) -> Context:
         c = self.map_of(spec, "context")
         span = self.vspan(spec, "context") or self.span(spec.at)
         tenant = self.str_of(c, "tenant")
         return Context(
-            tenant=Ref(tenant or "", self.vspan(c, "tenant") or span), tags=self.strs(c, "tags"),
-            drift=self.str_of(c, "drift"), tag_spans=self.item_spans(c, "tags"), span=span,
-            spans=self.spans(c, _CONTEXT_FIELDS))
+            tenant=Ref(tenant or "", **placed(self.vspan(c, "tenant") or span)), tags=self.strs(c, "tags"),
+            drift=self.str_of(c, "drift"), tag_spans=self.item_spans(c, "tags"),
+            spans=self.spans(c, span, _CONTEXT_FIELDS))
 
     def constraints(self, spec: YMap) -> Constraints:
         if not isinstance(spec.get("constraints"), YMap):
@@ -235,14 +238,14 @@ class _Lower:
             gpus = GpuRequest(
                 count=count, product=self.str_of(g, "product"),
                 memory=self.quantity(g, "memory"), within=self.str_of(g, "within"),
-                prefer=self.str_of(g, "prefer"), span=self.span(g.at),
-                spans=self.spans(g, _GPU_FIELDS))
+                prefer=self.str_of(g, "prefer"),
+                spans=self.spans(g, self.span(g.at), _GPU_FIELDS))
         return Constraints(
             cpu=self.quantity(c, "cpu"), memory=self.quantity(c, "memory"), gpus=gpus,
             sla=self.str_of(c, "sla"), tolerance=self.float_of(c, "tolerance"),
             duration=self.str_of(c, "duration"), slack=self.float_of(c, "slack"),
-            retries=self.int_of(c, "retries"), fallback=self.str_of(c, "fallback"), span=self.span(c.at),
-            spans=self.spans(c, _CONSTRAINT_FIELDS))
+            retries=self.int_of(c, "retries"), fallback=self.str_of(c, "fallback"),
+            spans=self.spans(c, self.span(c.at), _CONSTRAINT_FIELDS))
 
     def intent(self, doc: YMap, name: str, name_span: Span) -> Intent:
         spec = self.map_of(doc, "spec")
@@ -250,8 +253,8 @@ class _Lower:
             name=name, trigger=self.trigger(spec), action=self.action(spec),
             context=self.context(spec), constraints=self.constraints(spec),
             consumes=self.refs(spec, "consumes"), produces=self.refs(spec, "produces"),
-            clusters=self.clusters(spec), span=self.span(doc.at),
-            spans=self.spans(spec, _INTENT_FIELDS, {"name": name_span}))
+            clusters=self.clusters(spec),
+            spans=self.spans(spec, self.span(doc.at), _INTENT_FIELDS, {"name": name_span}))
 
     def clusters(self, spec: YMap) -> ClusterSelector | None:
         """`clusters: [a, b]` or `clusters: {matchLabels: {k: v}}` (malformed: the schema said so)."""
@@ -263,10 +266,10 @@ class _Lower:
             labels = self.map_of(v, "matchLabels")
             pairs = {k: x for k, x in labels.items() if isinstance(k, str) and isinstance(x, str)}
             spans = {f"label:{k}": to_span(self.file, labels.pos[k][0]) for k in pairs if k in labels.pos}
-            return ClusterSelector(match_labels=tuple(sorted(pairs.items())), by_labels=True, span=span,
-                                   spans=FieldSpans.of(spans))
+            return ClusterSelector(match_labels=tuple(sorted(pairs.items())), by_labels=True,
+                                   spans=FieldSpans.of(spans, span))
         return ClusterSelector(names=self.strs(spec, "clusters"), name_spans=self.item_spans(spec, "clusters"),
-                               span=span)
+                               spans=FieldSpans.at(span))
 
     def node(self, n: YMap, levels: tuple[str, ...]) -> TopologyNode | None:
         name = self.str_of(n, "name")
@@ -282,8 +285,8 @@ class _Lower:
             gpu_memory=self.quantity(gpu, "memory"), cpu=self.quantity(n, "cpu"),
             memory=self.quantity(n, "memory"), domains=tuple(domains),
             labels=tuple(sorted((k, v) for k, v in labels.items() if isinstance(v, str))),
-            nvidia_smi_topo=self.str_of(n, "nvidiaSmiTopo"), taints=self.taints(n), span=self.span(n.at),
-            spans=self.spans(n, {"name": "name", "cpu": "cpu", "memory": "memory",
+            nvidia_smi_topo=self.str_of(n, "nvidiaSmiTopo"), taints=self.taints(n),
+            spans=self.spans(n, self.span(n.at), {"name": "name", "cpu": "cpu", "memory": "memory",
                                  "nvidia_smi_topo": "nvidiaSmiTopo"},
                              {"gpu_count": self.vspan(gpu, "count"), "gpu_product": self.vspan(gpu, "product"),
                               "gpu_memory": self.vspan(gpu, "memory")}))
@@ -300,7 +303,7 @@ class _Lower:
         nodes_raw = spec.get("nodes")
         nodes = [self.node(n, levels) for n in nodes_raw if isinstance(n, YMap)] if isinstance(nodes_raw, list) else []
         return Topology(name=name, levels=levels, nodes=tuple(n for n in nodes if n is not None),
-                        span=self.span(doc.at), spans=self.spans(spec, {"levels": "levels"}, {"name": name_span}))
+                        spans=self.spans(spec, self.span(doc.at), {"levels": "levels"}, {"name": name_span}))
 
 
 def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
