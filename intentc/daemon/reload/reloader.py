@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 
-from intentc import collector, heap
+from intentc import collector
 from intentc import graph
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload import references
@@ -160,7 +160,7 @@ class Reloader:
         # once the load's cyclic garbage is gone (frozen, it would be kept for good).
         gc.collect()
         gc.freeze()
-        heap.trim()             # the load's large transients (workers' pickles, lists of every file): ~35 MB
+        collector.trim()        # what the render and the index freed after the planner's trim: ~35 MB at 100k
         return result
 
     def update(self, changed: Iterable[str | Path]) -> ReloadResult:
@@ -465,7 +465,7 @@ class Reloader:
                     # walks, once the re-plan's cyclic garbage is gone (frozen, it stays for good)
                     gc.collect()
                     gc.freeze()
-                heap.trim()         # the full planner's working tables
+                collector.trim()    # the snapshot it replaced, freed by the swap
                 for listener in self._listeners:
                     listener(result)
                 return
