@@ -259,16 +259,6 @@ def _field_spans(file: str, keys: tuple[str, ...], positions: bytes) -> FieldSpa
 _NO_FIELD_SPANS = FieldSpans()
 NO_FIELD_SPANS = _NO_FIELD_SPANS
 
-# Where a value was written, as (a node's field spans, the field's name, the span
-# to use when that field has none): a check passes this along and builds the
-# `Span` (`span_of`) only when it reports, not for every value it looks at.
-Where = tuple[FieldSpans, str, Span]
-
-
-def span_of(where: Where) -> Span:
-    return where[0].get(where[1], where[2])
-
-
 def _spans() -> FieldSpans:
     return field(default_factory=FieldSpans, compare=False, repr=False)  # type: ignore[return-value]
 
@@ -283,6 +273,12 @@ class Located(Compact):
     @property
     def span(self) -> Span:
         return self.spans.own()
+
+    @property
+    def has_span(self) -> bool:
+        """Made with a span of its own (`span` is not `NO_SPAN`), without unpacking it."""
+        keys = self.spans.keys
+        return bool(keys) and keys[0] == OWN
 
 
 def _position(default: Any) -> Any:
@@ -310,6 +306,20 @@ def placed(span: Span) -> dict[str, Any]:
     """A `Span`'s five fields, to make a `Placed` node with: ``Trigger("push", **placed(span))``."""
     return {"file": span.file, "line": span.line, "column": span.column, "end_line": span.end_line,
             "end_column": span.end_column}
+
+
+# Where a value was written, as (a node's field spans, the field's name, what to use
+# when that field has none: a `Span`, or the node whose own span it is): a check passes
+# this along and builds the `Span` (`span_of`) only when it reports, not for every
+# value it looks at (a node's own span is unpacked too: `Located.span`).
+Where = tuple[FieldSpans, str, "Span | Located | Placed"]
+
+
+def span_of(where: Where) -> Span:
+    spans, key, default = where
+    if key in spans.keys and key != OWN:
+        return spans.get(key, NO_SPAN)
+    return default if isinstance(default, Span) else default.span
 
 
 @dataclass(frozen=True, slots=True)

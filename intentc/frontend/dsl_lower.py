@@ -36,7 +36,6 @@ from intentc.ir import (
     Ref,
     Tenant,
     Trigger,
-    placed,
 )
 
 # (key, value, where the value was written, keyword token).  Where: a `Span`, or
@@ -263,15 +262,15 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     # -- trigger and action --------------------------------------------------
 
     def trigger(self, c: list[Any]) -> Trigger:
-        first = c[0]
-        span = self._cover(self._sp(first), self._sp(c[-1]))
+        first, last = c[0], c[-1]
+        at = (self.path, first.line, first.column, last.end_line, last.end_column)
         if first.type == "ON":
-            return Trigger(self._text(c[1]), **placed(span))
+            return Trigger(self._text(c[1]), (), None, *at)
         if first.type == "AFTER":
-            return Trigger("after", after=self._refs(c[1::2]), **placed(span))
+            return Trigger("after", self._refs(c[1::2]), None, *at)
         if first.type == "SCHEDULE":
-            return Trigger("schedule", schedule=self._text(c[1]), **placed(span))
-        return Trigger(self._text(first), **placed(span))
+            return Trigger("schedule", (), self._text(c[1]), *at)
+        return Trigger(self._text(first), (), None, *at)
 
     def action(self, c: list[Any]) -> tuple[Action | None, Span]:
         kind = c[0]

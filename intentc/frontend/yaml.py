@@ -44,6 +44,7 @@ from intentc.ir import (
     Ref,
     Tenant,
     Topology,
+    OWN,
     TopologyNode,
     Trigger,
     placed,
@@ -93,7 +94,8 @@ class _Lower:
         for f, s in (extra or {}).items():
             if s is not None:
                 found[f] = (s.line, s.column, s.end_line, s.end_column)
-        return FieldSpans.pack(self.file, found, (own.line, own.column, own.end_line, own.end_column))
+        found[OWN] = (own.line, own.column, own.end_line, own.end_column)
+        return FieldSpans.pack(self.file, found)
 
     # -- typed getters --------------------------------------------------------
 
@@ -178,15 +180,16 @@ class _Lower:
 
     def trigger(self, spec: YMap) -> Trigger:
         v = spec.get("trigger")
-        span = self.vspan(spec, "trigger") or self.span(spec.at)
+        p = spec.pos.get("trigger")
+        at = (self.file, *to_position(p[1] if p else spec.at))
         if isinstance(v, str):
-            return Trigger(kind=v, **placed(span))
+            return Trigger(v, (), None, *at)
         if isinstance(v, YMap):
             if "after" in v:
-                return Trigger(kind="after", after=self.refs(v, "after"), **placed(span))
+                return Trigger("after", self.refs(v, "after"), None, *at)
             if "schedule" in v:
-                return Trigger(kind="schedule", schedule=self.str_of(v, "schedule"), **placed(span))
-        return Trigger(kind="manual", **placed(span))        # missing or malformed: already reported
+                return Trigger("schedule", (), self.str_of(v, "schedule"), *at)
+        return Trigger("manual", (), None, *at)        # missing or malformed: already reported
 
     def settings(self, m: YMap) -> ModelSettings:
         b = m.get("batch")

@@ -13,7 +13,7 @@ from typing import Iterator
 
 from intentc.diagnostics import EXCERPT_CHARS, Diagnostic, Span, error, excerpt, warning
 from intentc.duration import parse_duration
-from intentc.ir import (NO_FIELD_SPANS, ActionKind, DriftPolicy, Fallback, FieldSpans, Intent, KvCache,
+from intentc.ir import (NO_FIELD_SPANS, ActionKind, DriftPolicy, Fallback, FieldSpans, Intent, KvCache, Located, Placed,
                         ModelSettings, Precision, Program, Scope, SlaClass, Tenant, ThroughputMode, Tier,
                         TriggerKind, Where, span_of, vocabulary)
 from intentc.suggest import did_you_mean, one_of
@@ -29,8 +29,8 @@ DNS1123_MAX = 63
 Check = Iterator[Diagnostic]
 
 
-def _at(spans: FieldSpans, key: str, default: Span) -> Span:
-    return spans.get(key, default)
+def _at(spans: FieldSpans, key: str, default: Span | Located | Placed) -> Span:
+    return span_of((spans, key, default))
 
 
 # The checks of every value take where it was written as a `Where` and build the
@@ -65,22 +65,22 @@ def _quantity(what: str, value: str | None, where: Where, positive: bool = False
 
 
 def check_tenant(t: Tenant) -> Check:
-    yield from dns_label("tenant", t.name, (t.spans, "name", t.span))
-    yield from _vocab("E0408", "tenant tier", t.tier, Tier, (t.spans, "tier", t.span))
+    yield from dns_label("tenant", t.name, (t.spans, "name", t))
+    yield from _vocab("E0408", "tenant tier", t.tier, Tier, (t.spans, "tier", t))
     if t.weight is not None and t.weight <= 0:
         yield error("E0409", f"tenant weight must be a positive integer, got {t.weight}",
-                    _at(t.spans, "weight", t.span), hint="tier defaults: gold 4, silver 2, bronze 1")
+                    _at(t.spans, "weight", t), hint="tier defaults: gold 4, silver 2, bronze 1")
     if t.quota_gpus is not None and t.quota_gpus <= 0:
         yield error("E0413", f"tenant GPU quota must be greater than zero, got {t.quota_gpus}",
-                    _at(t.spans, "quota_gpus", t.span), hint="omit the quota for no limit")
-    yield from _quantity("CPU quota", t.quota_cpu, (t.spans, "quota_cpu", t.span), positive=True)
-    yield from _quantity("memory quota", t.quota_memory, (t.spans, "quota_memory", t.span),
+                    _at(t.spans, "quota_gpus", t), hint="omit the quota for no limit")
+    yield from _quantity("CPU quota", t.quota_cpu, (t.spans, "quota_cpu", t), positive=True)
+    yield from _quantity("memory quota", t.quota_memory, (t.spans, "quota_memory", t),
                          positive=True)
-    yield from _vocab("E0418", "drift policy", t.drift, DriftPolicy, (t.spans, "drift", t.span))
+    yield from _vocab("E0418", "drift policy", t.drift, DriftPolicy, (t.spans, "drift", t))
 
 
-def check_settings(s: ModelSettings, fallback: Span) -> Check:
-    base = s.span if s.span.line else fallback
+def check_settings(s: ModelSettings, fallback: Span | Located) -> Check:
+    base = s if s.has_span else fallback
     at = lambda key: _at(s.spans, key, base)  # noqa: E731
     if s.batch is not None:
         if not s.batch.auto and s.batch.size is not None and not 1 <= s.batch.size <= BATCH_MAX:
@@ -111,43 +111,43 @@ def check_settings(s: ModelSettings, fallback: Span) -> Check:
 
 
 def check_intent(i: Intent) -> Check:
-    yield from dns_label("intent", i.name, (i.spans, "name", i.span))
+    yield from dns_label("intent", i.name, (i.spans, "name", i))
     trig = i.trigger
-    yield from _vocab("E0420", "trigger", trig.kind, TriggerKind, (NO_FIELD_SPANS, "", trig.span))
+    yield from _vocab("E0420", "trigger", trig.kind, TriggerKind, (NO_FIELD_SPANS, "", trig))
     # the schedule itself is checked against Kubernetes' parser in passes.kube_limits
 
     act = i.action
-    yield from _vocab("E0420", "action kind", act.kind, ActionKind, (act.spans, "kind", act.span))
+    yield from _vocab("E0420", "action kind", act.kind, ActionKind, (act.spans, "kind", act))
     if act.kind != ActionKind.SERVE.value:
         for key, val in (("replicas", act.replicas), ("port", act.port)):
             if val is not None:
                 yield error("E0419", f"`{key}` applies to serve actions only, not {act.kind}",
-                            _at(act.spans, key, act.span), hint="use `action: serve ...` for online serving")
+                            _at(act.spans, key, act), hint="use `action: serve ...` for online serving")
     if act.replicas is not None and act.replicas < 1:
         yield error("E0419", f"replicas must be at least 1, got {act.replicas}",
-                    _at(act.spans, "replicas", act.span))
+                    _at(act.spans, "replicas", act))
     if act.port is not None and not 1 <= act.port <= 65535:
         yield error("E0419", f"port must be between 1 and 65535, got {act.port}",
-                    _at(act.spans, "port", act.span))
+                    _at(act.spans, "port", act))
     if act.settings is not None:
         if act.kind == ActionKind.BATCH.value:
             yield warning("W0402", "model settings are ignored by batch actions",
-                          act.settings.span if act.settings.span.line else act.span,
+                          act.settings.span if act.settings.has_span else act.span,
                           hint="use `inference`, `serve` or `training` for model workloads")
-        yield from check_settings(act.settings, act.span)
+        yield from check_settings(act.settings, act)
 
     yield from _vocab("E0418", "drift policy", i.context.drift,
-                      DriftPolicy, (i.context.spans, "drift", i.context.span))
+                      DriftPolicy, (i.context.spans, "drift", i.context))
 
     c = i.constraints
-    yield from _quantity("cpu", c.cpu, (c.spans, "cpu", c.span), positive=True)
-    yield from _quantity("memory", c.memory, (c.spans, "memory", c.span), positive=True)
-    yield from _vocab("E0407", "SLA class", c.sla, SlaClass, (c.spans, "sla", c.span))
+    yield from _quantity("cpu", c.cpu, (c.spans, "cpu", c), positive=True)
+    yield from _quantity("memory", c.memory, (c.spans, "memory", c), positive=True)
+    yield from _vocab("E0407", "SLA class", c.sla, SlaClass, (c.spans, "sla", c))
     if c.tolerance is not None and not 0 < c.tolerance <= 1:
         yield error("E0414", f"tolerance must be in (0, 1], got {c.tolerance}",
-                    _at(c.spans, "tolerance", c.span), hint="e.g. 0.95 tolerates 5% failed work")
+                    _at(c.spans, "tolerance", c), hint="e.g. 0.95 tolerates 5% failed work")
     if c.duration is not None and parse_duration(c.duration) is None:
-        yield error("E0415", f'"{excerpt(c.duration)}" is not a duration', _at(c.spans, "duration", c.span),
+        yield error("E0415", f'"{excerpt(c.duration)}" is not a duration', _at(c.spans, "duration", c),
                     hint='a number with a unit s, m, h or d, e.g. "45m" or "1h30m"')
     precision = act.settings.precision if act.settings is not None else None
     if precision in vocabulary(Precision) and c.tolerance is not None and 0 < c.tolerance <= 1:
@@ -156,30 +156,30 @@ def check_intent(i: Intent) -> Check:
             assert act.settings is not None
             yield error("E1011", f"precision {precision} is not allowed for sla {c.sla or DEFAULT_SLA} with "
                                  f"tolerance {c.tolerance}: it allows {', '.join(allowed)}",
-                        _at(act.settings.spans, "precision", act.settings.span),
+                        _at(act.settings.spans, "precision", act.settings),
                         hint="lower the tolerance (it is the share of the reference result accepted, "
                              "0.9 allows 10 % less) or use a wider precision (docs/sizing.md)")
     if c.slack is not None and not 0 <= c.slack <= 10:
-        yield error("E1004", f"slack must be between 0 and 10, got {c.slack}", _at(c.spans, "slack", c.span),
+        yield error("E1004", f"slack must be between 0 and 10, got {c.slack}", _at(c.spans, "slack", c),
                     hint="the Job may run duration x (1 + slack) before it is stopped; e.g. 0.5")
     if c.retries is not None and not 0 <= c.retries <= 100:
         yield error("E1005", f"retries must be between 0 and 100, got {c.retries}",
-                    _at(c.spans, "retries", c.span))
-    yield from _vocab("E1006", "fallback", c.fallback, Fallback, (c.spans, "fallback", c.span))
+                    _at(c.spans, "retries", c))
+    yield from _vocab("E1006", "fallback", c.fallback, Fallback, (c.spans, "fallback", c))
     if act.kind == ActionKind.SERVE.value:
         for key, given in (("retries", c.retries is not None), ("fallback", c.fallback is not None),
                            ("slack", c.slack is not None)):
             if given:
                 yield error("E1007", f"`{key}` applies to run-to-completion actions (Jobs), not serve",
-                            _at(c.spans, key, c.span), hint="a Deployment restarts its pods itself")
+                            _at(c.spans, key, c), hint="a Deployment restarts its pods itself")
     g = c.gpus
     if g is not None:
         if g.count <= 0:
             yield error("E0412", f"GPU count must be greater than zero, got {g.count}",
-                        _at(g.spans, "count", g.span), hint="omit `gpus` for a CPU-only intent")
-        yield from _quantity("GPU memory", g.memory, (g.spans, "memory", g.span), positive=True)
-        yield from _vocab("E0416", "placement scope", g.within, Scope, (g.spans, "within", g.span))
-        yield from _vocab("E0416", "placement scope", g.prefer, Scope, (g.spans, "prefer", g.span))
+                        _at(g.spans, "count", g), hint="omit `gpus` for a CPU-only intent")
+        yield from _quantity("GPU memory", g.memory, (g.spans, "memory", g), positive=True)
+        yield from _vocab("E0416", "placement scope", g.within, Scope, (g.spans, "within", g))
+        yield from _vocab("E0416", "placement scope", g.prefer, Scope, (g.spans, "prefer", g))
 
 
 def check_domain(program: Program) -> tuple[Program, list[Diagnostic]]:
@@ -189,10 +189,10 @@ def check_domain(program: Program) -> tuple[Program, list[Diagnostic]]:
     for i in program.intents:
         diags.extend(check_intent(i))
     for d in program.datasets:
-        diags.extend(dns_label("dataset", d.name, (d.spans, "name", d.span)))
+        diags.extend(dns_label("dataset", d.name, (d.spans, "name", d)))
     declared = {d.name for d in program.datasets}
     for i in program.intents:
         for ref in i.produces:
             if ref.name not in declared:   # a declared one was checked above
-                diags.extend(dns_label("dataset", ref.name, (NO_FIELD_SPANS, "", ref.span)))
+                diags.extend(dns_label("dataset", ref.name, (NO_FIELD_SPANS, "", ref)))
     return program, diags

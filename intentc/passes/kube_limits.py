@@ -56,9 +56,9 @@ def _quantity(what: str, text: str | None, where: Where) -> Check:
 
 
 def check_tenant_limits(t: Tenant) -> Check:
-    yield from _integer("tenant GPU quota", t.quota_gpus, 64, (t.spans, "quota_gpus", t.span))
-    yield from _quantity("CPU quota", t.quota_cpu, (t.spans, "quota_cpu", t.span))
-    yield from _quantity("memory quota", t.quota_memory, (t.spans, "quota_memory", t.span))
+    yield from _integer("tenant GPU quota", t.quota_gpus, 64, (t.spans, "quota_gpus", t))
+    yield from _quantity("CPU quota", t.quota_cpu, (t.spans, "quota_cpu", t))
+    yield from _quantity("memory quota", t.quota_memory, (t.spans, "quota_memory", t))
 
 
 def check_intent_limits(i: Intent) -> Check:
@@ -70,14 +70,14 @@ def check_intent_limits(i: Intent) -> Check:
                         hint='five fields: minute hour day-of-month month day-of-week, e.g. "0 2 * * *", '
                              "or a macro such as @daily")
     act = i.action
-    yield from _integer("replicas", act.replicas, 32, (act.spans, "replicas", act.span))
+    yield from _integer("replicas", act.replicas, 32, (act.spans, "replicas", act))
     c = i.constraints
-    yield from _quantity("cpu", c.cpu, (c.spans, "cpu", c.span))
-    yield from _quantity("memory", c.memory, (c.spans, "memory", c.span))
+    yield from _quantity("cpu", c.cpu, (c.spans, "cpu", c))
+    yield from _quantity("memory", c.memory, (c.spans, "memory", c))
     if c.gpus is not None:
         g = c.gpus
-        yield from _integer("GPU count", g.count, 32, (g.spans, "count", g.span))
-        yield from _quantity("GPU memory", g.memory, (g.spans, "memory", g.span))
+        yield from _integer("GPU count", g.count, 32, (g.spans, "count", g))
+        yield from _quantity("GPU memory", g.memory, (g.spans, "memory", g))
 
 
 def check_kube_limits(program: Program) -> tuple[Program, list[Diagnostic]]:
