@@ -88,7 +88,7 @@ def parts(reloader: Any) -> dict[str, float]:
     table = reloader._table
     named = [("ir", snap.program), ("plan", snap.plan), ("rendered", snap.rendered),
              ("render_cache", dict(snap.intents)),
-             ("file_table", (table._states, table._names, table._noted, table._texts, reloader._digests)),
+             ("file_table", (table._states, table._names, table._noted, table._texts)),
              ("diagnostics", (snap.diagnostics, snap.plan_diagnostics, snap.global_diagnostics)),
              ("rest_of_snapshot", snap)]
     return {name: round(deep_size(obj, seen) / 2**20, 1) for name, obj in named}

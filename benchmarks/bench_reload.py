@@ -471,7 +471,7 @@ def _seed(reloader: Reloader, root: Path, program: Any, common: str) -> float:
     from intentc import collector
     from intentc.daemon.reload.state import FileState
     from intentc.diagnostics import Span
-    from intentc.frontend import FileResult, parse_source
+    from intentc.frontend import parse_source
     from intentc.ir import FieldSpans, Program
     from intentc.sources import SourceFile
     w0 = time.perf_counter()
@@ -479,11 +479,11 @@ def _seed(reloader: Reloader, root: Path, program: Any, common: str) -> float:
         path = f"{root.as_posix()}/common.intent"
         (root / "common.intent").write_text(common)
         head = parse_source(SourceFile(path, common)).program
-        reloader._table.set(path, FileState(FileResult(Program(head.tenants, head.datasets), ()), ()), common)
+        reloader._table.set(path, FileState(Program(head.tenants, head.datasets), (), ()), common)
         for intent in program.intents:
             name = f"{root.as_posix()}/{intent.span.file}"
             placed = replace(intent, spans=FieldSpans.at(Span(name, 2, 1, 2, 1)))
-            reloader._table.set(name, FileState(FileResult(Program(intents=(placed,)), ()), ()))
+            reloader._table.set(name, FileState(Program(intents=(placed,)), (), ()))
         reloader._load_topology()
         first = reloader._compile((), (), True)
     if not first.ok:

@@ -13,7 +13,6 @@ from intentc.compile import compile_paths
 from intentc.daemon.reload import Reloader
 from intentc.daemon.reload.files import FileTable, _concatenate
 from intentc.daemon.reload.state import FileState
-from intentc.frontend import FileResult
 from intentc.ir import Program
 
 REPO = Path(__file__).resolve().parents[1]
@@ -115,7 +114,7 @@ def test_a_broken_edit_then_a_fix_equals_a_full_compile(tree: Path) -> None:
 
 def _state(*names: str) -> FileState:
     from intentc.ir import Tenant, Tier
-    return FileState(FileResult(Program(tenants=tuple(Tenant(n, Tier.GOLD) for n in names)), ()), ())
+    return FileState(Program(tenants=tuple(Tenant(n, Tier.GOLD) for n in names)), (), ())
 
 
 def test_file_table_patches_and_rebuilds_like_a_concatenation() -> None:
@@ -123,7 +122,7 @@ def test_file_table_patches_and_rebuilds_like_a_concatenation() -> None:
     states = {"a": _state("t1"), "b": _state("t2", "t3"), "c": _state()}
     for name, state in states.items():
         table.set(name, state)
-    assert table.program() == _concatenate(states[n].result.program for n in sorted(states))
+    assert table.program() == _concatenate(states[n].program for n in sorted(states))
     table.settle()
     for name, state in [("b", _state("t4", "t5")), ("a", _state("t6")), ("b", _state("t7")), ("d", _state("t8")),
                         ("a", None)]:
@@ -132,7 +131,7 @@ def test_file_table_patches_and_rebuilds_like_a_concatenation() -> None:
             states.pop(name)
         else:
             states[name] = state
-        assert table.program() == _concatenate(states[n].result.program for n in sorted(states))
+        assert table.program() == _concatenate(states[n].program for n in sorted(states))
     assert [n for n, _, _ in table.changes()] == ["a", "b", "d"]
     table.settle()
     assert table.changes() == []

@@ -21,7 +21,6 @@ from intentc.daemon.reload import Reloader, reloader as reloader_module
 from intentc.daemon.reload.files import FileTable, _concatenate
 from intentc.daemon.reload.state import FileState
 from intentc.diagnostics import Span
-from intentc.frontend import FileResult
 from intentc.ir import Action, Context, FieldSpans, Intent, Program, Ref, Tenant, Trigger
 from intentc.passes import GLOBAL_PASSES
 from tests.test_reload_replan import COMMIT, TENANTS, chains, job, make_tree
@@ -141,7 +140,7 @@ def test_the_file_table_splices_added_removed_and_resized_files(batches: list) -
     states: dict[str, FileState] = {"c": _tenants(["t"], "c"), "e": _tenants([], "e")}
     for name, first in states.items():
         table.set(name, first)
-    assert table.program() == _concatenate(states[n].result.program for n in sorted(states))
+    assert table.program() == _concatenate(states[n].program for n in sorted(states))
     for batch in batches:
         for name, tenants, foreign in batch:
             state: FileState | None = None if tenants is None else _tenants(tenants, name, foreign)
@@ -150,7 +149,7 @@ def test_the_file_table_splices_added_removed_and_resized_files(batches: list) -
                 states.pop(name, None)
             else:
                 states[name] = state
-        assert table.program() == _concatenate(states[n].result.program for n in sorted(states))
+        assert table.program() == _concatenate(states[n].program for n in sorted(states))
 
 
 def test_the_file_table_finds_a_file_by_the_name_its_declarations_carry() -> None:
@@ -168,7 +167,7 @@ def test_the_file_table_finds_a_file_by_the_name_its_declarations_carry() -> Non
     table.set("a", _tenants(["u", "v"], "a"))          # ... and spliced again once it is gone
     got = table.program()
     assert [t.name for t in got.tenants] == ["au0", "av1", "abt0", "bv0"]
-    assert got.intents[2] is table.get("ab").result.program.intents[0]    # type: ignore[union-attr]
+    assert got.intents[2] is table.get("ab").program.intents[0]    # type: ignore[union-attr]
     table.set("ab", None)
     again = table.program()
     assert [t.name for t in again.tenants] == ["au0", "av1", "bv0"]
@@ -184,7 +183,7 @@ def _tenants(names: list[str], file: str, foreign: bool = False) -> FileState:
                                     for k, n in enumerate(names)),
                       intents=tuple(replace(job_intent(f"{file}-{n}{k}"), spans=FieldSpans.at(Span(spelled, k + 1, 1, k + 1, 2)))
                                     for k, n in enumerate(names[:2])))
-    return FileState(FileResult(program, ()), ())
+    return FileState(program, (), ())
 
 
 def job_intent(name: str) -> Intent:

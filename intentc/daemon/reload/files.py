@@ -67,7 +67,7 @@ class FileTable:
                 insort(self._names, name)
             self._states[name] = state
             self._pending[name] = state
-        program = state.result.program if state is not None else Program()
+        program = state.program if state is not None else Program()
         foreign = any(d.span.file != name for kind in KINDS for d in getattr(program, kind))
         if foreign or name in self._foreign:
             self._laid = False            # its run is not where its name says: concatenate anew
@@ -119,7 +119,7 @@ class FileTable:
         whole: list[list[Any] | None] = [None] * len(KINDS)
         for name in sorted(self._pending, reverse=True):
             state = self._pending[name]
-            program = state.result.program if state is not None else Program()
+            program = state.program if state is not None else Program()
             for k, kind in enumerate(KINDS):
                 items = getattr(self._program, kind)
                 begin = bisect_left(items, name, key=_file_of)
@@ -135,7 +135,7 @@ class FileTable:
                                   for w, kind in zip(whole, KINDS)))
 
     def _rebuild(self) -> None:
-        self._program = _concatenate(self._states[n].result.program for n in self._names)
+        self._program = _concatenate(self._states[n].program for n in self._names)
         self._laid = True
 
 

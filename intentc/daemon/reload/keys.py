@@ -36,7 +36,7 @@ def plan_inputs(state: FileState | None) -> tuple[Any, ...] | None:
     """What the planner reads of one file's declarations."""
     if state is None:
         return None
-    program = state.result.program
+    program = state.program
     return tuple(map(planning_key, program.intents)), tuple(map(tenant_key, program.tenants))
 
 
@@ -46,7 +46,7 @@ def reference_inputs(state: FileState | None) -> tuple[Any, ...] | None:
     products (spans excluded); what they judge per intent is `per_intent_inputs`."""
     if state is None:
         return None
-    return _references(state.result.program)
+    return _references(state.program)
 
 
 def _references(program: Program) -> tuple[Any, ...]:
@@ -67,12 +67,12 @@ def per_intent_inputs(state: FileState | None) -> tuple[Any, ...] | None:
     def gpus(i: Intent) -> tuple[Any, ...] | None:
         g = i.constraints.gpus
         return (g.count, g.product) if g else None
-    return tuple((i.constraints.sla, i.action.kind, gpus(i), i.action.replicas) for i in state.result.program.intents)
+    return tuple((i.constraints.sla, i.action.kind, gpus(i), i.action.replicas) for i in state.program.intents)
 
 
 def declares(state: FileState | None, kind: str) -> bool:
     """The file declares something of `kind` ("tenants", "datasets", ...)."""
-    return state is not None and bool(getattr(state.result.program, kind))
+    return state is not None and bool(getattr(state.program, kind))
 
 
 def positions(state: FileState | None) -> tuple[Any, ...] | None:
@@ -97,6 +97,6 @@ def positions(state: FileState | None) -> tuple[Any, ...] | None:
             for f in dataclasses.fields(value):
                 walk(getattr(value, f.name))
 
-    for declaration in state.result.program.declarations():
+    for declaration in state.program.declarations():
         walk(declaration)
     return tuple(out)

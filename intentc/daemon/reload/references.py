@@ -39,7 +39,7 @@ from intentc.passes.tenancy import check_serve_gpus, check_sla_ceiling, check_te
 from intentc.plan.incremental import PlanIndex
 
 def _programs(states: Iterable[FileState | None]) -> list[Program]:
-    return [s.result.program for s in states if s is not None]
+    return [s.program for s in states if s is not None]
 
 
 def unbroken(index: PlanIndex, program: Program, changes: Sequence[Change]) -> bool:
@@ -101,9 +101,9 @@ def patched(kept: tuple[Diagnostic, ...], program: Program, changes: Sequence[Ch
     for _, _, now in changes:
         if now is None:
             continue
-        for t in now.result.program.tenants:
+        for t in now.program.tenants:
             fresh.extend(check_tenant_claims(t))
-        for i in now.result.program.intents:
+        for i in now.program.intents:
             fresh.extend(check_intent_product(i, program))
             fresh.extend(check_serve_gpus(i))
             if (tenant := tenants.get(i.tenant)) is not None:

@@ -37,7 +37,7 @@ from intentc.daemon.reload.render import Change, Render, Renderer
 from intentc.daemon.reload.state import FileState, ReloadResult, Snapshot
 from intentc.daemon.reload.texts import CaretTexts, files_of
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
-from intentc.frontend import FileResult, parse_source
+from intentc.frontend import parse_source
 from intentc.ir import Intent, Program, Tenant
 from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
 from intentc.pipeline import prefer_specific
@@ -96,7 +96,6 @@ class Reloader:
         self.seed = seed
         self._renderer = Renderer(commit, kube_version, target, self.policies)
         self._table = FileTable()
-        self._digests: dict[str, bytes] = {}
         self._shown: dict[str, str] = {}        # texts the reports' carets read, until the file changes
         self._topology: tuple[LoadedTopology | None, tuple[Diagnostic, ...], str | None] = (None, (), None)
         self._topology_generation = 0
@@ -184,25 +183,24 @@ class Reloader:
             gone = name in self._table
             if gone:
                 self._table.set(name, None)
-            self._digests.pop(name, None)
             return gone
         source, read_diags = read_source(path)
         if source is None:
-            self._table.set(name, FileState(FileResult(Program(), ()), (), tuple(read_diags)))
-            self._digests.pop(name, None)
+            self._table.set(name, FileState(Program(), (), (), tuple(read_diags)))
             return True
         digest = _digest(source.text)
-        if self._digests.get(name) == digest and name in self._table:
+        kept = self._table.get(name)
+        if kept is not None and kept.digest == digest:
             return False
         if source.path == name:
             # one string for the file's name, the table's key and every span's (9 MB at 100k)
             source = SourceFile(name, source.text)
         parsed = parse_source(source)
         intern_strings(parsed.program)
-        result = FileResult(parsed.program.canonical(), parsed.diagnostics)
-        _, domain = run_passes(result.program, LOCAL_PASSES)
-        self._table.set(name, FileState(result, tuple(domain), tuple(read_diags)), source.text)
-        self._digests[name] = digest
+        program = parsed.program.canonical()
+        _, domain = run_passes(program, LOCAL_PASSES)
+        self._table.set(name, FileState(program, parsed.diagnostics, tuple(domain), tuple(read_diags), digest),
+                        source.text)
         return True
 
     def _load_topology(self) -> None:
@@ -320,13 +318,13 @@ class Reloader:
             plan_files, loaded=loaded)
         self._current = snapshot      # the atomic swap: readers see the old or the new snapshot
         if reuse and self._index is not None and self._index.plan is plan:
-            self._index.refresh(i for _, _, a in changes for i in (a.result.program.intents if a is not None else ()))
+            self._index.refresh(i for _, _, a in changes for i in (a.program.intents if a is not None else ()))
         self._table.settle()
         note = ""
         if isinstance(patched, Replanned):
             assert self._index is not None
             self._index.apply(patched)
-            self._index.refresh(i for _, _, a in changes for i in (a.result.program.intents if a is not None else ()))
+            self._index.refresh(i for _, _, a in changes for i in (a.program.intents if a is not None else ()))
             if patched.replaced or patched.gone or patched.terms:
                 note = f"incremental plan: {len(patched.replaced)} intents re-placed" + (
                     f", {len(patched.gone)} removed" if patched.gone else "") + (
@@ -355,7 +353,7 @@ class Reloader:
             for state, intents, declared in ((b, before, tenants_before), (a, after, tenants_after)):
                 if state is None:
                     continue
-                program = state.result.program
+                program = state.program
                 if program.topologies:
                     return Fallback("a topology is declared in a changed file")
                 intents.update((i.name, i) for i in program.intents)
@@ -369,7 +367,7 @@ class Reloader:
 
         def file_intents(name: str) -> Sequence[Intent]:
             state = self._table.get(name)
-            return state.result.program.intents if state is not None else ()
+            return state.program.intents if state is not None else ()
         return index.replan(edited, file_intents, {name for name, _, _ in changes}, removed, tenants)
 
     def _plan_in_full(self, program: Program, loaded: LoadedTopology,

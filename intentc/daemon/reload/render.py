@@ -122,7 +122,7 @@ class Renderer:
             setup, setup_texts = list(previous.setup), previous.setup_texts
         made: dict[str, IntentRender] = {}
         for _, _, now in changes:
-            for intent in now.result.program.intents if now is not None else ():
+            for intent in now.program.intents if now is not None else ():
                 hit = previous.intents.get(intent.name)
                 if hit is not None and not hit.fits(intent, hit.placement, hit.wave, hit.decided):
                     made[intent.name] = self._one(intent, hit.placement, hit.wave, uris, hit.decided, topology)
@@ -136,7 +136,7 @@ class Renderer:
         looked at, with their placement, decisions and wave from the new plan, new intents
         rendered, `dropped` ones left out; the cluster-wide objects are made again (they
         read tenants' planned GPUs and the SLA classes in use)."""
-        now = {i.name: i for _, _, a in changes for i in (a.result.program.intents if a is not None else ())}
+        now = {i.name: i for _, _, a in changes for i in (a.program.intents if a is not None else ())}
         setup, setup_texts = self._patched_setup(program, plan, previous, changes, topology)
         made: dict[str, IntentRender] = {}
         for name in sorted(now.keys() | set(moved)):
@@ -161,8 +161,8 @@ class Renderer:
         planned GPUs): the previous objects themselves."""
         if self.target != DEFAULT_TARGET:
             return self._setup(program, plan, program.intents, previous, topology)
-        before = {i.name: i for _, b, _ in changes for i in (b.result.program.intents if b is not None else ())}
-        after = {i.name: i for _, _, a in changes for i in (a.result.program.intents if a is not None else ())}
+        before = {i.name: i for _, b, _ in changes for i in (b.program.intents if b is not None else ())}
+        after = {i.name: i for _, _, a in changes for i in (a.program.intents if a is not None else ())}
         in_use = {m.body["metadata"]["labels"].get("intentc.dev/sla") for m in previous.setup
                   if m.ref.kind == "PriorityClass"}
         denied = {m.tenant for m in previous.setup if m.ref.kind == "NetworkPolicy" and m.tenant}

@@ -12,7 +12,6 @@ from typing import Any, Mapping
 
 from intentc.compile import MANIFESTS_DIR
 from intentc.diagnostics import Diagnostic
-from intentc.frontend import FileResult
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import Placement, Plan
 from intentc.render.model import Choice, Manifest, Rendered
@@ -23,14 +22,19 @@ from intentc.topology.load import LoadedTopology
 
 @dataclass(frozen=True, slots=True)
 class FileState:
-    result: FileResult                  # its program in canonical (position) order
+    """One file as the last reload read it.  Flat (no `FileResult` inside, the digest
+    here rather than in a map of its own): there is one per file, 100,000 of them."""
+
+    program: Program                    # canonical (position) order
+    parsed: tuple[Diagnostic, ...]      # the parser's findings
     domain: tuple[Diagnostic, ...]      # per-declaration checks of this file's declarations
     read: tuple[Diagnostic, ...] = ()   # reading / decoding problems
+    digest: bytes = b""                 # of the text parsed (b"": none): the same text is not parsed again
 
     @property
     def diagnostics(self) -> tuple[Diagnostic, ...]:
         """Everything this file reports on its own, in report-building order."""
-        return self.read + self.domain + self.result.diagnostics
+        return self.read + self.domain + self.parsed
 
 
 @dataclass(frozen=True, slots=True)
