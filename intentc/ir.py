@@ -380,11 +380,26 @@ class Trigger(Placed):
 
 @dataclass(frozen=True, slots=True)
 class Batch(Compact):
-    """`batch: 32` (fixed) or `batch: auto` / `batch: auto(max 256)`."""
+    """`batch: 32` (fixed) or `batch: auto` / `batch: auto(max 256)`.  Made by `batch`,
+    which shares one object per value, also when unpickled (`__reduce__`)."""
 
     auto: bool
     size: int | None = None
     max: int | None = None
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _shared_batch, (self.auto, self.size, self.max)
+
+
+def batch(auto: bool, size: int | None = None, max: int | None = None) -> Batch:  # noqa: A002
+    """The `Batch` of this value: one object for every intent that writes it (most write
+    `batch: auto`; 56 bytes an intent otherwise).  Frozen, without a span: safe to share."""
+    return _shared_batch(auto, size, max)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)      # keyed by all three, positionally
+def _shared_batch(auto: bool, size: int | None, max: int | None) -> Batch:  # noqa: A002
+    return Batch(auto, size, max)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,3 +28,23 @@ def test_repeated_values_become_one_object_and_the_program_stays_equal() -> None
     assert ia.context.tenant.name is ib.context.tenant.name
     assert (a, b) == copies                        # equal to parses left as they were
     assert ia.name != ib.name                      # names (not INTERNED) untouched
+
+
+def test_equal_batch_settings_are_one_object_parsed_or_unpickled() -> None:
+    """`batch: auto` in every file is one `Batch`, from either surface and after a worker's pickle."""
+    import pickle
+
+    from intentc.ir import Batch, batch
+
+    dsl = 'intent a {\n  trigger: on push\n  action: inference model "m" image "i:1" { batch: auto }\n' \
+          '  context: tenant t\n}\n'
+    yaml = ("apiVersion: intentc.dev/v1alpha1\nkind: Intent\nmetadata: {name: b}\nspec:\n  trigger: push\n"
+            "  action: {kind: inference, model: m, image: 'i:1', settings: {batch: auto}}\n"
+            "  context: {tenant: t}\n")
+    settings = [parse_source(SourceFile(name, text)).program.intents[0].action.settings
+                for name, text in (("a.intent", dsl), ("b.yaml", yaml))]
+    assert settings[0] is not None and settings[1] is not None
+    assert settings[0].batch is settings[1].batch is batch(True)
+    assert pickle.loads(pickle.dumps(Batch(True))) is batch(True)
+    assert batch(False, 32) is batch(False, 32) and batch(False, 32) is not batch(True, None, 32)
+    assert batch(False, 1) is not batch(False, True)       # equal as values in Python, not as settings

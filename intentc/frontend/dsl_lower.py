@@ -21,8 +21,8 @@ from intentc.diagnostics import Diagnostic, Related, Span, error, make_span
 from intentc.frontend import dsl_errors
 from intentc.ir import (
     CONSTRAINT_KEYS,
-    SETTING_KEYS,
     OWN,
+    SETTING_KEYS,
     Action,
     Batch,
     ClusterSelector,
@@ -37,6 +37,7 @@ from intentc.ir import (
     Tenant,
     Trigger,
 )
+from intentc.ir import batch as make_batch
 
 # (key, value, where the value was written, keyword token).  Where: a `Span`, or
 # the value's own token when that is all of it (tokens carry the same line,
@@ -328,11 +329,11 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         span = self._cover(self._sp(c[0]), self._sp(c[-1]))
         if c[0].type == "AUTO":
             if len(c) == 1:
-                return Batch(auto=True), span
+                return make_batch(True), span
             limit = self._int(c[3], "the auto batch maximum")
-            return (Batch(auto=True, max=limit) if limit is not None else None), span
+            return (make_batch(True, max=limit) if limit is not None else None), span
         size = self._int(c[0], "batch (a size or auto)")
-        return (Batch(auto=False, size=size) if size is not None else None), span
+        return (make_batch(False, size) if size is not None else None), span
 
     # -- context and constraints ---------------------------------------------
 

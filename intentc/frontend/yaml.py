@@ -13,12 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 from intentc.diagnostics import Diagnostic, Span, error, excerpt, warning
 from intentc.frontend.schema import (
     API_VERSION,
-    KINDS,
     CLUSTER_KIND,
+    KINDS,
     POLICY_KIND,
     Pos,
     YList,
@@ -27,8 +26,10 @@ from intentc.frontend.schema import (
     to_position,
     to_span,
 )
+from intentc.frontend.yaml_read import Reader
 from intentc.ir import (
     CONSTRAINT_KEYS,
+    OWN,
     SETTING_KEYS,
     Action,
     Batch,
@@ -44,15 +45,13 @@ from intentc.ir import (
     Ref,
     Tenant,
     Topology,
-    OWN,
     TopologyNode,
     Trigger,
     placed,
 )
+from intentc.ir import batch as make_batch
 from intentc.sources import SourceFile
 from intentc.suggest import did_you_mean
-
-from intentc.frontend.yaml_read import Reader
 
 # --------------------------------------------------------------------------
 # Documents → IR
@@ -197,11 +196,11 @@ class _Lower:
         if isinstance(b, bool):
             batch = None
         elif isinstance(b, int):
-            batch = Batch(auto=False, size=b)
+            batch = make_batch(False, b)
         elif b == "auto":
-            batch = Batch(auto=True)
+            batch = make_batch(True)
         elif isinstance(b, YMap):
-            batch = Batch(auto=True, max=self.int_of(b, "max"))
+            batch = make_batch(True, max=self.int_of(b, "max"))
         return ModelSettings(
             batch=batch, seq_len=self.int_of(m, "seq_len"), kv_cache=self.str_of(m, "kv_cache"),
             precision=self.str_of(m, "precision"), model_memory=self.quantity(m, "model_memory"),
