@@ -224,12 +224,11 @@ class FieldSpans(Compact):
         return cls(own.file, _shared_keys((OWN,)), _packed(list(_POSITION_OF(own))))
 
     @classmethod
-    def located(cls, file: str, mapping: Mapping[str, Any], own: Any = None) -> "FieldSpans":
+    def located(cls, file: str, mapping: Mapping[str, Any]) -> "FieldSpans":
         """`of` for values that carry ``line``, ``column``, ``end_line`` and
         ``end_column``, all in `file`: `Span`s, or a parser's tokens, so that a
-        front end need not make a `Span` of each.  `own`: the node's own span."""
-        if own is not None:
-            mapping = {**mapping, OWN: own}
+        front end need not make a `Span` of each.  The node's own span, if it
+        has one, is the entry under `OWN`."""
         if not mapping:
             return _NO_FIELD_SPANS
         keys = tuple(sorted(mapping))
