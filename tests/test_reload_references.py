@@ -179,9 +179,10 @@ def _tenants(names: list[str], file: str, foreign: bool = False) -> FileState:
     """A file's state: a tenant per name and an intent for the first two, their spans in
     `file` (or, `foreign`, in another spelling of its path)."""
     spelled = f"./{file}" if foreign else file
-    program = Program(tenants=tuple(Tenant(f"{file}{n}{k}", spans=FieldSpans.at(Span(spelled, k + 1, 1, k + 1, 2)))
-                                    for k, n in enumerate(names)),
-                      intents=tuple(replace(job_intent(f"{file}-{n}{k}"), spans=FieldSpans.at(Span(spelled, k + 1, 1, k + 1, 2)))
+    def at(k: int) -> FieldSpans:
+        return FieldSpans.at(Span(spelled, k + 1, 1, k + 1, 2))
+    program = Program(tenants=tuple(Tenant(f"{file}{n}{k}", spans=at(k)) for k, n in enumerate(names)),
+                      intents=tuple(replace(job_intent(f"{file}-{n}{k}"), spans=at(k))
                                     for k, n in enumerate(names[:2])))
     return FileState(program, (), ())
 

@@ -167,8 +167,9 @@ class _Lower:
             quota_gpus=self.int_of(quota, "gpus"), quota_cpu=self.quantity(quota, "cpu"),
             quota_memory=self.quantity(quota, "memory"), group=self.str_of(spec, "group"),
             drift=self.str_of(spec, "drift"), max_sla=self.str_of(spec, "max_sla"),
-            spans=self.spans(spec, self.span(doc.at), {"tier": "tier", "weight": "weight", "group": "group", "drift": "drift",
-                                    "max_sla": "max_sla"},
+            spans=self.spans(spec, self.span(doc.at),
+                             {"tier": "tier", "weight": "weight", "group": "group", "drift": "drift",
+                              "max_sla": "max_sla"},
                              {"name": name_span, "quota_gpus": self.vspan(quota, "gpus"),
                               "quota_cpu": self.vspan(quota, "cpu"), "quota_memory": self.vspan(quota, "memory")}))
 
