@@ -463,7 +463,7 @@ class Reloader:
                     # walks, once the re-plan's cyclic garbage is gone (frozen, it stays for good)
                     gc.collect()
                     gc.freeze()
-                collector.trim()    # the snapshot it replaced, freed by the swap
+                collector.trim()    # what the render and the rebase freed (the replaced snapshot goes on return)
                 for listener in self._listeners:
                     listener(result)
                 return
