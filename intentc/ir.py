@@ -181,11 +181,13 @@ class FieldSpans(Compact):
     keys: tuple[str, ...] = ()
     positions: bytes = b""
 
+    def _shape(self) -> struct.Struct:
+        """How the positions are packed: 8 bytes a span (16-bit) or 16 (32-bit)."""
+        return _SHORT if len(self.positions) // len(self.keys) == 8 else _POSITION
+
     def _at(self, index: int) -> Span:
-        positions = self.positions
-        width = len(positions) // len(self.keys)        # 8 or 16 bytes a span
-        shape = _SHORT if width == 8 else _POSITION
-        return make_span(self.file, *shape.unpack_from(positions, width * index))
+        shape = self._shape()
+        return make_span(self.file, *shape.unpack_from(self.positions, shape.size * index))
 
     def get(self, key: str, default: Span) -> Span:
         keys = self.keys
@@ -203,9 +205,8 @@ class FieldSpans(Compact):
         keys = self.keys
         if not keys:
             return ()
-        shape = _SHORT if len(self.positions) // len(keys) == 8 else _POSITION
         return tuple((k, make_span(self.file, *p))
-                     for k, p in zip(keys, shape.iter_unpack(self.positions)) if k != OWN)
+                     for k, p in zip(keys, self._shape().iter_unpack(self.positions)) if k != OWN)
 
     @classmethod
     def of(cls, mapping: dict[str, Span], own: Span | None = None) -> "FieldSpans":
@@ -302,7 +303,7 @@ class Placed(Compact):
 
 
 def placed(span: Span) -> dict[str, Any]:
-    """A `Span`'s five fields, to make a `Placed` node with: ``Trigger("push", **placed(span))``."""
+    """A `Span`'s five fields, to make a `Placed` node with: ``Ref(name, **placed(span))``."""
     return {"file": span.file, "line": span.line, "column": span.column, "end_line": span.end_line,
             "end_column": span.end_column}
 
