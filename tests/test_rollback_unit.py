@@ -175,6 +175,8 @@ def test_compile_revision_reads_git_not_the_working_tree(history_repo: tuple[git
     # what the daemon keeps of a commit is packed as it is rendered (~150 bytes a body, not ~6 KB)
     assert all(isinstance(m.content, PackedBody) for m in old.rendered.manifests)
     assert repo.head.commit.hexsha == second and repo.is_dirty()      # nothing checked out or reset
+    # the dependency graph is built only when graph.json is asked for (the daemon never does)
+    assert "dag" not in vars(old)
     # the same bytes as compiling a real checkout of that commit
     checkout = tmp_path / "checkout"
     git.Repo.clone_from(str(root), checkout).git.checkout(first)

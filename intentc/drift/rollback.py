@@ -142,15 +142,9 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path, reuse: R
         result = compile_paths(inputs, topology, sha, source.kube_version, source.render_target, source.seed,
                                jobs=1, only=only, pack=BodyCodec(), reuse=reuse, previous=previous)
         root = str(dest) + "/"
-        dag = result.dag.copy() if result.dag is not None else None
-        if dag is not None:
-            for _u, _v, data in dag.edges(data=True):
-                span = data.get("span")
-                if isinstance(span, Span) and span.file.startswith(root):
-                    data["span"] = replace(span, file=span.file[len(root):])
         return replace(result, diagnostics=tuple(_relabel(d, root) for d in result.diagnostics),
                        sources={k.removeprefix(root): v for k, v in result.sources.items()},
-                       dag=dag)
+                       files_under=root)
 
 
 @dataclass(frozen=True)
