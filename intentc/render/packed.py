@@ -4,8 +4,9 @@ The daemon keeps the rendered objects of every intent (what it applies and
 compares), and as nested dictionaries one Job body costs ~6 KB: 630 MB at
 100,000 intents.  A `PackedBody` keeps the same body as a zlib-compressed
 pickle, ~150 bytes, because the compressor is primed with a preset
-dictionary (`zdict`): the pickled body of the first object its `BodyCodec`
-packed, which shares nearly every key, label and annotation with the rest.
+dictionary (`zdict`): the pickled body of the first object of the same kind
+its `BodyCodec` packed, which shares nearly every key, label and annotation
+with the rest.
 
 Pickle, not JSON: it gives back exactly what was packed (tuples stay tuples,
 ints stay ints, str subclasses keep their type), so whatever is made from an
@@ -59,21 +60,26 @@ class PackedBody:
 
 
 class BodyCodec:
-    """Packs bodies with one preset dictionary, chosen from the first body it packs.
+    """Packs bodies with a preset dictionary per kind, chosen from the first body of
+    that kind it packs.
 
-    Each `PackedBody` keeps a reference to the dictionary it was packed with,
-    so a body stays readable whatever codec made it."""
+    One dictionary for every kind, taken from whatever came first, primed the Jobs
+    with a CustomResourceDefinition (render's first object): a Job packed to ~720
+    bytes instead of ~130-220, 50 MB more at 100,000 intents.  Each `PackedBody`
+    keeps a reference to the dictionary it was packed with, so a body stays
+    readable whatever codec made it."""
 
-    __slots__ = ("_zdict",)
+    __slots__ = ("_zdicts",)
 
     def __init__(self) -> None:
-        self._zdict: bytes | None = None
+        self._zdicts: dict[object, bytes] = {}
 
     def pack(self, body: Mapping[str, Any]) -> PackedBody:
         raw = pickle.dumps(dict(body), _PROTOCOL)
-        zdict = self._zdict
+        kind = body.get("kind")
+        zdict = self._zdicts.get(kind)
         if zdict is None:
-            zdict = self._zdict = raw[-32768:]      # zlib reads at most the last 32 KiB
+            zdict = self._zdicts[kind] = raw[-32768:]      # zlib reads at most the last 32 KiB
         c = zlib.compressobj(_LEVEL, zdict=zdict)
         return PackedBody(zdict, c.compress(raw) + c.flush())
 

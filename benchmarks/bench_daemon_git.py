@@ -1,0 +1,157 @@
+"""The daemon's git mode in memory and time: each commit compiled as the reactor does.
+
+    python benchmarks/bench_daemon_git.py [--sizes 10000 100000] [--commits 3] [--base DIR]
+
+In git mode (`intentc daemon --repo`) the daemon compiles every new commit of
+its branch in full (`GitSource.compile`: the commit exported over the last
+one, the parse cache and the last commit's parse results reused, the plan in
+force passed so the new plan shares its records) and keeps the result as the
+desired state in force (`from_compile`), which it holds while it compiles the
+next commit.
+
+For each size, bench_reload's repository (one intent per file, half DSL, half
+YAML, a GPU request on every 20th) is generated and committed, then
+--commits - 1 more commits each change the image of one intent.  Each tree —
+this worktree and, with --base, another checkout of intentc — runs in a fresh
+child process with an empty parse cache (a daemon pod's first start) and
+compiles the commits in order, holding the desired state as the reactor does.
+Per commit it reports the CPU time, the peak RSS during that commit (the
+kernel's `VmHWM`, reset through /proc/self/clear_refs before it) and the RSS
+after it; the parent takes the child's overall peak from the kernel
+(`os.wait4`).  The trees run one after the other on the same commits, so
+their figures can be compared under one load.
+
+The target (issue 17): the daemon under 600 MB at 100,000 intents.
+
+Writes benchmarks/results/bench_daemon_git.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGE = re.compile(r"vllm:\d+\.\d+")
+_GIT = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
+
+
+def status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def make_history(repo: Path, files: list[Path]) -> list[str]:
+    """Commit the tree, then one commit per file in `files`, each changing its image."""
+    subprocess.run([*_GIT, "init", "-q", "-b", "main", str(repo)], check=True)
+    subprocess.run([*_GIT, "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run([*_GIT, "-C", str(repo), "commit", "-q", "-m", "all intents"], check=True)
+    for k, path in enumerate(files):
+        text, hits = IMAGE.subn(f"vllm:9.{k}", path.read_text(), count=1)
+        assert hits == 1, path
+        path.write_text(text)
+        subprocess.run([*_GIT, "-C", str(repo), "commit", "-q", "-a", "-m", f"image of {path.stem}"], check=True)
+    out = subprocess.run([*_GIT, "-C", str(repo), "rev-list", "--reverse", "main"], check=True,
+                         capture_output=True, text=True).stdout
+    return out.split()
+
+
+def child(repo: str, topology: str, workdir: str, shas: list[str]) -> dict[str, Any]:
+    """In the child: compile each commit as the daemon's reactor does (intentc from sys.path[0])."""
+    import gc
+
+    from intentc.daemon.source import GitSource, from_compile
+    from intentc.render.capabilities import DEFAULT_KUBE_VERSION
+    from intentc.render.targets import DEFAULT_TARGET
+
+    source = GitSource(repo, "main", ("dsl", "yaml"), topology, workdir, DEFAULT_TARGET, 0)
+    desired = None
+    commits = []
+    for sha in shas:
+        Path("/proc/self/clear_refs").write_text("5")       # VmHWM := VmRSS: this commit's peak from here
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        in_force = desired.preview.plan if desired is not None and desired.preview is not None else None
+        compiled = source.compile(sha, DEFAULT_KUBE_VERSION, in_force)
+        made = from_compile(compiled, "git")
+        if made is None or made.held:
+            raise SystemExit(f"commit {sha[:12]} does not compile: {[str(d) for d in compiled.diagnostics[:3]]}")
+        desired = made                  # the reactor's state now holds the new commit's desired state only
+        del compiled, made, in_force
+        gc.collect()
+        commits.append({"commit": sha[:12], "cpu_s": round(time.process_time() - cpu0, 1),
+                        "wall_s": round(time.perf_counter() - wall0, 1), "peak_mb": status_mb("VmHWM"),
+                        "rss_after_mb": status_mb("VmRSS")})
+    return {"commits": commits}
+
+
+def run_child(tree: Path, repo: Path, topology: Path, shas: list[str]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="bench-daemon-git-") as work:
+        env = dict(os.environ, INTENTC_CACHE_DIR=str(Path(work) / "cache"), PYTHONPATH=str(tree))
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(repo), str(topology), work,
+               "--tree", str(tree), "--shas", *shas]
+        load_before = os.getloadavg()[0]
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.PIPE)
+            _, status, usage = os.wait4(proc.pid, 0)
+            out.seek(0)
+            text = out.read().decode()
+            assert proc.stderr is not None
+            err = proc.stderr.read().decode()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{tree}: child failed:\n{err[-2000:]}")
+    return {**json.loads(text), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "load_before": load_before,
+            "load_after": os.getloadavg()[0]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
+    ap.add_argument("--commits", type=int, default=3, help="the first commit and this many minus one edits")
+    ap.add_argument("--base", type=Path, help="another intentc checkout, measured alongside")
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--child", nargs=3, metavar=("REPO", "TOPOLOGY", "WORKDIR"), help=argparse.SUPPRESS)
+    ap.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--shas", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        sys.path.insert(0, str(args.tree))
+        print(json.dumps(child(*args.child, args.shas)))
+        return 0
+    if args.commits < 2:
+        ap.error("--commits must be at least 2 (the second commit is the one compiled beside the first)")
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.bench_reload import make_repo
+    from benchmarks.results import write_results
+    trees = {"head": ROOT} | ({"base": args.base.resolve()} if args.base else {})
+    rows = []
+    for n in args.sizes:
+        with tempfile.TemporaryDirectory(prefix="bench-daemon-git-repo-") as tmp:
+            repo, topology, jobs = make_repo(Path(tmp), n)
+            edited = random.Random(args.seed).sample(sorted(jobs), args.commits - 1)
+            del jobs
+            shas = make_history(repo, edited)
+            for name, tree in trees.items():
+                got = run_child(tree, repo, topology, shas)
+                rows.append({"intents": n, "tree": name, "path": str(tree), **got})
+                each = ", ".join(f"{c['cpu_s']} s CPU / peak {c['peak_mb']} MB / after {c['rss_after_mb']} MB"
+                                 for c in got["commits"])
+                print(f"{n:>7} {name:<5} peak {got['peak_rss_mb']:>7.1f} MB; per commit: {each} "
+                      f"(load avg {got['load_before']:.1f}-{got['load_after']:.1f})", flush=True)
+    write_results("bench_daemon_git", {"target_peak_mb_at_100k": 600, "rows": rows, "cpus": os.cpu_count()})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
