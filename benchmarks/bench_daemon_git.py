@@ -96,23 +96,13 @@ def child(repo: str, topology: str, workdir: str, shas: list[str]) -> dict[str, 
 
 
 def run_child(tree: Path, repo: Path, topology: Path, shas: list[str]) -> dict[str, Any]:
+    from benchmarks.proc import run_json   # the parent: benchmarks/ is on sys.path (main)
+
     with tempfile.TemporaryDirectory(prefix="bench-daemon-git-") as work:
         env = dict(os.environ, INTENTC_CACHE_DIR=str(Path(work) / "cache"), PYTHONPATH=str(tree))
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(repo), str(topology), work,
                "--tree", str(tree), "--shas", *shas]
-        load_before = os.getloadavg()[0]
-        with tempfile.TemporaryFile() as out:
-            proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.PIPE)
-            _, status, usage = os.wait4(proc.pid, 0)
-            out.seek(0)
-            text = out.read().decode()
-            assert proc.stderr is not None
-            err = proc.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{tree}: child failed:\n{err[-2000:]}")
-    return {**json.loads(text), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "load_before": load_before,
-            "load_after": os.getloadavg()[0]}
+        return run_json(cmd, env, str(tree))
 
 
 def main() -> int:

@@ -38,7 +38,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -176,23 +175,13 @@ def child(repo: str, topology: str, files: list[str], breakdown: bool, gpu_files
 
 def run_child(tree: Path, repo: Path, topology: Path, files: list[Path], breakdown: bool,
               gpu_files: list[Path]) -> dict[str, Any]:
+    from benchmarks.proc import run_json   # the parent: benchmarks/ is on sys.path (main)
+
     env = dict(os.environ, INTENTC_CACHE_DIR="", PYTHONPATH=str(tree))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(repo), str(topology),
            "--tree", str(tree), *(["--breakdown"] if breakdown else []), "--files", *map(str, files),
            *(["--gpu-files", *map(str, gpu_files)] if gpu_files else [])]
-    load_before = os.getloadavg()[0]
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        out.seek(0)
-        text = out.read().decode()
-        assert proc.stderr is not None
-        err = proc.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{tree}: child failed:\n{err[-2000:]}")
-    return {**json.loads(text), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "load_before": load_before,
-            "load_after": os.getloadavg()[0]}
+    return run_json(cmd, env, str(tree))
 
 
 def main() -> int:

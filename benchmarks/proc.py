@@ -10,6 +10,7 @@ after each run, so a figure can be read against the load it was taken under.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -42,6 +43,20 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, floa
             "load_before": before, "load_after": loadavg()}
 
 
+def run_json(cmd: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
+    """Run a child that prints one JSON document; that document with the child's peak RSS
+    and CPU time (from the kernel) and the load around it.  A failure stops the benchmark."""
+    before = loadavg()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            err.seek(0)
+            raise SystemExit(f"{what}: child failed:\n{err.read().decode()[-2000:]}")
+        out.seek(0)
+        got: dict[str, Any] = json.loads(out.read().decode())
+    return {**got, "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+            "load_before": before, "load_after": loadavg()}
 
 
 def best(cmd: list[str], env: dict[str, str], repeat: int, before_each: Callable[[], None] | None = None

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 
 import networkx as nx
 
-from intentc import collector, graph
+from intentc import graph
 from intentc.atomic import write_atomic
 from intentc.diagnostics import Diagnostic, Span, has_errors, sorted_diagnostics
 from intentc.holdback import holdback

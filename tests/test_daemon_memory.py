@@ -55,12 +55,15 @@ def test_packed_body_gives_back_exactly_what_was_packed() -> None:
     assert first.unpack() == {"kind": "Namespace", "metadata": {"name": "a"}}
 
 
+def job(i: int) -> dict[str, object]:
+    """One of many Jobs alike, as render makes them."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": f"job-{i}", "namespace": "team-a",
+                         "annotations": {f"intentc.dev/key-{k}": f"value-{k}" for k in range(20)}},
+            "spec": {"template": {"spec": {"containers": [{"name": "main", "image": f"img:{i}"}]}}}}
+
+
 def test_bodies_alike_pack_small() -> None:
-    def job(i: int) -> dict[str, object]:
-        return {"apiVersion": "batch/v1", "kind": "Job",
-                "metadata": {"name": f"job-{i}", "namespace": "team-a",
-                             "annotations": {f"intentc.dev/key-{k}": f"value-{k}" for k in range(20)}},
-                "spec": {"template": {"spec": {"containers": [{"name": "main", "image": f"img:{i}"}]}}}}
     codec = BodyCodec()
     codec.pack(job(0))
     assert len(codec.pack(job(1))) * 4 < len(pickle.dumps(job(1), pickle.HIGHEST_PROTOCOL))
@@ -69,11 +72,6 @@ def test_bodies_alike_pack_small() -> None:
 def test_each_kind_is_packed_with_a_dictionary_of_its_own_kind() -> None:
     """render packs a CustomResourceDefinition and Namespaces before the Jobs: a Job
     must not be compressed against them (720 bytes instead of ~150 at 100,000 intents)."""
-    def job(i: int) -> dict[str, object]:
-        return {"apiVersion": "batch/v1", "kind": "Job",
-                "metadata": {"name": f"job-{i}", "namespace": "team-a",
-                             "annotations": {f"intentc.dev/key-{k}": f"value-{k}" for k in range(20)}},
-                "spec": {"template": {"spec": {"containers": [{"name": "main", "image": f"img:{i}"}]}}}}
     alone = BodyCodec()
     alone.pack(job(0))
     after_others = BodyCodec()
