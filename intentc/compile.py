@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-
 import os
 import re
 import shutil
@@ -96,8 +95,8 @@ class CompileResult:
 
     @functools.cached_property
     def dag(self) -> nx.DiGraph | None:
-        """The dependency graph with its attributes, built when first asked for (graph.json,
-        `intentc graph`): applying a commit never needs it.  The daemon's git mode built it
+        """The dependency graph with its attributes, built when first asked for (graph.json):
+        applying a commit never needs it.  The daemon's git mode built it
         for every commit and copied it to relabel its files: 36 + 57 MB and ~3 s of CPU at
         100,000 intents, beside the plan in force."""
         if self.rendered is None or self.program is None:
