@@ -17,8 +17,8 @@ child process with an empty parse cache (a daemon pod's first start) and
 compiles the commits in order, holding the desired state as the reactor does.
 Per commit it reports the CPU time, the peak RSS during that commit (the
 kernel's `VmHWM`, reset through /proc/self/clear_refs before it) and the RSS
-after it; the parent takes the child's overall peak from the kernel
-(`os.wait4`).  The trees run one after the other on the same commits, so
+after it; the run's peak is the largest of those (the kernel's peak of the
+child, from `os.wait4`, is reset with them: it is only the last commit's).  The trees run one after the other on the same commits, so
 their figures can be compared under one load.
 
 With --every S it is a soak (issue 17 asks for an hour with a commit every
@@ -135,7 +135,10 @@ def run_child(tree: Path, repo: Path, topology: Path, shas: list[str], every: fl
         env = dict(os.environ, INTENTC_CACHE_DIR=str(Path(work) / "cache"), PYTHONPATH=str(tree))
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(repo), str(topology), work,
                "--tree", str(tree), "--every", str(every), "--shas", *shas]
-        return run_json(cmd, env, str(tree))
+        got = run_json(cmd, env, str(tree))
+    # the kernel's peak of the child is only its last commit's: each commit resets `VmHWM`
+    got["peak_rss_mb"] = max(c["peak_mb"] for c in got["commits"])
+    return got
 
 
 def main() -> int:
