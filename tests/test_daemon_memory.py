@@ -21,9 +21,10 @@ import pytest
 from intentc.compile import compile_paths
 from intentc.daemon.reload import Reloader
 from intentc.daemon.source import GitSource
+from intentc.drift.rollback import RepoSource, compile_revision
 from intentc.drift.detect import detect
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import COMMIT_ANNOTATION, Manifest, ObjectRef
 from intentc.render.output import to_yaml
 from intentc.render.packed import BodyCodec, PackedBody, PackedText
 
@@ -80,6 +81,45 @@ def test_each_kind_is_packed_with_a_dictionary_of_its_own_kind() -> None:
     packed = after_others.pack(job(1))
     assert len(packed) == len(alone.pack(job(1)))
     assert packed.unpack() == job(1) and namespace.unpack()["kind"] == "Namespace"
+
+
+def stamped(i: int, commit: str) -> dict[str, object]:
+    body = job(i)
+    meta = body["metadata"]
+    assert isinstance(meta, dict)
+    meta["annotations"] = {**meta["annotations"], COMMIT_ANNOTATION: commit, "intentc.dev/spec-hash": "h"}
+    return body
+
+
+def test_the_commit_stamp_is_kept_aside_and_put_back_in_its_place() -> None:
+    codec = BodyCodec()
+    first, second = codec.pack(stamped(1, "a" * 40), COMMIT_ANNOTATION), codec.pack(stamped(1, "b" * 40),
+                                                                                       COMMIT_ANNOTATION)
+    assert first._data == second._data                  # the same bytes at two commits
+    assert first != second and first == stamped(1, "a" * 40) and second == stamped(1, "b" * 40)
+    out = second.unpack()
+    assert list(out["metadata"]["annotations"]) == list(stamped(1, "b" * 40)["metadata"]["annotations"])
+    assert to_yaml(out) == to_yaml(stamped(1, "b" * 40))
+    # nothing to keep aside: packed as it is
+    assert codec.pack(job(2), COMMIT_ANNOTATION).unpack() == job(2)
+    assert codec.pack({"kind": "Job", "metadata": None}, COMMIT_ANNOTATION).unpack() == {"kind": "Job",
+                                                                                        "metadata": None}
+
+
+def test_a_series_of_codecs_shares_the_bytes_of_unchanged_bodies() -> None:
+    last = BodyCodec.across(None)
+    before = [last.pack(stamped(i, "a" * 40), COMMIT_ANNOTATION) for i in range(3)]
+    codec = BodyCodec.across(last)
+    after = [codec.pack(stamped(i, "b" * 40) if i != 1 else {**stamped(i, "b" * 40), "spec": {}},
+                        COMMIT_ANNOTATION) for i in range(3)]
+    codec.settle()
+    assert after[0]._data is before[0]._data and after[2]._data is before[2]._data
+    assert after[1]._data is not before[1]._data and after[1].unpack()["spec"] == {}
+    assert after[0].unpack() == stamped(0, "b" * 40) and codec.indexed == 3
+    # a plain codec keeps no index (the Reloader's lives as long as the daemon)
+    plain = BodyCodec()
+    plain.pack(stamped(0, "a" * 40), COMMIT_ANNOTATION)
+    assert plain.indexed == 0
 
 
 def test_a_packed_manifest_equals_the_unpacked_one() -> None:
@@ -170,3 +210,32 @@ def test_a_git_compile_leaves_nothing_frozen_and_no_git_process(tmp_path: Path) 
     # objects never bring on (each compile of this small repository left ~470 more behind)
     assert tracked[3] - tracked[1] < 200, tracked
     assert _cat_files() <= before            # every repository gitrepo opened was closed
+
+
+def test_a_git_commit_shares_the_packed_bytes_of_the_objects_it_does_not_change(tmp_path: Path) -> None:
+    root = tmp_path / "upstream"
+    shutil.copytree(FIXTURE, root)
+    with git.Repo.init(root, initial_branch="main") as repo:
+        with repo.config_writer() as cw:
+            cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+        repo.git.add(A=True)
+        repo.index.commit("first")
+        src = GitSource(str(root), "main", ("intents",), "clusters/small.yaml", tmp_path / "work",
+                        "device-plugin", 0)
+        old = src.compile(src.poll(), KubeVersion(1, 37))
+        pipeline = root / "intents" / "pipeline.intent"
+        pipeline.write_text(pipeline.read_text().replace("ghcr.io/acme/cleanup:1.0", "ghcr.io/acme/cleanup:1.1"))
+        repo.git.add(A=True)
+        repo.index.commit("second")
+    new = src.compile(src.poll(), KubeVersion(1, 37))
+    assert old.ok and new.ok and old.rendered and new.rendered and old.rendered.commit != new.rendered.commit
+    before = {m.ref: m for m in old.rendered.manifests}
+    shared = [m for m in new.rendered.manifests if m.content._data is before[m.ref].content._data]
+    # every object is stamped with the new commit, and reads as a fresh render of it does
+    plain = compile_revision(RepoSource(str(root), ("intents",), "clusters/small.yaml"), new.rendered.commit,
+                             tmp_path / "plain")
+    assert plain.rendered is not None
+    assert [to_yaml(m.body) for m in new.rendered.manifests] == [to_yaml(m.body) for m in plain.rendered.manifests]
+    assert all(m.commit == new.rendered.commit for m in new.rendered.manifests)
+    changed = {m.ref.name for m in new.rendered.manifests if all(m is not k for k in shared)}
+    assert len(changed) == 1 and "cleanup" in changed.pop(), changed

@@ -26,6 +26,7 @@ from intentc.policy import BUILTIN, Policies
 from intentc.reconcile.timeouts import Budget, WaveBudgets
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Manifest, ObjectRef, Rendered
+from intentc.render.packed import BodyCodec
 from intentc.topology.load import LoadedTopology
 
 log = logging.getLogger("intentc.daemon")
@@ -98,6 +99,9 @@ class GitSource:
         # the parse results of the last commit compiled: the next commit's unchanged files
         # share them (`frontend.batch.load`'s `reuse`), as the commit in force still holds them
         self._reuse: Reused = {}
+        # the codec that packed the last commit's objects: the next commit's unchanged
+        # objects share their packed bytes (`BodyCodec.across`)
+        self._codec: BodyCodec | None = None
 
     def poll(self) -> str:
         """The branch's current SHA (after a fetch, for a mirror)."""
@@ -111,10 +115,14 @@ class GitSource:
     def compile(self, sha: str, kube_version: KubeVersion, in_force: Plan | None = None) -> CompileResult:
         """`in_force`: the plan of the commit in force, whose records the new plan shares where
         it decides alike (`make_plan`'s `previous`): the daemon holds both while it decides."""
+        codec = BodyCodec.across(self._codec)
         try:
             return compile_revision(replace(self.source, kube_version=kube_version), sha, self.workdir, self._reuse,
-                                    in_force)
+                                    in_force, codec)
         finally:
+            codec.settle()
+            if codec.indexed:
+                self._codec = codec
             # Loading the files freezes the heap it leaves (`frontend.batch`, `collector.After.FREEZE`:
             # right for a one-shot CLI run).  Frozen objects are never collected, so in a
             # daemon compiling every commit each freeze kept whatever cyclic garbage was

@@ -117,14 +117,16 @@ def _write_export(repo: str, listing: dict[str, str], previous: dict[str, str] |
 
 
 def compile_revision(source: RepoSource, rev: str, workdir: str | Path, reuse: Reused | None = None,
-                     previous: Plan | None = None) -> CompileResult:
+                     previous: Plan | None = None, pack: BodyCodec | None = None) -> CompileResult:
     """Compile the intents as they are at `rev`, stamped with its SHA.
 
     The revision's files are read from git's object database and exported to
     `workdir/revision/` (a private folder, reused so the parse cache keeps
     working across revisions); the repository's working tree, index and
     HEAD are never touched.  Diagnostics (and graph.json) name
-    repository-relative paths; manifests and plan.json carry no paths."""
+    repository-relative paths; manifests and plan.json carry no paths.
+    The bodies are packed (`pack`, a fresh codec by default): whoever calls
+    this keeps every object of the commit."""
     sha = gitrepo.resolve(source.repo, rev)
     topo_rel = Path(source.topology).as_posix()
     in_repo = not Path(topo_rel).is_absolute()
@@ -138,9 +140,8 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path, reuse: R
         topology = str(dest / topo_rel) if topo_rel in listing else source.topology
         inputs = [str(dest / p) for p in source.paths]
         only = for_cluster(source.cluster[0], dict(source.cluster[1])) if source.cluster is not None else None
-        # packed: the daemon keeps every object of the commit it follows (`render`'s `pack`)
         result = compile_paths(inputs, topology, sha, source.kube_version, source.render_target, source.seed,
-                               jobs=1, only=only, pack=BodyCodec(), reuse=reuse, previous=previous)
+                               jobs=1, only=only, pack=BodyCodec() if pack is None else pack, reuse=reuse, previous=previous)
         root = str(dest) + "/"
         return replace(result, diagnostics=tuple(_relabel(d, root) for d in result.diagnostics),
                        sources={k.removeprefix(root): v for k, v in result.sources.items()},
