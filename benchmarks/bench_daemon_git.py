@@ -90,12 +90,15 @@ def child(repo: str, topology: str, workdir: str, shas: list[str], every: float)
     with `every`, commit k is taken up no earlier than k * `every` seconds after the first
     (a branch that gets a commit every `every` seconds, the daemon idle in between)."""
     import gc
+    import inspect
 
     from intentc.daemon.source import GitSource, from_compile
     from intentc.render.capabilities import DEFAULT_KUBE_VERSION
     from intentc.render.targets import DEFAULT_TARGET
 
     source = GitSource(repo, "main", ("dsl", "yaml"), topology, workdir, DEFAULT_TARGET, 0)
+    # the objects in force as the reactor passes them, to a tree whose GitSource takes them
+    objects = "objects" in inspect.signature(source.compile).parameters
     desired = None
     commits = []
     t0 = time.time()
@@ -104,12 +107,13 @@ def child(repo: str, topology: str, workdir: str, shas: list[str], every: float)
         Path("/proc/self/clear_refs").write_text("5")       # VmHWM := VmRSS: this commit's peak from here
         cpu0, wall0 = time.process_time(), time.perf_counter()
         in_force = desired.preview.plan if desired is not None and desired.preview is not None else None
-        compiled = source.compile(sha, DEFAULT_KUBE_VERSION, in_force)
+        kept = {"objects": desired.by_ref} if objects and desired is not None else {}
+        compiled = source.compile(sha, DEFAULT_KUBE_VERSION, in_force, **kept)
         made = from_compile(compiled, "git")
         if made is None or made.held:
             raise SystemExit(f"commit {sha[:12]} does not compile: {[str(d) for d in compiled.diagnostics[:3]]}")
         desired = made                  # the reactor's state now holds the new commit's desired state only
-        del compiled, made, in_force
+        del compiled, made, in_force, kept
         gc.collect()
         commits.append({"commit": sha[:12], "t_s": round(time.time() - t0, 1), "cpu_s": round(time.process_time() - cpu0, 1),
                         "wall_s": round(time.perf_counter() - wall0, 1), "peak_mb": status_mb("VmHWM"),

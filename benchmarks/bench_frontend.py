@@ -10,6 +10,10 @@ and datasets), then measures, in the same run and on the same files:
 * the baseline: `check-jsonschema --schemafile schemas/intent.schema.json`
   on the YAML half only (schema validation alone: no DSL, no positions
   beyond the schema error, no cross-file semantic passes);
+* the floor issue 17 names (benchmarks/frontend_floor.py): libyaml composing
+  the YAML half and lark-cython parsing the DSL half with lark's own lexer,
+  on both cores, nothing lowered, checked or kept: what any checker built on
+  these two parsers pays at least;
 * KCL, when `kcl-lib` is installed (`pip install -e '.[bench]'`): every
   intent written as a `.k` file from the IR of the same run, checked by a
   KCL schema with the checks of intent.schema.json (benchmarks/kcl_intents.py),
@@ -131,6 +135,8 @@ def bench(n: int, repeat: int) -> dict[str, Any]:
         baseline_cmd = ["check-jsonschema", "--schemafile", str(ROOT / "schemas" / "intent.schema.json"),
                         *yaml_files]
         base = best(baseline_cmd, dict(os.environ), repeat)
+        floor = best([sys.executable, str(ROOT / "benchmarks" / "frontend_floor.py"), str(work / "repo")],
+                     dict(os.environ), repeat)
         row: dict[str, Any] = {
             "intents": n,
             "files": n + 1,
@@ -146,6 +152,10 @@ def bench(n: int, repeat: int) -> dict[str, Any]:
             "per_file_ms_baseline": round(base["wall_s"] / len(yaml_files) * 1000, 3),
             "speedup_per_file_cold_vs_baseline": round((base["wall_s"] / len(yaml_files))
                                                        / (cold["wall_s"] / (n + 1)), 2),
+            "floor": {**floor, "what": "libyaml composing the YAML half, lark-cython parsing the DSL half, "
+                                       "both cores, nothing kept (benchmarks/frontend_floor.py)"},
+            "intentc_cold_vs_floor_wall": round(cold["wall_s"] / floor["wall_s"], 2),
+            "intentc_cold_vs_floor_cpu": round(cold["cpu_s"] / floor["cpu_s"], 2),
         }
         if kcl_available():
             from benchmarks.kcl_intents import write_kcl
@@ -175,6 +185,9 @@ def main() -> None:
         print(f"{r['intents']:>7} intents: intentc cold {cold['wall_s']} s {cold['peak_rss_mb']} MB, "
               f"cached {warm['wall_s']} s {warm['peak_rss_mb']} MB | check-jsonschema (YAML half) "
               f"{base['wall_s']} s {base['peak_rss_mb']} MB | load {cold['load_before']}")
+        fl = r["floor"]
+        print(f"{'':>16}floor (the two parsers alone) {fl['wall_s']} s wall, {fl['cpu_s']} s CPU: intentc cold is "
+              f"{r['intentc_cold_vs_floor_wall']}x its wall time, {r['intentc_cold_vs_floor_cpu']}x its CPU")
         if "kcl" in r:
             k = r["kcl"]
             print(f"{'':>16}KCL {k['wall_s']} s {k['peak_rss_mb']} MB ({r['kcl_vs_intentc_cold_wall']}x "

@@ -106,20 +106,18 @@ def test_the_commit_stamp_is_kept_aside_and_put_back_in_its_place() -> None:
                                                                                         "metadata": None}
 
 
-def test_a_series_of_codecs_shares_the_bytes_of_unchanged_bodies() -> None:
-    last = BodyCodec.across(None)
-    before = [last.pack(stamped(i, "a" * 40), COMMIT_ANNOTATION) for i in range(3)]
-    codec = BodyCodec.across(last)
+def test_a_body_packed_alike_to_the_one_in_force_shares_its_bytes() -> None:
+    last = BodyCodec()
+    before = {i: last.pack(stamped(i, "a" * 40), COMMIT_ANNOTATION) for i in range(3)}
+    codec = BodyCodec(like=before.get)
     after = [codec.pack(stamped(i, "b" * 40) if i != 1 else {**stamped(i, "b" * 40), "spec": {}},
-                        COMMIT_ANNOTATION) for i in range(3)]
-    codec.settle()
+                        COMMIT_ANNOTATION, key=i) for i in range(3)]
     assert after[0]._data is before[0]._data and after[2]._data is before[2]._data
+    assert after[0]._zdict is before[0]._zdict                  # the kind's dictionary is the one in force
     assert after[1]._data is not before[1]._data and after[1].unpack()["spec"] == {}
-    assert after[0].unpack() == stamped(0, "b" * 40) and codec.indexed == 3
-    # a plain codec keeps no index (the Reloader's lives as long as the daemon)
-    plain = BodyCodec()
-    plain.pack(stamped(0, "a" * 40), COMMIT_ANNOTATION)
-    assert plain.indexed == 0
+    assert after[0].unpack() == stamped(0, "b" * 40) and after[2].unpack() == stamped(2, "b" * 40)
+    # a key with nothing in force packs as usual
+    assert codec.pack(stamped(7, "b" * 40), COMMIT_ANNOTATION, key=7).unpack() == stamped(7, "b" * 40)
 
 
 def test_a_packed_manifest_equals_the_unpacked_one() -> None:
@@ -223,14 +221,15 @@ def test_a_git_commit_shares_the_packed_bytes_of_the_objects_it_does_not_change(
         src = GitSource(str(root), "main", ("intents",), "clusters/small.yaml", tmp_path / "work",
                         "device-plugin", 0)
         old = src.compile(src.poll(), KubeVersion(1, 37))
+        assert old.rendered is not None
+        in_force = {m.ref: m for m in old.rendered.manifests}
         pipeline = root / "intents" / "pipeline.intent"
         pipeline.write_text(pipeline.read_text().replace("ghcr.io/acme/cleanup:1.0", "ghcr.io/acme/cleanup:1.1"))
         repo.git.add(A=True)
         repo.index.commit("second")
-    new = src.compile(src.poll(), KubeVersion(1, 37))
-    assert old.ok and new.ok and old.rendered and new.rendered and old.rendered.commit != new.rendered.commit
-    before = {m.ref: m for m in old.rendered.manifests}
-    shared = [m for m in new.rendered.manifests if m.content._data is before[m.ref].content._data]
+    new = src.compile(src.poll(), KubeVersion(1, 37), objects=in_force)
+    assert old.ok and new.ok and new.rendered and old.rendered.commit != new.rendered.commit
+    shared = [m for m in new.rendered.manifests if m.content._data is in_force[m.ref].content._data]
     # every object is stamped with the new commit, and reads as a fresh render of it does
     plain = compile_revision(RepoSource(str(root), ("intents",), "clusters/small.yaml"), new.rendered.commit,
                              tmp_path / "plain")

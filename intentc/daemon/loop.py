@@ -33,7 +33,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from intentc.daemon.branch import Step, decide_head
 from intentc.daemon.config import DaemonConfig
@@ -63,7 +63,7 @@ from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.plan.model import Plan
 from intentc.reconcile.inventory import Inventory
-from intentc.render.model import ObjectRef
+from intentc.render.model import Manifest, ObjectRef
 
 __all__ = ["Daemon", "DaemonConfig", "Leadership", "ListenError"]
 log = logging.getLogger("intentc.daemon")
@@ -289,7 +289,7 @@ class Daemon:
             self._adopt(decision.adopt)
         if decision.step is not Step.ROLL_OUT:
             return
-        compiled = self.git.compile(head, self.reads.version(), self._plan_in_force())
+        compiled = self.git.compile(head, self.reads.version(), self._plan_in_force(), self._objects_in_force())
         desired = from_compile(compiled, "git")
         self.state.attempted.add(head)
         if desired is None:
@@ -318,7 +318,8 @@ class Daemon:
         the cluster already), and start watching its kinds."""
         if commit is None or self.git is None:
             return
-        desired = from_compile(self.git.compile(commit, self.reads.version(), self._plan_in_force()), "git")
+        compiled = self.git.compile(commit, self.reads.version(), self._plan_in_force(), self._objects_in_force())
+        desired = from_compile(compiled, "git")
         if desired is None:
             log.error("the applied commit %s does not compile any more; not detecting drift", commit[:12])
             return
@@ -328,6 +329,9 @@ class Daemon:
     def _plan_in_force(self) -> Plan | None:
         desired = self.state.desired
         return desired.preview.plan if desired is not None and desired.preview is not None else None
+
+    def _objects_in_force(self) -> Mapping[ObjectRef, Manifest] | None:
+        return self.state.desired.by_ref if self.state.desired is not None else None
 
     def _in_force(self, desired: Desired) -> None:
         self.state.desired = desired

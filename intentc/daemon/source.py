@@ -11,7 +11,7 @@ import gc
 import logging
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from intentc import collector, gitrepo
 from intentc.compile import CompileResult
@@ -26,7 +26,7 @@ from intentc.policy import BUILTIN, Policies
 from intentc.reconcile.timeouts import Budget, WaveBudgets
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Manifest, ObjectRef, Rendered
-from intentc.render.packed import BodyCodec
+from intentc.render.packed import BodyCodec, PackedBody
 from intentc.topology.load import LoadedTopology
 
 log = logging.getLogger("intentc.daemon")
@@ -99,9 +99,6 @@ class GitSource:
         # the parse results of the last commit compiled: the next commit's unchanged files
         # share them (`frontend.batch.load`'s `reuse`), as the commit in force still holds them
         self._reuse: Reused = {}
-        # the codec that packed the last commit's objects: the next commit's unchanged
-        # objects share their packed bytes (`BodyCodec.across`)
-        self._codec: BodyCodec | None = None
 
     def poll(self) -> str:
         """The branch's current SHA (after a fetch, for a mirror)."""
@@ -112,17 +109,17 @@ class GitSource:
     def history(self, head: str) -> History:
         return History(gitrepo.rev_list(self.path, head, HISTORY_DEPTH))
 
-    def compile(self, sha: str, kube_version: KubeVersion, in_force: Plan | None = None) -> CompileResult:
+    def compile(self, sha: str, kube_version: KubeVersion, in_force: Plan | None = None,
+                objects: Mapping[ObjectRef, Manifest] | None = None) -> CompileResult:
         """`in_force`: the plan of the commit in force, whose records the new plan shares where
-        it decides alike (`make_plan`'s `previous`): the daemon holds both while it decides."""
-        codec = BodyCodec.across(self._codec)
+        it decides alike (`make_plan`'s `previous`); `objects`: its objects by ref, whose packed
+        bytes the new objects share where they are alike (`BodyCodec`'s `like`).  The daemon
+        holds both commits while it compiles."""
+        codec = BodyCodec(like=_packed_in(objects) if objects else None)
         try:
             return compile_revision(replace(self.source, kube_version=kube_version), sha, self.workdir, self._reuse,
                                     in_force, codec)
         finally:
-            codec.settle()
-            if codec.indexed:
-                self._codec = codec
             # Loading the files freezes the heap it leaves (`frontend.batch`, `collector.After.FREEZE`:
             # right for a one-shot CLI run).  Frozen objects are never collected, so in a
             # daemon compiling every commit each freeze kept whatever cyclic garbage was
@@ -134,6 +131,13 @@ class GitSource:
             gc.unfreeze()
             gc.collect()
             collector.trim()    # the compile's freed tables, held by the C heap: ~70 MB at 100k
+
+
+def _packed_in(objects: Mapping[ObjectRef, Manifest]) -> Callable[[object], PackedBody | None]:
+    def packed(ref: object) -> PackedBody | None:
+        m = objects.get(ref) if isinstance(ref, ObjectRef) else None
+        return m.content if m is not None and isinstance(m.content, PackedBody) else None
+    return packed
 
 
 class LocalSource:

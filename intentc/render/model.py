@@ -145,7 +145,7 @@ class Manifest:
         at every commit."""
         if isinstance(self.content, PackedBody):
             return self
-        return replace(self, content=codec.pack(self.content, aside=COMMIT_ANNOTATION))
+        return replace(self, content=codec.pack(self.content, aside=COMMIT_ANNOTATION, key=self.ref))
 
     def with_body(self, body: Mapping[str, Any]) -> "Manifest":
         return replace(self, content=body)

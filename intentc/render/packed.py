@@ -89,56 +89,38 @@ class BodyCodec:
     keeps a reference to the dictionary it was packed with, so a body stays
     readable whatever codec made it.
 
-    A codec made with `across` is one of a series (the daemon's git mode renders
-    every commit in full while it holds the commit in force): it packs with the
-    last one's dictionaries, and a body whose bytes equal one the last codec packed
-    takes those bytes instead of a second copy.  At 100,000 intents that is one
-    copy of the unchanged objects' ~30 MB instead of two while a commit is
-    compiled, and none of the new copies interleaved with the kept ones."""
+    `like` gives, for an object's key, its body as packed by the render in force
+    (the daemon's git mode renders every commit in full while it holds the commit
+    in force): a kind's dictionary is then taken from those bodies, and a body that
+    packs to the same bytes as the one in force shares them instead of holding a
+    second copy while both commits are held.  It costs no index: the daemon keeps
+    the objects in force by key anyway."""
 
-    __slots__ = ("_zdicts", "_index", "_before", "_asides")
+    __slots__ = ("_zdicts", "_asides", "_like")
 
-    def __init__(self) -> None:
+    def __init__(self, like: Callable[[object], PackedBody | None] | None = None) -> None:
         self._zdicts: dict[object, bytes] = {}
         self._asides: dict[tuple[str, str], tuple[str, str]] = {}
-        self._index: dict[bytes, bytes] | None = None      # the bytes packed (`across` only)
-        self._before: dict[bytes, bytes] = {}             # the last codec's
+        self._like = like
 
-    @classmethod
-    def across(cls, last: BodyCodec | None) -> BodyCodec:
-        codec = cls()
-        codec._index = {}
-        if last is not None:
-            codec._zdicts = dict(last._zdicts)
-            codec._before = last._index or {}
-        return codec
-
-    def settle(self) -> None:
-        """Let go of the last codec's bytes (those still in use are this one's now)."""
-        self._before = {}
-
-    @property
-    def indexed(self) -> int:
-        """Bodies indexed (`across` only).  Not `__len__`: an empty codec is still a codec."""
-        return len(self._index or ())
-
-    def pack(self, body: Mapping[str, Any], aside: str | None = None) -> PackedBody:
-        """`aside`: an annotation whose value is kept out of the packed bytes."""
+    def pack(self, body: Mapping[str, Any], aside: str | None = None, key: object = None) -> PackedBody:
+        """`aside`: an annotation whose value is kept out of the packed bytes; `key`: the
+        object's key for `like`."""
         kept = None
         if aside is not None:
             body, kept = _set_aside(body, aside)
+            if kept is not None:
+                kept = self._asides.setdefault(kept, kept)     # one tuple for a commit's bodies
         raw = pickle.dumps(dict(body), _PROTOCOL)
         kind = body.get("kind")
+        before = self._like(key) if self._like is not None and key is not None else None
         zdict = self._zdicts.get(kind)
         if zdict is None:
-            zdict = self._zdicts[kind] = raw[-32768:]      # zlib reads at most the last 32 KiB
-        c = zlib.compressobj(_LEVEL, zdict=zdict)
+            zdict = self._zdicts[kind] = before._zdict if before is not None else raw[-32768:]
+        c = zlib.compressobj(_LEVEL, zdict=zdict)      # zlib reads at most the last 32 KiB of zdict
         data = c.compress(raw) + c.flush()
-        if self._index is not None:
-            shared = self._before.get(data, data)
-            data = self._index.setdefault(shared, shared)
-        if kept is not None:
-            kept = self._asides.setdefault(kept, kept)     # one tuple for a commit's bodies
+        if before is not None and before._zdict is zdict and before._data == data:
+            data = before._data
         return PackedBody(zdict, data, kept)
 
 
