@@ -273,7 +273,7 @@ class Store:
         self._next = None
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(index.to_bytes())
+                index.write(fh)
             os.replace(tmp, self.stat_file)
         except OSError:
             with contextlib.suppress(OSError):

@@ -39,7 +39,7 @@ import stat
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import BinaryIO, Sequence
 
 from intentc.cachetrust import read_trusted
 
@@ -116,10 +116,12 @@ class StatIndex:
             return cls.empty()
         return cls(names, Observed(times, ids), keys, moment)
 
-    def to_bytes(self) -> bytes:
+    def write(self, out: BinaryIO) -> None:
+        """The index, pickled straight into `out` (framed: the daemon rewrites it at every
+        commit, and the whole pickle held as one more copy was ~12 MB at 100,000 files)."""
         names = "\0".join(self.names).encode("utf-8", _NAMES)
-        return pickle.dumps((_FORMAT, self.moment, names, self.seen.times.tobytes(),
-                             self.seen.ids.tobytes(), self.keys), pickle.HIGHEST_PROTOCOL)
+        times, ids = (pickle.PickleBuffer(memoryview(a).toreadonly()) for a in (self.seen.times, self.seen.ids))
+        pickle.dump((_FORMAT, self.moment, names, times, ids, self.keys), out, pickle.HIGHEST_PROTOCOL)
 
     def vouched(self, names: list[str], seen: Observed) -> list[bytes | None]:
         """Each file's content key where the index vouches for it (same name and
@@ -133,10 +135,12 @@ class StatIndex:
                 and max(max(times[1::_TIMES]), max(times[2::_TIMES])) < cutoff):
             keys = self.keys            # the common case, a repository nobody touched: whole arrays
             return [keys[k:k + KEY_BYTES] for k in range(0, len(keys), KEY_BYTES)]
-        at = {name: j for j, name in enumerate(self.names)}
+        # the same files in the same order (a few edited, as in each commit the daemon follows):
+        # row i is file i, no name -> row map (6 MB at 100,000 files)
+        at = None if names == self.names else {name: j for j, name in enumerate(self.names)}
         out: list[bytes | None] = []
         for i, name in enumerate(names):
-            j = at.get(name)
+            j = i if at is None else at.get(name)
             t = _TIMES * i
             if (j is None or times[t] < 0 or max(times[t + 1], times[t + 2]) >= cutoff
                     or seen.row(i) != self.seen.row(j)):
