@@ -233,3 +233,25 @@ def test_an_empty_cache_is_filled_in_one_pass_as_a_reading_pass_would_fill_it(
         assert (again.digest, again.names_digest) == named and again.files == files and again.keys == keys
         assert _fingerprint(again.load()) == _fingerprint(plain)
     assert parsed == [] and read == [str(repo / "binary.yaml")]      # only the file it could not list
+
+
+def test_the_blob_index_round_trips_and_rejects_what_is_not_one(tmp_path: Path) -> None:
+    import io
+    import pickle
+
+    from intentc.frontend.cache import BlobIndex
+
+    index = BlobIndex()
+    index.add(b"k" * 20, 0, 10)
+    index.add(b"j" * 20, 10, 2**40)             # offsets and lengths past 32 bits
+    index.add(b"k" * 20, 99, 7)                 # a key added again: the last place wins
+    out = io.BytesIO()
+    index.dump(out)
+    back = BlobIndex.loads(out.getvalue())
+    assert len(back) == 2 and b"k" * 20 in back and b"x" not in back
+    assert back.span(b"k" * 20) == (99, 7) and back.span(b"j" * 20) == (10, 2**40)
+    with pytest.raises(KeyError):
+        back.span(b"x")
+    for bad in ({b"k": (0, 1)}, ([b"k"], b"\0" * 8), (["k"], b"\0" * 16), ([b"k", b"k"], b"\0" * 32)):
+        with pytest.raises((TypeError, ValueError)):
+            BlobIndex.loads(pickle.dumps(bad))
