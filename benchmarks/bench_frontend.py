@@ -122,7 +122,7 @@ def kcl_available() -> bool:
     return importlib.util.find_spec("kcl_lib") is not None
 
 
-def bench(n: int, repeat: int) -> dict[str, Any]:
+def bench(n: int, repeat: int, kcl: bool = True) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix=f"intentc-bench-{n}-"))
     cache = work / "cache"
     try:
@@ -157,7 +157,7 @@ def bench(n: int, repeat: int) -> dict[str, Any]:
             "intentc_cold_vs_floor_wall": round(cold["wall_s"] / floor["wall_s"], 2),
             "intentc_cold_vs_floor_cpu": round(cold["cpu_s"] / floor["cpu_s"], 2),
         }
-        if kcl_available():
+        if kcl and kcl_available():
             from benchmarks.kcl_intents import write_kcl
             from intentc.pipeline import check
             program = check([str(work / "repo")], use_cache=False).program
@@ -177,9 +177,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-kcl", action="store_true", help="leave KCL out (minutes and GBs at 10,000 intents)")
+    ap.add_argument("--out", default="bench_frontend", help="results/<out>.json")
     args = ap.parse_args()
-    results = [bench(n, args.repeat) for n in args.sizes]
-    write_results("bench_frontend", results)
+    results = [bench(n, args.repeat, not args.no_kcl) for n in args.sizes]
+    write_results(args.out, results)
     for r in results:
         cold, warm, base = r["intentc_check_cold"], r["intentc_check_cached"], r["baseline_run"]
         print(f"{r['intents']:>7} intents: intentc cold {cold['wall_s']} s {cold['peak_rss_mb']} MB, "
@@ -192,7 +194,7 @@ def main() -> None:
             k = r["kcl"]
             print(f"{'':>16}KCL {k['wall_s']} s {k['peak_rss_mb']} MB ({r['kcl_vs_intentc_cold_wall']}x "
                   f"intentc's cold time, {r['kcl_vs_intentc_cold_peak_rss']}x its memory)")
-        else:
+        elif not args.no_kcl:
             print(f"{'':>16}KCL not measured: kcl-lib is not installed (pip install -e '.[bench]')")
 
 
