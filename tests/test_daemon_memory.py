@@ -186,7 +186,8 @@ def _cat_files() -> set[int]:
     return out
 
 
-def test_a_git_compile_leaves_nothing_frozen_and_no_git_process(tmp_path: Path) -> None:
+def upstream(tmp_path: Path) -> Path:
+    """The fixture repository, committed once on `main`."""
     root = tmp_path / "upstream"
     shutil.copytree(FIXTURE, root)
     with git.Repo.init(root, initial_branch="main") as repo:
@@ -194,6 +195,11 @@ def test_a_git_compile_leaves_nothing_frozen_and_no_git_process(tmp_path: Path) 
             cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
         repo.git.add(A=True)
         repo.index.commit("first")
+    return root
+
+
+def test_a_git_compile_leaves_nothing_frozen_and_no_git_process(tmp_path: Path) -> None:
+    root = upstream(tmp_path)
     before = _cat_files()
     src = GitSource(str(root), "main", ("intents",), "clusters/small.yaml", tmp_path / "work", "device-plugin", 0)
     tracked = []
@@ -211,18 +217,12 @@ def test_a_git_compile_leaves_nothing_frozen_and_no_git_process(tmp_path: Path) 
 
 
 def test_a_git_commit_shares_the_packed_bytes_of_the_objects_it_does_not_change(tmp_path: Path) -> None:
-    root = tmp_path / "upstream"
-    shutil.copytree(FIXTURE, root)
-    with git.Repo.init(root, initial_branch="main") as repo:
-        with repo.config_writer() as cw:
-            cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
-        repo.git.add(A=True)
-        repo.index.commit("first")
-        src = GitSource(str(root), "main", ("intents",), "clusters/small.yaml", tmp_path / "work",
-                        "device-plugin", 0)
-        old = src.compile(src.poll(), KubeVersion(1, 37))
-        assert old.rendered is not None
-        in_force = {m.ref: m for m in old.rendered.manifests}
+    root = upstream(tmp_path)
+    src = GitSource(str(root), "main", ("intents",), "clusters/small.yaml", tmp_path / "work", "device-plugin", 0)
+    old = src.compile(src.poll(), KubeVersion(1, 37))
+    assert old.rendered is not None
+    in_force = {m.ref: m for m in old.rendered.manifests}
+    with git.Repo(root) as repo:
         pipeline = root / "intents" / "pipeline.intent"
         pipeline.write_text(pipeline.read_text().replace("ghcr.io/acme/cleanup:1.0", "ghcr.io/acme/cleanup:1.1"))
         repo.git.add(A=True)
