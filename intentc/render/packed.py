@@ -67,16 +67,18 @@ class PackedBody:
         return f"PackedBody({len(self._data)} bytes)"
 
 
-def _set_aside(body: Mapping[str, Any], key: str) -> tuple[Mapping[str, Any], tuple[str, str] | None]:
-    """`body` with annotation `key`'s value emptied (copied down to the annotations, the
-    key left where it is so `unpack` restores the order), and the (key, value) taken out."""
+def _set_aside(body: dict[str, Any], key: str) -> tuple[str, str] | None:
+    """Empty annotation `key`'s value in `body` (a copy of the body: its metadata and
+    annotations are copied here, the key left where it is so `unpack` restores the
+    order), and give the (key, value) taken out."""
     meta = body.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
     value = annotations.get(key) if isinstance(annotations, Mapping) else None
     if not isinstance(value, str) or not value:
-        return body, None
+        return None
     assert isinstance(meta, Mapping) and isinstance(annotations, Mapping)
-    return {**body, "metadata": {**meta, "annotations": {**annotations, key: ""}}}, (key, value)
+    body["metadata"] = {**meta, "annotations": {**annotations, key: ""}}
+    return key, value
 
 
 class BodyCodec:
@@ -106,12 +108,11 @@ class BodyCodec:
     def pack(self, body: Mapping[str, Any], aside: str | None = None, key: object = None) -> PackedBody:
         """`aside`: an annotation whose value is kept out of the packed bytes; `key`: the
         object's key for `like`."""
-        kept = None
-        if aside is not None:
-            body, kept = _set_aside(body, aside)
-            if kept is not None:
-                kept = self._asides.setdefault(kept, kept)     # one tuple for a commit's bodies
-        raw = pickle.dumps(dict(body), _PROTOCOL)
+        flat = dict(body)
+        kept = _set_aside(flat, aside) if aside is not None else None
+        if kept is not None:
+            kept = self._asides.setdefault(kept, kept)     # one tuple for a commit's bodies
+        raw = pickle.dumps(flat, _PROTOCOL)
         kind = body.get("kind")
         before = self._like(key) if self._like is not None and key is not None else None
         zdict = self._zdicts.get(kind)
