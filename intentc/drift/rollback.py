@@ -141,7 +141,8 @@ def compile_revision(source: RepoSource, rev: str, workdir: str | Path, reuse: R
         inputs = [str(dest / p) for p in source.paths]
         only = for_cluster(source.cluster[0], dict(source.cluster[1])) if source.cluster is not None else None
         result = compile_paths(inputs, topology, sha, source.kube_version, source.render_target, source.seed,
-                               jobs=1, only=only, pack=BodyCodec() if pack is None else pack, reuse=reuse, previous=previous)
+                               jobs=1, only=only, pack=BodyCodec() if pack is None else pack, reuse=reuse,
+                               previous=previous)
         root = str(dest) + "/"
         return replace(result, diagnostics=tuple(_relabel(d, root) for d in result.diagnostics),
                        sources={k.removeprefix(root): v for k, v in result.sources.items()},

@@ -161,8 +161,9 @@ class ParseCache:
     reparses only that file.
 
     The file holds the pickles back to back, then an index (the keys, and the
-    offset and length of each one's pickle: `BlobIndex`) and the index's offset.  The index is read when first needed (a
-    run the memo answers never needs it; 100,000 entries load in 0.06 s);
+    offset and length of each one's pickle: `BlobIndex`) and the index's
+    offset.  The index is read when first needed (a run the memo answers
+    never needs it; 100,000 entries load in 0.06 s);
     each pickle is read when its file is loaded (`read`) and dropped once
     unpickled, and a new cache is written pickle by pickle as results arrive
     (`writer`): no run holds every pickle of a 100,000-file repository at once

@@ -130,14 +130,15 @@ class StatIndex:
             return [None] * len(names)
         cutoff = self.moment - SLACK_NS
         times = seen.times
-        if (names and names == self.names and times == self.seen.times and seen.ids == self.seen.ids
+        same = names == self.names
+        if (names and same and times == self.seen.times and seen.ids == self.seen.ids
                 and min(times[0::_TIMES]) >= 0
                 and max(max(times[1::_TIMES]), max(times[2::_TIMES])) < cutoff):
             keys = self.keys            # the common case, a repository nobody touched: whole arrays
             return [keys[k:k + KEY_BYTES] for k in range(0, len(keys), KEY_BYTES)]
         # the same files in the same order (a few edited, as in each commit the daemon follows):
         # row i is file i, no name -> row map (6 MB at 100,000 files)
-        at = None if names == self.names else {name: j for j, name in enumerate(self.names)}
+        at = None if same else {name: j for j, name in enumerate(self.names)}
         out: list[bytes | None] = []
         for i, name in enumerate(names):
             j = i if at is None else at.get(name)

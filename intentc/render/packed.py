@@ -31,7 +31,7 @@ class PackedBody:
 
     One annotation's value (the commit stamp) can be kept aside, out of the packed
     bytes: the same object rendered at two commits then packs to the same bytes,
-    which a `BodyCodec.across` series shares (one copy for both commits)."""
+    which a `BodyCodec` given the objects in force (`like`) shares."""
 
     __slots__ = ("_zdict", "_data", "_aside")
 
