@@ -244,8 +244,8 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_guarded(path: str, root: str | None = None,
-                 folders: dict[str, str] | None = None) -> tuple[bytes | None, list[Diagnostic]]:
+def read_guarded(path: str, root: str | None = None, folders: dict[str, str] | None = None,
+                 lstats: list[os.stat_result | None] | None = None) -> tuple[bytes | None, list[Diagnostic]]:
     """The bytes of `path`, or the diagnostic that says why they are not read:
     a link leaving `root` (default: the repository holding `path`), anything
     but a regular file, a file over the size limit, an OS error.
@@ -260,11 +260,17 @@ def read_guarded(path: str, root: str | None = None,
     real path across the calls of one batch of reads (a chunk of files read
     together): the real path of a plain file is its folder's plus its name,
     and resolving the folder again for each of its files was 4 of the 5
-    system calls per file."""
+    system calls per file.
+
+    `lstats`, when given, gets the `lstat` taken before the file was opened
+    (None when there was none): a first run's stat index is built from it
+    (`stat_index.row_of`) instead of a second `lstat` of every file."""
     try:
         st = os.lstat(path)
     except OSError:
         st = None
+    if lstats is not None:
+        lstats.append(st)
     if folders is not None and st is not None and stat.S_ISREG(st.st_mode):
         folder, name = os.path.split(path)
         real_folder = folders.get(folder)
@@ -360,11 +366,11 @@ def read_text(path: str | Path) -> str | None:
     return source.text if source is not None else None
 
 
-def read_source(p: str | Path, root: str | None = None,
-                folders: dict[str, str] | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
+def read_source(p: str | Path, root: str | None = None, folders: dict[str, str] | None = None,
+                lstats: list[os.stat_result | None] | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
     """The decoded file, or None with the diagnostics saying why (`read_guarded`)."""
     shown = display_path(str(p))
-    data, diags = read_guarded(str(p), root, folders)
+    data, diags = read_guarded(str(p), root, folders, lstats)
     if data is None:
         return None, diags
     text, diags = decode(shown, data)

@@ -7,7 +7,6 @@ import dataclasses
 import os
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Callable
 
 import pytest
@@ -46,15 +45,7 @@ def edit_same_size(repo: Path) -> Path:
 
 def pretend_times(monkeypatch: pytest.MonkeyPatch, times: Callable[[os.stat_result], tuple[int, int]]) -> None:
     """The stat index sees (mtime, ctime) = `times(real stat)`; size, inode and device are real."""
-    real = os.lstat
-
-    def fake(path: str) -> SimpleNamespace:
-        st = real(path)
-        mtime, ctime = times(st)
-        return SimpleNamespace(st_mode=st.st_mode, st_size=st.st_size, st_mtime_ns=mtime, st_ctime_ns=ctime,
-                               st_ino=st.st_ino, st_dev=st.st_dev)
-
-    monkeypatch.setattr(stat_index, "lstat", fake)
+    monkeypatch.setattr(stat_index, "times_of", times)
 
 
 def aged(monkeypatch: pytest.MonkeyPatch) -> None:

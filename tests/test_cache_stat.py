@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from intentc.frontend import batch
-from intentc.sources import display_path
+from intentc.frontend import batch, stat_index
+from intentc.sources import display_path, max_file_bytes
 from tests.cache_support import EDITED, HOUR_NS, aged, deep, edit_same_size, make_repo, one_tick, spy_parses
 
 
@@ -35,10 +35,10 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = batch.read_source
 
-    def spy(path: str, root: str | None = None,
-            folders: dict[str, str] | None = None) -> tuple[batch.SourceFile | None, list[batch.Diagnostic]]:
+    def spy(path: str, root: str | None = None, folders: dict[str, str] | None = None,
+            lstats: list[os.stat_result | None] | None = None) -> tuple[batch.SourceFile | None, list[batch.Diagnostic]]:
         seen.append(display_path(path))
-        return real(path, root, folders)
+        return real(path, root, folders, lstats)
 
     monkeypatch.setattr(batch, "read_source", spy)
     return seen
@@ -183,3 +183,20 @@ def test_the_index_is_rewritten_only_when_it_changes(repo: Path, cache: str, mon
     (repo / "bad.yaml").unlink()
     batch.load([str(repo)], jobs=1, cache_dir=cache)
     assert index.stat().st_mtime_ns != before
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_first_run_records_what_observe_would(repo: Path, cache: str, jobs: int,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first run takes each file's stat row from the `lstat` its read took (in the
+    worker that read it), not from a pass of its own: the same rows, links unvouched."""
+    aged(monkeypatch)
+    (repo / "link.intent").symlink_to(repo / EDITED)
+    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 2)
+    batch.load([str(repo)], jobs=jobs, cache_dir=cache)
+    (file,) = Path(cache).glob("*.stat")
+    index = stat_index.StatIndex.read(file)
+    paths = [str(repo / name) if not os.path.isabs(name) else name for name in index.names]
+    assert len(paths) > 10 and all(os.path.exists(p) for p in paths)
+    assert index.seen == stat_index.observe(paths, max_file_bytes())
+    assert index.seen.row(index.names.index(display_path(repo / "link.intent")))[0].tolist() == [-1, 0, 0]

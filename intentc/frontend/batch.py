@@ -37,7 +37,7 @@ from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.frontend.cache import CACHE_ENV, Memo, ParseCache, Store, default_cache_dir
 from intentc.frontend.share import shared_map
-from intentc.frontend.stat_index import KEY_BYTES, IndexBuilder, Observed, observe
+from intentc.frontend.stat_index import KEY_BYTES, UNVOUCHED, IndexBuilder, Row, observe, row_of
 from intentc.ir import Program
 from intentc.progress import Progress, silent
 from intentc.sources import SourceFile, discover_named, max_file_bytes, read_source
@@ -103,13 +103,15 @@ def _shipped(blobs: list[bytes]) -> list[Pickled]:
 Record = tuple[str | None, tuple[Diagnostic, ...], FileResult | None, str | None]
 
 
-def _parsed(paths: list[str]) -> Iterator[tuple[SourceFile | None, list[Diagnostic], FileResult | None]]:
+def _parsed(paths: list[str], lstats: list[os.stat_result | None] | None = None
+            ) -> Iterator[tuple[SourceFile | None, list[Diagnostic], FileResult | None]]:
     """Each file of a share read, then parsed: (the source or None when unreadable, the
-    reading diagnostics, the result or None).  The caller pauses the collector."""
+    reading diagnostics, the result or None); `lstats` gets each file's `lstat`
+    (`read_guarded`).  The caller pauses the collector."""
     # all of the chunk read first: reading between parses cost 10-20% more CPU
     # (measured in one process, alternating), the parser's tables evicted each time
     folders: dict[str, str] = {}
-    read = [read_source(path, folders=folders) for path in paths]
+    read = [read_source(path, folders=folders, lstats=lstats) for path in paths]
     for src, read_diags in read:
         yield src, read_diags, _parse_guarded(src) if src is not None else None
 
@@ -145,24 +147,27 @@ def _read_and_parse_pickled(paths: list[str]) -> bytes:
 
 
 # A share of a first run filling an empty cache (`Inputs._load_fresh`): per file, as in
-# `Record`, plus its content key and its result pickled alone (the cache's entry).
-Keyed = tuple[str | None, tuple[Diagnostic, ...], bytes | None, bytes | None, FileResult | None, str | None]
+# `Record`, plus its content key, its result pickled alone (the cache's entry) and
+# what the stat index is to record of it (`stat_index.row_of` of the `lstat` its read took).
+Keyed = tuple[str | None, tuple[Diagnostic, ...], bytes | None, bytes | None, FileResult | None, str | None, Row]
 
 
 def _read_parse_keyed(paths: list[str], here: bool = False) -> list[Keyed]:
-    """`_read_and_parse`, each file's key and pickle added; `here` (the parent's share)
-    keeps the results too, strings interned as unpickling would."""
+    """`_read_and_parse`, each file's key, pickle and stat row added; `here` (the
+    parent's share) keeps the results too, strings interned as unpickling would."""
     out: list[Keyed] = []
+    lstats: list[os.stat_result | None] = []
+    limit = max_file_bytes()
     with collector.paused(After.FREEZE):
-        for src, read_diags, result in _parsed(paths):
+        for i, (src, read_diags, result) in enumerate(_parsed(paths, lstats)):
             if src is None or result is None:
-                out.append((None, tuple(read_diags), None, None, None, None))
+                out.append((None, tuple(read_diags), None, None, None, None, UNVOUCHED))
                 continue
             if here:
                 intern_strings(result.program)
             text = src.text if result.diagnostics else None
             out.append((src.path, tuple(read_diags), _key(src), pickle.dumps(result, _PICKLE),
-                        result if here else None, text))
+                        result if here else None, text, row_of(lstats[i], limit)))
     return out
 
 
@@ -177,8 +182,8 @@ def _read_parse_keyed_pickled(paths: list[str]) -> bytes:
 def _keyed_records(blob: bytes) -> list[Keyed]:
     """A worker's share, each result unpickled from its own pickle (kept for the cache)."""
     records: list[Keyed] = pickle.loads(blob)
-    return [(name, diags, key, one, pickle.loads(one) if one is not None else None, text)
-            for name, diags, key, one, _, text in records]
+    return [(name, diags, key, one, pickle.loads(one) if one is not None else None, text, row)
+            for name, diags, key, one, _, text, row in records]
 
 
 def _records(blob: bytes) -> list[Record]:
@@ -316,7 +321,7 @@ class Inputs:
 
     def __init__(self, named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int | None,
                  progress: Progress, store: Store | None = None, keys: list[bytes] | None = None,
-                 texts: dict[int, SourceFile] | None = None, fresh: Observed | None = None) -> None:
+                 texts: dict[int, SourceFile] | None = None, fresh: bool = False) -> None:
         self._named = named             # (display name, path) of each file; with a cache, of each file read
         self._diags = diags
         self._jobs = jobs
@@ -324,10 +329,10 @@ class Inputs:
         self._store = store
         self._keys = keys or []
         self._texts = texts or {}       # read and not in the cache: what is left to parse
-        self._fresh = fresh             # an empty cache: the stats taken, nothing read yet
+        self._fresh = fresh             # an empty cache: nothing read or stat'ed yet
         self.digest: bytes | None = None
         self.names_digest: bytes | None = None     # of the file list alone: names the `basis`
-        if store is not None and fresh is None:
+        if store is not None and not fresh:
             self._name_input()
 
     def _name_input(self) -> None:
@@ -402,19 +407,20 @@ class Inputs:
         self._named, self._keys, self._texts = [], [], {}
         if self._store is None:
             return _load_uncached(named, list(self._diags), self._jobs, self._progress)
-        if self._fresh is not None:
-            return self._load_fresh(named, self._fresh, self._store, reuse)
+        if self._fresh:
+            return self._load_fresh(named, self._store, reuse)
         return _load_cached(named, list(self._diags), keys, texts, self._store, self._jobs, self._progress, reuse)
 
-    def _load_fresh(self, named: list[tuple[str, str]], seen: Observed, store: Store,
-                    reuse: Reused | None) -> Loaded:
+    def _load_fresh(self, named: list[tuple[str, str]], store: Store, reuse: Reused | None) -> Loaded:
         """Fill an empty cache: every file read, keyed, parsed and pickled where it is
         parsed (the parent's share too), each pickle stored as it arrives; then the
         input named (`digest`, the files, their keys) and the stat index written as
-        a run that had read and hashed every file first would have left them.  `reuse`
-        (see `load`) is refilled with the results; nothing in it could be used, as
-        no file's key was known before it was parsed."""
-        self._fresh = None
+        a run that had read and hashed every file first would have left them, from
+        the `lstat` each read took before opening its file (a separate pass of
+        `lstat`s was 0.1 s at 10,000 files, alone, before any worker started).
+        `reuse` (see `load`) is refilled with the results; nothing in it could be
+        used, as no file's key was known before it was parsed."""
+        self._fresh = False
         paths = [path for _, path in named]
         sizes = _sizes(paths)
         participants = _participants(len(paths), sum(sizes) if sizes is not None else None, self._jobs)
@@ -430,22 +436,23 @@ class Inputs:
             for c, records in shared_map(_read_parse_keyed_here, _read_parse_keyed_pickled, _keyed_records,
                                          chunks, participants):
                 chunks[c] = []
-                for _, _, key, blob, _, _ in records:
+                for _, _, key, blob, _, _, _ in records:
                     if key is not None and blob is not None:
                         add(key, blob)
-                parts[c] = [(name, diags, key, None, result, text) for name, diags, key, _, result, text in records]
+                parts[c] = [(name, diags, key, None, result, text, row)
+                            for name, diags, key, _, result, text, row in records]
                 processed += len(records)
                 self._progress(PARSING, processed, len(named))
         index = IndexBuilder()
         results: list[FileResult] = []
         texts: dict[str, str] = {}
         for c, records in enumerate(parts):
-            for j, (name, read_diags, key, _, result, text) in enumerate(records):
+            for j, (name, read_diags, key, _, result, text, row) in enumerate(records):
                 self._diags.extend(read_diags)
                 if name is None or key is None or result is None:
                     continue
                 i = starts[c] + j
-                index.add(named[i][0], seen, i, key)
+                index.add_row(named[i][0], row, key)
                 self._named.append(named[i])
                 self._keys.append(key)
                 results.append(result)
@@ -467,14 +474,13 @@ def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int |
     read and hashed (and the text kept when the cache has no result for it).  The
     stat index is rewritten when it is not what this run saw."""
     old = store.stat_index()
-    paths = [path for _, path in named]
-    seen = observe(paths, max_file_bytes())
     if not old.names and not store.blobs.index:
         # Nothing cached (a first run, a fresh CI runner): nothing to look up before
         # parsing, so each file is read, keyed and parsed in one pass, in parallel
         # (`Inputs._load_fresh`), not read and hashed here first, alone (4.8 s of this
         # process's CPU at 100,000 files, while no worker had started).
-        return Inputs(named, diags, jobs, progress, store, fresh=seen)
+        return Inputs(named, diags, jobs, progress, store, fresh=True)
+    seen = observe([path for _, path in named], max_file_bytes())
     vouched = old.vouched([name for name, _ in named], seen)
     kept: list[int] = []                 # positions in `named` of the files read or vouched for
     keys: list[bytes] = []

@@ -50,7 +50,23 @@ _TIMES = 3                        # size, mtime_ns, ctime_ns per file (-1 size: 
 _IDS = 2                          # inode, device per file
 _NAMES = "surrogateescape"        # how names with undecodable bytes are stored
 
-lstat = os.lstat                  # what `observe` asks (tests stand in a clock that ticks slowly)
+def times_of(st: os.stat_result) -> tuple[int, int]:
+    """(mtime, ctime) of a stat, as the index records them (tests stand in a clock that ticks slowly)."""
+    return st.st_mtime_ns, st.st_ctime_ns
+
+
+Row = tuple[int, int, int, int, int]      # size, mtime, ctime, inode, device
+UNVOUCHED: Row = (-1, 0, 0, 0, 0)
+
+
+def row_of(st: os.stat_result | None, limit: int) -> Row:
+    """What the index records of one file's `lstat`: `UNVOUCHED` for anything
+    `sources.read_guarded` would not read without a finding (not a regular file,
+    over the size limit, no stat)."""
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+        return UNVOUCHED
+    mtime, ctime = times_of(st)
+    return st.st_size, mtime, ctime, st.st_ino, st.st_dev
 
 
 @dataclass(frozen=True)
@@ -71,15 +87,12 @@ def observe(paths: Sequence[str], limit: int) -> Observed:
     times, ids = array("q"), array("Q")
     for path in paths:
         try:
-            st = lstat(path)
+            st = os.lstat(path)
         except OSError:
             st = None
-        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            times.extend((-1, 0, 0))
-            ids.extend((0, 0))
-        else:
-            times.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-            ids.extend((st.st_ino, st.st_dev))
+        row = row_of(st, limit)
+        times.extend(row[:_TIMES])
+        ids.extend(row[_TIMES:])
     return Observed(times, ids)
 
 
@@ -164,6 +177,13 @@ class IndexBuilder:
         self.names.append(name)
         self.times.extend(times)
         self.ids.extend(ids)
+        self.keys += key
+
+    def add_row(self, name: str, row: Row, key: bytes) -> None:
+        """A file whose `lstat` was taken where it was read (`row_of`), not by `observe`."""
+        self.names.append(name)
+        self.times.extend(row[:_TIMES])
+        self.ids.extend(row[_TIMES:])
         self.keys += key
 
     def build(self, moment: int) -> StatIndex:
