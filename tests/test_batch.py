@@ -72,7 +72,7 @@ def test_cache_is_written_per_entry_and_only_when_it_changes(repo: Path, tmp_pat
     first = batch.load([str(repo)], cache_dir=str(cache))
     blobs = batch.ParseCache(str(cache), [os.path.abspath(repo)])
     store, entries = blobs.file, blobs.index
-    assert sorted(f.suffix for f in cache.iterdir()) == [".cache", ".stat"]     # no memo: load() keeps none
+    assert sorted(f.suffix for f in cache.iterdir()) == [".cache", ".fingerprint", ".stat"]   # no memo: load() keeps none
     assert len(entries) == len(list(repo.rglob("*.intent"))) + len(list(repo.rglob("*.yaml")))
     before = store.stat().st_mtime_ns
     os.utime(store, ns=(before - 10**9, before - 10**9))          # a rewrite would move it forward

@@ -17,42 +17,40 @@ unreadable — a cache only ever costs or saves time:
   the global passes cannot see is checked from it.
 
 They are pickles, so a file is read only when this user alone can have
-written it (`intentc.cachetrust`); the folder is created private.
+written it (`intentc.cachetrust`); the folder is created private.  Beside
+them, `compiler.fingerprint` keeps the fingerprint below (`fingerprint`).
 
 Files of other roots or compilers not written for 30 days are removed
 when a parse cache is written (`prune_stale`).
 
-All are named by the compiler's fingerprint: the grammar, the schemas,
-intentc's own code, the Python version and the versions of the libraries
-that decide what a parse or a check finds.  Another compiler never reads them.
+All are named by the compiler's fingerprint (`fingerprint`): the grammar,
+the schemas, intentc's own code, the Python version and the versions of the
+libraries that decide what a parse or a check finds.  Another compiler never
+reads them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import pickle
 import struct
-import sys
 import tempfile
 import time
 from array import array
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, Sequence
 
-from intentc import __version__, collector
+from intentc import collector
 from intentc.cachetrust import make_private_folder, open_trusted, read_trusted
 from intentc.collector import After
+from intentc.frontend.fingerprint import compiler_fingerprint
 from intentc.frontend.stat_index import StatIndex
 
 CACHE_ENV = "INTENTC_CACHE_DIR"
 _PICKLE = pickle.HIGHEST_PROTOCOL
 _TRAILER = struct.Struct("=Q")      # where the index starts
-# Distributions whose behaviour shows in a result: the parsers, the schema
-# validators (their messages are reported), the graph algorithms (cycle order).
-_LIBRARIES = ("lark", "lark-cython", "PyYAML", "ruamel.yaml", "jsonschema", "jsonschema-rs", "networkx")
 
 
 def default_cache_dir() -> str | None:
@@ -63,30 +61,8 @@ def default_cache_dir() -> str | None:
     return os.path.join(base, "intentc")
 
 
-@functools.cache
-def compiler_fingerprint() -> str:
-    """Cache entries are only valid for the exact grammar, schemas, code and libraries
-    that made them (computed once per process: the daemon and `watch` load many times)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    h = hashlib.sha256(__version__.encode())
-    h.update(sys.version.encode())
-    for dist in _LIBRARIES:
-        with contextlib.suppress(PackageNotFoundError):
-            h.update(f"\0{dist}={version(dist)}".encode())
-    pkg = Path(__file__).resolve().parents[1]
-    for root in (pkg, pkg.parent / "grammar", pkg.parent / "schemas"):
-        if not root.is_dir():
-            continue
-        for f in sorted(root.rglob("*")):
-            if f.suffix in (".py", ".lark", ".json") and "__pycache__" not in f.parts:
-                h.update(f.name.encode())
-                h.update(f.read_bytes())
-    return h.hexdigest()
-
-
 def _stem(directory: str, roots: Sequence[str]) -> Path:
-    ident = hashlib.sha256(("\0".join(roots) + "\0" + compiler_fingerprint()).encode())
+    ident = hashlib.sha256(("\0".join(roots) + "\0" + compiler_fingerprint(directory)).encode())
     return Path(directory) / f"parse-{ident.hexdigest()[:24]}"
 
 

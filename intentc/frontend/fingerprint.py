@@ -1,0 +1,155 @@
+"""Which compiler made a cache: the fingerprint that names every cache file.
+
+A cached result is valid only for the exact grammar, schemas, code and
+libraries that made it, so the fingerprint hashes intentc's own sources (its
+``.py`` files, the grammar, the schemas), the Python version and the
+versions of the libraries whose behaviour shows in a result.  Computing it
+reads and hashes some 230 files and asks `importlib.metadata` for seven
+versions: 61 ms, a fifth of a cached `check` of 10,000 files that has
+nothing else to do.
+
+So it is kept (`compiler.fingerprint` in the cache folder) under a *stamp*
+that costs only `stat` calls: the size, times, inode and device of every
+source file, and the modification time of every `sys.path` folder (installing,
+upgrading or removing a distribution adds or removes its ``.dist-info``
+folder there, which changes the folder's mtime).  A stamp that matches gives
+the kept fingerprint back; anything else computes it again.  As in the stat
+index (`stat_index`), a stamp is kept only when no source was written within
+`SLACK_NS` of the moment it is written (read off the file system's clock, as
+the mtime of the kept file's own temporary file): an edit in the same tick
+of the clock as the stamp could otherwise leave the same stat.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from intentc import __version__
+from intentc.cachetrust import make_private_folder, read_trusted
+from intentc.frontend.stat_index import SLACK_NS
+
+# Distributions whose behaviour shows in a result: the parsers, the schema
+# validators (their messages are reported), the graph algorithms (cycle order).
+LIBRARIES = ("lark", "lark-cython", "PyYAML", "ruamel.yaml", "jsonschema", "jsonschema-rs", "networkx")
+MEMO_NAME = "compiler.fingerprint"
+_SUFFIXES = (".py", ".lark", ".json")
+_STAMP_BYTES = 32
+
+
+def _roots() -> tuple[Path, ...]:
+    """The package and, in a checkout, the grammar and schemas beside it."""
+    pkg = Path(__file__).resolve().parents[1]
+    return pkg, pkg.parent / "grammar", pkg.parent / "schemas"
+
+
+def _sources() -> list[tuple[str, str]]:
+    """(name relative to its root, path) of every source that goes into the
+    fingerprint, in a fixed order (byte code in ``__pycache__`` does not)."""
+    found: list[tuple[str, str]] = []
+    for k, root in enumerate(_roots()):
+        for path in _walk(str(root)):
+            if path.endswith(_SUFFIXES):
+                found.append((f"{k}:{os.path.relpath(path, root)}", path))
+    return sorted(found)
+
+
+def _walk(folder: str) -> Iterator[str]:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name != "__pycache__":
+                yield from _walk(entry.path)
+        elif entry.is_file():
+            yield entry.path
+
+
+def _stamp(sources: list[tuple[str, str]]) -> tuple[bytes, int]:
+    """The digest of what `stat` says of the sources and of `sys.path`, and the
+    newest mtime or ctime among the sources (the stamp vouches only for older ones)."""
+    h = hashlib.blake2b(f"{__version__}\0{sys.version}\0".encode(), digest_size=_STAMP_BYTES)
+    newest = 0
+    for name, path in sources:
+        try:
+            st = os.stat(path)
+        except OSError:
+            h.update(f"{name}\0-\0".encode())
+            continue
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+        h.update(f"{name}\0{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino} {st.st_dev}\0".encode())
+    for entry in sys.path:
+        try:
+            st = os.stat(entry or ".")
+        except OSError:
+            h.update(f"{entry}\0-\0".encode())
+            continue
+        kind = "d" if stat.S_ISDIR(st.st_mode) else "f"
+        h.update(f"{entry}\0{kind} {st.st_size} {st.st_mtime_ns} {st.st_ino}\0".encode())
+    return h.digest(), newest
+
+
+def _compute(sources: list[tuple[str, str]]) -> str:
+    """The fingerprint itself: every source's bytes, Python's and the libraries' versions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    h = hashlib.sha256(__version__.encode())
+    h.update(sys.version.encode())
+    for dist in LIBRARIES:
+        with contextlib.suppress(PackageNotFoundError):
+            h.update(f"\0{dist}={version(dist)}".encode())
+    for _, path in sources:
+        h.update(os.path.basename(path).encode())
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()
+
+
+@functools.cache
+def compiler_fingerprint(folder: str | None = None) -> str:
+    """The fingerprint of this compiler; with a cache `folder`, kept there under the stamp
+    (see the module docstring).  Computed once per process (the daemon and `watch`
+    load many times)."""
+    sources = _sources()
+    if folder is None:
+        return _compute(sources)
+    memo = os.path.join(folder, MEMO_NAME)
+    stamp, newest = _stamp(sources)
+    kept = read_trusted(memo)
+    if kept is not None and kept[:_STAMP_BYTES] == stamp:
+        with contextlib.suppress(UnicodeDecodeError):
+            value = kept[_STAMP_BYTES:].decode("ascii")
+            if len(value) == 64 and all(c in "0123456789abcdef" for c in value):
+                return value
+    value = _compute(sources)
+    _keep(memo, stamp + value.encode("ascii"), newest)
+    return value
+
+
+def _keep(memo: str, data: bytes, newest: int) -> None:
+    """Write the stamp and fingerprint atomically, unless a source is too recent for its
+    stat to vouch for it (then nothing is kept and the next run computes it again)."""
+    tmp = None
+    try:
+        make_private_folder(os.path.dirname(memo))
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(memo), suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            if newest >= os.fstat(fh.fileno()).st_mtime_ns - SLACK_NS:
+                return
+            fh.write(data)
+        os.replace(tmp, memo)
+        tmp = None
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
