@@ -17,6 +17,9 @@ of the collector's sight, by what happens to it next:
 * `After.AGE` — freeze then unfreeze: what was allocated is filed straight
   into the oldest generation, instead of one young-generation scan of all of
   it at the next allocation.
+
+And what a command built need not be freed at all when the process is about
+to end (`hold`, `exit_held`).
 """
 
 from __future__ import annotations
@@ -24,9 +27,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import logging
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
+from typing import NoReturn
 
 
 class After(Enum):
@@ -70,3 +77,41 @@ def trim() -> None:
     (the Reloader trims after the full planner, docs/reload.md)."""
     if callable(_MALLOC_TRIM):
         _MALLOC_TRIM(0)
+
+
+# What `hold` keeps to the end of the process; None until the console entry point
+# says the process ends through `exit_held` (`hold_until_exit`).
+_held: list[object] | None = None
+
+
+def hold_until_exit() -> None:
+    """From now on `hold` keeps what it is given: this process ends through `exit_held`."""
+    global _held
+    if _held is None:
+        _held = []
+
+
+def hold(*objs: object) -> None:
+    """Keep `objs` alive until `exit_held` ends the process, instead of freeing them now.
+
+    Freeing the IR of 100,000 files object by object took 0.37 s, between the
+    last global pass and `check`'s report; at the end of a process nothing
+    needs that memory back.  Only the console entry point ends a process
+    that way (`hold_until_exit`): in a test, the daemon or any other caller,
+    nothing is held and the objects are freed as usual."""
+    if _held is not None:
+        _held.append(objs)
+
+
+def exit_held(code: int) -> NoReturn:
+    """End the process with `code`; when something is held, without freeing it
+    (as mypy's `hard_exit`): output flushed, log handlers closed, nothing else run."""
+    if not _held:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 1        # output lost (a closed pipe): not a success
+    logging.shutdown()
+    os._exit(code)

@@ -30,7 +30,7 @@ import pickle
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from intentc import basis
+from intentc import basis, collector
 from intentc.diagnostics import Diagnostic
 from intentc.frontend.batch import PARSING, Inputs, scan
 from intentc.progress import Progress, silent
@@ -97,6 +97,7 @@ def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | No
     own = loaded.diagnostics
     reported = report(own, found)
     summary = Summary(tuple(reported), texts_for_carets(reported, loaded.sources), loaded.files, Counts.of(program))
+    collector.hold(loaded, program)     # not freed before the report is printed (`intentc check` ends here)
     del loaded, program
     inputs.remember(_report(summary))
     if keys and summary.files == files:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +203,24 @@ def test_progress_on_a_terminal_is_a_transient_live_line() -> None:
         now[0] = LIVE_DELAY
         progress("parsing", 2, 4)
     assert "parsing" in stream.getvalue() and "2/4" in stream.getvalue()
+
+
+def test_the_console_entry_point_ends_without_freeing_and_loses_no_output(tmp_path: Path) -> None:
+    """`intentc check` leaves the program it built to the end of the process
+    (`collector.hold`, `exit_held`): the exit code and every byte of a report
+    larger than a pipe's buffer still come out."""
+    for i in range(400):
+        (tmp_path / f"bad-{i:03}.intent").write_text(f"intent broken-{i} {{\n  trigger on push\n}}\n")
+    (tmp_path / "ok.intent").write_text('dataset fine { uri: "s3://x/fine" }\n')
+    env = dict(os.environ, INTENTC_CACHE_DIR=str(tmp_path / "cache"))
+    for _ in range(2):                               # parsed, then told from the memo
+        run = subprocess.run([sys.executable, "-m", "intentc", "check", str(tmp_path), "--format", "json"],
+                             capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 1, run.stderr
+        assert len(run.stdout) > 65536
+        assert len(json.loads(run.stdout)) >= 400
+    clean = subprocess.run([sys.executable, "-m", "intentc", "check", str(tmp_path / "ok.intent")],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert clean.returncode == 0 and clean.stdout.startswith("ok: 0 intents")
+    from intentc import collector
+    assert collector._held is None                   # in-process callers (this test run) hold nothing

@@ -9,7 +9,7 @@ from typing import Any, Mapping, NoReturn
 
 import typer
 
-from intentc import __version__
+from intentc import __version__, collector
 from intentc.cli import coercion
 from intentc.cli.lazy import LazyGroup
 from intentc.diagnostics import Diagnostic, OutputFormat, has_errors, render
@@ -133,8 +133,14 @@ def usage_error(message: str) -> NoReturn:
 
 
 def main() -> None:
-    """Console entry point; typer/click usage errors already exit 2."""
+    """Console entry point; typer/click usage errors already exit 2.  A command may
+    leave what it built to the end of the process (`collector.hold`): it is not freed."""
+    collector.hold_until_exit()
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except SystemExit as done:
+        if done.code is not None and not isinstance(done.code, int):
+            raise
+        collector.exit_held(done.code or 0)
