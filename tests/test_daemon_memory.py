@@ -106,6 +106,19 @@ def test_the_commit_stamp_is_kept_aside_and_put_back_in_its_place() -> None:
                                                                                         "metadata": None}
 
 
+def test_the_commit_stamp_is_read_without_unpacking(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = stamped(1, "c" * 40)
+    packed = Manifest(ObjectRef.of(body), 4, body, "h").packed(BodyCodec())
+    plain = Manifest(ObjectRef.of(job(2)), 4, job(2), "h").packed(BodyCodec())
+    monkeypatch.setattr(PackedBody, "unpack", lambda self: pytest.fail("unpacked"))
+    assert packed.commit == "c" * 40
+    monkeypatch.undo()
+    assert plain.commit == "" and isinstance(plain.content, PackedBody)      # nothing aside: read from the body
+    assert plain.content.annotation("intentc.dev/spec-hash") is None
+    assert packed.content.annotation("intentc.dev/spec-hash") == "h"
+    assert Manifest(ObjectRef.of(body), 4, body, "h").commit == "c" * 40
+
+
 def test_a_body_packed_alike_to_the_one_in_force_shares_its_bytes() -> None:
     last = BodyCodec()
     before = {i: last.pack(stamped(i, "a" * 40), COMMIT_ANNOTATION) for i in range(3)}

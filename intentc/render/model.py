@@ -157,7 +157,11 @@ class Manifest:
 
     @property
     def commit(self) -> str:
-        return str(self.body.get("metadata", {}).get("annotations", {}).get(COMMIT_ANNOTATION, ""))
+        """The commit stamped on the object ("" when none); a packed body's without unpacking it."""
+        content = self.content
+        if isinstance(content, PackedBody):
+            return content.annotation(COMMIT_ANNOTATION) or ""
+        return str(content.get("metadata", {}).get("annotations", {}).get(COMMIT_ANNOTATION, ""))
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,16 @@ class PackedBody:
             body["metadata"]["annotations"][key] = value      # the key is there: its place is kept
         return body
 
+    def annotation(self, key: str) -> str | None:
+        """One annotation's value (None when the body has none): the one kept aside
+        without unpacking the body (the inventory records each object's commit stamp)."""
+        if self._aside is not None and self._aside[0] == key:
+            return self._aside[1]
+        meta = self.unpack().get("metadata")
+        annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+        value = annotations.get(key) if isinstance(annotations, Mapping) else None
+        return value if isinstance(value, str) else None
+
     def __len__(self) -> int:
         """Bytes held (for sizing reports)."""
         return len(self._data)
