@@ -1,3 +1,3 @@
-from intentc.cli import main
+from intentc.cli import console
 
-main()
+console()

@@ -12,6 +12,6 @@ command, so `intentc --help` pays for none of them.
 
 from __future__ import annotations
 
-from intentc.cli.app import app, main
+from intentc.cli.app import app, console, main
 
-__all__ = ["app", "main"]
+__all__ = ["app", "console", "main"]

@@ -133,13 +133,21 @@ def usage_error(message: str) -> NoReturn:
 
 
 def main() -> None:
-    """Console entry point; typer/click usage errors already exit 2.  A command may
-    leave what it built to the end of the process (`collector.hold`): it is not freed."""
-    collector.hold_until_exit()
+    """Run the command line; typer/click usage errors already exit 2."""
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+def console() -> None:
+    """The `intentc` program (console script, ``python -m intentc``): `main`, in a
+    process that ends when it does, so a command may leave what it built to the end
+    of the process (`collector.hold`) and it is not freed.  Callers that go on after
+    `main` (a test's wrapper, a benchmark) call `main` itself."""
+    collector.hold_until_exit()
+    try:
+        main()
     except SystemExit as done:
         if done.code is not None and not isinstance(done.code, int):
             raise
