@@ -65,22 +65,48 @@ def test_an_edit_changes_it_even_with_the_size_and_mtime_put_back(sources: Path,
     assert _fresh(cache) != first
 
 
-def test_a_new_source_or_an_installed_distribution_is_seen(sources: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def _install(site: Path, version: str) -> None:
+    """A distribution `fakelib` at `version` in `site`, as an installer leaves it."""
+    for old in site.glob("fakelib-*.dist-info"):
+        (old / "METADATA").unlink()
+        old.rmdir()
+    info = site / f"fakelib-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: fakelib\nVersion: {version}\n")
+    (site / "fakelib.py").write_text(f"VERSION = {version!r}\n")
+
+
+def test_a_new_source_or_an_upgraded_library_is_seen(sources: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
     first = _fresh(cache)
     computes = _computes(monkeypatch)
     (sources / "c.py").write_text("C = 4\n")
-    second = _fresh(cache)
-    assert second != first and computes == [3]
+    assert _fresh(cache) != first and computes == [3]
     site = tmp_path / "site"
     site.mkdir()
-    monkeypatch.syspath_prepend(str(site))                    # a new sys.path entry: a new stamp
-    assert _fresh(cache) == second and computes == [3, 3]
-    assert _fresh(cache) == second and computes == [3, 3]      # kept under it
-    (site / "lark-9.9.dist-info").mkdir()                     # what an upgrade does to site-packages
-    _fresh(cache)
-    assert computes == [3, 3, 3]
+    _install(site, "1.0")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(fingerprint, "LIBRARIES", (*fingerprint.LIBRARIES, ("fakelib", "fakelib")))
+    one = _fresh(cache)
+    assert _fresh(cache) == one and computes == [3, 3]          # kept under the new stamp
+    _install(site, "2.0")                                       # an upgrade: another .dist-info
+    two = _fresh(cache)
+    assert two != one and computes == [3, 3, 3]
+
+
+def test_the_current_directory_does_not_change_the_stamp(sources: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m intentc` puts the working directory first on `sys.path`; files written
+    there (a report, a repository's new intent) must not cost the kept fingerprint."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.syspath_prepend(str(work))
+    cache = tmp_path / "cache"
+    first = _fresh(cache)
+    computes = _computes(monkeypatch)
+    (work / "report.xml").write_text("<x/>")
+    assert _fresh(cache) == first and computes == []
 
 
 def test_a_source_written_just_now_is_not_vouched_for(sources: Path, tmp_path: Path,

@@ -9,11 +9,14 @@ versions: 61 ms, a fifth of a cached `check` of 10,000 files that has
 nothing else to do.
 
 So it is kept (`compiler.fingerprint` in the cache folder) under a *stamp*
-that costs only `stat` calls: the size, times, inode and device of every
-source file, and the modification time of every `sys.path` folder (installing,
-upgrading or removing a distribution adds or removes its ``.dist-info``
-folder there, which changes the folder's mtime).  A stamp that matches gives
-the kept fingerprint back; anything else computes it again.  As in the stat
+that costs only `stat` calls and module lookups: the size, times, inode and
+device of every source file, and, for each library, where its module is
+found and the modification time of the folder it is installed in
+(installing, upgrading or removing a distribution adds or removes its
+``.dist-info`` folder there, which changes the folder's mtime).  Not every
+`sys.path` folder: the first is the current directory or the script's, whose
+mtime changes with every file written there.  A stamp that matches gives the
+kept fingerprint back; anything else computes it again.  As in the stat
 index (`stat_index`), a stamp is kept only when no source was written within
 `SLACK_NS` of the moment it is written (read off the file system's clock, as
 the mtime of the kept file's own temporary file): an edit in the same tick
@@ -25,8 +28,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import os
-import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -36,9 +39,10 @@ from intentc import __version__
 from intentc.cachetrust import make_private_folder, read_trusted
 from intentc.frontend.stat_index import SLACK_NS
 
-# Distributions whose behaviour shows in a result: the parsers, the schema
-# validators (their messages are reported), the graph algorithms (cycle order).
-LIBRARIES = ("lark", "lark-cython", "PyYAML", "ruamel.yaml", "jsonschema", "jsonschema-rs", "networkx")
+# Distributions whose behaviour shows in a result (the parsers, the schema validators,
+# whose messages are reported, the graph algorithms: cycle order), with their modules.
+LIBRARIES = (("lark", "lark"), ("lark-cython", "lark_cython"), ("PyYAML", "yaml"), ("ruamel.yaml", "ruamel.yaml"),
+             ("jsonschema", "jsonschema"), ("jsonschema-rs", "jsonschema_rs"), ("networkx", "networkx"))
 MEMO_NAME = "compiler.fingerprint"
 _SUFFIXES = (".py", ".lark", ".json")
 _STAMP_BYTES = 32
@@ -74,9 +78,24 @@ def _walk(folder: str) -> Iterator[str]:
             yield entry.path
 
 
+def _installed_in(module: str) -> str | None:
+    """The folder `module` is installed in (a `sys.path` entry), or None when it is not found."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not os.path.isabs(spec.origin):
+        return None
+    folder = os.path.dirname(spec.origin)              # the package's folder, or the module's
+    for _ in range(module.count(".") + (1 if spec.submodule_search_locations is not None else 0)):
+        folder = os.path.dirname(folder)
+    return folder
+
+
 def _stamp(sources: list[tuple[str, str]]) -> tuple[bytes, int]:
-    """The digest of what `stat` says of the sources and of `sys.path`, and the
-    newest mtime or ctime among the sources (the stamp vouches only for older ones)."""
+    """The digest of what `stat` says of the sources and of the folders the libraries
+    are installed in, and the newest mtime or ctime among the sources (the stamp
+    vouches only for older ones)."""
     h = hashlib.blake2b(f"{__version__}\0{sys.version}\0".encode(), digest_size=_STAMP_BYTES)
     newest = 0
     for name, path in sources:
@@ -87,14 +106,14 @@ def _stamp(sources: list[tuple[str, str]]) -> tuple[bytes, int]:
             continue
         newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
         h.update(f"{name}\0{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino} {st.st_dev}\0".encode())
-    for entry in sys.path:
+    for _, module in LIBRARIES:
+        folder = _installed_in(module)
         try:
-            st = os.stat(entry or ".")
+            where = os.stat(folder) if folder is not None else None
         except OSError:
-            h.update(f"{entry}\0-\0".encode())
-            continue
-        kind = "d" if stat.S_ISDIR(st.st_mode) else "f"
-        h.update(f"{entry}\0{kind} {st.st_size} {st.st_mtime_ns} {st.st_ino}\0".encode())
+            where = None
+        seen = f"{where.st_mtime_ns} {where.st_ino} {where.st_dev}" if where is not None else "-"
+        h.update(f"{module}\0{folder}\0{seen}\0".encode())
     return h.digest(), newest
 
 
@@ -104,7 +123,7 @@ def _compute(sources: list[tuple[str, str]]) -> str:
 
     h = hashlib.sha256(__version__.encode())
     h.update(sys.version.encode())
-    for dist in LIBRARIES:
+    for dist, _ in LIBRARIES:
         with contextlib.suppress(PackageNotFoundError):
             h.update(f"\0{dist}={version(dist)}".encode())
     for _, path in sources:
