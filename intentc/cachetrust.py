@@ -25,9 +25,12 @@ as the same user: a CI job restoring a cache that an untrusted job saved
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger("intentc.cache")
@@ -111,3 +114,27 @@ def make_private_folder(folder: str | Path) -> None:
     """Create `folder` (and missing parents) readable and writable by this user only;
     an existing folder is left as it is (`folder_trusted` judges it).  Raises OSError."""
     os.makedirs(folder, mode=0o700, exist_ok=True)
+
+
+def write_private(path: str | Path, data: bytes, when: Callable[[int], bool] | None = None) -> None:
+    """Replace the cache file `path` with `data` atomically, in a private folder; a cache
+    that cannot be written only costs speed, so nothing is raised.  `when(moment)`, when
+    given, decides whether to write at all from the file system's clock at the write
+    (the temporary file's mtime, in nanoseconds)."""
+    folder = os.path.dirname(os.fspath(path))
+    tmp = None
+    try:
+        make_private_folder(folder)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            if when is not None and not when(os.fstat(fh.fileno()).st_mtime_ns):
+                return
+            fh.write(data)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

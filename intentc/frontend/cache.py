@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, Sequence
 
 from intentc import collector
-from intentc.cachetrust import make_private_folder, open_trusted, read_trusted
+from intentc.cachetrust import make_private_folder, open_trusted, read_trusted, write_private
 from intentc.collector import After
 from intentc.frontend.fingerprint import compiler_fingerprint
 from intentc.frontend.stat_index import StatIndex
@@ -64,24 +64,6 @@ def default_cache_dir() -> str | None:
 def _stem(directory: str, roots: Sequence[str]) -> Path:
     ident = hashlib.sha256(("\0".join(roots) + "\0" + compiler_fingerprint(directory)).encode())
     return Path(directory) / f"parse-{ident.hexdigest()[:24]}"
-
-
-def _replace(file: Path, data: bytes) -> None:
-    """Write `file` atomically; a cache that cannot be written only costs speed."""
-    tmp = None
-    try:
-        make_private_folder(file.parent)
-        fd, tmp = tempfile.mkstemp(dir=file.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, file)
-        tmp = None
-    except OSError:
-        pass
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
 
 
 class BlobIndex:
@@ -258,7 +240,7 @@ class Memo:
         return data[len(digest):] if data[:len(digest)] == digest else None
 
     def remember(self, digest: bytes, blob: bytes) -> None:
-        _replace(self.file, digest + blob)
+        write_private(self.file, digest + blob)
 
 
 class Store:

@@ -31,12 +31,11 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from intentc import __version__
-from intentc.cachetrust import make_private_folder, read_trusted
+from intentc.cachetrust import read_trusted, write_private
 from intentc.frontend.stat_index import SLACK_NS
 
 # Distributions whose behaviour shows in a result (the parsers, the schema validators,
@@ -149,26 +148,7 @@ def compiler_fingerprint(folder: str | None = None) -> str:
             if len(value) == 64 and all(c in "0123456789abcdef" for c in value):
                 return value
     value = _compute(sources)
-    _keep(memo, stamp + value.encode("ascii"), newest)
+    # kept only when no source is too recent for its stat to vouch for it (then the
+    # next run computes it again)
+    write_private(memo, stamp + value.encode("ascii"), when=lambda moment: newest < moment - SLACK_NS)
     return value
-
-
-def _keep(memo: str, data: bytes, newest: int) -> None:
-    """Write the stamp and fingerprint atomically, unless a source is too recent for its
-    stat to vouch for it (then nothing is kept and the next run computes it again)."""
-    tmp = None
-    try:
-        make_private_folder(os.path.dirname(memo))
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(memo), suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            if newest >= os.fstat(fh.fileno()).st_mtime_ns - SLACK_NS:
-                return
-            fh.write(data)
-        os.replace(tmp, memo)
-        tmp = None
-    except OSError:
-        pass
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
