@@ -37,7 +37,7 @@ from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.frontend.cache import CACHE_ENV, Memo, ParseCache, Store, default_cache_dir
 from intentc.frontend.share import shared_map
-from intentc.frontend.stat_index import KEY_BYTES, UNVOUCHED, IndexBuilder, Row, observe, row_of
+from intentc.frontend.stat_index import KEY_BYTES, UNVOUCHED, IndexBuilder, Observed, Row, observe, row_of
 from intentc.ir import Program
 from intentc.progress import Progress, silent
 from intentc.sources import SourceFile, discover_named, max_file_bytes, read_source
@@ -430,6 +430,7 @@ class Inputs:
         for chunk in chunks:
             starts.append(starts[-1] + len(chunk))
         parts: list[list[Keyed]] = [[] for _ in chunks]
+        seen = Observed.blank(len(named))    # each file's stat row, put in as its chunk arrives
         processed = 0
         self._progress(PARSING, 0, len(named))
         with collector.paused(After.FREEZE), store.blobs.writer() as add:
@@ -439,20 +440,22 @@ class Inputs:
                 for _, _, key, blob, _, _, _ in records:
                     if key is not None and blob is not None:
                         add(key, blob)
-                parts[c] = [(name, diags, key, None, result, text, row)
-                            for name, diags, key, _, result, text, row in records]
+                for j, record in enumerate(records):
+                    seen.put(starts[c] + j, record[6])
+                parts[c] = [(name, diags, key, None, result, text, UNVOUCHED)     # the rows are in `seen`
+                            for name, diags, key, _, result, text, _ in records]
                 processed += len(records)
                 self._progress(PARSING, processed, len(named))
         index = IndexBuilder()
         results: list[FileResult] = []
         texts: dict[str, str] = {}
         for c, records in enumerate(parts):
-            for j, (name, read_diags, key, _, result, text, row) in enumerate(records):
+            for j, (name, read_diags, key, _, result, text, _) in enumerate(records):
                 self._diags.extend(read_diags)
                 if name is None or key is None or result is None:
                     continue
                 i = starts[c] + j
-                index.add_row(named[i][0], row, key)
+                index.add(named[i][0], seen, i, key)
                 self._named.append(named[i])
                 self._keys.append(key)
                 results.append(result)

@@ -49,14 +49,13 @@ _FORMAT = 1
 _TIMES = 3                        # size, mtime_ns, ctime_ns per file (-1 size: must be read)
 _IDS = 2                          # inode, device per file
 _NAMES = "surrogateescape"        # how names with undecodable bytes are stored
+Row = tuple[int, int, int, int, int]      # size, mtime, ctime, inode, device
+UNVOUCHED: Row = (-1, 0, 0, 0, 0)
+
 
 def times_of(st: os.stat_result) -> tuple[int, int]:
     """(mtime, ctime) of a stat, as the index records them (tests stand in a clock that ticks slowly)."""
     return st.st_mtime_ns, st.st_ctime_ns
-
-
-Row = tuple[int, int, int, int, int]      # size, mtime, ctime, inode, device
-UNVOUCHED: Row = (-1, 0, 0, 0, 0)
 
 
 def row_of(st: os.stat_result | None, limit: int) -> Row:
@@ -79,6 +78,16 @@ class Observed:
 
     def row(self, i: int) -> tuple[array, array]:
         return self.times[_TIMES * i:_TIMES * (i + 1)], self.ids[_IDS * i:_IDS * (i + 1)]
+
+    @classmethod
+    def blank(cls, count: int) -> Observed:
+        """`count` rows to be filled in (`put`) as the files are read, in any order."""
+        return cls(array("q", UNVOUCHED[:_TIMES]) * count, array("Q", UNVOUCHED[_TIMES:]) * count)
+
+    def put(self, i: int, row: Row) -> None:
+        t, d = _TIMES * i, _IDS * i
+        self.times[t:t + _TIMES] = array("q", row[:_TIMES])
+        self.ids[d:d + _IDS] = array("Q", row[_TIMES:])
 
 
 def observe(paths: Sequence[str], limit: int) -> Observed:
@@ -177,13 +186,6 @@ class IndexBuilder:
         self.names.append(name)
         self.times.extend(times)
         self.ids.extend(ids)
-        self.keys += key
-
-    def add_row(self, name: str, row: Row, key: bytes) -> None:
-        """A file whose `lstat` was taken where it was read (`row_of`), not by `observe`."""
-        self.names.append(name)
-        self.times.extend(row[:_TIMES])
-        self.ids.extend(row[_TIMES:])
         self.keys += key
 
     def build(self, moment: int) -> StatIndex:
