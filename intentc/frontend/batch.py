@@ -437,13 +437,13 @@ class Inputs:
             for c, records in shared_map(_read_parse_keyed_here, _read_parse_keyed_pickled, _keyed_records,
                                          chunks, participants):
                 chunks[c] = []
-                for _, _, key, blob, _, _, _ in records:
+                kept: list[Keyed] = []
+                for j, (name, diags, key, blob, result, text, row) in enumerate(records):
                     if key is not None and blob is not None:
                         add(key, blob)
-                for j, record in enumerate(records):
-                    seen.put(starts[c] + j, record[6])
-                parts[c] = [(name, diags, key, None, result, text, UNVOUCHED)     # the rows are in `seen`
-                            for name, diags, key, _, result, text, _ in records]
+                    seen.put(starts[c] + j, row)
+                    kept.append((name, diags, key, None, result, text, UNVOUCHED))   # pickle stored, row in `seen`
+                parts[c] = kept
                 processed += len(records)
                 self._progress(PARSING, processed, len(named))
         index = IndexBuilder()

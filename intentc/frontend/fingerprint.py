@@ -5,7 +5,7 @@ libraries that made it, so the fingerprint hashes intentc's own sources (its
 ``.py`` files, the grammar, the schemas), the Python version and the
 versions of the libraries whose behaviour shows in a result.  Computing it
 reads and hashes some 230 files and asks `importlib.metadata` for seven
-versions: 61 ms, a fifth of a cached `check` of 10,000 files that has
+versions: 22–38 ms, a tenth of a cached `check` of 10,000 files that has
 nothing else to do.
 
 So it is kept (`compiler.fingerprint` in the cache folder) under a *stamp*
@@ -31,7 +31,6 @@ import hashlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from intentc import __version__
@@ -58,23 +57,11 @@ def _sources() -> list[tuple[str, str]]:
     fingerprint, in a fixed order (byte code in ``__pycache__`` does not)."""
     found: list[tuple[str, str]] = []
     for k, root in enumerate(_roots()):
-        for path in _walk(str(root)):
-            if path.endswith(_SUFFIXES):
-                found.append((f"{k}:{os.path.relpath(path, root)}", path))
+        for folder, subfolders, files in os.walk(root):
+            subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+            found += [(f"{k}:{os.path.relpath(os.path.join(folder, f), root)}", os.path.join(folder, f))
+                      for f in files if f.endswith(_SUFFIXES)]
     return sorted(found)
-
-
-def _walk(folder: str) -> Iterator[str]:
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            if entry.name != "__pycache__":
-                yield from _walk(entry.path)
-        elif entry.is_file():
-            yield entry.path
 
 
 def _installed_in(module: str) -> str | None:
