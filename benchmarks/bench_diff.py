@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import random
 import re
 import resource
@@ -181,7 +180,7 @@ def double_compile(root: Path, jobs: int | None) -> int:
             text, _ = decode(path, data[path])
             if text is not None:
                 sources.append(SourceFile(path, text))
-        program, _ = merge(r if r is not None else pickle.loads(b) for _, b, r in parse_all(sources, jobs))
+        program, _ = merge(r for _, r, _ in parse_all(sources, jobs))
         program, _ = run_passes(program)
         count += len(program.intents)
     return count

@@ -19,7 +19,8 @@ of the collector's sight, by what happens to it next:
   it at the next allocation.
 
 And what a command built need not be freed at all when the process is about
-to end (`hold`, `exit_held`).
+to end (`hold`, `exit_held`); work that need not delay the command's output
+may finish after it is printed (`before_exit`: the parse cache's writer).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
-from typing import NoReturn
+from typing import Callable, NoReturn
 
 
 class After(Enum):
@@ -82,6 +83,7 @@ def trim() -> None:
 # What `hold` keeps to the end of the process; None until the console entry point
 # says the process ends through `exit_held` (`hold_until_exit`).
 _held: list[object] | None = None
+_before_exit: list[Callable[[], None]] = []
 
 
 def hold_until_exit() -> None:
@@ -89,6 +91,17 @@ def hold_until_exit() -> None:
     global _held
     if _held is None:
         _held = []
+
+
+def holding() -> bool:
+    """Whether this process ends through `exit_held` (the console entry point)."""
+    return _held is not None
+
+
+def before_exit(wait: Callable[[], None]) -> None:
+    """Have `exit_held` call `wait` once the output is flushed, before the process ends."""
+    if wait not in _before_exit:
+        _before_exit.append(wait)
 
 
 def hold(*objs: object) -> None:
@@ -104,14 +117,17 @@ def hold(*objs: object) -> None:
 
 
 def exit_held(code: int) -> NoReturn:
-    """End the process with `code`; when something is held, without freeing it
-    (as mypy's `hard_exit`): output flushed, log handlers closed, nothing else run."""
-    if not _held:
-        sys.exit(code)
+    """End the process with `code`: output flushed, then what `before_exit` asked
+    waited for; when something is held, without freeing it (as mypy's `hard_exit`):
+    log handlers closed, nothing else run."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             code = code or 1        # output lost (a closed pipe): not a success
+    while _before_exit:
+        _before_exit.pop(0)()
+    if not _held:
+        sys.exit(code)
     logging.shutdown()
     os._exit(code)

@@ -202,9 +202,9 @@ def test_an_empty_cache_is_filled_in_one_pass_as_a_reading_pass_would_fill_it(
     shipped: list[int] = []
     real_records = batch._keyed_records
 
-    def records(blob: bytes) -> list[batch.Keyed]:
+    def records(blob: bytes) -> batch.KeyedShare:
         out = real_records(blob)
-        shipped.append(len(out))
+        shipped.append(len(out[0]))
         return out
 
     monkeypatch.setattr(batch, "_keyed_records", records)
@@ -243,15 +243,17 @@ def test_the_blob_index_round_trips_and_rejects_what_is_not_one(tmp_path: Path) 
 
     index = BlobIndex()
     index.add(b"k" * 20, 0, 10)
-    index.add(b"j" * 20, 10, 2**40)             # offsets and lengths past 32 bits
+    index.add(b"j" * 20, 10, 2**40, 3, 5)       # offsets and lengths past 32 bits; the fourth of five
+    index.add(b"i" * 20, 10, 2**40, 4, 5)
     index.add(b"k" * 20, 99, 7)                 # a key added again: the last place wins
     out = io.BytesIO()
     index.dump(out)
     back = BlobIndex.loads(out.getvalue())
-    assert len(back) == 2 and b"k" * 20 in back and b"x" not in back
-    assert back.span(b"k" * 20) == (99, 7) and back.span(b"j" * 20) == (10, 2**40)
+    assert len(back) == 3 and b"k" * 20 in back and b"x" not in back
+    assert back.span(b"k" * 20) == (99, 7, 0) and back.span(b"j" * 20) == (10, 2**40, 3)
+    assert back.members(b"j" * 20) == 5 and back.members(b"k" * 20) == 1
     with pytest.raises(KeyError):
         back.span(b"x")
-    for bad in ({b"k": (0, 1)}, ([b"k"], b"\0" * 8), (["k"], b"\0" * 16), ([b"k", b"k"], b"\0" * 32)):
+    for bad in ({b"k": (0, 1)}, ([b"k"], b"\0" * 24), (["k"], b"\0" * 32), ([b"k", b"k"], b"\0" * 64)):
         with pytest.raises((TypeError, ValueError)):
             BlobIndex.loads(pickle.dumps(bad))

@@ -10,7 +10,6 @@ a warm `BlobCache` not even the unchanged ones of the other side do.
 
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -90,10 +89,8 @@ def compile_sides(base: Tree, head: Tree, cache: BlobCache | None = None, jobs: 
             continue
         texts[key] = text
         sources.append((key, SourceFile(key[0], text)))
-    # parse_all hands back each FileResult pickled (workers ship them that way), as parsed
-    for position, blob, ready in parse_all([s for _, s in sources], jobs):
+    for position, result, _ in parse_all([s for _, s in sources], jobs):
         key = sources[position][0]
-        result = ready if ready is not None else pickle.loads(blob)
         results[key] = FileResult(result.program, read_diags[key] + result.diagnostics)
     for key in missing:
         cache.put(key, results[key])

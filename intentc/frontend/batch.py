@@ -81,23 +81,22 @@ def _parse_to_pickles(sources: list[SourceFile]) -> list[bytes]:
 
 
 Reused = dict[bytes, FileResult]   # content key -> the result of the caller's last load (`load`'s `reuse`)
-Pickled = tuple[bytes, FileResult | None]     # a result's pickle, and the result when it was made here
+Parsed = tuple[FileResult, bytes | None]     # a result, and its pickle when a worker made one
 
 
-def _parse_here(sources: list[SourceFile]) -> list[Pickled]:
-    """The parent's share of `parse_all`: each pickle (for the cache) with its result,
-    strings interned as unpickling would, so the caller need not unpickle it again."""
-    out: list[Pickled] = []
+def _parse_here(sources: list[SourceFile]) -> list[Parsed]:
+    """The parent's share of `parse_all`: each result, strings interned as unpickling would."""
+    out: list[Parsed] = []
     with collector.paused(After.FREEZE):
         for s in sources:
             result = _parse_guarded(s)
             intern_strings(result.program)
-            out.append((pickle.dumps(result, _PICKLE), result))
+            out.append((result, None))
     return out
 
 
-def _shipped(blobs: list[bytes]) -> list[Pickled]:
-    return [(blob, None) for blob in blobs]
+def _shipped(blobs: list[bytes]) -> list[Parsed]:
+    return [(pickle.loads(blob), blob) for blob in blobs]
 
 
 Record = tuple[str | None, tuple[Diagnostic, ...], FileResult | None, str | None]
@@ -146,44 +145,51 @@ def _read_and_parse_pickled(paths: list[str]) -> bytes:
     return pickle.dumps(_read_and_parse(paths), _PICKLE)
 
 
-# A share of a first run filling an empty cache (`Inputs._load_fresh`): per file, as in
-# `Record`, plus its content key, its result pickled alone (the cache's entry) and
-# what the stat index is to record of it (`stat_index.row_of` of the `lstat` its read took).
-Keyed = tuple[str | None, tuple[Diagnostic, ...], bytes | None, bytes | None, FileResult | None, str | None, Row]
+# A file of a first run's share (`Inputs._load_fresh`): as in `Record`, but its content key
+# in place of the result (which comes in the share's list of results, one for each file with
+# a key) and what the stat index is to record of it (`stat_index.row_of` of the `lstat` its
+# read took).  A share: those, its results, and the pickle of the results when a worker
+# shipped them (the very bytes the cache stores).
+Keyed = tuple[str | None, tuple[Diagnostic, ...], bytes | None, str | None, Row]
+KeyedShare = tuple[list[Keyed], list[FileResult], bytes | None]
+Held = tuple[str | None, tuple[Diagnostic, ...], bytes | None, str | None, FileResult | None]   # the row's place taken by the result
 
 
-def _read_parse_keyed(paths: list[str], here: bool = False) -> list[Keyed]:
-    """`_read_and_parse`, each file's key, pickle and stat row added; `here` (the
-    parent's share) keeps the results too, strings interned as unpickling would."""
+def _read_parse_keyed(paths: list[str], here: bool = False) -> tuple[list[Keyed], list[FileResult]]:
+    """`_read_and_parse`, each file's key and stat row added; `here` (the parent's share)
+    interns strings as unpickling would."""
     out: list[Keyed] = []
+    results: list[FileResult] = []
     lstats: list[os.stat_result | None] = []
     limit = max_file_bytes()
     with collector.paused(After.FREEZE):
         for i, (src, read_diags, result) in enumerate(_parsed(paths, lstats)):
             if src is None or result is None:
-                out.append((None, tuple(read_diags), None, None, None, None, UNVOUCHED))
+                out.append((None, tuple(read_diags), None, None, UNVOUCHED))
                 continue
             if here:
                 intern_strings(result.program)
-            text = src.text if result.diagnostics else None
-            out.append((src.path, tuple(read_diags), _key(src), pickle.dumps(result, _PICKLE),
-                        result if here else None, text, row_of(lstats[i], limit)))
-    return out
+            out.append((src.path, tuple(read_diags), _key(src), src.text if result.diagnostics else None,
+                        row_of(lstats[i], limit)))
+            results.append(result)
+    return out, results
 
 
-def _read_parse_keyed_here(paths: list[str]) -> list[Keyed]:
-    return _read_parse_keyed(paths, here=True)
+def _read_parse_keyed_here(paths: list[str]) -> KeyedShare:
+    return (*_read_parse_keyed(paths, here=True), None)
 
 
 def _read_parse_keyed_pickled(paths: list[str]) -> bytes:
-    return pickle.dumps(_read_parse_keyed(paths), _PICKLE)
+    """A worker's share: its records, and its results pickled together, once, for the
+    parent to load and the cache to store (per-file pickles cost 33 us a file to make
+    and 37 to load, one per chunk 28 and 27)."""
+    records, results = _read_parse_keyed(paths)
+    return pickle.dumps((records, pickle.dumps(results, _PICKLE)), _PICKLE)
 
 
-def _keyed_records(blob: bytes) -> list[Keyed]:
-    """A worker's share, each result unpickled from its own pickle (kept for the cache)."""
-    records: list[Keyed] = pickle.loads(blob)
-    return [(name, diags, key, one, pickle.loads(one) if one is not None else None, text, row)
-            for name, diags, key, one, _, text, row in records]
+def _keyed_records(shipped: bytes) -> KeyedShare:
+    records, blob = pickle.loads(shipped)
+    return records, pickle.loads(blob), blob
 
 
 def _records(blob: bytes) -> list[Record]:
@@ -248,14 +254,13 @@ def _sizes(paths: list[str]) -> list[int] | None:
     return out
 
 
-def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[tuple[int, bytes, FileResult | None]]:
-    """(position in `sources`, that source's FileResult pickled, the FileResult itself
-    when this process parsed it, else None: unpickle the bytes), in the order they
-    are parsed; in parallel when it pays off.
+def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[tuple[int, FileResult, bytes | None]]:
+    """(position in `sources`, that source's FileResult, its pickle when a worker parsed
+    it, else None), in the order they are parsed; in parallel when it pays off.
 
-    A generator, so the caller can unpickle each result as it arrives and drop
-    the bytes: holding every pickle of a 100,000-file repository at once cost
-    some 150 MB of peak memory for nothing when there is no cache to fill."""
+    A generator, so the caller can store each pickle as it arrives and drop it:
+    holding every pickle of a 100,000-file repository at once cost some 150 MB
+    of peak memory for nothing."""
     sizes = [len(s.text) for s in sources]
     participants = _participants(len(sources), sum(sizes), jobs)
     chunks = _chunks(sources, participants, sizes)
@@ -265,8 +270,8 @@ def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[tuple[int
     del sources       # the caller hands its list over: each text now goes with its chunk
     for c, done in shared_map(_parse_here, _parse_to_pickles, _shipped, chunks, participants):
         chunks[c] = []    # parsed: its texts can go
-        for k, (blob, result) in enumerate(done):
-            yield starts[c] + k, blob, result
+        for k, (result, blob) in enumerate(done):
+            yield starts[c] + k, result, blob
 
 
 def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
@@ -384,7 +389,8 @@ class Inputs:
         """The cache's result for a content key, or None (not there, or damaged)."""
         if self._store is None or key not in self._store.blobs.index:
             return None
-        return _unpickled(self._store.blobs.read(key))
+        entry = self._store.blobs.entry(key)
+        return entry if isinstance(entry, FileResult) else None
 
     def results_of(self, positions: Sequence[int]) -> list[FileResult] | None:
         """The results of a few files (positions in `files`), parsed or from the cache,
@@ -412,8 +418,10 @@ class Inputs:
         return _load_cached(named, list(self._diags), keys, texts, self._store, self._jobs, self._progress, reuse)
 
     def _load_fresh(self, named: list[tuple[str, str]], store: Store, reuse: Reused | None) -> Loaded:
-        """Fill an empty cache: every file read, keyed, parsed and pickled where it is
-        parsed (the parent's share too), each pickle stored as it arrives; then the
+        """Fill an empty cache: every file read, keyed and parsed where it is parsed, a
+        worker's share stored as the one pickle it arrives in, the parent's own pickled
+        once it is done (`CacheWriter.later`: by then, on the core the workers leave
+        idle while the global passes run, when `intentc` is the process); then the
         input named (`digest`, the files, their keys) and the stat index written as
         a run that had read and hashed every file first would have left them, from
         the `lstat` each read took before opening its file (a separate pass of
@@ -429,28 +437,32 @@ class Inputs:
         starts = [0]
         for chunk in chunks:
             starts.append(starts[-1] + len(chunk))
-        parts: list[list[Keyed]] = [[] for _ in chunks]
+        parts: list[list[Held]] = [[] for _ in chunks]
         seen = Observed.blank(len(named))    # each file's stat row, put in as its chunk arrives
         processed = 0
         self._progress(PARSING, 0, len(named))
-        with collector.paused(After.FREEZE), store.blobs.writer() as add:
-            for c, records in shared_map(_read_parse_keyed_here, _read_parse_keyed_pickled, _keyed_records,
-                                         chunks, participants):
+        with collector.paused(After.FREEZE), store.blobs.writer() as cache:
+            for c, (records, share, blob) in shared_map(_read_parse_keyed_here, _read_parse_keyed_pickled,
+                                                        _keyed_records, chunks, participants):
                 chunks[c] = []
-                kept: list[Keyed] = []
-                for j, (name, diags, key, blob, result, text, row) in enumerate(records):
-                    if key is not None and blob is not None:
-                        add(key, blob)
-                    seen.put(starts[c] + j, row)
-                    kept.append((name, diags, key, None, result, text, UNVOUCHED))   # pickle stored, row in `seen`
+                keys = [key for _, _, key, _, _ in records if key is not None]
+                if blob is not None:
+                    cache.add(keys, blob)       # a worker's: the bytes it shipped
+                else:
+                    cache.later(keys, share)    # the parent's: pickled when the writer finishes
+                given = iter(share)
+                kept: list[Held] = []
+                for j, (name, diags, key, text, row) in enumerate(records):
+                    seen.put(starts[c] + j, row)        # the row goes into `seen`, the result in its place
+                    kept.append((name, diags, key, text, next(given) if key is not None else None))
                 parts[c] = kept
                 processed += len(records)
                 self._progress(PARSING, processed, len(named))
         index = IndexBuilder()
         results: list[FileResult] = []
         texts: dict[str, str] = {}
-        for c, records in enumerate(parts):
-            for j, (name, read_diags, key, _, result, text, _) in enumerate(records):
+        for c, part in enumerate(parts):
+            for j, (name, read_diags, key, text, result) in enumerate(part):
                 self._diags.extend(read_diags)
                 if name is None or key is None or result is None:
                     continue
@@ -578,12 +590,15 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(collector.paused(After.FREEZE))
-        add = stack.enter_context(blobs.writer()) if rewrite else None
-        for j, blob, result in parse_all([pending[i] for i in todo], jobs):
+        cache = stack.enter_context(blobs.writer()) if rewrite else None
+        for j, result, blob in parse_all([pending[i] for i in todo], jobs):
             i = todo[j]
-            parsed[i] = done(i, result if result is not None else pickle.loads(blob))
-            if add is not None:
-                add(keys[i], blob)
+            parsed[i] = done(i, result)
+            if cache is not None:
+                if blob is not None:
+                    cache.add((keys[i],), blob)
+                else:
+                    cache.later((keys[i],), [result])
         results: list[FileResult] = []
         kept: Reused = {}
         for i in range(count):
@@ -597,24 +612,25 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
             if same is not None:
                 results.append(done(i, same))
                 kept[keys[i]] = same
-                if add is not None:
-                    add(keys[i], blobs.read(keys[i]))
+                if cache is not None:
+                    cache.keep(keys[i], same)
                 continue
-            blob = blobs.read(keys[i])
-            cached = _unpickled(blob)
+            entry = blobs.entry(keys[i])
+            cached = entry if isinstance(entry, FileResult) else None
             if cached is None:          # a damaged entry: parse the file again
                 src = _read_into(named[i][1], diags)
                 if src is None:
                     dropped.add(i)
                     continue
                 cached = _parse_guarded(src)
-                blob = pickle.dumps(cached, _PICKLE)
                 if cached.diagnostics:
                     texts[src.path] = src.text
+                if cache is not None:
+                    cache.later((keys[i],), [cached])
+            elif cache is not None:
+                cache.keep(keys[i], cached)
             results.append(done(i, cached))
             kept[keys[i]] = cached
-            if add is not None:
-                add(keys[i], blob)
     if reuse is not None:
         reuse.clear()
         reuse.update(kept)
@@ -627,15 +643,6 @@ def _read_into(path: str, diags: list[Diagnostic]) -> SourceFile | None:
     src, read_diags = read_source(path)
     diags.extend(read_diags)
     return src
-
-
-def _unpickled(blob: bytes) -> FileResult | None:
-    """A cached result, or None when the bytes are not one (a damaged cache only costs a parse)."""
-    try:
-        result = pickle.loads(blob)
-    except Exception:       # whatever damaged bytes make the unpickler raise
-        return None
-    return result if isinstance(result, FileResult) else None
 
 
 def _load_in_workers(files: list[str], sizes: list[int] | None, participants: int, diags: list[Diagnostic],

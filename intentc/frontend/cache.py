@@ -31,16 +31,19 @@ reads them.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
 import pickle
 import struct
 import tempfile
+import threading
 import time
 from array import array
+from collections import Counter
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, Sequence
+from typing import BinaryIO, Iterator, Sequence
 
 from intentc import collector
 from intentc.cachetrust import make_private_folder, open_trusted, read_trusted, write_private
@@ -67,28 +70,37 @@ def _stem(directory: str, roots: Sequence[str]) -> Path:
 
 
 class BlobIndex:
-    """Where each key's pickle is in the cache file: one dictionary from key to row,
-    the rows' (offset, length) in one array.  As a dictionary of (offset, length)
-    tuples it held two ints and a tuple per file more: 7 MB at 100,000 files, held
-    during every `check` that uses the cache (the daemon's git mode peaks there)."""
+    """Where each key's result is in the cache file: one dictionary from key to row,
+    the rows' (offset, length, member, members) in one array: the pickle at offset
+    holds the results of one chunk of files (`ParseCache`), `members` of them, the
+    key's at `member`.
+    As a dictionary of tuples it held two ints and a tuple per file more: 7 MB at
+    100,000 files, held during every `check` that uses the cache (the daemon's git
+    mode peaks there)."""
 
     __slots__ = ("_row", "_spans")
+    WIDTH = 4
 
     def __init__(self) -> None:
         self._row: dict[bytes, int] = {}
-        self._spans = array("Q")           # offset, length of row 0, then row 1, ...
+        self._spans = array("Q")           # offset, length, member, members of row 0, then row 1, ...
 
-    def add(self, key: bytes, offset: int, length: int) -> None:
+    def add(self, key: bytes, offset: int, length: int, member: int = 0, members: int = 1) -> None:
         row = self._row.setdefault(key, len(self._row))
-        if row * 2 == len(self._spans):
-            self._spans.extend((offset, length))
+        w = self.WIDTH
+        if row * w == len(self._spans):
+            self._spans.extend((offset, length, member, members))
         else:
-            self._spans[2 * row:2 * row + 2] = array("Q", (offset, length))
+            self._spans[w * row:w * row + w] = array("Q", (offset, length, member, members))
 
-    def span(self, key: bytes) -> tuple[int, int]:
-        """(offset, length) of `key`'s pickle; KeyError when there is none."""
-        row = 2 * self._row[key]
-        return self._spans[row], self._spans[row + 1]
+    def span(self, key: bytes) -> tuple[int, int, int]:
+        """(offset, length, member) of `key`'s result; KeyError when there is none."""
+        row = self.WIDTH * self._row[key]
+        return self._spans[row], self._spans[row + 1], self._spans[row + 2]
+
+    def members(self, key: bytes) -> int:
+        """How many results the pickle holding `key`'s holds."""
+        return self._spans[self.WIDTH * self._row[key] + 3]
 
     def __contains__(self, key: object) -> bool:
         return key in self._row
@@ -106,7 +118,7 @@ class BlobIndex:
             raise TypeError("not a parse cache index")
         index = cls()
         index._spans.frombytes(spans)
-        if len(index._spans) != 2 * len(keys):
+        if len(index._spans) != cls.WIDTH * len(keys):
             raise ValueError("a parse cache index whose rows do not match its keys")
         index._row = dict(zip(keys, range(len(keys))))
         if len(index._row) != len(keys):
@@ -115,22 +127,25 @@ class BlobIndex:
 
 
 class ParseCache:
-    """Each file's pickled result by content key; adding or editing a file
-    reparses only that file.
+    """Each file's result by content key; adding or editing a file reparses only that file.
 
-    The file holds the pickles back to back, then an index (the keys, and the
-    offset and length of each one's pickle: `BlobIndex`) and the index's
-    offset.  The index is read when first needed (a run the memo answers
-    never needs it; 100,000 entries load in 0.06 s);
-    each pickle is read when its file is loaded (`read`) and dropped once
-    unpickled, and a new cache is written pickle by pickle as results arrive
-    (`writer`): no run holds every pickle of a 100,000-file repository at once
-    (reading them all first had the cached run peak 120 MB above the cold one)."""
+    The file holds pickles back to back, then an index (each key's pickle and its
+    place in it: `BlobIndex`) and the index's offset.  A pickle holds the results of
+    one chunk of files, as a list, or one file's result alone: the chunk a worker
+    parsed is shipped to the parent as one pickle, and those very bytes are stored
+    (a first run pickles nothing twice, and one pickle of a chunk is cheaper to
+    make and to load than one per file).  The index is read when first needed (a
+    run the memo answers never needs it; 100,000 entries load in 0.06 s); a pickle
+    is read and loaded when one of its results is asked for (`entry`), and kept
+    until another one is (files are asked for in the order they were stored).  A new
+    cache is written as results arrive (`writer`): no run holds every pickle of a
+    100,000-file repository at once."""
 
     def __init__(self, directory: str, roots: Sequence[str]) -> None:
         self.file = _stem(directory, roots).with_suffix(".cache")
         self._index: BlobIndex | None = None
         self._fd: int | None = None
+        self._loaded: tuple[int, list[object] | None] | None = None     # the last pickle loaded, by offset
 
     @property
     def index(self) -> BlobIndex:
@@ -154,56 +169,216 @@ class ParseCache:
         self._fd = fd
         return index
 
-    def read(self, key: bytes) -> bytes:
-        offset, length = self.index.span(key)
+    def read(self, offset: int, length: int) -> bytes:
         assert self._fd is not None
         return os.pread(self._fd, length, offset)
+
+    def entry(self, key: bytes) -> object:
+        """What is stored for `key` (the caller checks it is a result), or None when
+        its pickle is damaged; KeyError when there is none."""
+        offset, length, member = self.index.span(key)
+        if self._loaded is None or self._loaded[0] != offset:
+            self._loaded = (offset, _members(self.read(offset, length)))
+        members = self._loaded[1]
+        return members[member] if members is not None and member < len(members) else None
 
     def close(self) -> None:
         """Close the file and drop the index (20 MB at 100,000 files; a later use reads it again)."""
         self._index = None
+        self._loaded = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
     @contextlib.contextmanager
-    def writer(self) -> Iterator[Callable[[bytes, bytes], None]]:
-        """`add(key, pickle)` for each entry of the new cache; the file is
-        replaced atomically when the block ends, so a concurrent or interrupted
-        run never reads half a cache.  A cache that cannot be written only costs speed."""
+    def writer(self) -> Iterator[CacheWriter]:
+        """A writer of the new cache; the file is replaced atomically when the block
+        ends, so a concurrent or interrupted run never reads half a cache.  A cache
+        that cannot be written only costs speed."""
         try:
             make_private_folder(self.file.parent)
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
         except OSError:
-            yield lambda key, blob: None
+            yield CacheWriter(None, self)
             return
-        fh = os.fdopen(fd, "wb")
-        index = BlobIndex()
-        failed = False
-
-        def add(key: bytes, blob: bytes) -> None:
-            nonlocal failed
-            if not failed:
-                try:
-                    index.add(key, fh.tell(), len(blob))
-                    fh.write(blob)
-                except OSError:
-                    failed = True
-
+        out = CacheWriter(os.fdopen(fd, "wb"), self, tmp)
         try:
-            yield add
-            if not failed:
-                with contextlib.suppress(OSError):
-                    start = fh.tell()
-                    index.dump(fh)
-                    fh.write(_TRAILER.pack(start))
-                    fh.close()
-                    os.replace(tmp, self.file)
-                    prune_stale(self.file.parent, keep=self.file.with_suffix("").name)
+            yield out
+            out.finish()
         finally:
-            fh.close()
+            out.abandon()
+
+
+def _members(blob: bytes) -> list[object] | None:
+    """The results a pickle holds (a chunk's list, or one result), or None when damaged."""
+    try:
+        loaded = pickle.loads(blob)
+    except Exception:       # whatever damaged bytes make the unpickler raise
+        return None
+    return loaded if type(loaded) is list else [loaded]
+
+
+# Pickles of results kept from the old cache (`CacheWriter.keep`) are copied whole while at
+# least this share of what each holds is still wanted; below it, the wanted results are
+# pickled again, so a cache edited file by file never grows past about twice its content.
+KEPT_SHARE = 0.5
+_GROUP = 100                # results pickled together, at most, when the writer pickles them
+
+
+class CacheWriter:
+    """The entries of a new parse cache, written to a temporary file as they come:
+
+    * `add(keys, blob)` — a pickle already made (a worker's chunk, a parse): written now;
+    * `later(keys, results)` — results this process holds, pickled when the writer
+      finishes;
+    * `keep(key, result)` — an entry of the old cache still wanted: its pickle
+      copied (once for all the keys it holds), or the result pickled again.
+
+    What `later` and `keep` leave is done when the block ends: in a forked child
+    when this process ends through the console entry point (`collector.holding`)
+    and nothing else runs in it, so the work runs on another core while the
+    caller goes on (the global passes, the report; the child is waited for before
+    the process exits: `wait_for_writers`), else right there."""
+
+    def __init__(self, out: BinaryIO | None, old: ParseCache, tmp: str | None = None) -> None:
+        self._out = out
+        self._old = old
+        self._tmp = tmp
+        self._index = BlobIndex()
+        self._later: list[tuple[Sequence[bytes], Sequence[object]]] = []
+        self._kept: list[tuple[bytes, object]] = []
+
+    def add(self, keys: Sequence[bytes], blob: bytes) -> None:
+        """`blob`: the pickle of the results of `keys`, in order (a list, or one result)."""
+        if self._out is None:
+            return
+        try:
+            offset = self._out.tell()
+            self._out.write(blob)
+        except OSError:
+            self._fail()
+            return
+        for member, key in enumerate(keys):
+            self._index.add(key, offset, len(blob), member, len(keys))
+
+    def later(self, keys: Sequence[bytes], results: Sequence[object]) -> None:
+        if self._out is not None and keys:
+            self._later.append((keys, results))
+
+    def keep(self, key: bytes, result: object) -> None:
+        if self._out is not None:
+            self._kept.append((key, result))
+
+    def finish(self) -> None:
+        if self._out is None:
+            return
+        if (self._later or self._kept) and collector.holding() and _may_fork():
+            try:
+                self._out.flush()
+                pid = os.fork()
+            except OSError:
+                pid = -1
+            if pid == 0:            # the child: write the rest, replace the file, and end
+                code = 1
+                try:
+                    self._complete()
+                    code = 0
+                finally:
+                    os._exit(code)
+            if pid > 0:
+                if not _writers:
+                    collector.before_exit(wait_for_writers)
+                    atexit.register(wait_for_writers)
+                _writers.append(pid)
+                self._out.close()       # flushed before the fork: nothing more is written here
+                self._out = None
+                self._tmp = None        # the child's now
+                return
+        self._complete()
+
+    def _complete(self) -> None:
+        """Pickle what `later` and `keep` left, write the index, replace the cache."""
+        out = self._out
+        if out is None:
+            return
+        for keys, results in self._later:
+            self.add(keys, pickle.dumps(list(results), _PICKLE))
+        self._later = []
+        self._copy_kept()
+        if self._out is None:
+            return
+        try:
+            start = out.tell()
+            self._index.dump(out)
+            out.write(_TRAILER.pack(start))
+            out.close()
+            assert self._tmp is not None
+            os.replace(self._tmp, self._old.file)
+        except OSError:
+            self._fail()
+            return
+        self._out = None
+        self._tmp = None
+        prune_stale(self._old.file.parent, keep=self._old.file.with_suffix("").name)
+
+    def _copy_kept(self) -> None:
+        """Each old pickle still wanted enough copied once; the rest of what is kept pickled again."""
+        old = self._old.index
+        wanted = Counter(old.span(key)[0] for key, _ in self._kept)
+        copied: dict[int, int] = {}           # old offset -> new
+        again: list[tuple[bytes, object]] = []
+        for key, result in self._kept:
+            offset, length, member = old.span(key)
+            if wanted[offset] < KEPT_SHARE * old.members(key):
+                again.append((key, result))
+                continue
+            if offset not in copied:
+                if self._out is None:
+                    return
+                try:
+                    copied[offset] = self._out.tell()
+                    self._out.write(self._old.read(offset, length))
+                except OSError:
+                    self._fail()
+                    return
+            self._index.add(key, copied[offset], length, member, old.members(key))
+        self._kept = []
+        for i in range(0, len(again), _GROUP):
+            group = again[i:i + _GROUP]
+            self.add([key for key, _ in group], pickle.dumps([result for _, result in group], _PICKLE))
+
+    def _fail(self) -> None:
+        """A write failed: no cache is written this run (the old one stays)."""
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Close and remove the temporary file unless it became the cache (or a child has it)."""
+        out, self._out = self._out, None
+        if out is not None:
+            with contextlib.suppress(OSError):
+                out.close()
+        tmp, self._tmp = self._tmp, None
+        if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+_writers: list[int] = []            # forked writers not waited for yet
+
+
+def _may_fork() -> bool:
+    """A fork is safe to write from: this platform has one and no other thread runs
+    (a thread holding a lock at the fork would leave it held in the child)."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def wait_for_writers() -> None:
+    """Wait for the cache writers forked by this process (a later run must find the cache whole)."""
+    atexit.unregister(wait_for_writers)
+    while _writers:
+        pid = _writers.pop()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 STALE_DAYS = 30
