@@ -77,6 +77,7 @@ def test_kept_entries_are_copied_while_enough_of_their_pickle_is_wanted(tmp_path
     assert [cache.index.members(k) for k in keys] == [4] * 4
 
     with cache.writer() as out:
+        out.keeping(keys[:2])
         for key in keys[:2]:
             out.keep(key, cache.entry(key))
     cache.close()
@@ -85,6 +86,7 @@ def test_kept_entries_are_copied_while_enough_of_their_pickle_is_wanted(tmp_path
     assert 1 < KEPT_SHARE * 4 <= 2
 
     with cache.writer() as out:
+        out.keeping(keys[1:2])
         out.keep(keys[1], cache.entry(keys[1]))
     cache.close()
     assert len(cache.index) == 1 and cache.index.span(keys[1])[2] == 0 and cache.index.members(keys[1]) == 1

@@ -15,10 +15,11 @@ never need to know about:
   with the collector running, unpickling 10,000 cached files took 4.6 s
   instead of 0.9 s on the development machine.
 
-Each file's result travels and is stored as its own pickle: a worker pickles
-its results once, the parent unpickles them (it needs the objects anyway)
-and stores the very same bytes in the cache, so a cold run never pickles
-twice.  Cached, parallel and sequential runs give identical programs and
+A worker's chunk of results travels as one pickle, and a first run stores
+those very bytes in the cache: the parent unpickles them (it needs the
+objects anyway), nobody pickles twice, and the parent's own results are
+pickled for the cache only once the parse is done (`cache.CacheWriter`).
+Cached, parallel and sequential runs give identical programs and
 diagnostics (tests check this).
 """
 
@@ -591,6 +592,8 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
     with contextlib.ExitStack() as stack:
         stack.enter_context(collector.paused(After.FREEZE))
         cache = stack.enter_context(blobs.writer()) if rewrite else None
+        if cache is not None:
+            cache.keeping(keys[i] for i in range(count) if i not in todo_set and i not in dropped)
         for j, result, blob in parse_all([pending[i] for i in todo], jobs):
             i = todo[j]
             parsed[i] = done(i, result)

@@ -43,7 +43,7 @@ import time
 from array import array
 from collections import Counter
 from pathlib import Path
-from typing import BinaryIO, Iterator, Sequence
+from typing import BinaryIO, Iterable, Iterator, Sequence
 
 from intentc import collector
 from intentc.cachetrust import make_private_folder, open_trusted, read_trusted, write_private
@@ -231,10 +231,12 @@ class CacheWriter:
     * `add(keys, blob)` — a pickle already made (a worker's chunk, a parse): written now;
     * `later(keys, results)` — results this process holds, pickled when the writer
       finishes;
-    * `keep(key, result)` — an entry of the old cache still wanted: its pickle
-      copied (once for all the keys it holds), or the result pickled again.
+    * `keep(key, result)` — an entry of the old cache still wanted (all of them
+      named first: `keeping`): its pickle copied now (once for all the keys it
+      holds), or, when too little of what it holds is wanted, the result left to
+      `later`.
 
-    What `later` and `keep` leave is done when the block ends: in a forked child
+    What `later` leaves is done when the block ends: in a forked child
     when this process ends through the console entry point (`collector.holding`)
     and nothing else runs in it, so the work runs on another core while the
     caller goes on (the global passes, the report; the child is waited for before
@@ -246,7 +248,8 @@ class CacheWriter:
         self._tmp = tmp
         self._index = BlobIndex()
         self._later: list[tuple[Sequence[bytes], Sequence[object]]] = []
-        self._kept: list[tuple[bytes, object]] = []
+        self._wanted: Counter[int] = Counter()     # old pickle (offset) -> how many of its keys are kept
+        self._copied: dict[int, int] = {}          # old pickle (offset) -> where it is in the new file
 
     def add(self, keys: Sequence[bytes], blob: bytes) -> None:
         """`blob`: the pickle of the results of `keys`, in order (a list, or one result)."""
@@ -256,7 +259,7 @@ class CacheWriter:
             offset = self._out.tell()
             self._out.write(blob)
         except OSError:
-            self._fail()
+            self.abandon()
             return
         for member, key in enumerate(keys):
             self._index.add(key, offset, len(blob), member, len(keys))
@@ -265,14 +268,32 @@ class CacheWriter:
         if self._out is not None and keys:
             self._later.append((keys, results))
 
+    def keeping(self, keys: Iterable[bytes]) -> None:
+        """The keys of the old cache that `keep` will be given: what decides which pickles are copied."""
+        self._wanted = Counter(self._old.index.span(key)[0] for key in keys)
+
     def keep(self, key: bytes, result: object) -> None:
-        if self._out is not None:
-            self._kept.append((key, result))
+        if self._out is None:
+            return
+        old = self._old.index
+        offset, length, member = old.span(key)
+        members = old.members(key)
+        if self._wanted[offset] < KEPT_SHARE * members:
+            self.later((key,), (result,))
+            return
+        if offset not in self._copied:
+            try:
+                self._copied[offset] = self._out.tell()
+                self._out.write(self._old.read(offset, length))
+            except OSError:
+                self.abandon()
+                return
+        self._index.add(key, self._copied[offset], length, member, members)
 
     def finish(self) -> None:
         if self._out is None:
             return
-        if (self._later or self._kept) and collector.holding() and _may_fork():
+        if self._later and collector.holding() and _may_fork():
             try:
                 self._out.flush()
                 pid = os.fork()
@@ -284,6 +305,7 @@ class CacheWriter:
                     self._complete()
                     code = 0
                 finally:
+                    self.abandon()      # interrupted: no temporary file left behind
                     os._exit(code)
             if pid > 0:
                 if not _writers:
@@ -297,14 +319,21 @@ class CacheWriter:
         self._complete()
 
     def _complete(self) -> None:
-        """Pickle what `later` and `keep` left, write the index, replace the cache."""
+        """Pickle what `later` left (single results together, up to `_GROUP` a pickle),
+        write the index, replace the cache."""
         out = self._out
         if out is None:
             return
+        singles: list[tuple[bytes, object]] = []
         for keys, results in self._later:
-            self.add(keys, pickle.dumps(list(results), _PICKLE))
+            if len(keys) == 1:
+                singles.append((keys[0], results[0]))
+            else:
+                self.add(keys, pickle.dumps(list(results), _PICKLE))
         self._later = []
-        self._copy_kept()
+        for i in range(0, len(singles), _GROUP):
+            group = singles[i:i + _GROUP]
+            self.add([key for key, _ in group], pickle.dumps([result for _, result in group], _PICKLE))
         if self._out is None:
             return
         try:
@@ -315,44 +344,15 @@ class CacheWriter:
             assert self._tmp is not None
             os.replace(self._tmp, self._old.file)
         except OSError:
-            self._fail()
+            self.abandon()
             return
         self._out = None
         self._tmp = None
         prune_stale(self._old.file.parent, keep=self._old.file.with_suffix("").name)
 
-    def _copy_kept(self) -> None:
-        """Each old pickle still wanted enough copied once; the rest of what is kept pickled again."""
-        old = self._old.index
-        wanted = Counter(old.span(key)[0] for key, _ in self._kept)
-        copied: dict[int, int] = {}           # old offset -> new
-        again: list[tuple[bytes, object]] = []
-        for key, result in self._kept:
-            offset, length, member = old.span(key)
-            if wanted[offset] < KEPT_SHARE * old.members(key):
-                again.append((key, result))
-                continue
-            if offset not in copied:
-                if self._out is None:
-                    return
-                try:
-                    copied[offset] = self._out.tell()
-                    self._out.write(self._old.read(offset, length))
-                except OSError:
-                    self._fail()
-                    return
-            self._index.add(key, copied[offset], length, member, old.members(key))
-        self._kept = []
-        for i in range(0, len(again), _GROUP):
-            group = again[i:i + _GROUP]
-            self.add([key for key, _ in group], pickle.dumps([result for _, result in group], _PICKLE))
-
-    def _fail(self) -> None:
-        """A write failed: no cache is written this run (the old one stays)."""
-        self.abandon()
-
     def abandon(self) -> None:
-        """Close and remove the temporary file unless it became the cache (or a child has it)."""
+        """Close and remove the temporary file unless it became the cache (or a child has
+        it): after a failed write no cache is written this run, the old one stays."""
         out, self._out = self._out, None
         if out is not None:
             with contextlib.suppress(OSError):
