@@ -20,7 +20,9 @@ and datasets), then measures, in the same run and on the same files:
   run by kcl-lib's `exec_program` in a fresh process.
 
 Every run is a fresh process measured by benchmarks.proc.measure: wall
-time, CPU time and peak RSS, with the load average it ran under.  Reports
+time, CPU time and peak RSS, with the load average it ran under.  The cold
+runs and the floor's are taken in turn (`proc.alternating`), so the ratio
+between them is measured under one load.  Reports
 intents/s and ratios; writes benchmarks/results/bench_frontend.json.
 Seeded: the same files every run.
 """
@@ -41,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.proc import best  # noqa: E402
+from benchmarks.proc import alternating, best  # noqa: E402
 from benchmarks.results import write_results  # noqa: E402
 
 TENANTS = ["team-a", "team-b", "team-c", "team-d"]
@@ -129,14 +131,16 @@ def bench(n: int, repeat: int, kcl: bool = True) -> dict[str, Any]:
         _, yaml_dir = generate(work / "repo", n)
         env = dict(os.environ, INTENTC_CACHE_DIR=str(cache))
         intentc = [sys.executable, "-m", "intentc", "check", str(work / "repo"), "--format", "json"]
-        cold = best(intentc, env, repeat, lambda: shutil.rmtree(cache, ignore_errors=True))
+        floor_cmd = [sys.executable, str(ROOT / "benchmarks" / "frontend_floor.py"), str(work / "repo")]
+        # cold check and the floor in turn: their ratio is taken under the same load
+        paired = alternating({"cold": (intentc, env, lambda: shutil.rmtree(cache, ignore_errors=True)),
+                              "floor": (floor_cmd, dict(os.environ), None)}, repeat)
+        cold, floor = paired["cold"], paired["floor"]
         warm = best(intentc, env, repeat)
         yaml_files = sorted(str(p) for p in yaml_dir.iterdir())
         baseline_cmd = ["check-jsonschema", "--schemafile", str(ROOT / "schemas" / "intent.schema.json"),
                         *yaml_files]
         base = best(baseline_cmd, dict(os.environ), repeat)
-        floor = best([sys.executable, str(ROOT / "benchmarks" / "frontend_floor.py"), str(work / "repo")],
-                     dict(os.environ), repeat)
         row: dict[str, Any] = {
             "intents": n,
             "files": n + 1,

@@ -62,10 +62,25 @@ def run_json(cmd: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
 def best(cmd: list[str], env: dict[str, str], repeat: int, before_each: Callable[[], None] | None = None
          ) -> dict[str, Any]:
     """The fastest of `repeat` runs (each in a fresh process), with every run's wall time and peak RSS."""
-    runs = []
+    return alternating({"run": (cmd, env, before_each)}, repeat)["run"]
+
+
+Run = tuple[list[str], dict[str, str], Callable[[], None] | None]   # command, environment, what to do before each run
+
+
+def alternating(runs: dict[str, Run], repeat: int) -> dict[str, dict[str, Any]]:
+    """`best` of each command, their runs taken in turn (a, b, a, b, ...): a ratio between
+    two of them is then measured under the same load, which on a shared machine moves
+    by a third within minutes."""
+    seen: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
     for _ in range(repeat):
-        if before_each is not None:
-            before_each()
-        runs.append(measure(cmd, env))
-    top = min(runs, key=lambda r: r["wall_s"])
-    return {**top, "wall_s_all": [r["wall_s"] for r in runs], "peak_rss_mb_all": [r["peak_rss_mb"] for r in runs]}
+        for name, (cmd, env, before_each) in runs.items():
+            if before_each is not None:
+                before_each()
+            seen[name].append(measure(cmd, env))
+    out: dict[str, dict[str, Any]] = {}
+    for name, measured in seen.items():
+        top = min(measured, key=lambda r: r["wall_s"])
+        out[name] = {**top, "wall_s_all": [r["wall_s"] for r in measured],
+                     "peak_rss_mb_all": [r["peak_rss_mb"] for r in measured]}
+    return out

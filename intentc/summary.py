@@ -87,7 +87,7 @@ def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | No
             inputs.remember(after.to_bytes(), basis=True)
             return summary
         files, keys = inputs.files, inputs.keys
-        loaded = inputs.load()
+        loaded = inputs.load(behind=True)     # the cache finished beside the passes below
         if not keys:        # an empty cache, filled by this load: the files it read, their keys
             files, keys = inputs.files, inputs.keys
     # the cache closed and the file list gone before the passes

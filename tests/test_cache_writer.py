@@ -27,10 +27,10 @@ def _entries(cache: Path, repo: Path) -> dict[bytes, object]:
 
 
 def test_the_program_writes_a_first_run_s_cache_in_a_child_and_waits_for_it(tmp_path: Path) -> None:
-    """Under the console entry point the parent's share of a first run is pickled and
-    the cache written by a forked child while the parent goes on; the process ends
-    only once the child has: the cache is whole, and equal to the one a process that
-    writes it itself leaves."""
+    """Under the console entry point, when asked (`intentc check`), the parent's share
+    of a first run is pickled and the cache written by a forked child while the parent
+    goes on; the process ends only once the child has: the cache is whole, and equal
+    to the one a process that writes it itself leaves."""
     repo = make_repo(tmp_path)
     inline = tmp_path / "inline"
     batch.load([str(repo)], jobs=1, cache_dir=str(inline))          # not the console: written in place
@@ -47,15 +47,20 @@ def test_the_program_writes_a_first_run_s_cache_in_a_child_and_waits_for_it(tmp_
                 forked.append(pid)
             return pid
         os.fork = fork
-        batch.load([sys.argv[1]], jobs=1, cache_dir=sys.argv[2])
+        with batch.scan([sys.argv[1]], jobs=1, cache_dir=sys.argv[2]) as inputs:
+            inputs.load()                   # not asked to: written in place
+        print(len(forked), end=" ")
+        with batch.scan([sys.argv[1]], jobs=1, cache_dir=sys.argv[3]) as inputs:
+            inputs.load(behind=True)
         print(len(forked), len(cache._writers))
         collector.exit_held(0)
     """)
-    behind = tmp_path / "behind"
-    run = subprocess.run([sys.executable, "-c", script, str(repo), str(behind)], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
+    in_place, behind = tmp_path / "in-place", tmp_path / "behind"
+    run = subprocess.run([sys.executable, "-c", script, str(repo), str(in_place), str(behind)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["1", "1"]          # one child forked, still to be waited for at the load's end
+    assert run.stdout.split() == ["0", "1", "1"]     # one child forked when asked, waited for at the exit
+    assert _entries(in_place, repo) == _entries(inline, repo)
     written = _entries(behind, repo)
     assert written and written == _entries(inline, repo)
     assert all(isinstance(ParseCache(str(behind), [os.path.abspath(repo)]).entry(k), FileResult) for k in written)

@@ -406,19 +406,23 @@ class Inputs:
             out.append(result)
         return out
 
-    def load(self, reuse: Reused | None = None) -> Loaded:
+    def load(self, reuse: Reused | None = None, behind: bool = False) -> Loaded:
         """Parse what the cache does not have, unpickle what it has (see `load`).  Once:
         the file list, the keys and the texts are handed over, so that they are
-        gone before the caller's global passes build their own structures."""
+        gone before the caller's global passes build their own structures.
+        `behind`: the cache may be finished by a forked child while the caller goes
+        on (`cache.CacheWriter`; `intentc check`)."""
         named, keys, texts = self._named, self._keys, self._texts
         self._named, self._keys, self._texts = [], [], {}
         if self._store is None:
             return _load_uncached(named, list(self._diags), self._jobs, self._progress)
         if self._fresh:
-            return self._load_fresh(named, self._store, reuse)
-        return _load_cached(named, list(self._diags), keys, texts, self._store, self._jobs, self._progress, reuse)
+            return self._load_fresh(named, self._store, reuse, behind)
+        return _load_cached(named, list(self._diags), keys, texts, self._store, self._jobs, self._progress, reuse,
+                            behind)
 
-    def _load_fresh(self, named: list[tuple[str, str]], store: Store, reuse: Reused | None) -> Loaded:
+    def _load_fresh(self, named: list[tuple[str, str]], store: Store, reuse: Reused | None,
+                    behind: bool = False) -> Loaded:
         """Fill an empty cache: every file read, keyed and parsed where it is parsed, a
         worker's share stored as the one pickle it arrives in, the parent's own pickled
         once it is done (`CacheWriter.later`: by then, on the core the workers leave
@@ -442,7 +446,7 @@ class Inputs:
         seen = Observed.blank(len(named))    # each file's stat row, put in as its chunk arrives
         processed = 0
         self._progress(PARSING, 0, len(named))
-        with collector.paused(After.FREEZE), store.blobs.writer() as cache:
+        with collector.paused(After.FREEZE), store.blobs.writer(behind) as cache:
             for c, (records, share, blob) in shared_map(_read_parse_keyed_here, _read_parse_keyed_pickled,
                                                         _keyed_records, chunks, participants):
                 chunks[c] = []
@@ -557,7 +561,7 @@ def _load_uncached(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: 
 
 def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: list[bytes],
                  pending: dict[int, SourceFile], store: Store, jobs: int | None, progress: Progress,
-                 reuse: Reused | None = None) -> Loaded:
+                 reuse: Reused | None = None, behind: bool = False) -> Loaded:
     blobs = store.blobs
     count = len(keys)
     missing = [i for i in range(count) if keys[i] not in blobs.index]
@@ -591,7 +595,7 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(collector.paused(After.FREEZE))
-        cache = stack.enter_context(blobs.writer()) if rewrite else None
+        cache = stack.enter_context(blobs.writer(behind)) if rewrite else None
         if cache is not None:
             cache.keeping(keys[i] for i in range(count) if i not in todo_set and i not in dropped)
         for j, result, blob in parse_all([pending[i] for i in todo], jobs):

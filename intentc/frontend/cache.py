@@ -191,17 +191,20 @@ class ParseCache:
             self._fd = None
 
     @contextlib.contextmanager
-    def writer(self) -> Iterator[CacheWriter]:
+    def writer(self, behind: bool = False) -> Iterator[CacheWriter]:
         """A writer of the new cache; the file is replaced atomically when the block
         ends, so a concurrent or interrupted run never reads half a cache.  A cache
-        that cannot be written only costs speed."""
+        that cannot be written only costs speed.  `behind`: the writer may finish in a
+        forked child (see `CacheWriter`); a writer still running from an earlier load
+        of this process is waited for first, so caches are replaced in order."""
+        wait_for_writers()
         try:
             make_private_folder(self.file.parent)
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, suffix=".tmp")
         except OSError:
             yield CacheWriter(None, self)
             return
-        out = CacheWriter(os.fdopen(fd, "wb"), self, tmp)
+        out = CacheWriter(os.fdopen(fd, "wb"), self, tmp, behind)
         try:
             yield out
             out.finish()
@@ -236,13 +239,16 @@ class CacheWriter:
       holds), or, when too little of what it holds is wanted, the result left to
       `later`.
 
-    What `later` leaves is done when the block ends: in a forked child
-    when this process ends through the console entry point (`collector.holding`)
-    and nothing else runs in it, so the work runs on another core while the
-    caller goes on (the global passes, the report; the child is waited for before
-    the process exits: `wait_for_writers`), else right there."""
+    What `later` leaves is done when the block ends: in a forked child when the
+    caller asks for it (`behind`: `intentc check`, whose process ends soon), the
+    process ends through the console entry point (`collector.holding`) and nothing
+    else runs in it, so the work runs on another core while the caller goes on (the
+    global passes, the report; the child is waited for before the process exits:
+    `wait_for_writers`); else right there (tests, the daemon, which must not double
+    its memory for a while, a wrapper calling `main()`)."""
 
-    def __init__(self, out: BinaryIO | None, old: ParseCache, tmp: str | None = None) -> None:
+    def __init__(self, out: BinaryIO | None, old: ParseCache, tmp: str | None = None, behind: bool = False) -> None:
+        self._behind = behind
         self._out = out
         self._old = old
         self._tmp = tmp
@@ -293,7 +299,7 @@ class CacheWriter:
     def finish(self) -> None:
         if self._out is None:
             return
-        if self._later and collector.holding() and _may_fork():
+        if self._later and self._behind and collector.holding() and _may_fork():
             try:
                 self._out.flush()
                 pid = os.fork()
