@@ -68,10 +68,10 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = batch.Inputs.load
 
-    def spy(self: batch.Inputs) -> batch.Loaded:
+    def spy(self: batch.Inputs, reuse: batch.Reused | None = None, behind: bool = False) -> batch.Loaded:
         if self._store is not None:     # a cache, filled or not yet
             calls.append(1)
-        return real(self)
+        return real(self, reuse, behind)
 
     monkeypatch.setattr(batch.Inputs, "load", spy)
     return calls
