@@ -54,7 +54,8 @@ def producers(intents: Mapping[str, ir.Intent]) -> tuple[dict[str, list[tuple[st
     for name, intent in intents.items():
         for ref in _unique_refs(intent.produces):
             out.setdefault(ref.name, []).append((name, ref))
-    for dataset, prods in sorted(out.items()):
+    for dataset in sorted(d for d, prods in out.items() if len(prods) > 1):    # not all 100,000 outputs
+        prods = out[dataset]
         first, first_ref = prods[0]
         for other, ref in prods[1:]:
             diags.append(error(

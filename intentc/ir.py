@@ -200,6 +200,15 @@ class FieldSpans(Compact):
         keys = self.keys
         return self._at(0) if keys and keys[0] == OWN else NO_SPAN
 
+    def own_start(self) -> tuple[str, int, int]:
+        """(file, line, column) of `own()`, without making the `Span`: what sorting
+        100,000 declarations by position needs (a `Span` each was half of `merge`)."""
+        keys = self.keys
+        if not keys or keys[0] != OWN:
+            return NO_SPAN.file, NO_SPAN.line, NO_SPAN.column
+        line, column = self._shape().unpack_from(self.positions, 0)[:2]
+        return self.file, line, column
+
     @property
     def items(self) -> tuple[tuple[str, Span], ...]:
         keys = self.keys
@@ -590,7 +599,6 @@ class Program(Compact):
 
     def canonical(self) -> "Program":
         def key(d: Declaration) -> tuple[str, int, int, str]:
-            s = d.span
-            return (s.file, s.line, s.column, d.name)
+            return (*d.spans.own_start(), d.name)
         return Program(tuple(sorted(self.tenants, key=key)), tuple(sorted(self.datasets, key=key)),
                        tuple(sorted(self.intents, key=key)), tuple(sorted(self.topologies, key=key)))

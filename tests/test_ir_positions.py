@@ -30,6 +30,22 @@ def test_field_spans_give_back_every_position_packed_narrow_or_wide(own: tuple[i
     wide = any(v > 0xFFFF for p in (own, *fields.values()) for v in p)
     assert len(packed.positions) == (16 if wide else 8) * (len(fields) + 1)
     assert pickle.loads(pickle.dumps(packed)) == packed
+    assert packed.own_start() == ("a.intent", own[0], own[1])
+    assert FieldSpans.pack("a.intent", dict(fields)).own_start() == (NO_SPAN.file, NO_SPAN.line, NO_SPAN.column)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["b.intent", "a.yaml", "<none>"]), positions, st.sampled_from("xyz"),
+                          st.booleans()), max_size=12))
+def test_canonical_order_is_by_the_own_span_then_the_name(decls: list[tuple[str, tuple[int, ...], str, bool]]) -> None:
+    """`Program.canonical` sorts by (file, line, column, name) of each declaration's own
+    span, read from the packed positions (`own_start`), a node without one as `NO_SPAN`."""
+    from intentc.ir import Dataset, Program
+
+    made = [Dataset(name, f"s3://{name}", spans=FieldSpans.pack(file, {}, own if has else None))
+            for file, own, name, has in decls]
+    ordered = Program(datasets=tuple(made)).canonical().datasets
+    by_span = sorted(made, key=lambda d: (d.span.file, d.span.line, d.span.column, d.name))
+    assert [id(d) for d in ordered] == [id(d) for d in by_span]
 
 
 def test_a_node_without_a_span_of_its_own_reports_no_span() -> None:

@@ -38,7 +38,7 @@ from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.frontend.cache import CACHE_ENV, Memo, ParseCache, Store, default_cache_dir
 from intentc.frontend.share import shared_map
-from intentc.frontend.stat_index import KEY_BYTES, UNVOUCHED, IndexBuilder, Observed, Row, observe, row_of
+from intentc.frontend.stat_index import KEY_BYTES, UNVOUCHED, IndexBuilder, Observed, Row, index_of, observe, row_of
 from intentc.ir import Program
 from intentc.progress import Progress, silent
 from intentc.sources import SourceFile, discover_named, max_file_bytes, read_source
@@ -456,14 +456,14 @@ class Inputs:
                 else:
                     cache.later(keys, share)    # the parent's: pickled when the writer finishes
                 given = iter(share)
-                kept: list[Held] = []
+                held: list[Held] = []
                 for j, (name, diags, key, text, row) in enumerate(records):
                     seen.put(starts[c] + j, row)        # the row goes into `seen`, the result in its place
-                    kept.append((name, diags, key, text, next(given) if key is not None else None))
-                parts[c] = kept
+                    held.append((name, diags, key, text, next(given) if key is not None else None))
+                parts[c] = held
                 processed += len(records)
                 self._progress(PARSING, processed, len(named))
-        index = IndexBuilder()
+        kept: list[int] = []                 # positions in `named` of the files read
         results: list[FileResult] = []
         texts: dict[str, str] = {}
         for c, part in enumerate(parts):
@@ -472,7 +472,7 @@ class Inputs:
                 if name is None or key is None or result is None:
                     continue
                 i = starts[c] + j
-                index.add(named[i][0], seen, i, key)
+                kept.append(i)
                 self._named.append(named[i])
                 self._keys.append(key)
                 results.append(result)
@@ -480,7 +480,7 @@ class Inputs:
                     texts[name] = text
             parts[c] = []
         if store.moment is not None:
-            store.save_stat_index(index.build(store.moment))
+            store.save_stat_index(index_of([n for n, _ in self._named], seen, kept, self._keys, store.moment))
         if reuse is not None:
             reuse.clear()
             reuse.update(zip(self._keys, results))

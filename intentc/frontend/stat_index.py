@@ -190,3 +190,15 @@ class IndexBuilder:
 
     def build(self, moment: int) -> StatIndex:
         return StatIndex(self.names, Observed(self.times, self.ids), bytes(self.keys), moment)
+
+
+def index_of(names: list[str], seen: Observed, kept: list[int], keys: list[bytes], moment: int) -> StatIndex:
+    """The index of the files at positions `kept` of `seen`, named `names`, keyed `keys`:
+    when every file was kept (a first run of a readable repository), `seen`'s arrays as
+    they are, not copied row by row (0.15 s at 100,000 files)."""
+    if len(kept) * _TIMES == len(seen.times):
+        return StatIndex(names, seen, b"".join(keys), moment)
+    builder = IndexBuilder()
+    for name, i, key in zip(names, kept, keys):
+        builder.add(name, seen, i, key)
+    return builder.build(moment)
