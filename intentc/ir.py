@@ -185,9 +185,13 @@ class FieldSpans(Compact):
         """How the positions are packed: 8 bytes a span (16-bit) or 16 (32-bit)."""
         return _SHORT if len(self.positions) // len(self.keys) == 8 else _POSITION
 
-    def _at(self, index: int) -> Span:
+    def _position(self, index: int) -> tuple[int, ...]:
+        """Line, column, end line, end column of entry `index`."""
         shape = self._shape()
-        return make_span(self.file, *shape.unpack_from(self.positions, shape.size * index))
+        return shape.unpack_from(self.positions, shape.size * index)
+
+    def _at(self, index: int) -> Span:
+        return make_span(self.file, *self._position(index))
 
     def get(self, key: str, default: Span) -> Span:
         keys = self.keys
@@ -206,7 +210,7 @@ class FieldSpans(Compact):
         keys = self.keys
         if not keys or keys[0] != OWN:
             return NO_SPAN.file, NO_SPAN.line, NO_SPAN.column
-        line, column = self._shape().unpack_from(self.positions, 0)[:2]
+        line, column = self._position(0)[:2]
         return self.file, line, column
 
     @property

@@ -38,7 +38,7 @@ from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.frontend.cache import CACHE_ENV, Memo, ParseCache, Store, default_cache_dir
 from intentc.frontend.share import shared_map
-from intentc.frontend.stat_index import KEY_BYTES, UNVOUCHED, IndexBuilder, Observed, Row, index_of, observe, row_of
+from intentc.frontend.stat_index import KEY_BYTES, UNVOUCHED, Observed, Row, index_of, observe, row_of
 from intentc.ir import Program
 from intentc.progress import Progress, silent
 from intentc.sources import SourceFile, discover_named, max_file_bytes, read_source
@@ -390,8 +390,7 @@ class Inputs:
         """The cache's result for a content key, or None (not there, or damaged)."""
         if self._store is None or key not in self._store.blobs.index:
             return None
-        entry = self._store.blobs.entry(key)
-        return entry if isinstance(entry, FileResult) else None
+        return _cached(self._store.blobs, key)
 
     def results_of(self, positions: Sequence[int]) -> list[FileResult] | None:
         """The results of a few files (positions in `files`), parsed or from the cache,
@@ -522,10 +521,7 @@ def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int |
     # clean, it is new) or a listed file is gone; not for a file that cannot be read (a binary
     # file), which it never lists.  Every file kept and vouched for, as many as it lists: the same.
     if store.moment is not None and (fresh > len(named) - len(kept) or len(kept) != len(old.names)):
-        new = IndexBuilder()
-        for i, key in zip(kept, keys):
-            new.add(named[i][0], seen, i, key)
-        store.save_stat_index(new.build(store.moment))
+        store.save_stat_index(index_of([named[i][0] for i in kept], seen, kept, keys, store.moment))
     return Inputs([named[i] for i in kept], diags, jobs, progress, store, keys, texts)
 
 
@@ -622,8 +618,7 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
                 if cache is not None:
                     cache.keep(keys[i], same)
                 continue
-            entry = blobs.entry(keys[i])
-            cached = entry if isinstance(entry, FileResult) else None
+            cached = _cached(blobs, keys[i])
             if cached is None:          # a damaged entry: parse the file again
                 src = _read_into(named[i][1], diags)
                 if src is None:
@@ -643,6 +638,13 @@ def _load_cached(named: list[tuple[str, str]], diags: list[Diagnostic], keys: li
         reuse.update(kept)
     files = tuple(named[i][0] for i in range(count) if i not in dropped)
     return _loaded(results, diags, texts, files)
+
+
+def _cached(blobs: ParseCache, key: bytes) -> FileResult | None:
+    """The cache's result for `key` (which it has), or None when its entry is damaged:
+    a damaged cache only costs a parse."""
+    entry = blobs.entry(key)
+    return entry if isinstance(entry, FileResult) else None
 
 
 def _read_into(path: str, diags: list[Diagnostic]) -> SourceFile | None:
