@@ -139,6 +139,26 @@ def test_consuming_what_you_produce_is_a_cycle() -> None:
     assert codes(diags) == ["E0501"]
 
 
+def test_a_long_cycle_names_its_ends_and_counts_the_middle() -> None:
+    n = 45
+    names = [f"i{k:02d}" for k in range(n)]
+    p = program(*(intent(names[k], after=(ref(names[k - 1], k + 1),)) for k in range(n)))
+    _g, diags = graph.build(p)
+    assert codes(diags) == ["E0501"]
+    d = diags[0]
+    half = graph.MAX_CYCLE_SHOWN // 2
+    assert d.message == ("dependency cycle: " + " → ".join(names[:half]) + f" → … ({n - 2 * half} more) → "
+                         + " → ".join(names[-half:]) + " → i00")
+    assert d.span == span(1, 3, 3)          # still the clause that closes the cycle (in i00)
+    assert len(d.related) == 2 * half       # the edges of the named ends only
+    assert d.related[0].message == '"i01" runs after "i00"'
+    assert d.related[-1].message == '"i00" runs after "i44"'
+    m = graph.MAX_CYCLE_SHOWN
+    exact = program(*(intent(names[k], after=(ref(names[(k - 1) % m], k + 1),)) for k in range(m)))
+    shown = graph.build(exact)[1][0]
+    assert "…" not in shown.message and len(shown.related) == m
+
+
 def test_each_elementary_cycle_is_reported_once_in_a_fixed_order() -> None:
     # two cycles sharing b: a ⇄ b and b ⇄ c, plus the big one is not elementary
     p = program(intent("a", after=(ref("b", 1),)), intent("b", after=(ref("a", 2), ref("c", 3))),
