@@ -25,10 +25,8 @@ import argparse
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -38,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_scale import slope  # noqa: E402
-from benchmarks.proc import loadavg  # noqa: E402
+from benchmarks.proc import measure  # noqa: E402
 from benchmarks.results import write_results  # noqa: E402
 
 DATASETS = 50
@@ -144,24 +142,10 @@ def generate(root: Path, shape: Shape, n: int) -> Path:
 
 def run_check(repo: Path, env: dict[str, str]) -> dict[str, Any]:
     """One `intentc check` as a user runs it: wall, CPU and peak RSS from the kernel, the
-    bytes it printed, its exit code (a crash, exit 2 and above, stops the benchmark)."""
-    cmd = [sys.executable, "-m", "intentc", "check", str(repo)]
-    before = loadavg()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - start
-        code = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        printed = out.read()
-        if code not in (0, 1):
-            err.seek(0)
-            raise SystemExit(f"check of {repo} exited {code}:\n{err.read().decode()[-2000:]}")
-    return {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "printed_bytes": len(printed), "exit": code,
-            "codes": sorted({m.decode() for m in _CODE.findall(printed)}),
-            "load_before": before, "load_after": loadavg()}
+    bytes it printed, its exit code (0 or 1: a crash or exit 2 stops the benchmark)."""
+    got = measure([sys.executable, "-m", "intentc", "check", str(repo)], env, ok=(0, 1), stdout=True)
+    printed = got.pop("stdout")
+    return {**got, "printed_bytes": len(printed), "codes": sorted({m.decode() for m in _CODE.findall(printed)})}
 
 
 def measure_shape(shape: Shape, sizes: list[int], repeat: int, work: Path) -> dict[str, Any]:

@@ -10,10 +10,13 @@ after each run, so a figure can be read against the load it was taken under.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -26,21 +29,47 @@ def loadavg() -> float:
         return float("nan")
 
 
-def measure(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
-    """One run: wall seconds, CPU seconds and peak RSS (MB) of the process tree; a failure stops the benchmark."""
+def measure(cmd: list[str], env: dict[str, str] | None = None, *, ok: tuple[int, ...] = (0,),
+            timeout: float | None = None, stdout: bool = False) -> dict[str, Any]:
+    """One run: wall seconds, CPU seconds and peak RSS (MB) of the process tree, and its
+    exit code.  An exit code not in `ok` stops the benchmark.  Past `timeout` seconds
+    the process group is killed and the run comes back with ``timed_out`` (a baseline
+    that would take hours is a result, not a reason to lose the others).  With
+    `stdout`, what it printed comes back under ``stdout``; otherwise it is dropped."""
     before = loadavg()
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen(cmd, env=env, stdout=out if stdout else subprocess.DEVNULL, stderr=err,
+                                start_new_session=timeout is not None)
+        timer = threading.Timer(timeout, _kill_group, (proc.pid,)) if timeout is not None else None
+        if timer is not None:
+            timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            if timer is not None:
+                timer.cancel()
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
+        timed_out = timeout is not None and wall >= timeout and proc.returncode < 0
+        if proc.returncode not in ok and not timed_out:
             err.seek(0)
             raise SystemExit(f"{cmd[:4]} ... exited {proc.returncode}:\n{err.read().decode()[-2000:]}")
-    return {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-            "load_before": before, "load_after": loadavg()}
+        out.seek(0)
+        printed = out.read() if stdout else b""
+    got: dict[str, Any] = {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+                           "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "exit": proc.returncode,
+                           "load_before": before, "load_after": loadavg()}
+    if timed_out:
+        got["timed_out"] = True
+    if stdout:
+        got["stdout"] = printed
+    return got
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def run_json(cmd: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
