@@ -177,6 +177,31 @@ def test_cycle_members_are_left_out_of_waves_but_their_dependents_are_not() -> N
     assert graph.waves(g) == (("after-cycle", "free"),)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 9).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))))
+def test_cycles_are_every_elementary_cycle_when_under_the_cap(graph_spec: tuple[int, list[tuple[int, int]]]) -> None:
+    """The single-loop components read off directly and the rest enumerated by
+    networkx give exactly networkx's elementary cycles of the whole graph."""
+    n, edge_list = graph_spec
+    g = nx.DiGraph()
+    g.add_nodes_from(f"n{k}" for k in range(n))
+    g.add_edges_from(sorted({(f"n{u}", f"n{v}") for u, v in edge_list}))
+    everything = sorted({graph._canonical_cycle(c) for c in nx.simple_cycles(g)}, key=lambda c: (len(c), c))
+    assert graph.cycles(g, limit=10**6) == everything
+    assert graph.nodes_in_cycles(g) == frozenset(x for c in everything for x in c)
+
+
+def test_a_loop_through_thousands_of_intents_is_read_off_whole() -> None:
+    n = 5000
+    g = nx.DiGraph()
+    g.add_edges_from((f"j{k:04d}", f"j{(k + 1) % n:04d}") for k in range(n))
+    g.add_edges_from([("a", "b"), ("b", "a"), ("b", "c"), ("c", "b"), ("j0000", "a")])   # and a second component
+    found = graph.cycles(g)
+    assert found[:2] == [("a", "b"), ("b", "c")]
+    assert found[2] == tuple(f"j{k:04d}" for k in range(n))
+
+
 def test_cycle_enumeration_is_capped() -> None:
     # a complete digraph on 7 nodes has thousands of elementary cycles
     names = [f"n{i}" for i in range(7)]
