@@ -30,7 +30,7 @@ def loadavg() -> float:
 
 
 def measure(cmd: list[str], env: dict[str, str] | None = None, *, ok: tuple[int, ...] = (0,),
-            timeout: float | None = None, stdout: bool = False) -> dict[str, Any]:
+            timeout: float | None = None, stdout: bool = False, cwd: str | None = None) -> dict[str, Any]:
     """One run: wall seconds, CPU seconds and peak RSS (MB) of the process tree, and its
     exit code.  An exit code not in `ok` stops the benchmark.  Past `timeout` seconds
     the process group is killed and the run comes back with ``timed_out`` (a baseline
@@ -40,7 +40,7 @@ def measure(cmd: list[str], env: dict[str, str] | None = None, *, ok: tuple[int,
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=out if stdout else subprocess.DEVNULL, stderr=err,
-                                start_new_session=timeout is not None)
+                                start_new_session=timeout is not None, cwd=cwd)
         timer = threading.Timer(timeout, _kill_group, (proc.pid,)) if timeout is not None else None
         if timer is not None:
             timer.start()

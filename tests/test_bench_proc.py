@@ -53,3 +53,12 @@ def test_stdout_is_captured_only_when_asked() -> None:
     cmd = [sys.executable, "-c", "print('hello')"]
     assert measure(cmd, stdout=True)["stdout"] == b"hello\n"
     assert "stdout" not in measure(cmd)
+
+
+def test_long_file_lists_are_cut_into_command_lines_in_order() -> None:
+    from benchmarks.bench_frontend import batches
+    names = [f"job-{i:06d}.yaml" for i in range(1000)]
+    cut = batches(names, budget=1600)
+    assert [n for part in cut for n in part] == names
+    assert all(sum(len(n) + 1 for n in part) <= 1600 for part in cut) and len(cut) == 10
+    assert batches(["x" * 5000]) == [["x" * 5000]]        # a name over the budget still runs, alone
