@@ -4,20 +4,18 @@
 waited for (peak RSS is the largest process of that tree), so several
 measurements can be taken from one benchmark process without one run's
 peak hiding the next (`RUSAGE_CHILDREN` keeps the maximum over all of them).
+The command is started by `launch.py`, a small process of its own: a child's
+peak RSS would otherwise count the benchmark process that forked it.
 The machine is shared: the 1-minute load average is recorded before and
 after each run, so a figure can be read against the load it was taken under.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
+import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -29,6 +27,22 @@ def loadavg() -> float:
         return float("nan")
 
 
+LAUNCH = Path(__file__).with_name("launch.py")
+
+
+def _launch(cmd: list[str], env: dict[str, str] | None, out: Any, err: Any, timeout: float | None = None,
+            cwd: str | None = None) -> dict[str, Any]:
+    """`cmd` run by `launch.py`, a small process between this one and it: a child's peak
+    RSS counts what the process that forked it held (see launch.py), and a benchmark
+    that has built 100,000 intents in memory is not small."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "usage.json"
+        launcher = [sys.executable, "-S", str(LAUNCH), str(report), "" if timeout is None else str(timeout),
+                    "--", *cmd]
+        subprocess.run(launcher, env=env, stdout=out, stderr=err, cwd=cwd, check=True)
+        return dict(json.loads(report.read_text(encoding="utf-8")))
+
+
 def measure(cmd: list[str], env: dict[str, str] | None = None, *, ok: tuple[int, ...] = (0,),
             timeout: float | None = None, stdout: bool = False, cwd: str | None = None) -> dict[str, Any]:
     """One run: wall seconds, CPU seconds and peak RSS (MB) of the process tree, and its
@@ -38,27 +52,15 @@ def measure(cmd: list[str], env: dict[str, str] | None = None, *, ok: tuple[int,
     `stdout`, what it printed comes back under ``stdout``; otherwise it is dropped."""
     before = loadavg()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=out if stdout else subprocess.DEVNULL, stderr=err,
-                                start_new_session=timeout is not None, cwd=cwd)
-        timer = threading.Timer(timeout, _kill_group, (proc.pid,)) if timeout is not None else None
-        if timer is not None:
-            timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            if timer is not None:
-                timer.cancel()
-        wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        timed_out = timeout is not None and wall >= timeout and proc.returncode < 0
-        if proc.returncode not in ok and not timed_out:
+        used = _launch(cmd, env, out if stdout else subprocess.DEVNULL, err, timeout, cwd)
+        timed_out = bool(used["timed_out"])
+        if used["exit"] not in ok and not timed_out:
             err.seek(0)
-            raise SystemExit(f"{cmd[:4]} ... exited {proc.returncode}:\n{err.read().decode()[-2000:]}")
+            raise SystemExit(f"{cmd[:4]} ... exited {used['exit']}:\n{err.read().decode()[-2000:]}")
         out.seek(0)
         printed = out.read() if stdout else b""
-    got: dict[str, Any] = {"wall_s": round(wall, 3), "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-                           "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "exit": proc.returncode,
+    got: dict[str, Any] = {"wall_s": round(used["wall_s"], 3), "cpu_s": round(used["user_s"] + used["system_s"], 3),
+                           "peak_rss_mb": round(used["maxrss_kb"] / 1024, 1), "exit": used["exit"],
                            "load_before": before, "load_after": loadavg()}
     if timed_out:
         got["timed_out"] = True
@@ -67,24 +69,18 @@ def measure(cmd: list[str], env: dict[str, str] | None = None, *, ok: tuple[int,
     return got
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 def run_json(cmd: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
     """Run a child that prints one JSON document; that document with the child's peak RSS
     and CPU time (from the kernel) and the load around it.  A failure stops the benchmark."""
     before = loadavg()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
+        used = _launch(cmd, env, out, err)
+        if used["exit"] != 0:
             err.seek(0)
             raise SystemExit(f"{what}: child failed:\n{err.read().decode()[-2000:]}")
         out.seek(0)
         got: dict[str, Any] = json.loads(out.read().decode())
-    return {**got, "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+    return {**got, "peak_rss_mb": round(used["maxrss_kb"] / 1024, 1), "cpu_s": round(used["user_s"] + used["system_s"], 1),
             "load_before": before, "load_after": loadavg()}
 
 

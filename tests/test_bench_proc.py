@@ -62,3 +62,11 @@ def test_long_file_lists_are_cut_into_command_lines_in_order() -> None:
     assert [n for part in cut for n in part] == names
     assert all(sum(len(n) + 1 for n in part) <= 1600 for part in cut) and len(cut) == 10
     assert batches(["x" * 5000]) == [["x" * 5000]]        # a name over the budget still runs, alone
+
+
+def test_a_small_command_is_not_charged_the_benchmarks_own_memory() -> None:
+    held = bytearray(200 * 1024 * 1024)
+    held[::4096] = b"x" * len(held[::4096])       # touched: resident in this process
+    got = measure([sys.executable, "-S", "-c", "pass"])
+    assert got["peak_rss_mb"] < 100, got          # straight from this process it was over 200 MB
+    del held
