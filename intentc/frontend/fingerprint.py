@@ -42,7 +42,7 @@ from intentc.frontend.stat_index import SLACK_NS
 LIBRARIES = (("lark", "lark"), ("lark-cython", "lark_cython"), ("PyYAML", "yaml"), ("ruamel.yaml", "ruamel.yaml"),
              ("jsonschema", "jsonschema"), ("jsonschema-rs", "jsonschema_rs"), ("networkx", "networkx"))
 MEMO_NAME = "compiler.fingerprint"
-_SUFFIXES = (".py", ".lark", ".json")
+_SUFFIXES = (".py", ".pyx", ".lark", ".json")
 _STAMP_BYTES = 32
 
 

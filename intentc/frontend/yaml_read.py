@@ -19,6 +19,8 @@ the values to the IR is `intentc.frontend.yaml`'s job.
 
 from __future__ import annotations
 
+import importlib
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -58,6 +60,15 @@ if pyyaml.__with_libyaml__:
     _LOADER = CParser
 _BYTE_OFFSETS = _LOADER is not pyyaml.SafeLoader    # libyaml reports reader errors in UTF-8 bytes
 
+# The common case compiled (`_yamlfast.pyx`, built when the machine has a C compiler
+# and libyaml's headers); it hands anything unusual back to `Reader`.
+_fast: Any = None
+if _LOADER is not pyyaml.SafeLoader and os.environ.get("INTENTC_PURE_YAML") != "1":
+    try:
+        _fast = importlib.import_module("intentc.frontend._yamlfast")
+    except ImportError:
+        pass
+
 _T = "tag:yaml.org,2002:"
 _STR, _NULL, _BOOL, _INT, _FLOAT = _T + "str", _T + "null", _T + "bool", _T + "int", _T + "float"
 _KNOWN_SCALAR_TAGS = {_STR, _NULL, _BOOL, _INT, _FLOAT, _T + "timestamp"}
@@ -70,6 +81,7 @@ _DOC_START = re.compile(r"^---(?:[ \t]|$)", re.MULTILINE)
 _PLAIN_CACHE: dict[str, Any] = {}
 _PLAIN_CACHE_SIZE = 50_000
 
+_INVALID = object()     # a scalar that is not a value of its type (and a cache miss)
 _MERGE = object()       # the `<<` key
 _BAD_KEY = object()     # a key that is not a scalar; its value is dropped
 
@@ -122,6 +134,35 @@ def _resolve_plain(value: str) -> str:
     return _STR
 
 
+def _typed(raw: str, tag: str) -> Any:
+    """`raw` read as a value of `tag` (YAML 1.1 core types as Kubernetes reads
+    them; other tags keep the text), or `_INVALID` when it is not one."""
+    if tag == _STR:
+        return raw
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        return raw.lower() in ("yes", "true", "on")
+    try:
+        if tag == _INT:
+            if raw.isdigit() and (raw[0] != "0" or len(raw) == 1):
+                return int(raw)
+            return _CONSTRUCT.construct_yaml_int(ScalarNode(tag, raw))
+        if tag == _FLOAT:
+            return _CONSTRUCT.construct_yaml_float(ScalarNode(tag, raw))
+    except (ValueError, TypeError, IndexError):
+        return _INVALID
+    return raw
+
+
+def _plain_value(raw: str) -> Any:
+    """The value of an untagged plain scalar, or `_INVALID` when `Reader._scalar`
+    would report it (not a value of the type it resolves to, or a tag such as
+    ``=``'s that intentc does not read)."""
+    tag = _resolve_plain(raw)
+    return _typed(raw, tag) if tag in _KNOWN_SCALAR_TAGS else _INVALID
+
+
 class Reader:
     """Text → a list of (document root, its position) plus diagnostics."""
 
@@ -146,6 +187,12 @@ class Reader:
     # -- segments -----------------------------------------------------------
 
     def read(self) -> None:
+        if _fast is not None:       # the compiled common case; None: it needs this reader
+            docs = _fast.read(self.text, YMap, YList, _PLAIN_CACHE, _PLAIN_CACHE_SIZE,
+                              _plain_value, _INVALID, MAX_DEPTH)
+            if docs is not None:
+                self.docs = docs
+                return
         offset = 0
         segment = self.text
         while True:
@@ -275,10 +322,12 @@ class Reader:
                         continue
                 key_text: object = raw
                 if plain:
-                    value = _PLAIN_CACHE.get(raw, _PLAIN_CACHE)
-                    if value is _PLAIN_CACHE:
-                        value = self._scalar(ev, at)
-                        if len(_PLAIN_CACHE) < _PLAIN_CACHE_SIZE:
+                    value = _PLAIN_CACHE.get(raw, _INVALID)
+                    if value is _INVALID:
+                        value = _plain_value(raw)
+                        if value is _INVALID:                   # reported each time, never remembered
+                            value = self._scalar(ev, at)
+                        elif len(_PLAIN_CACHE) < _PLAIN_CACHE_SIZE:
                             _PLAIN_CACHE[raw] = value
                     if raw == "<<":
                         key_text = _MERGE
@@ -399,26 +448,14 @@ class Reader:
             if not ev.implicit[0]:
                 return raw
             tag = _resolve_plain(raw)
-        if tag == _STR:
-            return raw
-        if tag == _NULL:
-            return None
-        if tag == _BOOL:
-            return raw.lower() in ("yes", "true", "on")
-        try:
-            if tag == _INT:
-                if raw.isdigit() and (raw[0] != "0" or len(raw) == 1):
-                    return int(raw)
-                return _CONSTRUCT.construct_yaml_int(ScalarNode(tag, raw))
-            if tag == _FLOAT:
-                return _CONSTRUCT.construct_yaml_float(ScalarNode(tag, raw))
-        except (ValueError, TypeError, IndexError):
+        value = _typed(raw, tag)
+        if value is _INVALID:
             self.err("E0211", f'"{excerpt(raw)}" is not a valid {_short(tag)} value', at)
             return raw
         if tag not in _KNOWN_SCALAR_TAGS:
             self.err("E0211", f'unsupported YAML tag "{_short(tag)}"', at,
                      hint="intentc reads strings, numbers, booleans, lists and mappings")
-        return raw
+        return value
 
     def _merge(self, f: _Frame) -> None:
         """`<<: *defaults`: keys written in the mapping win, then earlier merges."""
