@@ -25,19 +25,10 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as exc:    # noqa: BLE001 - distutils raises several unrelated types
-            self._skip(exc)
-
-    def build_extension(self, ext: Extension) -> None:
-        try:
-            super().build_extension(ext)
-        except Exception as exc:    # noqa: BLE001
-            self._skip(exc)
-
-    def _skip(self, exc: Exception) -> None:
-        if REQUIRED:
-            raise exc
-        print(f"intentc: building the libyaml reader failed ({exc}); YAML is read in Python",
-              file=sys.stderr)
+            if REQUIRED:
+                raise
+            print(f"intentc: building the libyaml reader failed ({exc}); YAML is read in Python",
+                  file=sys.stderr)
 
 
 def extensions() -> list[Extension]:
@@ -49,7 +40,7 @@ def extensions() -> list[Extension]:
             raise
         print("intentc: Cython is not installed; YAML is read in Python", file=sys.stderr)
         return []
-    return list(cythonize([ext], quiet=True, compiler_directives={"language_level": "3"}))
+    return list(cythonize([ext], quiet=True))    # language_level: the .pyx says
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -98,7 +98,7 @@ def read(str text, object ymap, object ylist, dict cache, Py_ssize_t cache_size,
     cdef list stack = []
     cdef _Frame top, frame
     cdef object root = None, root_at = None, at, raw, value, made
-    cdef bint has_root = False, plain
+    cdef bint plain
     cdef Py_ssize_t depth = 0
     cdef yaml_event_type_t kind
     try:
@@ -141,7 +141,7 @@ def read(str text, object ymap, object ylist, dict cache, Py_ssize_t cache_size,
                     else:
                         value = raw
                     if not stack:
-                        root, root_at, has_root = value, at, True
+                        root, root_at = value, at
                     elif not _attach(<_Frame>stack[-1], value, at):
                         return None
                 elif kind == YAML_MAPPING_START_EVENT or kind == YAML_SEQUENCE_START_EVENT:
@@ -172,17 +172,17 @@ def read(str text, object ymap, object ylist, dict cache, Py_ssize_t cache_size,
                     at = (frame.line, frame.column, event.end_mark.line, event.end_mark.column)
                     made.at = at
                     if not stack:
-                        root, root_at, has_root = made, at, True
+                        root, root_at = made, at
                     elif not _attach(<_Frame>stack[-1], made, at):
                         return None
                 elif kind == YAML_DOCUMENT_START_EVENT:
                     del stack[:]
                     depth = 0
-                    root, root_at, has_root = None, None, False
+                    root, root_at = None, None
                 elif kind == YAML_DOCUMENT_END_EVENT:
-                    if has_root:
+                    if root_at is not None:
                         docs.append((root, root_at))
-                    root, root_at, has_root = None, None, False
+                    root, root_at = None, None
                 elif kind == YAML_STREAM_END_EVENT:
                     return docs
                 elif kind == YAML_ALIAS_EVENT:
