@@ -1,8 +1,10 @@
-"""The one compiled module: `intentc/frontend/_yamlfast.pyx` (libyaml's events
-walked in C, the common case of `yaml_read.Reader`).
+"""The compiled modules, each the common case of a parser kept in Python:
+
+* `intentc/frontend/_yamlfast.pyx`: libyaml's events walked in C (`yaml_read.Reader`);
+* `intentc/frontend/_dslfast.pyx`: a `.intent` file's lexer and LALR loop (`dsl._run`).
 
 Optional, as PyYAML's own libyaml binding is: without Cython, a C compiler or
-libyaml's headers the package installs without it and reads YAML in Python,
+libyaml's headers the package installs without them and parses in Python,
 with the same results.  `INTENTC_REQUIRE_SPEEDUPS=1` (CI) makes a failed
 build an error instead.
 """
@@ -19,28 +21,30 @@ REQUIRED = os.environ.get("INTENTC_REQUIRE_SPEEDUPS") == "1"
 
 
 class OptionalBuildExt(build_ext):
-    """Build the extension if this machine can; say why not when it cannot."""
+    """Build each extension if this machine can (the DSL's needs only a C
+    compiler, the YAML reader libyaml's headers too); say why not when it cannot."""
 
-    def run(self) -> None:
+    def build_extension(self, ext: Extension) -> None:
         try:
-            super().run()
+            super().build_extension(ext)
         except Exception as exc:    # noqa: BLE001 - distutils raises several unrelated types
             if REQUIRED:
                 raise
-            print(f"intentc: building the libyaml reader failed ({exc}); YAML is read in Python",
+            print(f"intentc: building {ext.name} failed ({exc}); that parser runs in Python",
                   file=sys.stderr)
 
 
 def extensions() -> list[Extension]:
-    ext = Extension("intentc.frontend._yamlfast", ["intentc/frontend/_yamlfast.pyx"], libraries=["yaml"])
+    exts = [Extension("intentc.frontend._yamlfast", ["intentc/frontend/_yamlfast.pyx"], libraries=["yaml"]),
+            Extension("intentc.frontend._dslfast", ["intentc/frontend/_dslfast.pyx"])]
     try:
         from Cython.Build import cythonize
     except ImportError:
         if REQUIRED:
             raise
-        print("intentc: Cython is not installed; YAML is read in Python", file=sys.stderr)
+        print("intentc: Cython is not installed; YAML and the DSL are parsed in Python", file=sys.stderr)
         return []
-    return list(cythonize([ext], quiet=True))    # language_level: the .pyx says
+    return list(cythonize(exts, quiet=True))    # language_level: the .pyx says
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import importlib
 import importlib.resources
 import operator
 import os
@@ -35,7 +36,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import lark
 import lark_cython
@@ -45,7 +46,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.grammar import Rule
 from lark.lexer import Lexer
 from lark.parse_tree_builder import ChildFilterLALR_NoPlaceholders, ExpandSingleChild
-from lark.parsers.lalr_analysis import Reduce
+from lark.parsers.lalr_analysis import Reduce, Shift
 from lark.utils import TextSlice
 
 from intentc.cachetrust import make_private_folder, open_trusted
@@ -129,10 +130,10 @@ class _Lexer(_cy.Lexer, Lexer):
     def __init__(self, conf: Any) -> None:
         terms = {t.name: t for t in conf.terminals}
         self.keywords: dict[str, str] = {}
-        punct: dict[str, str] = {}
+        self.punct: dict[str, str] = {}
         for t in conf.terminals:
             if t.pattern.type == "str":
-                (self.keywords if t.pattern.value.isidentifier() else punct)[t.pattern.value] = t.name
+                (self.keywords if t.pattern.value.isidentifier() else self.punct)[t.pattern.value] = t.name
         # Whitespace within a line is the optional prefix of each token's
         # match: one match per token.  Each terminal is a group of its own,
         # so the match's group number names its type.
@@ -143,7 +144,7 @@ class _Lexer(_cy.Lexer, Lexer):
         alternatives = [f"(?P<COMMENT>{terms['COMMENT'].pattern.to_regexp()})",
                         f"(?P<WORD>{terms['WORD'].pattern.to_regexp()})",
                         f"(?P<STRING>{terms['STRING'].pattern.to_regexp()})"]
-        alternatives += [f"(?P<{name}>{re.escape(p)})" for p, name in sorted(punct.items())]
+        alternatives += [f"(?P<{name}>{re.escape(p)})" for p, name in sorted(self.punct.items())]
         self.scanner = re.compile(f"(?:{inline_ws})?(?:" + "|".join(alternatives) + ")")
         if self.scanner.groups != len(alternatives):
             raise ValueError("a terminal's pattern has a capturing group of its own")
@@ -388,6 +389,38 @@ _plain_wrappers(_PARSER.parser.parser_conf.callbacks)
 _LOCK = threading.Lock()   # `_LOWER` holds the state of the parse in progress
 
 
+def _compiled() -> Callable[[str], bool] | None:
+    """The compiled common case of a whole file's parse (`_dslfast.parse`: lexer and
+    LALR loop in C over this parser's own table and callbacks), or None when it
+    is not built, turned off (``INTENTC_PURE_DSL=1``, for measuring), or the
+    grammar's terminals are no longer the ones its scanner implements."""
+    if os.environ.get("INTENTC_PURE_DSL") == "1":
+        return None
+    try:
+        fast = importlib.import_module("intentc.frontend._dslfast")
+    except ImportError:
+        return None
+    patterns = {t.name: t.pattern.to_regexp() for t in _PARSER.terminals if t.pattern.type == "re"}
+    if patterns != fast.PATTERNS or any(len(p) != 1 for p in _LEXER.punct):
+        return None
+    table = _PARSER.parser.parser._parse_table
+    states = [_STATES[s] for s in range(len(_STATES))]
+    callbacks = _PARSER.parser.parser_conf.callbacks
+    reductions = {arg: (len(arg.expansion), callbacks[arg], arg.origin.name)
+                  for row in states for action, arg in row.values() if action is Reduce}
+    terminal_callbacks = {name: f for name, f in callbacks.items() if isinstance(name, str)}
+    start, end = table.start_states[_START], table.end_states[_START]
+    keywords, punct, token = _LEXER.keywords, _LEXER.punct, _cy.Token
+
+    def parse(text: str) -> bool:
+        return bool(fast.parse(text, states, reductions, terminal_callbacks, start, end,
+                               keywords, punct, token, Shift, _LOWER.comments))
+    return parse
+
+
+_FAST = _compiled()
+
+
 def _hint_index() -> dict[dsl_errors.HintKey, str]:
     """Where each hinted example fails → its hint (for each key, the first example wins)."""
     index: dict[dsl_errors.HintKey, str] = {}
@@ -438,7 +471,13 @@ def _run(text: str) -> None:
     """Parse `text`; on each syntax error, report, salvage, restart at the next block.
 
     A restart parses a `TextSlice` of the same text, so every position stays
-    absolute and nothing is copied."""
+    absolute and nothing is copied.  A file the compiled loop parses cleanly
+    is done there; anything else is parsed again from the start by lark's
+    loop, which reports and recovers."""
+    if _FAST is not None:
+        if _FAST(text):
+            return
+        _LOWER.begin(_LOWER.path)       # what the compiled loop built so far is dropped
     try:
         _parse(text)
         return
