@@ -1,7 +1,8 @@
 """The compiled modules, each the common case of a parser kept in Python:
 
 * `intentc/frontend/_yamlfast.pyx`: libyaml's events walked in C (`yaml_read.Reader`);
-* `intentc/frontend/_dslfast.pyx`: a `.intent` file's lexer and LALR loop (`dsl._run`).
+* `intentc/frontend/_dslfast.pyx`: a `.intent` file's lexer and LALR loop (`dsl._run`);
+* `intentc/_compactfast.pyx`: the IR's pickling, interning and position packing (`compact`).
 
 Optional, as PyYAML's own libyaml binding is: without Cython, a C compiler or
 libyaml's headers the package installs without them and parses in Python,
@@ -30,19 +31,20 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:    # noqa: BLE001 - distutils raises several unrelated types
             if REQUIRED:
                 raise
-            print(f"intentc: building {ext.name} failed ({exc}); that parser runs in Python",
+            print(f"intentc: building {ext.name} failed ({exc}); its Python counterpart runs instead",
                   file=sys.stderr)
 
 
 def extensions() -> list[Extension]:
     exts = [Extension("intentc.frontend._yamlfast", ["intentc/frontend/_yamlfast.pyx"], libraries=["yaml"]),
-            Extension("intentc.frontend._dslfast", ["intentc/frontend/_dslfast.pyx"])]
+            Extension("intentc.frontend._dslfast", ["intentc/frontend/_dslfast.pyx"]),
+            Extension("intentc._compactfast", ["intentc/_compactfast.pyx"])]
     try:
         from Cython.Build import cythonize
     except ImportError:
         if REQUIRED:
             raise
-        print("intentc: Cython is not installed; YAML and the DSL are parsed in Python", file=sys.stderr)
+        print("intentc: Cython is not installed; the Python counterparts run instead", file=sys.stderr)
         return []
     return list(cythonize(exts, quiet=True))    # language_level: the .pyx says
 

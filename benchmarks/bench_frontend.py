@@ -10,6 +10,9 @@ and datasets), then measures, in the same run and on the same files:
 * the baseline: `check-jsonschema --schemafile schemas/intent.schema.json`
   on the YAML half only (schema validation alone: no DSL, no positions
   beyond the schema error, no cross-file semantic passes);
+* the same cold check with the compiled modules off (`INTENTC_PURE_YAML`,
+  `_DSL`, `_IR` = 1: their Python counterparts run), the baseline of what
+  the compiled common cases gain;
 * the floor issue 17 names (benchmarks/frontend_floor.py): libyaml composing
   the YAML half and lark-cython parsing the DSL half with lark's own lexer,
   on both cores, nothing lowered, checked or kept: what any checker built on
@@ -21,8 +24,8 @@ and datasets), then measures, in the same run and on the same files:
 
 Every run is a fresh process measured by benchmarks.proc.measure: wall
 time, CPU time and peak RSS, with the load average it ran under.  The cold
-runs and the floor's are taken in turn (`proc.alternating`), so the ratio
-between them is measured under one load.  Reports
+runs, the pure-Python ones and the floor's are taken in turn
+(`proc.alternating`), so the ratios between them are measured under one load.  Reports
 intents/s and ratios; writes benchmarks/results/bench_frontend.json.
 Seeded: the same files every run.
 """
@@ -49,6 +52,9 @@ from benchmarks.results import write_results  # noqa: E402
 TENANTS = ["team-a", "team-b", "team-c", "team-d"]
 PRODUCTS = ["H100-80GB", "A100-80GB", "L40S"]
 
+
+# Each compiled module off (its Python counterpart runs): the baseline the compiled ones are measured against.
+PURE = {"INTENTC_PURE_YAML": "1", "INTENTC_PURE_DSL": "1", "INTENTC_PURE_IR": "1"}
 
 def dsl_intent(i: int, rng: random.Random) -> str:
     after = f"  trigger: after job-{i - 1:05d}\n" if i % 5 and i > 0 else "  trigger: on push\n"
@@ -197,10 +203,16 @@ def bench(n: int, repeat: int, kcl: bool = True, kcl_timeout: float | None = Non
         env = dict(os.environ, INTENTC_CACHE_DIR=str(cache))
         intentc = [sys.executable, "-m", "intentc", "check", str(work / "repo"), "--format", "json"]
         floor_cmd = [sys.executable, str(ROOT / "benchmarks" / "frontend_floor.py"), str(work / "repo")]
-        # cold check and the floor in turn: their ratio is taken under the same load
-        paired = alternating({"cold": (intentc, env, lambda: shutil.rmtree(cache, ignore_errors=True)),
+
+        def clear() -> None:
+            shutil.rmtree(cache, ignore_errors=True)
+
+        # cold check, the same with the compiled modules off, and the floor in turn:
+        # their ratios are taken under the same load
+        paired = alternating({"cold": (intentc, env, clear),
+                              "pure": (intentc, {**env, **PURE}, clear),
                               "floor": (floor_cmd, dict(os.environ), None)}, repeat)
-        cold, floor = paired["cold"], paired["floor"]
+        cold, pure, floor = paired["cold"], paired["pure"], paired["floor"]
         warm = best(intentc, env, repeat)
         base = check_jsonschema(yaml_dir, repeat)
         yaml_files = base["files"]
@@ -221,6 +233,10 @@ def bench(n: int, repeat: int, kcl: bool = True, kcl_timeout: float | None = Non
                                                        / (cold["wall_s"] / (n + 1)), 2),
             "floor": {**floor, "what": "libyaml composing the YAML half, lark-cython parsing the DSL half, "
                                        "both cores, nothing kept (benchmarks/frontend_floor.py)"},
+            "intentc_cold_pure_python": {**pure, "what": "the same cold check with the compiled modules off "
+                                                        "(INTENTC_PURE_YAML/DSL/IR=1)"},
+            "pure_python_vs_compiled_cold_wall": round(pure["wall_s"] / cold["wall_s"], 2),
+            "pure_python_vs_compiled_cold_cpu": round(pure["cpu_s"] / cold["cpu_s"], 2),
             "intentc_cold_vs_floor_wall": round(cold["wall_s"] / floor["wall_s"], 2),
             "intentc_cold_vs_floor_cpu": round(cold["cpu_s"] / floor["cpu_s"], 2),
         }
@@ -249,6 +265,10 @@ def main() -> None:
         print(f"{r['intents']:>7} intents: intentc cold {cold['wall_s']} s {cold['peak_rss_mb']} MB, "
               f"cached {warm['wall_s']} s {warm['peak_rss_mb']} MB | check-jsonschema (YAML half) "
               f"{base['wall_s']} s {base['peak_rss_mb']} MB | load {cold['load_before']}")
+        pu = r["intentc_cold_pure_python"]
+        print(f"{'':>16}compiled modules off: cold {pu['wall_s']} s wall, {pu['cpu_s']} s CPU "
+              f"({r['pure_python_vs_compiled_cold_wall']}x the wall time, "
+              f"{r['pure_python_vs_compiled_cold_cpu']}x the CPU)")
         fl = r["floor"]
         print(f"{'':>16}floor (the two parsers alone) {fl['wall_s']} s wall, {fl['cpu_s']} s CPU: intentc cold is "
               f"{r['intentc_cold_vs_floor_wall']}x its wall time, {r['intentc_cold_vs_floor_cpu']}x its CPU")

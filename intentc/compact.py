@@ -18,10 +18,21 @@ interns the same fields in place, right after the parse, before the program
 is shared with anything (~460 bytes a file held twice or more otherwise,
 46 MB at 100,000 intents).  The values stay equal, only their identity
 changes, so equality, hashing and every output stay the same.
+
+These moves are a fifth of a cold `check` in Python (a frozen dataclass's
+``__init__`` per node unpickled, a `__reduce__` frame per node pickled, the
+walk above), so `intentc/_compactfast.pyx` does them in C when it is built
+(`FAST`): `_build` sets the slots without running ``__init__``, as unpickling
+slotted objects does, and `Compact.__reduce__` becomes the compiled `reduce`.
+The Python functions here stay as the reference (`tests/test_compact_fast.py`)
+and run where the module is not built or ``INTENTC_PURE_IR=1``.  A pickle
+names `intentc.compact._build` either way, so a cache loads on both.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 from typing import Any, Callable, ClassVar
 
@@ -35,48 +46,64 @@ class Compact:
     INTERNED: ClassVar[tuple[str, ...]] = ()    # optional str fields whose values repeat across files
 
     def __reduce__(self) -> tuple[object, ...]:
-        names: tuple[str, ...] = self.__slots__   # the dataclass's fields, in order
-        args = tuple([getattr(self, name) for name in names])
-        if self.INTERNED:
-            return _interned, (type(self), args)
-        return type(self), args
+        cls = type(self)
+        values = _fields_py(self)
+        # `cls(*values)` unless strings are to be interned (the compiled reduce
+        # always names `_build`, which rebuilds without `__init__`)
+        return (_build, (cls, values)) if _layout_of(cls)[1] else (cls, values)
 
 
-_POSITIONS: dict[type, tuple[int, ...]] = {}
+Layout = tuple[tuple[str, ...], tuple[int, ...]]
+_LAYOUTS: dict[type, Layout] = {}
 
 
-def _interned(cls: Any, args: tuple[Any, ...]) -> Any:
-    at = _POSITIONS.get(cls)
-    if at is None:
-        at = _POSITIONS[cls] = tuple(cls.__slots__.index(name) for name in cls.INTERNED)
-    values = list(args)
+def _layout(cls: type) -> Layout:
+    """A node class's slots, in the order of its fields (a slotted dataclass's
+    `__slots__`), and the positions among them of its `INTERNED` fields."""
+    names: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
+    return names, tuple(names.index(name) for name in getattr(cls, "INTERNED", ()))
+
+
+def _layout_of(cls: type) -> Layout:
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        layout = _LAYOUTS[cls] = _layout(cls)
+    return layout
+
+
+def _fields_py(node: object) -> tuple[Any, ...]:
+    """A node's field values in order: what it is pickled as."""
+    return tuple([getattr(node, name) for name in _layout_of(type(node))[0]])
+
+
+def _build(cls: Any, values: tuple[Any, ...]) -> Any:
+    """A node back from its pickled field values, the `INTERNED` strings interned."""
+    at = _layout_of(cls)[1]
+    if not at:
+        return cls(*values)
+    interned = list(values)
     for i in at:
-        v = values[i]
-        if v is not None:
-            values[i] = _intern(v)
-    return cls(*values)
+        v = interned[i]
+        if type(v) is str:
+            interned[i] = _intern(v)
+    return cls(*interned)
 
 
-_Walk = tuple[tuple[tuple[Callable[[Any], Any], Callable[[Any, Any], None]], ...], tuple[Callable[[Any], Any], ...]]
-_PLANS: dict[type, _Walk] = {}
+_Walk = tuple[tuple[str, ...], tuple[str, ...]]
 _SKIP = frozenset({"span", "spans", "file", "line", "column", "end_line", "end_column"})  # positions
 
 
-def _plan(cls: type) -> _Walk:
-    """The interned fields' (get, set) slot descriptors and the other fields' getters."""
-    plan = _PLANS.get(cls)
-    if plan is None:
-        slots = [name for k in cls.__mro__ for name in getattr(k, "__slots__", ())]
-        interned = getattr(cls, "INTERNED", ())
-        descr = [getattr(cls, name) for name in interned]
-        plan = _PLANS[cls] = (tuple((d.__get__, d.__set__) for d in descr),
-                              tuple(getattr(cls, name).__get__ for name in slots
-                                    if name not in interned and name not in _SKIP))
-    return plan
+def _walk(cls: type) -> _Walk:
+    """The names of a node class's interned fields, and of its other fields that may hold nodes."""
+    slots = [name for k in cls.__mro__ for name in getattr(k, "__slots__", ())]
+    interned = getattr(cls, "INTERNED", ())
+    return tuple(interned), tuple(name for name in slots if name not in interned and name not in _SKIP)
 
 
-def intern_strings(node: object) -> None:
-    """Intern, in place, the `INTERNED` string fields of `node` and of every IR node below it."""
+_WALKS: dict[type, _Walk] = {}
+
+
+def _intern_strings_py(node: object) -> None:
     stack = [node]
     pop, push = stack.pop, stack.append
     while stack:
@@ -84,12 +111,53 @@ def intern_strings(node: object) -> None:
         if isinstance(n, tuple):
             stack.extend(n)
         elif isinstance(n, Compact):
-            interned, children = _plan(type(n))
-            for get, put in interned:
-                v = get(n)
+            walk = _WALKS.get(type(n))
+            if walk is None:
+                walk = _WALKS[type(n)] = _walk(type(n))
+            interned, children = walk
+            for name in interned:
+                v = getattr(n, name)
                 if type(v) is str:
-                    put(n, _intern(v))
-            for get in children:
-                v = get(n)
+                    object.__setattr__(n, name, _intern(v))
+            for name in children:
+                v = getattr(n, name)
                 if isinstance(v, (tuple, Compact)):
                     push(v)
+
+
+def _compiled() -> Any:
+    """`intentc._compactfast` (the same functions in C), unless it is not built or
+    ``INTENTC_PURE_IR=1`` (for measuring) turns it off."""
+    if os.environ.get("INTENTC_PURE_IR") == "1":
+        return None
+    try:
+        fast = importlib.import_module("intentc._compactfast")
+    except ImportError:
+        return None
+    return fast
+
+
+FAST = _compiled()
+
+
+def intern_strings(node: object) -> None:
+    """Intern, in place, the `INTERNED` string fields of `node` and of every IR node below it."""
+    if FAST is not None:
+        FAST.intern_strings(node, Compact, _walk)
+    else:
+        _intern_strings_py(node)
+
+
+def compiled_as(fast: Callable[..., Any], module: str, name: str) -> Callable[..., Any]:
+    """`fast` (a function of `FAST`) under the name of the Python function it stands
+    in for: a pickle names the function that rebuilds an object, and must load on
+    an install with either implementation."""
+    fast.__module__, fast.__qualname__, fast.__name__ = module, name, name
+    return fast
+
+
+_build_py, _reduce_py = _build, Compact.__reduce__    # the references, for the differential tests
+if FAST is not None:
+    _build = compiled_as(FAST.build, __name__, "_build")
+    FAST.setup(_layout_of, _build, None)
+    Compact.__reduce__ = FAST.reduce     # type: ignore[method-assign]

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+from intentc import compact
 from intentc.compact import Compact
 
 
@@ -63,6 +64,12 @@ def make_span(file: str, line: int, column: int, end_line: int, end_column: int)
     _SET_END_LINE(span, end_line)
     _SET_END_COLUMN(span, end_column)
     return span
+
+
+make_span_py = make_span       # the reference, for the differential tests
+if compact.FAST is not None:
+    compact.FAST.setup(None, None, Span)
+    make_span = compact.compiled_as(compact.FAST.make_span, __name__, "make_span")
 
 
 class Severity(enum.Enum):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, ClassVar, Iterator, Mapping
 
+from intentc.compact import FAST as _FAST
 from intentc.compact import Compact
 from intentc.diagnostics import Span, make_span
 
@@ -152,6 +153,14 @@ def _packer(fields: int, wide: bool) -> struct.Struct:
 
 def _packed(flat: list[int]) -> bytes:
     """Four positions per span, 16-bit when they fit (nearly always), else 32-bit."""
+    if _FAST is not None:
+        packed: bytes | None = _FAST.pack_positions(flat)
+        if packed is not None:
+            return packed
+    return _packed_py(flat)
+
+
+def _packed_py(flat: list[int]) -> bytes:
     try:
         return _packer(len(flat) // 4, False).pack(*flat)
     except struct.error:        # a line or column past 65,535

@@ -15,11 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lark.exceptions import UnexpectedInput
 
-from intentc.compact import Compact
-from intentc.diagnostics import Diagnostic, Span
 from intentc.frontend import dsl, dsl_errors
-from intentc.ir import FieldSpans
 from intentc.sources import SourceFile
+from tests.ir_shape import shape
 
 ROOT = Path(__file__).parents[1]
 fast = dsl._FAST
@@ -35,23 +33,6 @@ def test_the_compiled_parser_is_built_where_ci_requires_it() -> None:
 def test_it_can_be_turned_off_for_measuring(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INTENTC_PURE_DSL", "1")
     assert dsl._compiled() is None
-
-
-def shape(value: Any) -> Any:
-    """A value with every field and position spelled out, for == (the IR's own
-    equality leaves spans out)."""
-    if isinstance(value, FieldSpans):
-        return ("spans", value.file, value.keys, value.items, value.own())
-    if isinstance(value, (Span, Diagnostic, dsl.Comment)):
-        return repr(value), getattr(value, "span", None)
-    if isinstance(value, Compact):
-        names = [n for k in type(value).__mro__ for n in getattr(k, "__slots__", ())]
-        return type(value).__name__, [(n, shape(getattr(value, n))) for n in names]
-    if isinstance(value, (tuple, list)):
-        return [shape(v) for v in value]
-    if isinstance(value, dict):
-        return sorted((k, shape(v)) for k, v in value.items())
-    return type(value).__name__, value
 
 
 def parsed(text: str) -> Any:

@@ -85,7 +85,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         spans[OWN] = own
         return FieldSpans.located(self.path, spans)
 
-    def _cover(self, a: Span, b: Any) -> Span:
+    def _cover(self, a: Any, b: Any) -> Span:
+        """From the start of `a` to the end of `b` (each a `Span` or a token: no `Span` made for either)."""
         return make_span(self.path, a.line, a.column, b.end_line, b.end_column)
 
     def _text(self, t: Token) -> str:
@@ -159,7 +160,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         return tuple(Ref(self._text(t), path, t.line, t.column, t.end_line, t.end_column) for t in toks)
 
     def _items_span(self, items: list[_Item]) -> Span:
-        return self._cover(self._sp(items[0][3]), items[-1][2])
+        return self._cover(items[0][3], items[-1][2])
 
     # -- declarations --------------------------------------------------------
 
@@ -171,12 +172,12 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         where = f"tenant '{name}'"
         u = self._unique(c[3:-1], where)
         fields: dict[str, Any] = {}
-        spans = {"name": self._sp(c[1])}
+        spans = {"name": c[1]}
         self._take(u, ("tier", "weight", "group", "drift", "max_sla"), fields, spans)
         if "quota" in u:
             quota = self._unique(u["quota"][0], f"the quota of {where}")
             self._take(quota, ("gpus", "cpu", "memory"), fields, spans, prefix="quota_")
-        t = Tenant(name, spans=self._fields(spans, self._cover(self._sp(c[0]), self._sp(c[-1]))), **fields)
+        t = Tenant(name, spans=self._fields(spans, self._cover(c[0], c[-1])), **fields)
         self.decls.append(t)
         return t
 
@@ -197,11 +198,11 @@ class Lowering(Transformer):  # type: ignore[type-arg]
 
     def dataset(self, c: list[Any]) -> Dataset:
         name = self._text(c[1])
-        spans = {"name": self._sp(c[1])}
+        spans = {"name": c[1]}
         fields: dict[str, Any] = {}
         if len(c) > 2:
             self._take(self._unique(c[3:-1], f"dataset '{name}'"), ("uri",), fields, spans)
-        d = Dataset(name, spans=self._fields(spans, self._cover(self._sp(c[0]), self._sp(c[-1]))), **fields)
+        d = Dataset(name, spans=self._fields(spans, self._cover(c[0], c[-1])), **fields)
         self.decls.append(d)
         return d
 
@@ -224,7 +225,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
                    fields, spans)
         if "constraints" not in fields:     # no clause: later passes still get a place to point at
             fields["constraints"] = Constraints(spans=FieldSpans.at(name_span))
-        i = Intent(name, spans=self._fields(spans, self._cover(self._sp(c[0]), self._sp(c[-1]))), **fields)
+        i = Intent(name, spans=self._fields(spans, self._cover(c[0], c[-1])), **fields)
         self.decls.append(i)
         return i
 
@@ -243,7 +244,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
             return "constraints", self._constraints(items), self._items_span(items), kw
         if t == "CLUSTERS":
             return "clusters", c[2], c[2].span, kw
-        span = self._cover(self._sp(items[0]), self._sp(items[-1]))
+        span = self._cover(items[0], items[-1])
         return t.lower(), self._refs(items), span, kw
 
     def clusters(self, c: list[Any]) -> ClusterSelector:
@@ -251,14 +252,14 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         if isinstance(c[0], tuple):
             names, span, each = c[0]
             return ClusterSelector(names=names, name_spans=each, spans=FieldSpans.at(span))
-        span = self._cover(self._sp(c[0]), self._sp(c[-1]))
+        span = self._cover(c[0], c[-1])
         pairs: list[tuple[str, str, Span]] = [p for p in c[1:-1] if isinstance(p, tuple)]
         spans = {f"label:{k}": sp for k, _, sp in pairs}
         return ClusterSelector(match_labels=tuple(sorted((k, v) for k, v, _ in pairs)), by_labels=True,
                                spans=self._fields(spans, span))
 
     def label_pair(self, c: list[Any]) -> tuple[str, str, Span]:
-        return self._text(c[0]), self._text(c[2]), self._cover(self._sp(c[0]), self._sp(c[2]))
+        return self._text(c[0]), self._text(c[2]), self._cover(c[0], c[2])
 
     # -- trigger and action --------------------------------------------------
 
@@ -277,8 +278,8 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         kind = c[0]
         parts: list[Any] = c[1:]
         settings = parts.pop() if parts and isinstance(parts[-1], ModelSettings) else None
-        end = settings.span if settings else (parts[-1][2] if parts else self._sp(kind))
-        span = self._cover(self._sp(kind), end)
+        end = settings.span if settings else (parts[-1][2] if parts else kind)
+        span = self._cover(kind, end)
         u = self._unique(parts, "the action")
         if "image" not in u:
             self.diags.append(error("E0106", "the action has no image", self._sp(kind),
@@ -300,18 +301,18 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         return t.lower(), self._text(v), v, kw
 
     def string_list(self, c: list[Any]) -> tuple[tuple[str, ...], Span]:
-        return tuple(self._text(t) for t in c[1:-1:2]), self._cover(self._sp(c[0]), self._sp(c[-1]))
+        return tuple(self._text(t) for t in c[1:-1:2]), self._cover(c[0], c[-1])
 
     def value_list(self, c: list[Any]) -> tuple[tuple[str, ...], Span, tuple[Span, ...]]:
         toks = c[1:-1:2]
-        return (tuple(self._text(t) for t in toks), self._cover(self._sp(c[0]), self._sp(c[-1])),
+        return (tuple(self._text(t) for t in toks), self._cover(c[0], c[-1]),
                 tuple(self._sp(t) for t in toks))
 
     def settings(self, c: list[Any]) -> ModelSettings:
         fields: dict[str, Any] = {}
         spans: dict[str, Any] = {}
         self._take(self._unique(c[1:-1], "the settings"), SETTING_KEYS, fields, spans)
-        return ModelSettings(spans=self._fields(spans, self._cover(self._sp(c[0]), self._sp(c[-1]))), **fields)
+        return ModelSettings(spans=self._fields(spans, self._cover(c[0], c[-1])), **fields)
 
     def setting(self, c: list[Any]) -> _Item:
         kw, v = c[0], c[2]
@@ -326,7 +327,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         return t.lower(), self._text(v), v, kw
 
     def batch(self, c: list[Any]) -> tuple[Batch | None, Span]:
-        span = self._cover(self._sp(c[0]), self._sp(c[-1]))
+        span = self._cover(c[0], c[-1])
         if c[0].type == "AUTO":
             if len(c) == 1:
                 return make_batch(True), span
@@ -381,7 +382,7 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     def gpus(self, c: list[Any]) -> tuple[GpuRequest | None, Span]:
         count_tok = c[0]
         options: list[_Item] = c[1:]
-        span = self._cover(self._sp(count_tok), options[-1][2] if options else self._sp(count_tok))
+        span = self._cover(count_tok, options[-1][2] if options else count_tok)
         u = self._unique(options, "the GPU request")
         count = self._int(count_tok, "the GPU count")
         if count is None:

@@ -1,0 +1,166 @@
+"""The compiled IR plumbing (`intentc/_compactfast.pyx`) against the Python
+functions it stands in for: pickling and unpickling a node, interning its
+strings in place, making a `Span`, packing positions.  Same values, same
+types, same positions, the same strings interned, and pickles that load on
+an install with either implementation."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from intentc import compact, diagnostics, ir
+from intentc.compact import Compact
+from intentc.frontend import parse_source
+from intentc.sources import SourceFile
+from tests.ir_shape import shape
+
+ROOT = Path(__file__).parents[1]
+FAST = compact.FAST
+needs_fast = pytest.mark.skipif(FAST is None and os.environ.get("INTENTC_REQUIRE_SPEEDUPS") != "1",
+                                reason="intentc._compactfast was not built on this machine")
+
+
+def test_the_compiled_plumbing_is_built_where_ci_requires_it() -> None:
+    if os.environ.get("INTENTC_REQUIRE_SPEEDUPS") == "1":
+        assert FAST is not None, "INTENTC_REQUIRE_SPEEDUPS=1 but intentc._compactfast did not import"
+
+
+def programs() -> list[Any]:
+    """The IR of every intent file in the repository and of 40 benchmark intents (both surfaces)."""
+    from benchmarks.bench_frontend import dsl_intent, yaml_intent
+    rng = random.Random(3)
+    texts = [(str(p), p.read_text(encoding="utf-8")) for d in ("intents", "examples", "tests")
+             for p in sorted((ROOT / d).rglob("*")) if p.suffix in (".intent", ".yaml", ".yml") and p.is_file()]
+    texts += [(f"b{i}.intent", dsl_intent(i, rng)) for i in range(20)]
+    texts += [(f"b{i}.yaml", yaml_intent(i, rng)) for i in range(20)]
+    out = []
+    for path, text in texts:
+        result = parse_source(SourceFile(path, text))
+        out.append((result.program, result.diagnostics))
+    return out
+
+
+def nodes(value: Any) -> list[Compact]:
+    found: list[Compact] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple):
+            stack.extend(v)
+        elif isinstance(v, Compact):
+            found.append(v)
+            stack.extend(getattr(v, n) for k in type(v).__mro__ for n in getattr(k, "__slots__", ()))
+    return found
+
+
+def interned_fields(value: Any) -> list[tuple[str, bool]]:
+    """Each `INTERNED` string field below `value`, and whether it is the interned object."""
+    return [(name, sys.intern(v) is v) for n in nodes(value) for name in type(n).INTERNED
+            if isinstance(v := getattr(n, name), str)]
+
+
+def fresh_strings(value: Any) -> Any:
+    """`value` rebuilt with a new, uninterned object for every string field, through the
+    Python reference (``cls(*fields)``)."""
+    if isinstance(value, tuple):
+        return tuple(fresh_strings(v) for v in value)
+    if isinstance(value, Compact) and not isinstance(value, ir.FieldSpans):
+        values = [fresh_strings(v) for v in compact._fields_py(value)]
+        return type(value)(*values)
+    if type(value) is str and value:
+        return "".join(list(value))        # equal, not the same object
+    return value
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[Any]:
+    found = programs()
+    assert len(found) > 40
+    return found
+
+
+@needs_fast
+def test_a_pickle_loads_the_same_through_either_implementation(corpus: list[Any]) -> None:
+    for value in corpus:
+        blob = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        assert b"_compactfast" not in blob, "a pickle must name the Python module's functions"
+        compiled = pickle.loads(blob)
+        saved = compact._build
+        try:
+            compact._build = compact._build_py          # what an install without the module has
+            reference = pickle.loads(blob)
+        finally:
+            compact._build = saved
+        assert shape(compiled) == shape(reference) == shape(value)
+        assert interned_fields(compiled) == interned_fields(reference)
+        assert all(ok for _, ok in interned_fields(compiled))
+
+
+@needs_fast
+def test_pickles_made_by_the_python_reduce_load_the_same(corpus: list[Any]) -> None:
+    saved = Compact.__reduce__
+    try:
+        Compact.__reduce__ = compact._reduce_py           # type: ignore[method-assign]
+        blobs = [pickle.dumps(v, pickle.HIGHEST_PROTOCOL) for v in corpus]
+    finally:
+        Compact.__reduce__ = saved                        # type: ignore[method-assign]
+    for value, blob in zip(corpus, blobs):
+        assert shape(pickle.loads(blob)) == shape(value)
+
+
+@needs_fast
+def test_interning_in_place_matches_the_python_walk(corpus: list[Any]) -> None:
+    for program, _ in corpus:
+        a, b = fresh_strings(program), fresh_strings(program)
+        assert not interned_fields(a) or not all(ok for _, ok in interned_fields(a))
+        compact.intern_strings(a)
+        compact._intern_strings_py(b)
+        assert shape(a) == shape(b) == shape(program)
+        assert interned_fields(a) == interned_fields(b)
+        assert all(ok for _, ok in interned_fields(a))
+
+
+@needs_fast
+def test_build_checks_the_number_of_values() -> None:
+    ref = ir.Ref("a", "f", 1, 2, 3, 4)
+    with pytest.raises(TypeError):
+        compact._build(ir.Ref, ("a", "f", 1))
+    assert shape(compact._build(ir.Ref, compact._fields_py(ref))) == shape(ref)
+
+
+@needs_fast
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=8), st.integers(-5, 2**33), st.integers(0, 70000), st.integers(0, 10), st.integers(0, 10))
+def test_make_span_matches(file: str, line: int, column: int, end_line: int, end_column: int) -> None:
+    a = diagnostics.make_span(file, line, column, end_line, end_column)
+    b = diagnostics.make_span_py(file, line, column, end_line, end_column)
+    assert type(a) is type(b) is diagnostics.Span
+    assert a == b == diagnostics.Span(file, line, column, end_line, end_column)
+    assert hash(a) == hash(b)
+    assert pickle.loads(pickle.dumps(a)) == a
+
+
+@needs_fast
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 70000), st.integers(-3, 2**32 + 3), st.booleans(), st.none()),
+                max_size=24).map(lambda xs: xs[:len(xs) // 4 * 4]))
+def test_packing_positions_matches_struct(flat: list[Any]) -> None:
+    try:
+        expected: bytes | None = ir._packed_py(flat)
+    except (struct.error, TypeError):
+        expected = None
+    got = FAST.pack_positions(flat)
+    if got is not None:
+        assert got == expected
+    else:       # handed back: the reference decides (and raises for what it cannot pack)
+        assert not all(type(v) is int and 0 <= v <= 0xFFFFFFFF for v in flat)
