@@ -58,12 +58,13 @@ cdef object _layout_of       # a Python function: class -> that pair (`compact._
 cdef object _SPAN = None     # `diagnostics.Span`
 
 
-def setup(layout_of, build, span_cls):
+def setup(layout_of, build, init_spec_of, span_cls):
     """Called once by `intentc.compact` / `intentc.diagnostics`: how to learn a
-    class's layout, the function that rebuilds a node, the `Span` class."""
-    global _layout_of, _BUILD, _SPAN
+    class's layout, the function that rebuilds a node, how to learn a class's
+    ``__init__`` parameters, the `Span` class."""
+    global _layout_of, _BUILD, _init_spec_of, _SPAN
     if layout_of is not None:
-        _layout_of, _BUILD = layout_of, build
+        _layout_of, _BUILD, _init_spec_of = layout_of, build, init_spec_of
     if span_cls is not None:
         _SPAN = span_cls
 
@@ -92,6 +93,42 @@ def fields(obj):
 
 
 cdef object _BUILD = None    # `compact._build`, under the name pickles give it
+cdef dict _INITS = {}        # class -> (field names, kinds: 0 required / 1 default / 2 factory, defaults)
+cdef object _init_spec_of    # a Python function: class -> that triple (`compact._init_spec`)
+
+
+def init(self, *args, **kwargs):
+    """A frozen dataclass's generated ``__init__`` (one ``object.__setattr__`` a
+    field, 0.8 µs for a `Ref`), as generic C: the arguments bound to the fields
+    as Python binds them, defaults and factories filled in, each slot set."""
+    cls = type(self)
+    spec = _INITS.get(cls)
+    if spec is None:
+        spec = _INITS[cls] = _init_spec_of(cls)
+    cdef tuple names = (<tuple>spec)[0]
+    cdef tuple kinds = (<tuple>spec)[1]
+    cdef tuple defaults = (<tuple>spec)[2]
+    cdef Py_ssize_t i, n = len(names), given = len(args), taken = 0
+    if given > n:
+        raise TypeError(f"{cls.__name__}.__init__() takes {n + 1} positional arguments but {given + 1} were given")
+    for i in range(n):
+        name = names[i]
+        if i < given:
+            v = args[i]
+            if kwargs and name in kwargs:
+                raise TypeError(f"{cls.__name__}.__init__() got multiple values for argument '{name}'")
+        elif kwargs and name in kwargs:
+            v = kwargs[name]
+            taken += 1
+        else:
+            kind = kinds[i]
+            if kind == 0:
+                raise TypeError(f"{cls.__name__}.__init__() missing 1 required argument: '{name}'")
+            v = defaults[i] if kind == 1 else defaults[i]()
+        PyObject_GenericSetAttr(self, name, v)
+    if taken != len(kwargs):
+        unknown = next(k for k in kwargs if k not in names)
+        raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument '{unknown}'")
 
 
 def reduce(obj):
@@ -171,3 +208,37 @@ def pack_positions(list flat):
         for i in range(n):
             wide[i] = <uint32_t>(<long long>flat[i])
     return out
+
+
+def field_spans(cls, file, mapping, dict shared):
+    """`ir.FieldSpans.located` / `.pack` in one call: the keys sorted (one tuple
+    object per set of keys, kept in `shared`), the positions of each value -- a
+    4-tuple, or anything with ``line``, ``column``, ``end_line``, ``end_column``
+    -- packed, and the `FieldSpans` made; None (the caller's Python path decides)
+    for anything else."""
+    keys = tuple(sorted(mapping))
+    same = shared.get(keys)
+    if same is None:
+        shared[keys] = keys
+    else:
+        keys = same
+    flat = []
+    for key in <tuple>keys:
+        o = mapping[key]
+        if type(o) is tuple:
+            if len(<tuple>o) != 4:
+                return None
+            flat.extend(<tuple>o)
+        else:
+            flat.append(o.line)
+            flat.append(o.column)
+            flat.append(o.end_line)
+            flat.append(o.end_column)
+    packed = pack_positions(flat)
+    if packed is None:
+        return None
+    obj = intentc_alloc(cls)
+    PyObject_GenericSetAttr(obj, "file", file)
+    PyObject_GenericSetAttr(obj, "keys", keys)
+    PyObject_GenericSetAttr(obj, "positions", packed)
+    return obj

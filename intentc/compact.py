@@ -31,6 +31,7 @@ names `intentc.compact._build` either way, so a cache loads on both.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import sys
@@ -44,6 +45,10 @@ class Compact:
 
     __slots__ = ()
     INTERNED: ClassVar[tuple[str, ...]] = ()    # optional str fields whose values repeat across files
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _compile_init(cls)
 
     def __reduce__(self) -> tuple[object, ...]:
         cls = type(self)
@@ -148,6 +153,50 @@ def intern_strings(node: object) -> None:
         _intern_strings_py(node)
 
 
+InitSpec = tuple[tuple[str, ...], tuple[int, ...], tuple[Any, ...]]
+
+
+def _init_spec(cls: type) -> InitSpec:
+    """A dataclass's ``__init__`` parameters in order: their names, whether each is
+    required (0), has a default (1) or a default factory (2), and that default."""
+    names, kinds, defaults = [], [], []
+    for f in dataclasses.fields(cls):
+        names.append(f.name)
+        if f.default is not dataclasses.MISSING:
+            kinds.append(1)
+            defaults.append(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            kinds.append(2)
+            defaults.append(f.default_factory)
+        else:
+            kinds.append(0)
+            defaults.append(None)
+    return tuple(names), tuple(kinds), tuple(defaults)
+
+
+def _compile_init(cls: type) -> None:
+    """Give a slotted dataclass `FAST.init` for the ``__init__`` `dataclass` generated,
+    when that one does nothing else: every field a plain positional-or-keyword
+    parameter in field order (no `InitVar`, keyword-only or ``init=False`` field)
+    and no ``__post_init__``.  Called for each subclass; a class still being
+    decorated (no slots or no dataclass fields yet) is left alone, the slotted
+    class `dataclass` makes from it is the one that gets it."""
+    generated = cls.__dict__.get("__init__")
+    if (FAST is None or "__slots__" not in cls.__dict__ or "__dataclass_fields__" not in cls.__dict__
+            or generated is None or getattr(generated, "__code__", None) is None
+            or generated.__code__.co_filename != "<string>" or hasattr(cls, "__post_init__")):
+        return
+    code = generated.__code__
+    params = code.co_varnames[:code.co_argcount]
+    if code.co_kwonlyargcount or params != ("self", *(f.name for f in dataclasses.fields(cls))):
+        return
+    GENERATED_INITS[cls] = generated    # the reference, for the differential tests
+    cls.__init__ = FAST.init        # type: ignore[misc]
+
+
+GENERATED_INITS: dict[type, Any] = {}
+
+
 def compiled_as(fast: Callable[..., Any], module: str, name: str) -> Callable[..., Any]:
     """`fast` (a function of `FAST`) under the name of the Python function it stands
     in for: a pickle names the function that rebuilds an object, and must load on
@@ -159,5 +208,5 @@ def compiled_as(fast: Callable[..., Any], module: str, name: str) -> Callable[..
 _build_py, _reduce_py = _build, Compact.__reduce__    # the references, for the differential tests
 if FAST is not None:
     _build = compiled_as(FAST.build, __name__, "_build")
-    FAST.setup(_layout_of, _build, None)
+    FAST.setup(_layout_of, _build, _init_spec, None)
     Compact.__reduce__ = FAST.reduce     # type: ignore[method-assign]

@@ -68,7 +68,7 @@ def make_span(file: str, line: int, column: int, end_line: int, end_column: int)
 
 make_span_py = make_span       # the reference, for the differential tests
 if compact.FAST is not None:
-    compact.FAST.setup(None, None, Span)
+    compact.FAST.setup(None, None, None, Span)
     make_span = compact.compiled_as(compact.FAST.make_span, __name__, "make_span")
 
 

@@ -254,6 +254,10 @@ class FieldSpans(Compact):
         has one, is the entry under `OWN`."""
         if not mapping:
             return _NO_FIELD_SPANS
+        if _FAST is not None:
+            made: FieldSpans | None = _FAST.field_spans(cls, file, mapping, _KEYS)
+            if made is not None:
+                return made
         keys = tuple(sorted(mapping))
         return cls(file, _shared_keys(keys),
                    _packed(list(chain.from_iterable(map(_POSITION_OF, map(mapping.__getitem__, keys))))))
@@ -266,6 +270,10 @@ class FieldSpans(Compact):
             positions = {**positions, OWN: own}
         if not positions:
             return _NO_FIELD_SPANS
+        if _FAST is not None:
+            made: FieldSpans | None = _FAST.field_spans(cls, file, positions, _KEYS)
+            if made is not None:
+                return made
         keys = tuple(sorted(positions))
         return cls(file, _shared_keys(keys), _packed(list(chain.from_iterable(map(positions.__getitem__, keys)))))
 

@@ -164,3 +164,97 @@ def test_packing_positions_matches_struct(flat: list[Any]) -> None:
         assert got == expected
     else:       # handed back: the reference decides (and raises for what it cannot pack)
         assert not all(type(v) is int and 0 <= v <= 0xFFFFFFFF for v in flat)
+
+
+def compiled_init_classes() -> list[type]:
+    return sorted(compact.GENERATED_INITS, key=lambda c: c.__qualname__)
+
+
+@needs_fast
+def test_the_node_classes_get_the_compiled_init() -> None:
+    names = {c.__name__ for c in compiled_init_classes()}
+    assert {"Intent", "Tenant", "Ref", "Action", "Constraints", "Diagnostic", "FieldSpans"} <= names
+
+
+@needs_fast
+def test_the_compiled_init_builds_what_the_generated_one_builds(corpus: list[Any]) -> None:
+    seen: dict[type, int] = {}
+    for program, diags in corpus:
+        for node in nodes(program) + nodes(diags):
+            cls = type(node)
+            generated = compact.GENERATED_INITS.get(cls)
+            if generated is None or seen.get(cls, 0) >= 20:
+                continue
+            seen[cls] = seen.get(cls, 0) + 1
+            values = compact._fields_py(node)
+            names = compact._init_spec(cls)[0]
+            for args, kwargs in [(values, {}), ((), dict(zip(names, values))),
+                                 (values[:1], dict(zip(names[1:], values[1:])))]:
+                a, b = object.__new__(cls), object.__new__(cls)
+                cls.__init__(a, *args, **kwargs)
+                generated(b, *args, **kwargs)
+                assert shape(a) == shape(b) == shape(node)
+    assert len(seen) >= 8
+
+
+@needs_fast
+@pytest.mark.parametrize("cls", compiled_init_classes(), ids=lambda c: c.__name__)
+def test_defaults_and_bad_arguments_as_the_generated_init(cls: type) -> None:
+    generated = compact.GENERATED_INITS[cls]
+    names, kinds, _ = compact._init_spec(cls)
+    required = {n: f"v{i}" for i, (n, k) in enumerate(zip(names, kinds)) if k == 0}
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((), required),                                       # every default and factory
+        ((), {}),                                             # missing arguments (unless none is required)
+        (tuple(range(len(names) + 1)), {}),                   # one too many
+        ((), {**required, "no_such_field": 1}),
+    ]
+    if names:
+        calls.append((("x",), {names[0]: "y"}))              # a value given twice
+    for args, kwargs in calls:
+        a, b = object.__new__(cls), object.__new__(cls)
+        outcome = []
+        for init, obj in ((cls.__init__, a), (generated, b)):
+            try:
+                init(obj, *args, **kwargs)
+                outcome.append(shape(obj))
+            except TypeError:
+                outcome.append(TypeError)
+        assert outcome[0] == outcome[1], (args, kwargs)
+    if not required:
+        x, y = cls(), object.__new__(cls)
+        generated(y)
+        for n, k in zip(names, kinds):                        # a factory makes a fresh value each time
+            if k == 2 and isinstance(getattr(x, n), (list, dict, set)):
+                assert getattr(x, n) is not getattr(y, n)
+
+
+positions = st.tuples(st.integers(0, 70000), st.integers(0, 70000), st.integers(0, 10), st.integers(0, 10))
+
+
+@needs_fast
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["", "name", "tier", "quota_gpus", "label:a", "z"]), positions, max_size=6),
+       st.booleans())
+def test_field_spans_are_packed_as_the_python_path_packs_them(mapping: dict[str, tuple[int, int, int, int]],
+                                                             as_spans: bool) -> None:
+    values: dict[str, Any] = ({k: diagnostics.Span("f", *v) for k, v in mapping.items()} if as_spans else mapping)
+    make = ir.FieldSpans.located if as_spans else ir.FieldSpans.pack
+    compiled = make("f", values)
+    saved, ir._FAST = ir._FAST, None
+    try:
+        reference = make("f", values)
+    finally:
+        ir._FAST = saved
+    assert type(compiled) is type(reference) is ir.FieldSpans
+    assert (compiled.file, compiled.keys, compiled.positions) == (reference.file, reference.keys, reference.positions)
+    assert compiled.keys is reference.keys                     # one tuple per set of keys
+    assert shape(compiled) == shape(reference)
+
+
+@needs_fast
+def test_field_spans_hand_back_what_they_cannot_pack() -> None:
+    assert FAST.field_spans(ir.FieldSpans, "f", {"a": (1, 2, 3)}, {}) is None
+    assert FAST.field_spans(ir.FieldSpans, "f", {"a": (1, 2, 3, -1)}, {}) is None
+    with pytest.raises(struct.error):
+        ir.FieldSpans.pack("f", {"a": (1, 2, 3, -1)})
