@@ -237,6 +237,30 @@ def field_spans(cls, file, mapping, dict shared):
     packed = pack_positions(flat)
     if packed is None:
         return None
+    return _made_field_spans(cls, file, keys, packed)
+
+
+cdef object _FIELD_SPANS = None     # `ir.FieldSpans`
+cdef dict _SHARED_KEYS = None       # `ir._KEYS`
+
+
+def setup_field_spans(cls, dict shared):
+    """Called once by `intentc.ir`: the `FieldSpans` class and its shared keys tuples."""
+    global _FIELD_SPANS, _SHARED_KEYS
+    _FIELD_SPANS, _SHARED_KEYS = cls, shared
+
+
+def field_spans_back(file, keys, positions):
+    """Unpickling a `FieldSpans` (`ir._field_spans`): its keys tuple shared again, no ``__init__``."""
+    same = _SHARED_KEYS.get(keys)
+    if same is None:
+        _SHARED_KEYS[keys] = keys
+    else:
+        keys = same
+    return _made_field_spans(_FIELD_SPANS, file, keys, positions)
+
+
+cdef object _made_field_spans(cls, file, keys, packed):
     obj = intentc_alloc(cls)
     PyObject_GenericSetAttr(obj, "file", file)
     PyObject_GenericSetAttr(obj, "keys", keys)

@@ -26,7 +26,7 @@ from itertools import chain
 from typing import Any, ClassVar, Iterator, Mapping
 
 from intentc.compact import FAST as _FAST
-from intentc.compact import Compact
+from intentc.compact import Compact, compiled_as
 from intentc.diagnostics import Span, make_span
 
 NO_SPAN = Span("<none>", 0, 0, 0, 0)
@@ -284,6 +284,12 @@ class FieldSpans(Compact):
 def _field_spans(file: str, keys: tuple[str, ...], positions: bytes) -> FieldSpans:
     """Unpickling: the names tuple is shared again across files."""
     return FieldSpans(file, _shared_keys(keys), positions)
+
+
+_field_spans_py = _field_spans     # the reference, for the differential tests
+if _FAST is not None:
+    _FAST.setup_field_spans(FieldSpans, _KEYS)
+    _field_spans = compiled_as(_FAST.field_spans_back, __name__, "_field_spans")
 
 
 _NO_FIELD_SPANS = FieldSpans()

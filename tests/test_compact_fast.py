@@ -95,15 +95,18 @@ def test_a_pickle_loads_the_same_through_either_implementation(corpus: list[Any]
         blob = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
         assert b"_compactfast" not in blob, "a pickle must name the Python module's functions"
         compiled = pickle.loads(blob)
-        saved = compact._build
+        saved = compact._build, ir._field_spans
         try:
-            compact._build = compact._build_py          # what an install without the module has
+            compact._build, ir._field_spans = compact._build_py, ir._field_spans_py   # an install without it
             reference = pickle.loads(blob)
         finally:
-            compact._build = saved
+            compact._build, ir._field_spans = saved
         assert shape(compiled) == shape(reference) == shape(value)
         assert interned_fields(compiled) == interned_fields(reference)
         assert all(ok for _, ok in interned_fields(compiled))
+        for a, b in zip(nodes(compiled), nodes(reference)):
+            if isinstance(a, ir.FieldSpans) and a.keys:
+                assert a.keys is b.keys is ir._KEYS[a.keys]      # one tuple per set of keys, either way
 
 
 @needs_fast
