@@ -130,19 +130,19 @@ def _intern_strings_py(node: object) -> None:
                     push(v)
 
 
-def _compiled() -> Any:
-    """`intentc._compactfast` (the same functions in C), unless it is not built or
-    ``INTENTC_PURE_IR=1`` (for measuring) turns it off."""
-    if os.environ.get("INTENTC_PURE_IR") == "1":
+def compiled_module(name: str, off: str) -> Any:
+    """One of the optional compiled modules (`setup.py`), or None when it is not
+    built or the environment variable `off` is ``1`` (for measuring: its Python
+    counterpart runs instead)."""
+    if os.environ.get(off) == "1":
         return None
     try:
-        fast = importlib.import_module("intentc._compactfast")
+        return importlib.import_module(name)
     except ImportError:
         return None
-    return fast
 
 
-FAST = _compiled()
+FAST = compiled_module("intentc._compactfast", "INTENTC_PURE_IR")   # the functions below, in C
 
 
 def intern_strings(node: object) -> None:

@@ -6,7 +6,6 @@ an install with either implementation."""
 
 from __future__ import annotations
 
-import os
 import pickle
 import random
 import struct
@@ -23,16 +22,15 @@ from intentc.compact import Compact
 from intentc.frontend import parse_source
 from intentc.sources import SourceFile
 from tests.ir_shape import shape
+from tests.speedups import assert_built_where_required, needs
 
 ROOT = Path(__file__).parents[1]
 FAST = compact.FAST
-needs_fast = pytest.mark.skipif(FAST is None and os.environ.get("INTENTC_REQUIRE_SPEEDUPS") != "1",
-                                reason="intentc._compactfast was not built on this machine")
+needs_fast = needs(FAST, "intentc._compactfast")
 
 
 def test_the_compiled_plumbing_is_built_where_ci_requires_it() -> None:
-    if os.environ.get("INTENTC_REQUIRE_SPEEDUPS") == "1":
-        assert FAST is not None, "INTENTC_REQUIRE_SPEEDUPS=1 but intentc._compactfast did not import"
+    assert_built_where_required(FAST, "intentc._compactfast")
 
 
 def programs() -> list[Any]:

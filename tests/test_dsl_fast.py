@@ -5,7 +5,6 @@ same IR, every position, the same diagnostics and comments."""
 
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -18,16 +17,15 @@ from lark.exceptions import UnexpectedInput
 from intentc.frontend import dsl, dsl_errors
 from intentc.sources import SourceFile
 from tests.ir_shape import shape
+from tests.speedups import assert_built_where_required, needs
 
 ROOT = Path(__file__).parents[1]
 fast = dsl._FAST
-needs_fast = pytest.mark.skipif(fast is None and os.environ.get("INTENTC_REQUIRE_SPEEDUPS") != "1",
-                                reason="the compiled DSL parser was not built on this machine")
+needs_fast = needs(fast, "intentc.frontend._dslfast")
 
 
 def test_the_compiled_parser_is_built_where_ci_requires_it() -> None:
-    if os.environ.get("INTENTC_REQUIRE_SPEEDUPS") == "1":
-        assert fast is not None, "INTENTC_REQUIRE_SPEEDUPS=1 but intentc.frontend._dslfast is not in use"
+    assert_built_where_required(fast, "intentc.frontend._dslfast")
 
 
 def test_it_can_be_turned_off_for_measuring(monkeypatch: pytest.MonkeyPatch) -> None:

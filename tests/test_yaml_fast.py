@@ -5,7 +5,6 @@ positions -- and `Reader` says the same diagnostics either way."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +15,15 @@ from hypothesis import strategies as st
 
 from intentc.frontend import yaml_read
 from intentc.frontend.schema import YList, YMap
+from tests.speedups import assert_built_where_required, needs
 
 ROOT = Path(__file__).parents[1]
 fast = yaml_read._fast
-needs_fast = pytest.mark.skipif(fast is None and os.environ.get("INTENTC_REQUIRE_SPEEDUPS") != "1",
-                                reason="the libyaml reader was not built on this machine")
+needs_fast = needs(fast, "intentc.frontend._yamlfast")
 
 
 def test_the_compiled_reader_is_built_where_ci_requires_it() -> None:
-    if os.environ.get("INTENTC_REQUIRE_SPEEDUPS") == "1":
-        assert fast is not None, "INTENTC_REQUIRE_SPEEDUPS=1 but intentc.frontend._yamlfast did not import"
+    assert_built_where_required(fast, "intentc.frontend._yamlfast")
 
 
 def shape(value: Any) -> Any:
@@ -133,6 +131,7 @@ def test_every_yaml_file_in_the_repository_reads_the_same() -> None:
 @needs_fast
 def test_the_benchmark_intents_take_the_compiled_path() -> None:
     import random
+
     from benchmarks.bench_frontend import yaml_intent
     rng = random.Random(1)
     assert all(agree(yaml_intent(i, rng)) for i in range(50))

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import importlib
 import importlib.resources
 import operator
 import os
@@ -50,6 +49,7 @@ from lark.parsers.lalr_analysis import Reduce, Shift
 from lark.utils import TextSlice
 
 from intentc.cachetrust import make_private_folder, open_trusted
+from intentc.compact import compiled_module
 from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend import dsl_errors
 from intentc.frontend.dsl_lower import Lowering
@@ -394,11 +394,8 @@ def _compiled() -> Callable[[str], bool] | None:
     LALR loop in C over this parser's own table and callbacks), or None when it
     is not built, turned off (``INTENTC_PURE_DSL=1``, for measuring), or the
     grammar's terminals are no longer the ones its scanner implements."""
-    if os.environ.get("INTENTC_PURE_DSL") == "1":
-        return None
-    try:
-        fast = importlib.import_module("intentc.frontend._dslfast")
-    except ImportError:
+    fast = compiled_module("intentc.frontend._dslfast", "INTENTC_PURE_DSL")
+    if fast is None:
         return None
     patterns = {t.name: t.pattern.to_regexp() for t in _PARSER.terminals if t.pattern.type == "re"}
     if patterns != fast.PATTERNS or any(len(p) != 1 for p in _LEXER.punct):

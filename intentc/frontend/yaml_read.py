@@ -19,8 +19,6 @@ the values to the IR is `intentc.frontend.yaml`'s job.
 
 from __future__ import annotations
 
-import importlib
-import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +39,7 @@ from yaml.events import (
 from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
+from intentc.compact import compiled_module
 from intentc.diagnostics import Diagnostic, Related, error, excerpt
 from intentc.frontend.schema import (
     Pos,
@@ -62,12 +61,8 @@ _BYTE_OFFSETS = _LOADER is not pyyaml.SafeLoader    # libyaml reports reader err
 
 # The common case compiled (`_yamlfast.pyx`, built when the machine has a C compiler
 # and libyaml's headers); it hands anything unusual back to `Reader`.
-_fast: Any = None
-if _LOADER is not pyyaml.SafeLoader and os.environ.get("INTENTC_PURE_YAML") != "1":
-    try:
-        _fast = importlib.import_module("intentc.frontend._yamlfast")
-    except ImportError:
-        pass
+_fast: Any = (compiled_module("intentc.frontend._yamlfast", "INTENTC_PURE_YAML")
+              if _LOADER is not pyyaml.SafeLoader else None)
 
 _T = "tag:yaml.org,2002:"
 _STR, _NULL, _BOOL, _INT, _FLOAT = _T + "str", _T + "null", _T + "bool", _T + "int", _T + "float"
