@@ -19,11 +19,13 @@ is shared with anything (~460 bytes a file held twice or more otherwise,
 46 MB at 100,000 intents).  The values stay equal, only their identity
 changes, so equality, hashing and every output stay the same.
 
-These moves are a fifth of a cold `check` in Python (a frozen dataclass's
-``__init__`` per node unpickled, a `__reduce__` frame per node pickled, the
-walk above), so `intentc/_compactfast.pyx` does them in C when it is built
-(`FAST`): `_build` sets the slots without running ``__init__``, as unpickling
-slotted objects does, and `Compact.__reduce__` becomes the compiled `reduce`.
+These moves were a fifth of a cold `check` in Python (a frozen dataclass's
+``__init__`` per node made or unpickled, one ``object.__setattr__`` a field;
+a `__reduce__` frame per node pickled; the walk above), so
+`intentc/_compactfast.pyx` does them in C when it is built (`FAST`): a node
+class's generated ``__init__`` becomes the compiled `init` (`_compile_init`),
+`_build` sets the slots without running ``__init__``, as unpickling slotted
+objects does, and `Compact.__reduce__` becomes the compiled `reduce`.
 The Python functions here stay as the reference (`tests/test_compact_fast.py`)
 and run where the module is not built or ``INTENTC_PURE_IR=1``.  A pickle
 names `intentc.compact._build` either way, so a cache loads on both.
