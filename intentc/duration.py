@@ -1,7 +1,13 @@
 """Durations as written in intents (`90s`, `45m`, `2h`, `1d`, `1h30m`).
 
-One parser shared by the domain pass (is it valid?) and the graph
-(estimated run time for the critical path), so they never disagree.
+The one parser of the notation: the domain pass (is it valid?), the graph
+and the planner (estimated run time), apply's timeouts and the fallback
+chain all read a duration through `parse_duration`, so a spelling that one
+of them accepts is never "no duration" for another.
+
+Units come in descending order (d, h, m, s), each at most once: `30m1h` is
+refused at `check` time rather than silently summed, as a typo of `1h30m`
+and `1h1h` of `1h` are more likely than a wish to add them up.
 """
 
 from __future__ import annotations
@@ -9,18 +15,34 @@ from __future__ import annotations
 import re
 
 MAX_LENGTH = 64
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"^(?:[0-9]+[smhd])+$")
-_PART = re.compile(r"([0-9]+)([smhd])")
+_DURATION = re.compile(r"(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
+_UNIT_SECONDS = (86400, 3600, 60, 1)
+_PLAIN_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")      # the command line's plain seconds: 90, 0.5
 
 
 def parse_duration(text: str) -> int | None:
     """Seconds, or None when `text` is not a duration (a bare number is not:
     `2` could mean minutes or hours, so the unit is required)."""
     text = text.strip()
-    if len(text) > MAX_LENGTH or not _DURATION.match(text):   # int() of 5,000 digits raises
+    if len(text) > MAX_LENGTH:          # int() of 5,000 digits raises
         return None
-    return sum(int(n) * _UNIT_SECONDS[u] for n, u in _PART.findall(text))
+    m = _DURATION.fullmatch(text)
+    if m is None or not any(m.groups()):
+        return None
+    return sum(int(g) * unit for g, unit in zip(m.groups(), _UNIT_SECONDS) if g)
+
+
+def parse_seconds(text: str) -> float | None:
+    """Seconds as a command-line option takes them: a duration (`90s`, `5m`,
+    `1h30m`) or a plain number of seconds (`90`, `0.5`: what time options took
+    before they took durations); None when `text` is neither."""
+    text = text.strip()
+    if len(text) > MAX_LENGTH:
+        return None
+    if _PLAIN_SECONDS.fullmatch(text):
+        return float(text)
+    seconds = parse_duration(text)
+    return None if seconds is None else float(seconds)
 
 
 def format_duration(seconds: int) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Mapping
 
 import networkx as nx
@@ -24,6 +23,7 @@ import networkx as nx
 from intentc import ir
 from intentc.dependencies import Edge, edges, producers, unique_intents
 from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.duration import parse_duration
 
 # Enumerating elementary cycles is exponential in the worst case; a repository
 # with that many cycles needs its first few fixed before the rest matter.
@@ -41,25 +41,10 @@ DEFAULT_DURATIONS: Mapping[str, int] = {
     ir.ActionKind.SERVE.value: 0,
 }
 
-_DURATION = re.compile(r"(?:(\d{1,9})d)?(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?")
-_UNIT_SECONDS = (86400, 3600, 60, 1)
-
 
 # --------------------------------------------------------------------------
 # Durations
 # --------------------------------------------------------------------------
-
-def parse_duration(text: str) -> int | None:
-    """``"90s"``, ``"45m"``, ``"2h"``, ``"1d"``, ``"1h30m"`` → seconds; None if invalid.
-
-    Units must appear in descending order (d, h, m, s), each at most once,
-    so ``"30m1h"`` is rejected rather than silently summed.
-    """
-    m = _DURATION.fullmatch(text.strip())
-    if m is None or not any(m.groups()):
-        return None
-    return sum(int(g) * unit for g, unit in zip(m.groups(), _UNIT_SECONDS) if g)
-
 
 def duration_seconds(intent: ir.Intent) -> int:
     """The intent's estimated run time: its own `duration`, else the default for its kind."""

@@ -303,16 +303,6 @@ def test_critical_path_ties_go_to_the_smallest_name() -> None:
     assert graph.critical_path(nx.DiGraph(), {}) == ((), 0)
 
 
-@pytest.mark.parametrize("text,seconds", [
-    ("90s", 90), ("45m", 2700), ("2h", 7200), ("1d", 86400), ("1h30m", 5400), ("1d2h3m4s", 93784),
-    (" 2h ", 7200), ("0s", 0),
-    ("", None), ("h", None), ("30m1h", None), ("1.5h", None), ("2 h", None), ("-1h", None), ("2H", None),
-    ("1h1h", None), ("9" * 5000 + "s", None),
-])
-def test_parse_duration(text: str, seconds: int | None) -> None:
-    assert graph.parse_duration(text) == seconds
-
-
 def test_duration_defaults_per_action_kind() -> None:
     assert graph.duration_seconds(intent("a", kind="batch")) == 1800
     assert graph.duration_seconds(intent("a", kind="training")) == 14400
@@ -403,7 +393,7 @@ def test_graph_command_prints_json_and_reports_cycles(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(_yaml_intent("prep", produces=["ds"]))
     (tmp_path / "b.yaml").write_text(_yaml_intent("train", consumes=["ds"]))
     runner = CliRunner()
-    ok = runner.invoke(app, ["graph", str(tmp_path), "--format", "json"])
+    ok = runner.invoke(app, ["graph", str(tmp_path), "-o", "json"])
     assert ok.exit_code == 0, ok.stderr
     doc = json.loads(ok.stdout)
     assert doc["waves"] == [["prep"], ["train"]]
@@ -411,7 +401,7 @@ def test_graph_command_prints_json_and_reports_cycles(tmp_path: Path) -> None:
 
     (tmp_path / "c.yaml").write_text(_yaml_intent("loop-a", after=["loop-b"]))
     (tmp_path / "d.yaml").write_text(_yaml_intent("loop-b", after=["loop-a"]))
-    bad = runner.invoke(app, ["graph", str(tmp_path), "--format", "dot"])
+    bad = runner.invoke(app, ["graph", str(tmp_path), "-o", "dot"])
     assert bad.exit_code == 1
     assert "error[E0501]: dependency cycle: loop-a → loop-b → loop-a" in bad.stderr
     assert bad.stdout.startswith("digraph intents {")
@@ -441,7 +431,7 @@ intent train {
 @needs_frontend
 def test_dsl_cycle_and_missing_dataset_point_at_their_clauses(tmp_path: Path) -> None:
     (tmp_path / "a.intent").write_text(DSL)
-    result = CliRunner().invoke(app, ["graph", str(tmp_path), "--format", "json", "--diagnostics-format", "json"])
+    result = CliRunner().invoke(app, ["graph", str(tmp_path), "-o", "json", "--diagnostics-format", "json"])
     assert result.exit_code == 1
     diags = {d["code"]: d for d in json.loads(result.stderr)}
     cycle = diags["E0501"]

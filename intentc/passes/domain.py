@@ -148,7 +148,7 @@ def check_intent(i: Intent) -> Check:
                     _at(c.spans, "tolerance", c), hint="e.g. 0.95 tolerates 5% failed work")
     if c.duration is not None and parse_duration(c.duration) is None:
         yield error("E0415", f'"{excerpt(c.duration)}" is not a duration', _at(c.spans, "duration", c),
-                    hint='a number with a unit s, m, h or d, e.g. "45m" or "1h30m"')
+                    hint='numbers with units d, h, m, s in that order, each once, e.g. "45m" or "1h30m"')
     precision = act.settings.precision if act.settings is not None else None
     if precision in vocabulary(Precision) and c.tolerance is not None and 0 < c.tolerance <= 1:
         allowed = allowed_precisions(c.sla, c.tolerance)

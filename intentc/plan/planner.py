@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from intentc import collector
 from intentc import graph, ir
-from intentc.duration import format_duration
+from intentc.duration import format_duration, parse_duration
 from intentc.diagnostics import Diagnostic, Span, sorted_diagnostics, warning
 from intentc.plan import metrics
 from intentc.plan.admission import TenantTerms, sla_name, tenant_weight
@@ -101,7 +101,7 @@ def unmet_preference(req: Request, placer: Placer, placed: Placement, intent: ir
 
 def duration_warning(intent: ir.Intent, seconds: int | None = None) -> Diagnostic | None:
     """W0602 for a finite GPU intent without a `duration` (it is planned with its kind's default)."""
-    given = intent.constraints.duration is not None and graph.parse_duration(intent.constraints.duration) is not None
+    given = intent.constraints.duration is not None and parse_duration(intent.constraints.duration) is not None
     if intent.gpu_count <= 0 or intent.action.kind == ir.ActionKind.SERVE.value or given:
         return None
     if seconds is None:
