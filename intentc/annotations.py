@@ -1,5 +1,5 @@
 """GitHub Actions workflow commands (`::error file=F,line=L::message`), the one
-writer for every `--format github` (check, schema-diff, diff, drift).
+writer for every `-o github` (check, schema-diff, diff, drift).
 
 A workflow command is one line; the runner turns it into an annotation on
 the pull request's files (when `file` names one of them) or on the run.

@@ -96,6 +96,7 @@ CODES: dict[str, str] = {
     "E0708": "topology node's GPU count differs from its nvidia-smi matrix",
     "E0709": "topology file must hold exactly one Topology document",
     "E0710": "node list cannot be read (expected kubectl get nodes -o json)",
+    "E0711": "topology node domain names a level the topology does not have",
     "W0701": "node label value cannot be used",
     # revisions and diffs (intentc diff, intentc schema-diff)
     "E0801": "schema file is not valid JSON",
@@ -110,6 +111,7 @@ CODES: dict[str, str] = {
     "E1010": "model weights do not fit in one pod's GPUs",
     "E1011": "precision not allowed by the SLA class and tolerance",
     "E1020": "placement breaks a tag rule",
+    "W1021": "tag is not a rule's tag but nearly one's",
     "W1001": "batch: auto cannot be sized (model size or GPU memory unknown)",
     "W1003": "Policy document outside policies/",
     # fleets (intentc.fleet: clusters/*.yaml and the intents' clusters:)

@@ -144,6 +144,13 @@ def compiled_module(name: str, off: str) -> Any:
         return None
 
 
+# The optional compiled modules, what each speeds up, and the variable that turns it off
+# (`intentc version` reports them; each module's loader names its own).
+SPEEDUPS: tuple[tuple[str, str, str], ...] = (
+    ("yaml", "intentc.frontend._yamlfast", "INTENTC_PURE_YAML"),     # frontend/yaml_read.py
+    ("dsl", "intentc.frontend._dslfast", "INTENTC_PURE_DSL"),        # frontend/dsl.py
+    ("ir", "intentc._compactfast", "INTENTC_PURE_IR"),                # below
+)
 FAST = compiled_module("intentc._compactfast", "INTENTC_PURE_IR")   # the functions below, in C
 
 

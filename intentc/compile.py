@@ -3,7 +3,7 @@
 `compile_paths` is pure given its inputs (the commit SHA and the target
 Kubernetes version are parameters, not looked up), so CI and `apply` get
 byte-identical results for the same tree.  `write_outputs` replaces
-`DIR/manifests/`, `DIR/plan.json` and `DIR/graph.json` as a unit: all new
+`DIR/manifests/` (with its `Kustomization`), `DIR/plan.json` and `DIR/graph.json` as a unit: all new
 files are written beside the old ones first and then renamed into place,
 so a failed or interrupted compile never leaves a half-written mix.
 
@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import networkx as nx
 
 from intentc import graph
-from intentc.atomic import write_atomic
+from intentc.atomic import output_dir, write_atomic
 from intentc.diagnostics import Diagnostic, Span, has_errors, sorted_diagnostics
 from intentc.holdback import holdback
 from intentc.ir import Intent, Program
@@ -39,10 +39,11 @@ from intentc.plan.model import Occupancy
 from intentc.plan.planner import make_plan
 from intentc.policy.catalogue import Policies
 from intentc.policy.load import load_policies
+from intentc.policy.tags import with_rules
 from intentc.render import render
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import Rendered
-from intentc.render.output import manifest_files, manifest_names, to_yaml
+from intentc.render.output import KUSTOMIZATION, kustomization, manifest_files, manifest_names, to_yaml
 from intentc.render.packed import BodyCodec
 from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import OUTPUT_MANIFESTS, mark_output, read_text
@@ -132,6 +133,7 @@ class CompileResult:
         if self.rendered is None:
             return {}
         out = {f"{MANIFESTS_DIR}/{name}": text for name, text in manifest_files(self.rendered.manifests).items()}
+        out[f"{MANIFESTS_DIR}/{KUSTOMIZATION}"] = kustomization(manifest_names(self.rendered.manifests))
         out["plan.json"] = self.plan_json
         out["graph.json"] = self.graph_json
         return out
@@ -171,7 +173,7 @@ def compile_checked(checked: Checked, policy: tuple[Policies, list[Diagnostic], 
     sources.update(checked.sources)
     policies, policy_diags, policy_texts = policy
     sources.update(policy_texts)
-    diags = list(checked.diagnostics) + topo_diags + policy_diags
+    diags = with_rules(checked.diagnostics, policies, checked.program) + topo_diags + policy_diags
     if loaded is None:
         unreadable = any(d.code.startswith("E00") for d in topo_diags) or not Path(topology).is_file()
         return CompileResult(tuple(sorted_diagnostics(diags)), sources, checked.program,
@@ -204,18 +206,20 @@ def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:
     with renames; plan.json / graph.json are replaced atomically.  Files in
     `out_dir` that intentc does not own are left alone.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out_dir)       # a link to a directory is written into; a file there is an error
     if result.rendered is None:
         return []
     manifests = result.rendered.manifests
-    written = [f"{MANIFESTS_DIR}/{name}" for name in manifest_names(manifests)]
+    names = manifest_names(manifests)
+    written = [f"{MANIFESTS_DIR}/{name}" for name in names]
     staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{MANIFESTS_DIR}."))
     try:
         # one text at a time, not `files()`: at 100,000 intents the texts at once were 200 MB
         for rel, m in zip(written, manifests):
             with open(staging / rel.split("/", 1)[1], "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(to_yaml(m.body))
+        with open(staging / KUSTOMIZATION, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(kustomization(names))
         os.chmod(staging, 0o755)
         final = out / MANIFESTS_DIR
         old = None
@@ -232,4 +236,4 @@ def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:
     write_atomic(out / "plan.json", result.plan_json)
     write_atomic(out / "graph.json", result.graph_json)
     mark_output(out)
-    return sorted(written + ["plan.json", "graph.json"])
+    return sorted(written + [f"{MANIFESTS_DIR}/{KUSTOMIZATION}", "plan.json", "graph.json"])

@@ -26,6 +26,22 @@ def head_commit(path: str | Path = ".") -> str | None:
         return None
 
 
+def uncommitted(repo_path: str | Path, prefixes: Sequence[str]) -> tuple[str, ...]:
+    """Repository-relative paths under `prefixes` (repository-relative; "" is the whole
+    tree) whose working-tree content is not HEAD's: modified or deleted, staged, or
+    untracked and not ignored (`git status`, every untracked file listed on its own).
+    Before the first commit every file is uncommitted.
+
+    `--no-optional-locks`: a compile reading the status must not take the index lock
+    from a `git commit` running beside it."""
+    with _open(repo_path) as repo:
+        spec = [p or "." for p in prefixes] or ["."]
+        out = repo.git(no_optional_locks=True).status("--porcelain=v1", "-z", "--untracked-files=all",
+                                                      "--no-renames", "--", *spec)
+    # each record is "XY PATH" (with --no-renames there is never a second path)
+    return tuple(sorted({record[3:] for record in out.split("\x00") if len(record) > 3}))
+
+
 # --------------------------------------------------------------------------
 # Reading revisions straight from the object database
 # --------------------------------------------------------------------------
@@ -128,6 +144,22 @@ def repo_relative(root: Path, paths: Sequence[str]) -> tuple[str, ...]:
             raise GitError(f"{p} is outside the repository at {root}") from exc
         out.append("" if rel == "." else rel)
     return tuple(sorted(set(out)))
+
+
+def exists_at(repo_path: str | Path, rev: str | None, prefix: str) -> bool:
+    """Whether the repository-relative `prefix` (a file or a folder; "" is the whole tree)
+    is there at `rev` (a commit SHA; None: the working tree).  `list_tree` lists nothing
+    for a path that is not there, which a diff must tell from a path that is empty."""
+    if prefix == "":
+        return True
+    if rev is None:
+        return os.path.lexists(repo_root(repo_path) / prefix)
+    with _open(repo_path) as repo:
+        try:
+            repo.git.cat_file("-e", f"{rev}:{prefix}")
+        except git.GitCommandError:
+            return False
+        return True
 
 
 def _under(path: str, prefixes: Sequence[str]) -> bool:

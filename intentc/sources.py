@@ -189,9 +189,21 @@ def discover_named(paths: Iterable[str], exclude: Sequence[str] = ()) -> tuple[l
         elif os.path.lexists(raw):
             found.setdefault(display_path(raw), raw)
         else:
-            diags.append(error("E0001", f"no such file or directory: {raw}",
-                               Span.whole_file(raw)))
+            diags.append(no_such_path(raw))
     return [(k, found[k]) for k in sorted(found)], diags
+
+
+def no_such_path(raw: str, where: str = "") -> Diagnostic:
+    """E0001 for a path the user named that is not there (`where` says where it was
+    looked for, when not the file system as it is): every command words it as `check`
+    does, and exits 2 for it (`cli.app.exit_for`)."""
+    return error("E0001", f"no such file or directory: {raw}{where}", Span.whole_file(raw))
+
+
+def missing_paths(paths: Iterable[str]) -> list[Diagnostic]:
+    """`no_such_path` for each of `paths` that does not exist (a dangling link exists:
+    reading it reports why it cannot be read)."""
+    return [no_such_path(raw) for raw in paths if not os.path.lexists(raw)]
 
 
 def mark_output(directory: str | Path) -> None:

@@ -1,7 +1,8 @@
 """A real Kubernetes control plane on loopback, the way controller-runtime's envtest runs one.
 
 Binaries come from $KUBEBUILDER_ASSETS, which `hack/testenv/setup` builds
-from pinned Go modules and prints (Kubernetes 1.37, etcd 3.6, kwok, Kueue).
+from pinned Go modules and prints (Kubernetes 1.37, etcd 3.6, kwok, Kueue, and the
+helm that tests/test_helm_chart.py runs).
 `KubeEnv` always runs etcd and kube-apiserver; the other components are
 started on request, because each costs start-up time and CPU:
 
@@ -326,10 +327,12 @@ WORKLOAD_RESOURCES = frozenset({"namespaces", "rolebindings", "resourcequotas", 
                                 "deployments", "services", "configmaps"})
 
 
-def write_requests(metrics_text: str, resources: frozenset[str] = WORKLOAD_RESOURCES) -> dict[str, int]:
+def write_requests(metrics_text: str, resources: frozenset[str] = WORKLOAD_RESOURCES,
+                   dry_run: bool = False) -> dict[str, int]:
     """Non-dry-run write requests the API server counted (apiserver_request_total), by verb,
     for the given resources — the API server's own bookkeeping writes (leases, endpoints,
-    flow control) are other resources and stay out of the count."""
+    flow control) are other resources and stay out of the count.  With `dry_run`, the
+    dry-run ones (dryRun=All) instead."""
     from prometheus_client.parser import text_string_to_metric_families
 
     out: dict[str, int] = {}
@@ -340,7 +343,7 @@ def write_requests(metrics_text: str, resources: frozenset[str] = WORKLOAD_RESOU
             if not s.name.endswith("_total"):
                 continue
             lb = s.labels
-            if lb.get("verb") in WRITE_VERBS and lb.get("resource") in resources and not lb.get("dry_run"):
+            if lb.get("verb") in WRITE_VERBS and lb.get("resource") in resources and bool(lb.get("dry_run")) == dry_run:
                 out[lb["verb"]] = out.get(lb["verb"], 0) + int(s.value)
     return out
 

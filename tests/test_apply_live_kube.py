@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import git
 import pytest
@@ -112,7 +112,7 @@ class Case:
     def apply(self, *flags: str) -> tuple[int, dict[str, Any], str]:
         code, out, output = invoke("apply", str(self.dir / "intents"), "-t", str(self.topology),
                                    "--kubeconfig", str(self.env.kubeconfig), "--commit", SHA,
-                                   "--target", self.t, "--format", "json", "--only-topology-nodes", *flags)
+                                   "--target", self.t, "-o", "json", "--only-topology-nodes", *flags)
         start = out.find("{")
         return code, (json.loads(out[start:]) if start >= 0 else {}), output
 
@@ -176,25 +176,27 @@ def test_apply_binds_around_gpus_a_foreign_pod_holds(kube_cluster: KubeEnv, tmp_
     code, doc, output = case.apply("--no-wait", "--binding", "preview")
     assert code == 0 and not doc["binding"] and doc["counts"] == {"unchanged": len(doc["objects"])}, output
     code, out, output = invoke("drift", str(case.dir / "intents"), "-t", str(case.topology), "--kubeconfig",
-                               str(kube_cluster.kubeconfig), "--commit", SHA, "--target", case.t, "--format", "json")
+                               str(kube_cluster.kubeconfig), "--commit", SHA, "--target", case.t, "-o", "json")
     findings = json.loads(out[out.find("{"):])["findings"]
     assert not [f for f in findings if f["object"]["kind"] == "Job"], findings
 
 
 class CordonBeforeWave(LiveBinder):
     """The cluster changes after the preview and after wave 0 started: `node` is cordoned
-    just before wave 1 is bound (what an operator draining a node does meanwhile)."""
+    just before wave 1's `second` is bound (what an operator draining a node does meanwhile)."""
 
     def __init__(self, *args: Any, env: KubeEnv, node: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.env, self.node, self.waves = env, node, []
 
-    def bind_wave(self, wave: int, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
+    def bind(self, names: Sequence[str], live: Mapping[ObjectRef, Mapping[str, Any] | None],
+             running: Sequence[str] = ()) -> Binding:
+        wave = self.preview.wave_of(names[0])
         if wave == 1 and not self.waves.count(1):
             assert self.env.kubectl_json("get", "job", "-n", next(iter(live)).namespace, "first")
             self.env.kubectl_run("cordon", self.node)
         self.waves.append(wave)
-        return super().bind_wave(wave, live)
+        return super().bind(names, live, running)
 
 
 def test_a_later_wave_is_rebound_when_its_node_is_cordoned_after_the_preview(kube_cluster: KubeEnv,
@@ -286,7 +288,7 @@ def test_a_live_plan_uses_gpu_nodes_the_topology_file_does_not_list(kube_cluster
     listed.write_text(text[:text.index(f"    - name: {case.t}-n2")])
     case.foreign_pod(f"{case.t}-n1", 4)
     code, out, output = invoke("plan", str(case.dir / "intents"), "-t", str(listed), "--kubeconfig",
-                               str(kube_cluster.kubeconfig), "--format", "json")
+                               str(kube_cluster.kubeconfig), "-o", "json")
     assert code == 0, output
     plan = json.loads(out)
     first = next(p for p in plan["placements"] if p["intent"] == "first")
@@ -295,7 +297,7 @@ def test_a_live_plan_uses_gpu_nodes_the_topology_file_does_not_list(kube_cluster
     notes = "\n".join(plan["basis"]["notes"])
     assert f"{node}: added from the cluster's labels (8 × H100-80GB" in notes, notes
     code, out, output = invoke("plan", str(case.dir / "intents"), "-t", str(listed), "--kubeconfig",
-                               str(kube_cluster.kubeconfig), "--format", "json", "--only-topology-nodes")
+                               str(kube_cluster.kubeconfig), "-o", "json", "--only-topology-nodes")
     # the one listed node has 4 GPUs held for as long as anyone knows: 8 never fit there
     assert code == 1 and "E0601" in output, output
     assert "added from the cluster's labels" not in "\n".join(json.loads(out)["basis"]["notes"])

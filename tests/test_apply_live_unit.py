@@ -179,13 +179,11 @@ class _NeverDone:
 
 def test_a_timeout_names_the_intent_and_how_long_it_ran() -> None:
     refs = [ObjectRef("batch/v1", "Job", "team-a", "train")]
-    clock = [0.0]
     reconciler = Reconciler(_NeverDone(), ApplyOptions(workers=1),  # type: ignore[arg-type]
-                            clock=lambda: "2026-12-01T12:15:00Z",
-                            sleep=lambda s: clock.__setitem__(0, clock[0] + s), monotonic=lambda: clock[0])
-    health = {r: Health(HealthStatus.PROGRESSING) for r in refs}
-    message = reconciler._wait(refs, health, 8100.0, 4, 8100.0, "2h15m, from train: duration 1h30m x (1 + slack 0.5)",
-                               {refs[0]: "train"})
+                            clock=lambda: "2026-12-01T12:15:00Z")
+    health = {r: Health(HealthStatus.PROGRESSING, "0/1 pods succeeded") for r in refs}
+    message = reconciler._timed_out(4, refs, health, {refs[0]: _NeverDone().get(refs[0])}, {refs[0]: "train"},
+                                    8100.0, "2h15m, from train: duration 1h30m x (1 + slack 0.5)", 8100.0)
     assert message == ("timed out after 2h15m waiting for wave-0, its budget 2h15m (2h15m, from train: duration "
                        "1h30m x (1 + slack 0.5)): intent train: Job team-a/train is Progressing "
                        "(0/1 pods succeeded), running for 2h15m")

@@ -36,15 +36,15 @@ def run(monkeypatch: pytest.MonkeyPatch, cache: Path | None, *args: str) -> tupl
 
 def test_every_format_is_byte_identical_to_a_cold_run(repo: Path, cache: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    cold = {fmt: run(monkeypatch, None, str(repo), "--format", fmt) for fmt in FORMATS}
+    cold = {fmt: run(monkeypatch, None, str(repo), "-o", fmt) for fmt in FORMATS}
     assert cold["text"][0] == 1 and "error[E0301]" in cold["text"][1] and "warning[W0401]" in cold["text"][1]
     assert "^" in cold["text"][1]                           # carets: the texts were read back
-    assert run(monkeypatch, cache, str(repo), "--format", "json") == cold["json"]     # fills the cache and the memo
+    assert run(monkeypatch, cache, str(repo), "-o", "json") == cold["json"]     # fills the cache and the memo
     with monkeypatch.context() as m:
         m.setattr(intentc.pipeline, "check_loaded", _refuse)
         for fmt in FORMATS:
             for _ in range(2):
-                assert run(monkeypatch, cache, str(repo), "--format", fmt) == cold[fmt], fmt
+                assert run(monkeypatch, cache, str(repo), "-o", fmt) == cold[fmt], fmt
 
 
 def _refuse(loaded: object) -> object:
@@ -74,12 +74,12 @@ def test_strict_applies_to_a_remembered_report(tmp_path: Path, cache: Path, monk
 
 def test_an_edit_is_reported_not_the_memo(repo: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     aged(monkeypatch)
-    first = run(monkeypatch, cache, str(repo), "--format", "json")
+    first = run(monkeypatch, cache, str(repo), "-o", "json")
     (repo / "refs" / "repo.intent").write_text((repo / "refs" / "repo.intent").read_text() + "tenant team-b { tier: gold }\n")
     edit_same_size(repo)
     (repo / "late.intent").write_text("tenant late { tier: gold }\ntenant late { tier: gold }\n")
-    cold = run(monkeypatch, None, str(repo), "--format", "json")
-    assert run(monkeypatch, cache, str(repo), "--format", "json") == cold
+    cold = run(monkeypatch, None, str(repo), "-o", "json")
+    assert run(monkeypatch, cache, str(repo), "-o", "json") == cold
     assert "team-b" in first[1] and "team-b" not in cold[1] and "late.intent" in cold[1]
 
 
@@ -97,8 +97,8 @@ def test_topology_is_checked_in_full(repo: Path, cache: Path, monkeypatch: pytes
     """--topology plans the program, which a memo does not keep: it takes the full path, and its file is read anew."""
     topology = repo.parent / "cluster.yaml"
     shutil.copy(ROOT / "examples" / "topologies" / "cluster.yaml", topology)
-    args = (str(repo), "--topology", str(topology), "--format", "json")
-    run(monkeypatch, cache, str(repo), "--format", "json")
+    args = (str(repo), "--topology", str(topology), "-o", "json")
+    run(monkeypatch, cache, str(repo), "-o", "json")
     cold = run(monkeypatch, None, *args)
     assert run(monkeypatch, cache, *args) == cold
     topology.write_text(topology.read_text().replace("kind: Topology", "kind: Topologie", 1))
@@ -110,25 +110,25 @@ def test_topology_is_checked_in_full(repo: Path, cache: Path, monkeypatch: pytes
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
 def test_a_damaged_cache_file_is_ignored(repo: Path, cache: Path, suffix: str, damage: str,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    cold = run(monkeypatch, None, str(repo), "--format", "json")
-    run(monkeypatch, cache, str(repo), "--format", "json")
+    cold = run(monkeypatch, None, str(repo), "-o", "json")
+    run(monkeypatch, cache, str(repo), "-o", "json")
     (target,) = cache.glob(f"*{suffix}")
     data = target.read_bytes()
     target.write_bytes({"garbage": bytes(b ^ 0x5A for b in data), "truncated": data[:len(data) // 2],
                         "empty": b""}[damage])
-    assert run(monkeypatch, cache, str(repo), "--format", "json") == cold
-    assert run(monkeypatch, cache, str(repo), "--format", "json") == cold
+    assert run(monkeypatch, cache, str(repo), "-o", "json") == cold
+    assert run(monkeypatch, cache, str(repo), "-o", "json") == cold
 
 
 def test_a_damaged_result_inside_the_cache_is_parsed_again(repo: Path, cache: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The store's index intact, one pickle in it overwritten: that file is parsed again."""
-    cold = run(monkeypatch, None, str(repo), "--format", "json")
-    run(monkeypatch, cache, str(repo), "--format", "json")
+    cold = run(monkeypatch, None, str(repo), "-o", "json")
+    run(monkeypatch, cache, str(repo), "-o", "json")
     for memo in cache.glob("*.memo"):
         memo.unlink()
     (store,) = cache.glob("*.cache")
     data = bytearray(store.read_bytes())
     data[10:60] = b"\xff" * 50
     store.write_bytes(bytes(data))
-    assert run(monkeypatch, cache, str(repo), "--format", "json") == cold
+    assert run(monkeypatch, cache, str(repo), "-o", "json") == cold

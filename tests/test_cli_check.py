@@ -47,7 +47,7 @@ def test_text_format_has_position_source_line_and_caret() -> None:
 
 
 def test_json_format() -> None:
-    code, out = run("check", str(BAD), "--format", "json")
+    code, out = run("check", str(BAD), "-o", "json")
     assert code == 1
     items = json.loads(out)
     keys = {"code", "severity", "message", "file", "line", "column", "end_line", "end_column", "hint"}
@@ -56,13 +56,13 @@ def test_json_format() -> None:
 
 
 def test_github_format() -> None:
-    _, out = run("check", str(BAD), "--format", "github")
+    _, out = run("check", str(BAD), "-o", "github")
     first = out.splitlines()[0]
     assert first.startswith("::error file=") and ",line=7,col=19,endLine=7,endColumn=25,title=E0301::" in first
 
 
 def test_sarif_format() -> None:
-    _, out = run("check", str(BAD), "--format", "sarif")
+    _, out = run("check", str(BAD), "-o", "sarif")
     doc = json.loads(out)
     assert doc["version"] == "2.1.0"
     run_ = doc["runs"][0]
@@ -88,7 +88,7 @@ def test_every_command_has_help_with_examples() -> None:
 
 # -- JUnit --------------------------------------------------------------------
 
-def test_junit_format_one_testcase_per_file(tmp_path: Path) -> None:
+def test_junit_format_one_testcase_per_error_and_per_clean_file(tmp_path: Path) -> None:
     import shutil
     import xml.etree.ElementTree as ET
 
@@ -102,10 +102,15 @@ def test_junit_format_one_testcase_per_file(tmp_path: Path) -> None:
     suite = root.find("testsuite")
     assert suite is not None
     cases = {Path(c.get("name", "")).name: c for c in suite.findall("testcase")}
-    assert set(cases) == {"bad.intent", "warn.intent", "fine.intent", "cluster.yaml"}
-    assert suite.get("tests") == "4" and suite.get("failures") == "1"
-    failures = cases["bad.intent"].findall("failure")
-    assert failures and all(f.get("type", "").startswith("E") for f in failures)
+    errors = ["bad.intent:7:19 E0301", "bad.intent:8:13 E0302", "bad.intent:13:18 E0303", "bad.intent:16:29 E0302"]
+    assert set(cases) == {*errors, "warn.intent", "fine.intent", "cluster.yaml"}
+    # one failure per error finding; the same counts on both elements, matching the elements
+    for element in (root, suite):
+        assert (element.get("tests"), element.get("failures"), element.get("errors")) == ("7", "4", "0")
+    failures = [f for e in errors for f in cases[e].findall("failure")]
+    assert len(failures) == 4 and len(suite.findall("testcase/failure")) == 4
+    assert all(cases[e].get("file", "").endswith("bad.intent") for e in errors)
+    assert [cases[e].get("line") for e in errors] == ["7", "8", "13", "16"]
     first = failures[0]
     assert first.get("type") == "E0301" and first.get("message", "").startswith('7:19: E0301: unknown tenant "team-b"')
     assert 'bad.intent:7:19: error[E0301]: unknown tenant "team-b"' in (first.text or "")
@@ -214,7 +219,7 @@ def test_the_console_entry_point_ends_without_freeing_and_loses_no_output(tmp_pa
     (tmp_path / "ok.intent").write_text('dataset fine { uri: "s3://x/fine" }\n')
     env = dict(os.environ, INTENTC_CACHE_DIR=str(tmp_path / "cache"))
     for _ in range(2):                               # parsed, then told from the memo
-        run = subprocess.run([sys.executable, "-m", "intentc", "check", str(tmp_path), "--format", "json"],
+        run = subprocess.run([sys.executable, "-m", "intentc", "check", str(tmp_path), "-o", "json"],
                              capture_output=True, text=True, env=env, timeout=300)
         assert run.returncode == 1, run.stderr
         assert len(run.stdout) > 65536
@@ -224,3 +229,23 @@ def test_the_console_entry_point_ends_without_freeing_and_loses_no_output(tmp_pa
     assert clean.returncode == 0 and clean.stdout.startswith("ok: 0 intents")
     from intentc import collector
     assert collector._held is None                   # in-process callers (this test run) hold nothing
+
+
+def test_junit_counts_every_error_of_a_file() -> None:
+    """Nine errors in one file are nine failures (they were one: a test case per file)."""
+    import xml.etree.ElementTree as ET
+
+    from intentc.diagnostics import Span, error, warning
+    from intentc.junit import format_junit
+
+    diags = [error("E0301", f"unknown tenant t{i}", Span.point("a.intent", i + 1, 3)) for i in range(9)]
+    diags.append(warning("W0401", "a warning", Span.point("a.intent", 20, 1)))
+    root = ET.fromstring(format_junit(diags, ["a.intent", "b.intent"]))
+    suite = root.find("testsuite")
+    assert suite is not None
+    for element in (root, suite):
+        assert (element.get("tests"), element.get("failures")) == ("10", "9")
+    cases = suite.findall("testcase")
+    assert len(cases) == 10 and len(suite.findall("testcase/failure")) == 9
+    assert cases[0].get("name") == "a.intent:1:3 E0301" and cases[-1].get("name") == "b.intent"
+    assert "warning[W0401]" in (cases[0].findtext("system-out") or "")

@@ -80,7 +80,7 @@ def test_help_and_completion_are_the_same_lazily_and_with_every_command_loaded()
 
         def command_modules():
             return sorted(m for m in sys.modules if m.startswith("intentc.cli.") and m not in (
-                "intentc.cli.app", "intentc.cli.lazy", "intentc.cli.coercion"))
+                "intentc.cli.app", "intentc.cli.lazy", "intentc.cli.coercion", "intentc.cli.spellings"))
 
         def shown():
             runner = CliRunner()
@@ -164,10 +164,10 @@ def test_help_golden(path: tuple[str, ...]) -> None:
 USAGE_ERRORS = {
     "unknown-command": ["chek", "."],
     "unknown-subcommand": ["topology", "imprt"],
-    "unknown-option": ["check", ".", "--formt", "json"],
+    "unknown-option": ["check", ".", "--outptu", "json"],
     "unknown-root-option": ["--no-such"],
     "missing-argument": ["check"],
-    "bad-choice": ["check", ".", "--format", "xml"],
+    "bad-choice": ["check", ".", "-o", "xml"],
     "bad-root-choice": ["--color", "sometimes", "check", "."],
     "bad-int": ["check", ".", "--jobs", "abc"],
     "int-below-min": ["plan", ".", "--seed", "-1"],

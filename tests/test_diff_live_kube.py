@@ -41,7 +41,7 @@ def test_diff_shows_the_live_binding_and_why(kube_cluster: KubeEnv, tmp_path: Pa
     assert "no semantic change" in out and "equals the preview (2 intent(s))" in out, output
 
     pod = case.foreign_pod(preview, 4)
-    code, out, output = invoke(*diff, "--format", "json")
+    code, out, output = invoke(*diff, "-o", "json")
     assert code == 0, output
     binding = json.loads(out[out.find("{"):])["binding"]
     assert binding["bound"] and not binding["equal"], binding
@@ -61,7 +61,7 @@ def test_diff_shows_the_live_binding_and_why(kube_cluster: KubeEnv, tmp_path: Pa
     assert code == 0 and f"first: preview {preview} GPU 0-7 -> live {other} GPU 0-7 ({preview} GPU 4,5,6,7" \
         in applied, output
 
-    code, out, output = invoke(*diff, "--format", "github")
+    code, out, output = invoke(*diff, "-o", "github")
     warning = next(line for line in out.splitlines() if "bound elsewhere" in line and "first" in line)
     assert warning.startswith("::warning file=intents/main.intent,line=3,"), warning
     assert f"preview {preview} GPU 0-7 -> live {other} GPU 0-7" in warning, warning

@@ -262,7 +262,7 @@ def test_cli_drift_exit_codes_and_json(repo: DriftRepo) -> None:
     assert res.exit_code == 0, res.output
     assert "in sync: 6 objects" in res.stdout      # 4 of the tenant, its ResourceQuota, the Intent CRD
     edit_as(repo.client(), repo.ref("Deployment", "web"), {"spec": {"replicas": 3}}, "kubectl-edit")
-    res = runner.invoke(app, args + ["--format", "json"])
+    res = runner.invoke(app, args + ["-o", "json"])
     assert res.exit_code == 1, res.output
     doc = json.loads(res.stdout)
     assert doc["counts"]["modified"] == 1 and doc["commit"] == repo.head

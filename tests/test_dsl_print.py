@@ -216,7 +216,7 @@ def test_fmt_diff_shows_the_change_without_writing(tmp_path: Path) -> None:
 def test_fmt_never_touches_a_file_with_errors(tmp_path: Path) -> None:
     f = tmp_path / "a.intent"
     f.write_bytes(b"tenant t { tier gold }\r\n")
-    code, out = run(str(f), "--format", "json")
+    code, out = run(str(f), "-o", "json")
     assert code == 1 and '"E0101"' in out
     assert f.read_bytes() == b"tenant t { tier gold }\r\n"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from intentc.cli import app
@@ -148,9 +149,9 @@ def _files(out: Path) -> dict[str, bytes]:
 
 def test_compile_writes_one_tree_per_cluster_deterministically(tmp_path: Path) -> None:
     args = ["compile", str(FLEET / "intents"), "--clusters", str(FLEET / "clusters"), "--commit", SHA]
-    first = runner.invoke(app, args + ["-o", str(tmp_path / "a")])
+    first = runner.invoke(app, args + ["-d", str(tmp_path / "a")])
     assert first.exit_code == 0, first.output
-    assert runner.invoke(app, args + ["-o", str(tmp_path / "b")]).exit_code == 0
+    assert runner.invoke(app, args + ["-d", str(tmp_path / "b")]).exit_code == 0
     a = _files(tmp_path / "a")
     assert a == _files(tmp_path / "b")
     assert sorted(p.name for p in (tmp_path / "a").iterdir() if p.is_dir()) == ["eu-1", "staging", "us-1"]
@@ -161,6 +162,9 @@ def test_compile_writes_one_tree_per_cluster_deterministically(tmp_path: Path) -
     assert not any("serve" in m or "cleanup" in m for m in manifests["staging"])
     assert any(m.startswith("02-clusterqueue-") for m in manifests["eu-1"])          # eu-1 renders for Kueue
     assert not any(m.startswith("02-clusterqueue-") for m in manifests["us-1"])
+    for c, names in manifests.items():             # each cluster's directory plugs into kustomize as it is
+        listed = yaml.safe_load(a[f"{c}/manifests/Kustomization"])["resources"]
+        assert sorted(listed) == sorted(names - {"Kustomization"}), c
     plan = json.loads(a["staging/plan.json"])
     assert {p["intent"] for p in plan["placements"]} == {"prep", "train", "evaluate"}
 
@@ -185,7 +189,7 @@ def test_compile_reports_an_unknown_cluster_with_its_position_and_writes_nothing
     text = (repo / "pipeline.intent").read_text().replace("clusters: [eu-1, us-1]", "clusters: [eu-1, us-9]")
     (repo / "pipeline.intent").write_text(text)
     res = runner.invoke(app, ["compile", str(repo), "--clusters", str(FLEET / "clusters"), "--commit", SHA,
-                              "-o", str(tmp_path / "out")])
+                              "-d", str(tmp_path / "out")])
     line = next(n for n, t in enumerate(text.splitlines(), 1) if "us-9" in t)
     assert res.exit_code == 1
     assert f"pipeline.intent:{line}:" in res.stdout and "E1123" in res.stdout
@@ -194,7 +198,7 @@ def test_compile_reports_an_unknown_cluster_with_its_position_and_writes_nothing
 
 def test_compile_refuses_topology_with_clusters() -> None:
     res = runner.invoke(app, ["compile", str(FLEET / "intents"), "--clusters", str(FLEET / "clusters"),
-                              "-t", str(TOPOLOGY), "-o", "/tmp/never"])
+                              "-t", str(TOPOLOGY), "-d", "/tmp/never"])
     assert res.exit_code == 2 and "--clusters" in res.stderr
 
 

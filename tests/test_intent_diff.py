@@ -321,7 +321,7 @@ def test_cli_exit_codes(repo: git.Repo, monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert res.exit_code == 0, res.output
     assert "no semantic change" in res.output
     Path("intents/pipeline.intent").write_text(edit(PIPELINE, "cpu 4,", "cpu 6,"))
-    res = runner.invoke(app, ["diff", "--base", "HEAD", "--format", "markdown"])
+    res = runner.invoke(app, ["diff", "--base", "HEAD", "-o", "markdown"])
     assert res.exit_code == 1 and "`prep`" in res.output
     Path("intents/pipeline.intent").write_text(edit(PIPELINE, "cpu 4, memory", "cpu 4,, memory"))
     for _ in range(2):          # the second run serves the broken file from the cache: still a caret
@@ -356,8 +356,8 @@ def test_cli_merge_base(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None
     commit(repo, {"intents/serve.yaml": edit(SERVE, "replicas: 2", "replicas: 5")}, "main moved on")
     repo.git.checkout("feature")
     monkeypatch.chdir(repo.working_tree_dir or ".")
-    plain = json.loads(runner.invoke(app, ["diff", "--base", main, "--format", "json"]).output)
-    fork = json.loads(runner.invoke(app, ["diff", "--base", main, "--merge-base", "--format", "json"]).output)
+    plain = json.loads(runner.invoke(app, ["diff", "--base", main, "-o", "json"]).output)
+    fork = json.loads(runner.invoke(app, ["diff", "--base", main, "--merge-base", "-o", "json"]).output)
     assert {d["name"] for d in plain["declarations"]} == {"prep", "serve"}
     assert {d["name"] for d in fork["declarations"]} == {"prep"}
 
@@ -392,7 +392,7 @@ def test_pull_request_workflow_runs_the_three_commands() -> None:
         assert checkout["with"]["fetch-depth"] == 0
         scripts = "\n".join(str(s.get("run", "")) for s in steps)
         assert "intentc check intents/" in scripts
-        assert "intentc diff --base" in scripts and "--format markdown" in scripts
+        assert "intentc diff --base" in scripts and "-o markdown" in scripts
         assert "intentc schema-diff --base" in scripts
         assert any("github-script" in s.get("uses", "") for s in steps)     # the sticky comment
 
@@ -422,7 +422,7 @@ def test_what_the_render_target_creates(repo: git.Repo, monkeypatch: pytest.Monk
     found = {}
     for target in ("device-plugin", "dra", "kueue"):
         res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-t", "topo.yaml",
-                                  "--render-target", target, "--format", "json"])
+                                  "--render-target", target, "-o", "json"])
         assert res.exit_code == 1, res.output
         doc = json.loads(res.stdout)
         assert doc["target"] == target
@@ -431,7 +431,7 @@ def test_what_the_render_target_creates(repo: git.Repo, monkeypatch: pytest.Monk
     assert found["dra"] == {"train": ["ResourceClaimTemplate team-a/train-gpus", "Job team-a/train"]}
     assert found["kueue"] == {"train": ["Job team-a/train"]}
     res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-t", "topo.yaml",
-                              "--render-target", "dra", "--format", "markdown"])
+                              "--render-target", "dra", "-o", "markdown"])
     assert "What `dra` creates:" in res.stdout
     assert "| `train` | `ResourceClaimTemplate team-a/train-gpus`, `Job team-a/train` |" in res.stdout
     res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--render-target", "dra"])
@@ -484,7 +484,7 @@ def test_the_plans_are_made_with_the_seed_compile_is_given(repo: git.Repo, monke
     assert report.plan == planned(seed) != planned(0)
     monkeypatch.chdir(root)             # the command line passes its --seed on
     res = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--topology", "topo.yaml",
-                                   "--seed", str(seed), "--format", "json", "--no-cache"])
+                                   "--seed", str(seed), "-o", "json", "--no-cache"])
     assert res.exit_code == 1, res.output
     assert json.loads(res.output)["plan"] == json.loads(render_report(report, "json"))["plan"]
 
@@ -506,7 +506,7 @@ def test_each_side_renders_with_its_own_revisions_tag_rules(repo: git.Repo, monk
     newer = edit(PIPELINE, "ghcr.io/acme/train:2.0", "ghcr.io/acme/train:2.1")
     commit(repo, {"intents/pipeline.intent": newer, "policies/nightly.yaml": NIGHTLY_RULE}, "nightly rule")
     monkeypatch.chdir(repo.working_tree_dir or ".")
-    res = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--format", "json", "--no-cache"])
+    res = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-o", "json", "--no-cache"])
     assert res.exit_code == 1, res.output
     out = json.loads(res.output)
     train = next(c["objects"] for c in out["creates"] if c["intent"] == "train")
@@ -515,10 +515,10 @@ def test_each_side_renders_with_its_own_revisions_tag_rules(repo: git.Repo, monk
     assert any("+PersistentVolumeClaim" in r for r in impact["reasons"]), impact     # the base rendered none
     # the rule read from the revision, not from the working tree: gone there, still the head's
     (Path(repo.working_tree_dir or ".") / "policies" / "nightly.yaml").unlink()
-    again = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--format", "json", "--no-cache"])
+    again = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-o", "json", "--no-cache"])
     assert json.loads(again.output)["creates"] == out["creates"]
     # and the working tree as the head has no rule now: no claim
-    tree_head = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "--format", "json", "--no-cache"])
+    tree_head = CliRunner().invoke(app, ["diff", "--base", "HEAD~1", "-o", "json", "--no-cache"])
     train = next(c["objects"] for c in json.loads(tree_head.output)["creates"] if c["intent"] == "train")
     assert not any(o.startswith("PersistentVolumeClaim ") for o in train), train
 
@@ -569,7 +569,7 @@ def test_a_pull_request_that_changes_only_a_tag_rule_shows_the_rule_and_what_it_
     commit(repo, {"policies/nightly.yaml": NIGHTLY_RULE}, "nightly rule")
     monkeypatch.chdir(repo.working_tree_dir or ".")
     runner = CliRunner()
-    res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--format", "json", "--no-cache"])
+    res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-o", "json", "--no-cache"])
     assert res.exit_code == 1, res.output
     out = json.loads(res.output)
     assert out["declarations"] == [] and out["changed"]

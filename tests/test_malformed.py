@@ -254,6 +254,6 @@ def test_parser_limits_exit_1_without_traceback(tmp_path: Path, r: Row) -> None:
 @pytest.mark.parametrize("r", ROWS[::7], ids=[r.id for r in ROWS[::7]])
 def test_malformed_input_cli_exit_code(tmp_path: Path, r: Row) -> None:
     root, _, _ = materialise(tmp_path, r)
-    res = CliRunner().invoke(app, ["check", str(root), "--format", "json"])
+    res = CliRunner().invoke(app, ["check", str(root), "-o", "json"])
     assert res.exit_code == 1, res.output
     assert "Traceback" not in res.output

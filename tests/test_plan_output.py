@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from intentc.cli import app
 from intentc.pipeline import check
-from intentc.plan.html import render_html
+from intentc.plan.html import SCRIPT_HASH, render_html, waits_for
 from intentc.plan.jsonio import plan_from_json, plan_to_json
 from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
@@ -61,7 +61,7 @@ def test_plan_json_validates_and_round_trips(in_case: Path) -> None:
 
 
 def test_cli_json_is_exactly_the_document(in_case: Path) -> None:
-    result = runner.invoke(app, ["plan", "intents.yaml", "--topology", "cluster.yaml", "--format", "json"])
+    result = runner.invoke(app, ["plan", "intents.yaml", "--topology", "cluster.yaml", "-o", "json"])
     assert result.exit_code == 1                                  # three intents cannot be placed
     assert result.stdout == plan_to_json(_plan())
     assert "error[E0601]" in result.stderr
@@ -92,15 +92,20 @@ def test_cli_html_picture(in_case: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", "intents.yaml", "-t", "cluster.yaml", "-o", "html", "--out", str(out)])
     assert result.exit_code == 1
     page = out.read_text(encoding="utf-8")
-    assert page == render_html(_plan(), load_topology("cluster.yaml")[0].topology)  # type: ignore[union-attr]
-    # self-contained: no scripts, stylesheets, images or fonts fetched from anywhere
-    assert not re.search(r"<script|<link|<img|@import|url\(|src=", page)
-    assert re.findall(r"https?://[^\"' ]+", page) == ["http://www.w3.org/2000/svg"] * page.count("<svg")
+    after = waits_for(check(["intents.yaml"]).program)
+    assert after == {"eval-chat": ("finetune",), "finetune": ("pretrain",), "pretrain": ("tokenize",)}
+    assert page == render_html(_plan(), load_topology("cluster.yaml")[0].topology, after)  # type: ignore[union-attr]
+    # self-contained: no stylesheets, images, fonts or scripts fetched from anywhere; the one script is
+    # inline and the only one the Content-Security-Policy lets run (beside the JSON it reads)
+    assert not re.search(r"<link|<img|@import|url\(|src=", page)
+    assert re.findall(r"<script[^>]*>", page) == ['<script type="application/json" id="plan-deps">', "<script>"]
+    assert f"default-src 'none'; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}';" in page
+    assert set(re.findall(r"https?://[^\"' ]+", page)) == {"http://www.w3.org/2000/svg"}
     # one bar per contiguous run of GPUs of each placed intent, coloured by tenant (a class per tenant)
     plan = _plan()
     bars = sum(len([g for i, g in enumerate(a.gpus) if i == 0 or a.gpus[i - 1] != g - 1])
                for p in plan.placements for a in p.allocations)
-    assert page.count("<rect") == bars > 0
+    assert sum(g.count("<rect") for g in re.findall(r'<g class="bar .*?</g>', page)) == bars > 0
     assert page.count('class="swatch"') == len(plan.tenants) + 4          # tenants, then P0-P3
     assert "<title>pretrain · " in page
     assert 'id="by-sla"' in page

@@ -86,7 +86,7 @@ def test_pci_dss_sharing_an_nvlink_domain_fails_check_at_the_tag(tmp_path: Path)
     repo = write_repo(tmp_path)
     plain = intentc("check", "intents/", cwd=repo)
     assert plain.returncode == 0, plain.stdout + plain.stderr       # without a plan there is nothing to judge
-    done = intentc("check", "intents/", "--topology", "cluster.yaml", "--format", "json", cwd=repo)
+    done = intentc("check", "intents/", "--topology", "cluster.yaml", "-o", "json", cwd=repo)
     assert done.returncode == 1, done.stdout + done.stderr
     (d,) = [d for d in json.loads(done.stdout) if d["code"] == "E1020"]
     assert "pci-dss-compliant" in d["message"]
@@ -150,6 +150,24 @@ def test_a_bad_policy_file_is_a_positioned_schema_error(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert "policies/oops.yaml:6:14: error[E0213]" in out.stdout, out.stdout
     assert "Traceback" not in out.stderr
+
+
+def test_policy_diagnostics_name_the_file_as_the_intents_are_named(tmp_path: Path) -> None:
+    """The search for policies/ resolves the input path; the files it finds are still shown
+    relative to the working directory in every format (they were absolute, which a GitHub
+    annotation or a SARIF viewer cannot tie to the repository's file)."""
+    repo = write_repo(tmp_path, PAYMENTS, {"oops.yaml": policy_doc("oops", "exclusive-domian")})
+    shown = {"text": "policies/oops.yaml:6:14: error[E0213]", "json": '"file": "policies/oops.yaml"',
+             "github": "::error file=policies/oops.yaml,line=6", "sarif": '"uri": "policies/oops.yaml"',
+             "junit": 'file="policies/oops.yaml"'}
+    for fmt, expected in shown.items():
+        out = intentc("check", "intents/", "-o", fmt, cwd=repo)
+        assert out.returncode == 1, out.stderr
+        assert expected in out.stdout and str(repo) not in out.stdout, (fmt, out.stdout)
+    inside = intentc("check", ".", cwd=repo / "intents")
+    assert "../policies/oops.yaml:6:14: error[E0213]" in inside.stdout and str(repo) not in inside.stdout
+    absolute = intentc("check", str(repo / "intents"), cwd=tmp_path.parent)     # absolute inputs, absolute paths
+    assert f"{repo.resolve()}/policies/oops.yaml:6:14: error[E0213]" in absolute.stdout, absolute.stdout
 
 
 def test_a_policy_outside_policies_is_a_warning(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ class Workspace:
 
     def apply(self, *flags: str) -> tuple[int, dict[str, Any], str]:
         args = ["apply", str(self.dir / "intents"), "-t", str(self.dir / "clusters" / "small.yaml"),
-                "--kubeconfig", str(self.env.kubeconfig), "--target", self.target, "--format", "json", *flags]
+                "--kubeconfig", str(self.env.kubeconfig), "--target", self.target, "-o", "json", *flags]
         res = runner.invoke(app, args)
         out = res.stdout
         start = out.find("{")
@@ -280,8 +280,17 @@ def test_dry_run_writes_nothing(ws: Workspace, kube_env: KubeEnv) -> None:
     ws.edit("pipeline.intent", lambda t: t.replace("prep:1.0", "prep:1.1"))
     ws.edit("pipeline.intent", lambda t: t[:t.index("intent cleanup")])
     writes = write_requests(kube_env.metrics())
+    # client (bare --dry-run, as kubectl): compared with the live objects, nothing sent to the
+    # API server, so the image change of a Job (immutable) shows as an update
+    dry_sent = write_requests(kube_env.metrics(), dry_run=True)
     code, doc, out = ws.apply("--dry-run", "--prune")
     assert code == 0, out
+    assert actions(doc)[f"Job {ws.alpha}/prep"] == "update"
+    assert write_requests(kube_env.metrics(), dry_run=True) == dry_sent
+    # server: each change also goes to the API server as a dry run (dryRun=All), which knows better
+    code, doc, out = ws.apply("--dry-run=server", "--prune")
+    assert code == 0, out
+    assert write_requests(kube_env.metrics(), dry_run=True).get("APPLY", 0) > dry_sent.get("APPLY", 0)
     acts = actions(doc)
     assert acts[f"Job {ws.alpha}/prep"] == "replace"
     assert acts[f"Job {ws.beta}/cleanup"] == "prune"

@@ -35,7 +35,7 @@ def cluster(kube_cluster: KubeEnv) -> KubeEnv:
 
 def planned(tmp_path: Path) -> set[tuple[str, str, tuple[int, ...]]]:
     out = tmp_path / "build"
-    code, text, output = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out", str(out), "--commit", SHA,
+    code, text, output = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out-dir", str(out), "--commit", SHA,
                         "--kube-version", "1.37", "--render-target", "dra")
     assert code == 0, output
     plan = json.loads((out / "plan.json").read_text())
@@ -48,7 +48,7 @@ def test_allocated_devices_are_the_planned_ones(cluster: KubeEnv, tmp_path: Path
     recorder = WatchRecorder(cluster, "resourceclaims.resource.k8s.io")
     try:
         code, text, output = invoke("apply", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
-                            "--commit", SHA, "--render-target", "dra", "--timeout", "300", "--format", "json")
+                            "--commit", SHA, "--render-target", "dra", "--timeout", "300", "-o", "json")
     finally:
         claims = allocated_claims(recorder.stop())
     assert code == 0, output
@@ -66,7 +66,7 @@ def test_a_pod_waits_rather_than_take_other_gpus(cluster: KubeEnv, tmp_path: Pat
     """Enforcement, not advice: with a planned GPU taken by someone else the pod stays
     Pending although other GPUs on its node are free."""
     out = tmp_path / "build"
-    code, text, output = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out", str(out), "--commit", SHA,
+    code, text, output = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out-dir", str(out), "--commit", SHA,
                         "--kube-version", "1.37", "--render-target", "dra")
     assert code == 0, output
     plan = json.loads((out / "plan.json").read_text())

@@ -175,7 +175,7 @@ def test_apply_renders_and_applies_for_kueue(cluster: KubeEnv, tmp_path: Path) -
     # --force-conflicts: earlier tests of this module applied the same tenants' quotas under
     # their own field manager, with the plan of their own intents
     code, _, output = invoke("apply", str(d), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
-                             "--commit", SHA, "--render-target", "kueue", "--timeout", "180", "--format", "json",
+                             "--commit", SHA, "--render-target", "kueue", "--timeout", "180", "-o", "json",
                              "--force-conflicts")
     assert code == 0, output
     job = cluster.kubectl_json("get", "job", "small", "-n", "tn-bronze")
@@ -185,12 +185,12 @@ def test_apply_renders_and_applies_for_kueue(cluster: KubeEnv, tmp_path: Path) -
     # What Kueue wrote is handed over: not drift, and a re-apply writes nothing
     # (objects other tests applied with kubectl carry intentc's label: those are orphans here)
     code, text, output = invoke("drift", str(d), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
-                                "--commit", SHA, "--render-target", "kueue", "--format", "json")
+                                "--commit", SHA, "--render-target", "kueue", "-o", "json")
     report = json.loads(text)
     assert report["counts"]["modified"] == 0, output
     assert not [f for f in report["findings"] if f["object"]["name"] == "small"], output
     code, text, output = invoke("apply", str(d), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
-                                "--commit", SHA, "--render-target", "kueue", "--no-wait", "--format", "json")
+                                "--commit", SHA, "--render-target", "kueue", "--no-wait", "-o", "json")
     assert code == 0, output
     assert not [o for o in json.loads(text)["objects"] if o["written"]], text
     assert cluster.kubectl_json("get", "job", "small", "-n", "tn-bronze")["spec"]["suspend"] is False

@@ -130,7 +130,7 @@ def test_serving_replicas_on_nodes_with_different_sets_select_from_the_union() -
 
 def test_dra_needs_kubernetes_1_34(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["compile", str(FIXTURES / "dra" / "intents"), "-t",
-                                   str(FIXTURES / "dra" / "cluster.yaml"), "--out", str(tmp_path / "o"),
+                                   str(FIXTURES / "dra" / "cluster.yaml"), "--out-dir", str(tmp_path / "o"),
                                    "--commit", SHA_A, "--kube-version", "1.33", "--render-target", "dra"])
     assert res.exit_code == 2, res.output
     assert "render target 'dra' needs Kubernetes 1.34 or later" in res.output and "Traceback" not in res.output

@@ -44,7 +44,7 @@ def test_rollback_by_hand_dry_run_then_for_real(tmp_path: Path, kube_env: KubeEn
     args = ["rollback", "--to", "last-good", "--repo", str(repo.dir), "--path", "intents",
             "-t", "clusters/small.yaml", "--kubeconfig", str(kube_env.kubeconfig), "--target", repo.target,
             "--no-wait", "--reason", "nginx 9.9 leaks memory"]
-    dry = runner.invoke(app, args + ["--dry-run", "--format", "json"])
+    dry = runner.invoke(app, args + ["--dry-run", "-o", "json"])
     assert dry.exit_code == 0, dry.output
     doc = json.loads(dry.stdout)
     assert (doc["from"], doc["to"], doc["dryRun"], doc["quarantined"]) == (bad, good, True, False)

@@ -304,7 +304,7 @@ def test_cli_exit_codes_and_fail_on(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "WARN SD502 pattern-changed" in res.output
     res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD", "--fail-on", "WARN"])
     assert res.exit_code == 1
-    fp = json.loads(runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--format", "json"]).output)[
+    fp = json.loads(runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "-o", "json"]).output)[
         "findings"][0]["fingerprint"]
     res = runner.invoke(app, ["schema-diff", "--base", "HEAD~1", "--fail-on", "WARN", "--ack", fp])
     assert res.exit_code == 0

@@ -93,7 +93,7 @@ def test_dsl_and_yaml_spellings_break_alike(tmp_path: Path) -> None:
 
 def test_sarif_output(repo: git.Repo, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(repo.working_tree_dir or ".")
-    res = CliRunner().invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD", "--format", "sarif"])
+    res = CliRunner().invoke(app, ["schema-diff", "--base", "HEAD~1", "--head", "HEAD", "-o", "sarif"])
     assert res.exit_code == 1, res.output
     doc = json.loads(res.output)
     assert doc["version"] == "2.1.0"

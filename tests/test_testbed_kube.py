@@ -68,13 +68,13 @@ def _pods(env: KubeEnv, namespace: str, selector: str) -> list[dict[str, Any]]:
 def test_planned_jobs_are_scheduled_on_their_planned_nodes_and_complete(cluster: KubeEnv,
                                                                       tmp_path: Path) -> None:
     out = tmp_path / "build"
-    code, text = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out", str(out), "--commit", SHA,
+    code, text = invoke("compile", str(INTENTS), "-t", str(TOPOLOGY), "--out-dir", str(out), "--commit", SHA,
                         "--kube-version", "1.37")
     assert code == 0, text
     plan = json.loads((out / "plan.json").read_text())
     planned = {p["intent"]: sorted(a["node"] for a in p["allocations"]) for p in plan["placements"]}
     code, text = invoke("apply", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
-                        "--commit", SHA, "--timeout", "300", "--format", "json")
+                        "--commit", SHA, "--timeout", "300", "-o", "json")
     assert code == 0, text
     doc = json.loads(text)
     assert doc["kubeVersion"] == "1.37" and doc["result"] == "succeeded", text
@@ -95,20 +95,20 @@ def test_kubectl_scale_is_drift_and_apply_restores_it(cluster: KubeEnv) -> None:
     """The sync issue's reproducer on a real 1.37 control plane: the write goes through
     the scale subresource and the Deployment controller acts on it."""
     common = [str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig), "--commit", SHA]
-    code, text = invoke("apply", *common, "--timeout", "300", "--format", "json")
+    code, text = invoke("apply", *common, "--timeout", "300", "-o", "json")
     assert code == 0, text
     cluster.kubectl_run("scale", "deployment/serve", "-n", "tn-beta", "--replicas=0")
-    code, text = invoke("drift", *common, "--format", "json")
+    code, text = invoke("drift", *common, "-o", "json")
     assert code == 1, text
     assert "spec.replicas" in text
-    code, text = invoke("apply", *common, "--timeout", "300", "--format", "json")
+    code, text = invoke("apply", *common, "--timeout", "300", "-o", "json")
     assert code == 0, text
     doc = json.loads(text)
     repaired = [o for o in doc["objects"] if o["action"] == "repair"]
     assert [(o["kind"], o["name"]) for o in repaired] == [("Deployment", "serve")], text
     assert any("spec.replicas: 0 -> 2" in line for line in repaired[0]["diff"]), repaired
     assert cluster.kubectl_json("get", "deployment", "serve", "-n", "tn-beta")["spec"]["replicas"] == 2
-    code, text = invoke("apply", *common, "--no-wait", "--format", "json")
+    code, text = invoke("apply", *common, "--no-wait", "-o", "json")
     assert code == 0, text
     again = json.loads(text)
     assert not any(o["written"] for o in again["objects"]) and not again["inventoryWritten"], \
@@ -127,14 +127,14 @@ def test_a_live_plan_avoids_gpus_a_foreign_pod_holds(cluster: KubeEnv, tmp_path:
               120, "kwok to run the foreign pod")
     try:
         code, text = invoke("plan", str(INTENTS), "-t", str(TOPOLOGY), "--kubeconfig", str(cluster.kubeconfig),
-                            "--format", "json")
+                            "-o", "json")
         assert code == 0, text
         plan = json.loads(text)
         assert plan["basis"]["kind"] == "live"
         assert any("pod default/notebook" in n and "tb-h100-1" in n for n in plan["basis"]["notes"]), plan["basis"]
         used = [g for p in plan["placements"] for a in p["allocations"] if a["node"] == "tb-h100-1" for g in a["gpus"]]
         assert not set(used) & {4, 5, 6, 7} and len(used) <= 4, used
-        code, text = invoke("plan", str(INTENTS), "-t", str(TOPOLOGY), "--format", "json")
+        code, text = invoke("plan", str(INTENTS), "-t", str(TOPOLOGY), "-o", "json")
         assert code == 0 and json.loads(text)["basis"] == {"kind": "preview", "notes": []}
     finally:
         cluster.kubectl_run("delete", "pod", "notebook", "-n", "default", "--wait=false")

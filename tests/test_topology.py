@@ -391,7 +391,7 @@ def test_inspect_text_golden(name: str) -> None:
 
 def test_inspect_json_is_the_parsed_matrix() -> None:
     path = str(FIXTURES / "dgx-a100.txt")
-    result = runner.invoke(app, ["topology", "inspect", "--nvidia-smi", path, "--format", "json"])
+    result = runner.invoke(app, ["topology", "inspect", "--nvidia-smi", path, "-o", "json"])
     assert result.exit_code == 0
     doc = json.loads(result.stdout)
     assert doc.pop("file") == path
@@ -545,3 +545,119 @@ def test_the_importer_and_live_planning_read_a_node_alike(tmp_path: Path) -> Non
                 parse_quantity(n.memory) if n.memory else None)
     from_file = [seen(n) for n in imported.topology.nodes if n.gpu_count]
     assert len(from_file) >= 5 and [seen(n) for n in live.topology.nodes] == from_file
+
+
+# --------------------------------------------------------------------------
+# GPU product names: GFD's long ones, the intents' short ones
+# --------------------------------------------------------------------------
+
+GFD_PRODUCTS = {"H100-80GB": "NVIDIA-H100-80GB-HBM3", "A100-80GB": "NVIDIA-A100-SXM4-80GB", "GB200": "NVIDIA-GB200"}
+
+
+@pytest.mark.parametrize(("long", "short"), [
+    ("NVIDIA-H100-80GB-HBM3", "H100-80GB"), ("NVIDIA-A100-SXM4-80GB", "A100-80GB"),
+    ("NVIDIA-A100-80GB-PCIe", "A100-80GB"), ("NVIDIA-A100-SXM4-40GB", "A100-40GB"), ("NVIDIA-GB200", "GB200"),
+    ("NVIDIA-B200", "B200"), ("NVIDIA-H200", "H200-141GB"), ("NVIDIA-H100-PCIe", "H100-80GB"),
+    ("NVIDIA-H100-NVL", "H100-94GB"), ("NVIDIA-H200-NVL", "H200-141GB"), ("Tesla-V100-SXM2-16GB", "V100-16GB"),
+    ("NVIDIA H100 80GB HBM3", "H100-80GB"), ("NVIDIA-GH200-480GB", "GH200-480GB"),
+    ("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "A100-40GB-MIG-1g.5gb"),
+    # the short names are their own short names
+    ("H100-80GB", "H100-80GB"), ("GB200", "GB200"), ("L40S", "L40S"), ("H200", "H200-141GB"),
+])
+def test_gpu_product_names_meet_in_one_short_name(long: str, short: str) -> None:
+    from intentc.topology.products import describe, product_key, same_product, short_name
+
+    assert short_name(long) == short and short_name(short) == short
+    assert same_product(long, short) and product_key(long.lower()) == product_key(short)
+    assert describe(long) == (long if long == short else f"{long} (matches intents' {short})")
+
+
+def test_distinct_products_stay_distinct_and_suggestions_keep_the_chip() -> None:
+    from intentc.topology.products import nearest, same_product
+
+    assert not same_product("NVIDIA-A100-SXM4-80GB", "A100-40GB")
+    assert not same_product("NVIDIA-H100-80GB-HBM3", "H200-141GB")
+    assert not same_product("NVIDIA-GB200", "B200")
+    offered = ["NVIDIA-H100-80GB-HBM3", "NVIDIA-GB200"]
+    assert nearest("H100-80G", offered) == "H100-80GB" and nearest("H100", offered) == "H100-80GB"
+    assert nearest("A100-80GB", offered) is None           # another chip, however alike the spelling
+
+
+def gfd_nodes_json(tmp_path: Path) -> Path:
+    """The example cluster's nodes labelled as GPU feature discovery labels them (long product names)."""
+    from tests.kube_nodes import node_manifest
+
+    loaded, diags = load_topology(str(EXAMPLE))
+    assert loaded is not None and not diags
+    items = []
+    for n in loaded.topology.nodes:
+        m = node_manifest(n, loaded.topology.levels)
+        if n.gpu_product:
+            m["metadata"]["labels"][nodes_import.GPU_PRODUCT] = GFD_PRODUCTS[n.gpu_product]
+        items.append(m)
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def test_the_bundled_intents_plan_on_a_topology_imported_from_gfd_labels(tmp_path: Path) -> None:
+    """`topology import` keeps GFD's `NVIDIA-H100-80GB-HBM3`; the intents say `H100-80GB`: the
+    planner matches them (every intent was refused with E0601), and import's summary says so."""
+    from intentc.compile import compile_paths
+
+    result = runner.invoke(app, ["topology", "import", "--nodes", str(gfd_nodes_json(tmp_path)), "--name", "example"])
+    assert result.exit_code == 0, result.stderr
+    assert "product: NVIDIA-H100-80GB-HBM3" in result.stdout and "H100-80GB," not in result.stdout
+    assert "NVIDIA-H100-80GB-HBM3 (matches intents' H100-80GB): 16 nodes, 128 GPUs" in result.stderr
+    assert "NVIDIA-A100-SXM4-80GB (matches intents' A100-80GB): 4 nodes, 32 GPUs" in result.stderr
+    topology = tmp_path / "imported.yaml"
+    topology.write_text(result.stdout)
+    compiled = compile_paths([str(HERE.parent / "intents")], str(topology), "a" * 40)
+    assert [d.code for d in compiled.diagnostics if d.is_error] == []
+    assert compiled.ok and compiled.plan is not None and not compiled.plan.unplaced
+    assert not [d for d in compiled.diagnostics if d.code == "W0401"]
+    imported, _ = load_topology(str(topology))
+    assert imported is not None
+    product_of = {n.name: n.gpu_product for n in imported.topology.nodes}
+    used = {product_of[a.node] for p in compiled.plan.placements for a in p.allocations}
+    assert used == set(GFD_PRODUCTS.values())
+    shown = runner.invoke(app, ["topology", "inspect", "--topology", str(topology)])
+    assert shown.exit_code == 0, shown.stderr
+    assert "NVIDIA-GB200 (matches intents' GB200): 18 nodes, 72 GPUs" in shown.stdout
+
+
+def test_an_unknown_product_is_refused_with_the_topology_products(tmp_path: Path) -> None:
+    """E0601 for a product no node has: did you mean (same chip) and, in the hint, every product
+    in the intents' spelling with the nodes' own beside it."""
+    from intentc.compile import compile_paths
+
+    topology = tmp_path / "imported.yaml"
+    topology.write_text(runner.invoke(app, ["topology", "import", "--nodes", str(gfd_nodes_json(tmp_path)),
+                                            "--name", "example"]).stdout)
+    (tmp_path / "intents").mkdir()
+    (tmp_path / "intents" / "a.intent").write_text(
+        'tenant t { tier: gold }\nintent train {\n  trigger: on push\n  action: training image "trainer:1"\n'
+        '  context: tenant t\n  constraints: gpus 8 x "H100-80G" within nvlink\n}\n')
+    compiled = compile_paths([str(tmp_path / "intents")], str(topology), "a" * 40)
+    [refused] = [d for d in compiled.diagnostics if d.code == "E0601"]
+    assert 'has H100-80G GPUs (did you mean "H100-80GB"?)' in refused.message
+    assert refused.hint == ('ask for one of the products topology "example" offers: A100-80GB (NVIDIA-A100-SXM4-80GB), '
+                            "GB200 (NVIDIA-GB200), H100-80GB (NVIDIA-H100-80GB-HBM3)")
+
+
+def test_kueue_selects_nodes_by_the_topology_spelling_of_the_product(tmp_path: Path) -> None:
+    """Kueue's Jobs carry a `nvidia.com/gpu.product` node selector; on a topology imported from
+    GFD labels it is the label's value (the planned nodes'), not the intents' short name, which
+    no node of a real cluster carries."""
+    from intentc.compile import compile_paths
+    from intentc.render.capabilities import DEFAULT_KUBE_VERSION
+
+    topology = tmp_path / "imported.yaml"
+    topology.write_text(runner.invoke(app, ["topology", "import", "--nodes", str(gfd_nodes_json(tmp_path)),
+                                            "--name", "example"]).stdout)
+    compiled = compile_paths([str(HERE.parent / "intents")], str(topology), "a" * 40, DEFAULT_KUBE_VERSION, "kueue")
+    assert compiled.rendered is not None
+    selected = {m.body["spec"]["template"]["spec"]["nodeSelector"][nodes_import.GPU_PRODUCT]
+                for m in compiled.rendered.manifests if m.ref.kind == "Job"
+                and nodes_import.GPU_PRODUCT in m.body["spec"]["template"]["spec"].get("nodeSelector", {})}
+    assert selected == set(GFD_PRODUCTS.values())

@@ -185,6 +185,8 @@ def test_outputs_are_written_only_when_changed(tree: Path) -> None:
     on_disk = {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*")
                if p.is_file() and p.name != OUTPUT_MARKER}
     assert on_disk == full_compile(tree)
+    assert "manifests/Kustomization" in on_disk
+    assert write_changed(snap2, out) == ([], [])     # a restarted watch reads what is there, Kustomization too
     assert (out / OUTPUT_MARKER).is_file()     # the next discovery does not read out/manifests
 
 
@@ -266,7 +268,7 @@ def test_watch_command_end_to_end(tree: Path) -> None:
     out = tree / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "intentc", "watch", str(tree / "intents"), "-t", str(tree / "topologies" / "cluster.yaml"),
-         "--out", str(out), "--format", "json", "--commit", COMMIT],
+         "--out-dir", str(out), "-o", "json", "--commit", COMMIT],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout or []], daemon=True)

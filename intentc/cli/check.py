@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
-from intentc.cli.common import Exclude, Jobs, Paths, format_option
+from intentc.cli.common import Exclude, Jobs, Paths, format_option, no_intents_or_exit
 from intentc.cli.progress import StderrProgress
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
 
@@ -17,11 +17,11 @@ from intentc.diagnostics import OutputFormat, sorted_diagnostics
 
   intentc check intents/
 
-  intentc check intents/ --format github      # annotations on the PR
+  intentc check intents/ -o github      # annotations on the PR
 
   intentc check intents/ -o junit > report.xml   # a test report for CI
 
-  intentc check a.intent b.yaml --strict      # warnings fail too
+  intentc check intents/nlp/ intents/tenants/ intents/datasets/ --strict   # warnings fail too
 
   intentc check intents/ --topology clusters/prod.yaml   # also plan: placement and tag rules
 """)
@@ -37,6 +37,7 @@ def check(
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
     from intentc.policy.load import load_policies
+    from intentc.policy.tags import with_rules
     from intentc.sources import texts_for_carets
     from intentc.summary import Summary, summarize
 
@@ -52,7 +53,7 @@ def check(
     diags = list(result.diagnostics)
     sources = dict(result.sources)
     policies, policy_diags, policy_texts = load_policies(paths)
-    diags += policy_diags
+    diags = with_rules(diags, policies, checked.program if checked is not None else None) + policy_diags
     sources.update(policy_texts)
     if topology is not None:
         from intentc.plan.planner import make_plan
@@ -75,7 +76,8 @@ def check(
         for f in result.files:
             sources.setdefault(f, "")
     emit_diagnostics(diags, format, sources)
+    c = result.counts
+    no_intents_or_exit(paths, c.intents + c.tenants + c.datasets, diags)
     if format is OutputFormat.TEXT and not diags:
-        c = result.counts
         typer.echo(f"ok: {c.intents} intents, {c.tenants} tenants, {c.datasets} datasets, {c.topologies} topologies")
     exit_for(diags, strict)

@@ -15,16 +15,18 @@ importing it costs up to half a second, which `intentc check` should not pay.
 from __future__ import annotations
 
 import contextlib
+import enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Iterator, List, Optional, Sequence
 
 import typer
 
-from intentc.cli.app import usage_error
+from intentc.cli.app import EXIT_USAGE, emit_diagnostics, usage_error
 from intentc.diagnostics import OutputFormat
 
 if TYPE_CHECKING:
     from intentc.kube.client import KubeClient
+    from intentc.provenance import Stamp
     from intentc.render.capabilities import KubeVersion
 
 
@@ -50,9 +52,33 @@ def the_topology(paths: Sequence[str], exclude: Sequence[str] = ()) -> Path:
     return Path(found[0])
 
 
+def no_intents_or_exit(paths: Sequence[str], declared: int, diags: Sequence[Any]) -> None:
+    """Exit 1 with a warning when `paths` declare nothing (no intent, tenant or dataset:
+    an empty folder, a mistyped one with only other files, a Topology alone): a CI step
+    that checks nothing should not pass.  A folder of tenants or datasets only is a
+    program (`compile` writes their namespaces and quotas).  Errors already explain an
+    empty result (a file that does not parse) and decide alone."""
+    from intentc.diagnostics import has_errors
+
+    if declared == 0 and not has_errors(list(diags)):
+        typer.echo(f"intentc: warning: no intents found under {', '.join(paths)}", err=True)
+        raise typer.Exit(1)
+
+
+def declared(program: Any) -> int:
+    """How many intents, tenants and datasets a program declares (`no_intents_or_exit`)."""
+    if program is None:
+        return 0
+    return len(program.intents) + len(program.tenants) + len(program.datasets)
+
+
 RepoTopologyFile = Annotated[str, typer.Option(
     "--topology", "-t", metavar="FILE", help="Topology file (path in the repository).")]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", metavar="N", help="Parallel parsers (0: one per core).")]
+# A bound, not a parser: a parser would send every `check` through typer's pydantic
+# conversion (cli/coercion.py converts plain bounded ints without it).
+MAX_JOBS = 1024
+Jobs = Annotated[int, typer.Option("--jobs", "-j", metavar="N", min=0, max=MAX_JOBS,
+                                   help=f"Parallel parsers (0: one per core; at most {MAX_JOBS}).")]
 Exclude = Annotated[Optional[List[str]], typer.Option(
     "--exclude", metavar="PATTERN",
     help="Leave out files matching this gitignore-style pattern, relative to the repository root "
@@ -67,6 +93,10 @@ MergeBase = Annotated[bool, typer.Option("--merge-base", help="Compare against t
                                                               "and the head, as a pull request does.")]
 Commit = Annotated[Optional[str], typer.Option(
     "--commit", metavar="SHA", help="Commit SHA to stamp (default: git HEAD).")]
+AllowDirty = Annotated[bool, typer.Option(
+    "--allow-dirty",
+    help="Go on when the inputs have uncommitted changes: stamp <SHA>-dirty and a digest of the content "
+         "instead of the commit, which does not hold them (default: refuse, exit 2).")]
 
 # Compiling
 RenderTarget = Annotated[str, typer.Option("--render-target", metavar="NAME", help="How GPUs are bound.")]
@@ -83,18 +113,79 @@ KubeVersionOverride = Annotated[Optional[str], typer.Option(
     "--kube-version", metavar="MAJOR.MINOR", help="Render for this MAJOR.MINOR instead of asking the server.")]
 InventoryTarget = Annotated[str, typer.Option(
     "--target", metavar="NAME", help="Inventory name (one per cluster target).")]
-HealthTimeout = Annotated[float, typer.Option(
-    "--timeout", min=0.0, metavar="SECONDS", help="Seconds to wait for health, in all.")]
+def seconds_parser(option: str, minimum: float = 0.0, whole: bool = False) -> Any:
+    """The parser of a time option (`--timeout 5m`, `90s`, `1h30m`, or plain seconds),
+    through the one duration notation (`intentc.duration`): seconds as a float (an int
+    with `whole`), a usage error below `minimum` or not a duration."""
+    from intentc.duration import parse_seconds
 
-# Output.  As in kubectl, -o is the output format in every command (a path to
-# write is --out, with -d where it is a directory) and -f a file to read.
+    def parse(text: str | float) -> float:
+        if isinstance(text, (int, float)):      # a default, already in seconds
+            return text
+        seconds = parse_seconds(text)
+        if seconds is None:
+            raise typer.BadParameter(f"{text!r} is not a duration (e.g. 90s, 5m, 1h30m, or seconds: 90)")
+        if seconds < minimum:
+            raise typer.BadParameter(f"{text} is shorter than {minimum:g}s")
+        if whole:
+            if seconds != int(seconds):
+                raise typer.BadParameter(f"{text} is not a whole number of seconds")
+            return int(seconds)
+        return seconds
+
+    parse.__name__ = option.lstrip("-").replace("-", "_")
+    return parse
+
+
+def duration_option(default: Any, name: str, help: str, minimum: float = 0.0, whole: bool = False) -> Any:
+    """A time option: DURATION (`90s`, `5m`, `1h30m`) or plain seconds (docs/cli-conventions.md)."""
+    return typer.Option(default, name, metavar="DURATION", parser=seconds_parser(name, minimum, whole), help=help)
+
+
+# Output.  As in kubectl, -o/--output is the output format in every command; a
+# directory to write is -d/--out-dir, a single file to write --out FILE, and -f a
+# file to read (`-`: standard input).  docs/cli-conventions.md; cli/spellings.py
+# takes the older spellings for one release.
 DiagnosticsFormat = Annotated[OutputFormat, typer.Option("--diagnostics-format",
                                                          help="Format of the diagnostics (on stderr).")]
 
 
 def format_option(default: Any, help: str = "Output format.") -> Any:
-    """The --format/-o option of a command; `default` is a member of its format enum."""
-    return typer.Option(default, "--format", "-o", help=help)
+    """The -o/--output option of a command; `default` is a member of its format enum."""
+    return typer.Option(default, "--output", "-o", help=help)
+
+
+def out_dir_option(default: Any, help: str) -> Any:
+    """-d/--out-dir DIR: the directory a command writes a tree into."""
+    return typer.Option(default, "--out-dir", "-d", metavar="DIR", help=help)
+
+
+class DryRun(str, enum.Enum):
+    """--dry-run[=none|client|server], as kubectl's: bare --dry-run is client."""
+
+    NONE = "none"
+    CLIENT = "client"
+    SERVER = "server"
+
+
+def dry_run_option(help: str) -> Any:
+    return typer.Option(DryRun.NONE, "--dry-run", help=help)
+
+
+STDIN = "-"
+
+
+def read_input(path: str) -> tuple[Any, list[Any]]:
+    """A `-f FILE` input as `intentc.sources.read_source` reads it, `-` being standard
+    input (shown as <stdin>); (None, diagnostics) when it cannot be read."""
+    from intentc.sources import SourceFile, decode, read_source
+
+    if path != STDIN:
+        return read_source(Path(path))
+    import sys
+
+    text, diags = decode("<stdin>", sys.stdin.buffer.read())
+    return (None if text is None else SourceFile("<stdin>", text)), diags
 
 
 LiveKubeconfig = Annotated[Optional[str], typer.Option(
@@ -183,6 +274,70 @@ def check_target_served(client: KubeClient, name: str) -> None:
         has = f" (it serves {', '.join(also)})" if also else ""
         usage_error(f"render target {name!r} needs {req.what} ({req.api_version}), which the cluster at "
                     f"{client.host} does not serve{has}; use --render-target device-plugin")
+
+
+def paths_or_exit(paths: Sequence[str | Path], fmt: OutputFormat = OutputFormat.TEXT,
+                  to_stderr: bool = False) -> None:
+    """Exit 2, with the E0001 diagnostic `intentc check` gives, when any of `paths`
+    does not exist: before the work, so that a command never reports on nothing (an
+    empty graph, a commit lookup in a folder that is not there) for a mistyped path."""
+    from intentc.sources import missing_paths
+
+    diags = missing_paths(str(p) for p in paths)
+    if diags:
+        emit_diagnostics(diags, fmt, {}, to_stderr=to_stderr)
+        raise typer.Exit(EXIT_USAGE)
+
+
+def write_output_or_exit(out: str | Path, text: str) -> None:
+    """Write one output file (`--out FILE`; `-` is stdout) by the rule of `intentc.atomic`:
+    a file intentc writes never replaces something that is not a regular file.  A path
+    that cannot be written is a usage error (exit 2), not a traceback."""
+    from intentc.atomic import write_output
+
+    try:
+        write_output(out, text)
+    except OSError as e:
+        usage_error(cannot_write(out, e))
+
+
+def output_dir_or_exit(out: str | Path) -> None:
+    """Refuse, before any work, an output directory (`-d/--out-dir DIR`) that exists and is not
+    a directory (a file, a device, a dangling link): exit 2.  A link to a directory is fine."""
+    import os
+
+    if os.path.lexists(out) and not Path(out).is_dir():
+        if not os.path.exists(out):
+            usage_error(f"{Path(out).as_posix()}: is a symbolic link to {os.readlink(out)}, which does not exist")
+        usage_error(f"{Path(out).as_posix()}: exists and is not a directory")
+
+
+def cannot_write(out: str | Path, e: OSError) -> str:
+    """The message for a write that failed: the path the OS names (a file inside an
+    output directory, say), else `out`, and the reason without Python's errno prefix."""
+    where = e.filename if isinstance(e.filename, str) else Path(out).as_posix()
+    return f"cannot write {where}: {e.strerror or e}"
+
+
+def stamp_or_exit(paths: Sequence[str], also: Sequence[str | Path], explicit: str | None, allow_dirty: bool,
+                  exclude: Sequence[str] = ()) -> Stamp:
+    """The commit stamp of `compile` / `apply` (`intentc.provenance`): --commit or git HEAD,
+    refused with exit 2 when the inputs have uncommitted changes and `allow_dirty` is not
+    set (the SHA would claim content no commit holds)."""
+    from intentc.compile import CommitError
+    from intentc.provenance import stamp_for
+
+    try:
+        return stamp_for(paths, also, explicit, allow_dirty, exclude)
+    except CommitError as e:
+        usage_error(str(e))
+
+
+def say_dirty(stamp: Stamp) -> None:
+    """A note (stderr) that what was compiled is not a commit's: the stamp and the digest."""
+    if stamp.digest is not None:
+        typer.echo(f"note: compiled from uncommitted changes ({len(stamp.dirty)} input file(s)): stamped "
+                   f"{stamp.commit} and content digest {stamp.digest}", err=True)
 
 
 def commit_or_exit(paths: Sequence[str], explicit: str | None) -> str:

@@ -7,9 +7,8 @@ from typing import Optional
 
 import typer
 
-from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_FINDINGS, app, emit_diagnostics, usage_error
-from intentc.cli.common import format_option
+from intentc.cli.common import format_option, paths_or_exit, write_output_or_exit
 from intentc.convert import Surface
 from intentc.diagnostics import OutputFormat
 from intentc.sources import read_source
@@ -24,12 +23,13 @@ from intentc.sources import read_source
 def convert(
     file: Path = typer.Argument(..., metavar="FILE", help="An .intent or .yaml file."),
     to: Surface = typer.Option(..., "--to", help="Target surface."),
-    out: Optional[Path] = typer.Option(None, "--out", metavar="FILE", help="Write here instead of stdout."),
+    out: Optional[Path] = typer.Option(None, "--out", metavar="FILE", help="Write here instead of stdout (-: stdout)."),
     format: OutputFormat = format_option(OutputFormat.TEXT, "Format of diagnostics."),
 ) -> None:
     """Convert intents between the DSL and YAML; the result compiles to the same IR."""
-    if not file.is_file():
-        usage_error(f"no such file: {file}")
+    paths_or_exit([file], format, to_stderr=True)
+    if file.is_dir():
+        usage_error(f"{file.as_posix()}: is a directory; convert takes one file")
     source, diags = read_source(file)
     if source is None:
         emit_diagnostics(diags, format, {}, to_stderr=True)
@@ -44,4 +44,4 @@ def convert(
     if out is None:
         typer.echo(text, nl=False)
     else:
-        write_atomic(out, text)
+        write_output_or_exit(out, text)

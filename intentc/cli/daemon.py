@@ -29,8 +29,12 @@ from intentc.cli.common import (
     check_render_target,
     check_target_served,
     commit_or_exit,
+    duration_option,
     format_option,
+    out_dir_option,
+    output_dir_or_exit,
     parse_kube_version,
+    paths_or_exit,
 )
 from intentc.daemon.logformat import LogFormat, LogLevel
 from intentc.daemon.logformat import configure as configure_logging
@@ -56,16 +60,15 @@ def _on_signals(stop: Callable[[], None]) -> None:
   intentc daemon --repo https://github.com/acme/intents.git --branch main \\
       --topology clusters/prod.yaml --listen :9090
 
-  intentc daemon --repo /srv/intents --branch main -t clusters/prod.yaml --interval 15 --prune
+  intentc daemon --repo /srv/intents --branch main -t clusters/prod.yaml --interval 15s --prune
 
   intentc daemon --repo . --local -t clusters/dev.yaml --kubeconfig ~/.kube/kind   # hot reload
 
   intentc daemon --repo /srv/intents -t clusters/prod.yaml --log-format json   # for a log pipeline
 
-Follows the branch (fetch and poll every --interval seconds), compiles each
+Follows the branch (fetch and poll every --interval), compiles each
 new commit from git history and applies it wave by wave; watches the
-managed kinds and runs drift detection on every event and every --resync
-seconds; applies the drift policies (report | heal | rollback).  A rollout
+managed kinds and runs drift detection on every event and every --resync; applies the drift policies (report | heal | rollback).  A rollout
 that is not consistent (a wave not healthy in time, a gang member missing,
 a placement changed) is rolled back to the last known-good commit when the
 failing intents ask for `drift: rollback`.  Serves /healthz, /readyz and
@@ -89,17 +92,17 @@ def daemon(
     path: List[str] = typer.Option(["intents"], "--path", metavar="PATH", help="Intent paths in the repository (repeatable)."),
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
-    interval: float = typer.Option(30.0, "--interval", min=0.1, metavar="SECONDS", help="Seconds between git polls."),
-    resync: float = typer.Option(300.0, "--resync", min=1.0, metavar="SECONDS", help="Seconds between full drift passes."),
+    interval: float = duration_option("30s", "--interval", "Time between git polls.", minimum=0.1),
+    resync: float = duration_option("5m", "--resync", "Time between full drift passes.", minimum=1.0),
     listen: str = typer.Option("127.0.0.1:9090", "--listen", metavar="HOST:PORT",
                                help="HOST:PORT for /healthz /readyz /metrics: loopback by default; ':9090' or "
                                     "'0.0.0.0:9090' for kubelet probes from outside the pod ('' disables)."),
     target: InventoryTarget = DEFAULT_TARGET_NAME,
     workdir: Path = typer.Option(Path("/tmp/intentc-daemon"), "--workdir", metavar="DIR", help="Mirror and scratch space."),
-    rollout_timeout: Optional[float] = typer.Option(
-        None, "--rollout-timeout", min=0.0, metavar="SECONDS",
-        help="Seconds each wave of a rollout may take to become healthy (default: from the intents' "
-             "duration × (1 + slack) + 5 min, as `apply` derives it)."),
+    rollout_timeout: Optional[float] = duration_option(
+        None, "--rollout-timeout",
+        "How long each wave of a rollout may take to become healthy (default: from the intents' "
+        "duration × (1 + slack) + 5 min, as `apply` derives it)."),
     prune: bool = typer.Option(False, "--prune", help="Delete managed objects a new commit no longer wants."),
     local: bool = typer.Option(False, "--local", help="Follow the working tree of --repo (hot reload) instead of the branch."),
     kube_version: KubeVersionOverride = None,
@@ -117,14 +120,15 @@ def daemon(
     leader_elect: bool = typer.Option(True, "--leader-elect/--no-leader-elect",
                                       help="Act only while holding the Lease intentc-system/intentc-daemon-<target>, "
                                            "so replicas of one target never act twice."),
-    lease_duration: int = typer.Option(15, "--leader-elect-lease-duration", min=1, metavar="SECONDS",
-                                       help="How long followers wait after the last renewal they saw before "
-                                            "taking the Lease over (the failover time after a crash)."),
-    renew_deadline: float = typer.Option(10.0, "--leader-elect-renew-deadline", min=0.1, metavar="SECONDS",
-                                         help="A leader that could not renew for this long stops acting "
-                                              "(shorter than the lease duration)."),
-    retry_period: float = typer.Option(2.0, "--leader-elect-retry-period", min=0.1, metavar="SECONDS",
-                                       help="Seconds between attempts to take or renew the Lease."),
+    lease_duration: int = duration_option("15s", "--leader-elect-lease-duration",
+                                          "How long followers wait after the last renewal they saw before "
+                                          "taking the Lease over (the failover time after a crash; whole "
+                                          "seconds).", minimum=1, whole=True),
+    renew_deadline: float = duration_option("10s", "--leader-elect-renew-deadline",
+                                            "A leader that could not renew for this long stops acting "
+                                            "(shorter than the lease duration).", minimum=0.1),
+    retry_period: float = duration_option("2s", "--leader-elect-retry-period",
+                                          "Time between attempts to take or renew the Lease.", minimum=0.1),
 ) -> None:
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
     from intentc.compile import CommitError, resolve_commit
@@ -158,6 +162,7 @@ def daemon(
             usage_error(str(e))
     commit: str | None = None
     if local:
+        paths_or_exit([Path(repo) / p for p in path], to_stderr=True)   # the working tree it follows
         try:
             commit = resolve_commit([str(Path(repo) / p) for p in path])
         except CommitError as e:
@@ -213,19 +218,19 @@ def _describe(result: ReloadResult, seconds: float, written: int, removed: int) 
 
   intentc watch intents/ --topology clusters/dev.yaml
 
-  intentc watch intents/ -t clusters/dev.yaml --out build/      # keep build/ up to date
+  intentc watch intents/ -t clusters/dev.yaml --out-dir build/   # keep build/ up to date
 
-  intentc watch intents/ -t clusters/dev.yaml --format json     # one JSON object per reload
+  intentc watch intents/ -t clusters/dev.yaml -o json     # one JSON object per reload
 
 On each save only the changed files are parsed again and only the
 affected intents re-planned and re-rendered.  A change that does not
 compile prints its diagnostics and keeps the last good plan (and the files
-in --out) as they were.  Files are replaced atomically.  Ctrl-C stops.
+in --out-dir) as they were.  Files are replaced atomically.  Ctrl-C stops.
 """)
 def watch(
     paths: Paths,
     topology: TopologyFile,
-    out: Optional[Path] = typer.Option(None, "--out", "-d", metavar="DIR", help="Keep this output directory up to date."),
+    out: Optional[Path] = out_dir_option(None, "Keep this output directory up to date."),
     commit: Commit = None,
     kube_version: Optional[str] = typer.Option(None, "--kube-version", metavar="MAJOR.MINOR", help="Target Kubernetes MAJOR.MINOR."),
     render_target: RenderTarget = DEFAULT_TARGET,
@@ -236,7 +241,10 @@ def watch(
     from intentc.daemon.reload import Reloader, follow, write_changed
     from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 
+    paths_or_exit(paths, to_stderr=format is WatchFormat.JSON)
     sha = commit_or_exit(paths, commit)
+    if out is not None:
+        output_dir_or_exit(out)
     version = parse_kube_version(kube_version, DEFAULT_KUBE_VERSION) or DEFAULT_KUBE_VERSION
     check_render_target(render_target, version)
     reloader = Reloader(paths, str(topology), sha, version, render_target, seed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, Optional
 
@@ -25,8 +26,8 @@ from intentc.cli.app import (
     usage_error,
 )
 from intentc.cli.common import (BaseRevision, Exclude, HeadRevision, Jobs, Kubeconfig, KubeContext, MergeBase,
-                                OnlyTopologyNodes, RenderTarget, Seed, check_render_target, format_option,
-                                the_topology)
+                                OnlyTopologyNodes, RenderTarget, Seed, STDIN, check_render_target, format_option,
+                                paths_or_exit, the_topology)
 from intentc.diagnostics import OutputFormat, has_errors
 from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
@@ -142,13 +143,30 @@ def _revisions(root: Path, base: str, head: str | None, merge_base: bool) -> tup
     return base_sha, head_sha, base_label, _label(head, head_sha)
 
 
+def _paths_at_either(root: Path, given: List[str], base_sha: str, head_sha: str | None, base_label: str,
+                     head_label: str) -> None:
+    """Exit 2 when a path is in neither revision: a typo would otherwise compare nothing
+    with nothing and report no change.  A path the change adds or deletes is in one of
+    them, and that is a legitimate diff."""
+    from intentc import gitrepo
+    from intentc.sources import no_such_path
+
+    head_named = head_label if head_sha is not None else f"the {head_label}"
+    missing = [no_such_path(raw, f" (in neither {base_label} nor {head_named})") for raw in given
+               if not any(gitrepo.exists_at(root, sha, gitrepo.repo_relative(root, [raw])[0])
+                          for sha in (base_sha, head_sha))]
+    if missing:
+        emit_diagnostics(missing, OutputFormat.TEXT, {}, to_stderr=True)
+        raise typer.Exit(EXIT_USAGE)
+
+
 @app.command("schema-diff", epilog="""Examples:
 
   intentc schema-diff --base origin/main                      # working tree vs main
 
-  intentc schema-diff --base v0.3.0 --head HEAD --format markdown
+  intentc schema-diff --base v0.3.0 --head HEAD -o markdown
 
-  intentc schema-diff --base origin/main --format github --fail-on WARN
+  intentc schema-diff --base origin/main -o github --fail-on WARN
 
   intentc schema-diff --base origin/main -o sarif > schema-diff.sarif   # code scanning upload
 
@@ -165,7 +183,7 @@ def schema_diff(
                                                                  "or higher is not acknowledged."),
     ack: List[str] = typer.Option([], "--ack", metavar="FINGERPRINT", help="Acknowledge a finding by fingerprint (repeatable)."),
     ack_file: Optional[Path] = typer.Option(None, "--ack-file", metavar="FILE", help="File of acknowledged fingerprints, "
-                                                                     "one per line, # comments."),
+                                                                     "one per line, # comments (-: standard input)."),
     merge_base: MergeBase = False,
 ) -> None:
     """Classify every change to the JSON Schemas between two revisions (ERR breaking,
@@ -179,6 +197,9 @@ def schema_diff(
     try:
         root = gitrepo.repo_root(".")
         base_sha, head_sha, base_label, head_label = _revisions(root, base, head, merge_base)
+        # the schemas always (none: 0 findings would read as "compatible"); the documents when named,
+        # since a repository of schemas alone has no intents/ and the report counts what it checked
+        _paths_at_either(root, [schemas, *(paths or [])], base_sha, head_sha, base_label, head_label)
         schema_dirs = gitrepo.repo_relative(root, [schemas])
         doc_dirs = gitrepo.repo_relative(root, paths or ["intents"])
         base_schemas = gitrepo.read_tree(root, base_sha, schema_dirs, (".json",))
@@ -188,8 +209,11 @@ def schema_diff(
         usage_error(str(exc))
     acknowledged = set(ack)
     if ack_file is not None:
+        if str(ack_file) != STDIN:
+            paths_or_exit([ack_file], to_stderr=True)
         try:
-            acknowledged |= parse_acknowledgements(ack_file.read_text(encoding="utf-8"))
+            text = sys.stdin.read() if str(ack_file) == STDIN else ack_file.read_text(encoding="utf-8")
+            acknowledged |= parse_acknowledgements(text)
         except OSError as exc:
             usage_error(f"cannot read {ack_file}: {exc.strerror or exc}")
     report = run_schema_diff(base_schemas, head_schemas, documents, base_label, head_label,
@@ -207,15 +231,15 @@ def schema_diff(
 
   intentc diff --base origin/main                          # working tree vs main, text
 
-  intentc diff --base origin/main --merge-base --format markdown > comment.md
+  intentc diff --base origin/main --merge-base -o markdown > comment.md
 
-  intentc diff --base HEAD~3 --head HEAD intents/nlp --format json
+  intentc diff --base HEAD~3 --head HEAD intents/nlp -o json
 
-  intentc diff --base origin/main --merge-base --format github   # annotations on the PR
+  intentc diff --base origin/main --merge-base -o github   # annotations on the PR
 
   intentc diff --base origin/main --topology examples/topologies/cluster.yaml   # plus the plan diff
 
-  intentc diff --base origin/main -t examples/topologies/cluster.yaml --render-target kueue --format markdown
+  intentc diff --base origin/main -t examples/topologies/cluster.yaml --render-target kueue -o markdown
 
   intentc diff --base origin/main --context prod-eu     # plus where apply's live binding differs from the preview
 
@@ -263,6 +287,7 @@ def diff(
         try:
             root = gitrepo.repo_root(".")
             base_sha, head_sha, base_label, head_label = _revisions(root, base, head, merge_base)
+            _paths_at_either(root, paths or ["intents"], base_sha, head_sha, base_label, head_label)
             prefixes = gitrepo.repo_relative(root, paths or ["intents"])
             base_snap = gitrepo.snapshot(root, base_sha, prefixes, SOURCE_SUFFIXES, exclude or ())
             head_snap = gitrepo.snapshot(root, head_sha, prefixes, SOURCE_SUFFIXES, exclude or ())

@@ -21,7 +21,7 @@ from intentc.cli.app import (
     usage_error,
 )
 from intentc.cli.common import (
-    HealthTimeout,
+    DryRun,
     InventoryTarget,
     Kubeconfig,
     KubeContext,
@@ -35,7 +35,10 @@ from intentc.cli.common import (
     cluster_errors,
     commit_or_exit,
     connect_or_exit,
+    dry_run_option,
+    duration_option,
     format_option,
+    paths_or_exit,
     the_topology,
 )
 from intentc.diagnostics import OutputFormat
@@ -135,9 +138,9 @@ def report_github(report: Report, target: str, commit: str, program: Program | N
 
   intentc drift intents/ --topology clusters/prod.yaml
 
-  intentc drift intents/ -t clusters/prod.yaml --format github   # annotations in a scheduled workflow
+  intentc drift intents/ -t clusters/prod.yaml -o github   # annotations in a scheduled workflow
 
-  intentc drift intents/ -t clusters/prod.yaml --context prod-eu --format json
+  intentc drift intents/ -t clusters/prod.yaml --context prod-eu -o json
 
   intentc drift intents/ --clusters clusters/ -o json     # a fleet: one row per cluster
 
@@ -169,6 +172,7 @@ def drift(
     from intentc.compile import compile_paths
     from intentc.drift.live import observe
 
+    paths_or_exit(paths, to_stderr=True)
     if clusters is not None:
         if topology is not None or kubeconfig is not None or context is not None or format is DriftFormat.GITHUB:
             usage_error("--clusters reads each cluster's topology and connection from its Cluster file; "
@@ -211,7 +215,9 @@ def drift(
 
   intentc rollback --to last-good -t clusters/prod.yaml --reason "bad tokenizer image"
 
-  intentc rollback --to HEAD~2 --repo . --path intents -t clusters/prod.yaml --format json
+  intentc rollback --to last-good -t clusters/prod.yaml --dry-run=server   # the API server checks it too
+
+  intentc rollback --to HEAD~2 --repo . --path intents -t clusters/prod.yaml -o json
 
 Compiles the chosen commit from git history (read from the object
 database; nothing is checked out), applies it with server-side apply and
@@ -228,10 +234,12 @@ def rollback(
     kubeconfig: Kubeconfig = None,
     context: KubeContext = None,
     target: InventoryTarget = DEFAULT_TARGET_NAME,
-    dry_run: bool = typer.Option(False, "--dry-run", help="Server-side dry run: show what would change; quarantine nothing."),
+    dry_run: DryRun = dry_run_option(
+        "Show what would change; write and quarantine nothing: client (bare --dry-run) compares with the "
+        "live objects; server also sends each change to the API server as a dry run (dryRun=All)."),
     prune: bool = typer.Option(True, "--prune/--no-prune", help="Delete objects only the rolled-back commit had."),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for each wave to be healthy."),
-    timeout: HealthTimeout = 300.0,
+    timeout: float = duration_option("5m", "--timeout", "How long to wait for health, in all."),
     reason: str = typer.Option("rolled back by hand", "--reason", metavar="MESSAGE", help="Recorded with the quarantine and the Event."),
     kube_version: KubeVersionOverride = None,
     render_target: RenderTarget = DEFAULT_TARGET,
@@ -245,13 +253,15 @@ def rollback(
     from intentc.reconcile.sync import ApplyOptions
 
     check_render_target(render_target)
+    paths_or_exit([repo], to_stderr=True)
     try:
         root = gitrepo.repo_root(repo)
     except gitrepo.GitError as e:
         usage_error(str(e))
     source = RepoSource(str(root), tuple(path), _in_repo(root, topology), render_target=render_target, seed=seed)
     client, version = connect_or_exit(kubeconfig, context, kube_version)
-    options = ApplyOptions(target=target, dry_run=dry_run, prune=prune, wait=wait, timeout=timeout)
+    options = ApplyOptions(target=target, dry_run=dry_run is not DryRun.NONE, server_dry_run=dry_run is DryRun.SERVER,
+                           prune=prune, wait=wait, timeout=timeout)
     try:
         with cluster_errors(target):
             outcome = run_rollback(client, replace(source, kube_version=version), work_directory(root),

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 import typer
 
 from intentc.cli.app import EXIT_FINDINGS, EXIT_USAGE, emit_diagnostics, exit_for, usage_error
+from intentc.cli.common import cannot_write, paths_or_exit, say_dirty, stamp_or_exit
 from intentc.diagnostics import Diagnostic, OutputFormat, has_errors, sorted_diagnostics
 from intentc.render.capabilities import KubeVersion
 from intentc.render.targets import TARGETS, version_problem
@@ -27,6 +28,7 @@ def load_fleet_or_exit(directory: Path, fmt: OutputFormat = OutputFormat.TEXT) -
     """The fleet in `directory`; its diagnostics printed and exit 1 (2: unreadable) when it has errors."""
     from intentc.fleet.clusters import load_fleet
 
+    paths_or_exit([directory], fmt, to_stderr=True)      # a mistyped --clusters is exit 2, as a path is
     fleet = load_fleet(directory)
     if has_errors(list(fleet.diagnostics)):
         emit_diagnostics(list(fleet.diagnostics), fmt, dict(fleet.sources), to_stderr=True)
@@ -55,16 +57,26 @@ def fleet_member_or_exit(name: str | None, directory: Path | None, overridden: b
     return pick_cluster(load_fleet_or_exit(directory), name)
 
 
-def compile_fleet_command(paths: Sequence[str], directory: Path, out: Path, sha: str, version: KubeVersion,
-                          seed: int, fmt: OutputFormat, jobs: int | None, exclude: Sequence[str]) -> None:
+def compile_fleet_command(paths: Sequence[str], directory: Path, out: Path, commit: str | None, allow_dirty: bool,
+                          version: KubeVersion, seed: int, fmt: OutputFormat, jobs: int | None,
+                          exclude: Sequence[str]) -> None:
+    import dataclasses
+
     from intentc.fleet.build import compile_fleet, write_fleet
+    from intentc.provenance import stamped
+    from intentc.render.model import short_stamp
 
     fleet = load_fleet_or_exit(directory, fmt)
+    # the Cluster files and the topologies they name are inputs as much as the intents
+    stamp = stamp_or_exit(paths, [directory, *sorted({c.topology for c in fleet.clusters})], commit, allow_dirty,
+                          exclude)
+    sha = stamp.commit
     for c in fleet.clusters:
         problem = version_problem(TARGETS[c.target], version)
         if problem:
             usage_error(f"cluster {c.name}: {problem}; pass --kube-version 1.34 or later")
     result = compile_fleet(paths, fleet, sha, version, seed, jobs, exclude)
+    result = dataclasses.replace(result, results=tuple((c, stamped(r, stamp)) for c, r in result.results))
     # Every cluster's compile repeats the repository's findings: print each once.
     diags: list[Diagnostic] = list(dict.fromkeys(
         list(result.diagnostics) + [d for _, r in result.results for d in r.diagnostics]))
@@ -79,12 +91,13 @@ def compile_fleet_command(paths: Sequence[str], directory: Path, out: Path, sha:
     try:
         written = write_fleet(result, out)
     except OSError as e:
-        usage_error(f"cannot write {out.as_posix()}: {e}")
+        usage_error(cannot_write(out, e))
     for cluster, r in result.results:
-        n = sum(1 for w in written.get(cluster.name, []) if w.startswith("manifests/"))
-        typer.echo(f"{cluster.name}: wrote {n} manifests, plan.json and graph.json to "
+        n = sum(1 for w in written.get(cluster.name, []) if w.startswith("manifests/") and w.endswith(".yaml"))
+        typer.echo(f"{cluster.name}: wrote {n} manifests and their Kustomization, plan.json and graph.json to "
                    f"{(out / cluster.name).as_posix()} ({cluster.target})", err=True)
-    typer.echo(f"fleet: {len(result.results)} clusters (commit {sha[:12]}, Kubernetes {version})", err=True)
+    typer.echo(f"fleet: {len(result.results)} clusters (commit {short_stamp(sha)}, Kubernetes {version})", err=True)
+    say_dirty(stamp)
     held = sorted({t for _, r in result.results for t in r.held_tenants})
     if held:
         typer.echo(f"held back (errors above; nothing of theirs written): {', '.join(held)}", err=True)

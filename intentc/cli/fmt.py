@@ -8,8 +8,8 @@ from typing import List
 import typer
 
 from intentc.atomic import write_atomic
-from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics
-from intentc.cli.common import Exclude, format_option
+from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics, usage_error
+from intentc.cli.common import Exclude, cannot_write, format_option
 from intentc.diagnostics import OutputFormat
 from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_path, read_guarded
 
@@ -20,7 +20,7 @@ from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_
 
   intentc fmt --check intents/         # in CI: exit 1 if any file is not formatted
 
-  intentc fmt --diff intents/a.intent  # show what would change, write nothing
+  intentc fmt --diff intents/nlp/pretrain.intent   # show what would change, write nothing
 """)
 def fmt(
     paths: List[str] = typer.Argument(..., metavar="PATH", help="Files or directories (searched for *.intent)."),
@@ -59,7 +59,10 @@ def fmt(
             typer.echo("".join(difflib.unified_diff(text.splitlines(keepends=True), new.splitlines(keepends=True),
                                                     fromfile=shown, tofile=shown)), nl=False)
         if not (check or diff):
-            write_atomic(f, new)
+            try:
+                write_atomic(f, new)        # through a link to the file: the link stays
+            except OSError as e:
+                usage_error(cannot_write(f, e))
     emit_diagnostics(diags, format, sources, to_stderr=True)
     verb = "would reformat" if (check or diff) else "reformatted"
     for shown in changed:

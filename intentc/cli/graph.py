@@ -7,7 +7,8 @@ import enum
 import typer
 
 from intentc.cli.app import app, emit_diagnostics, exit_for
-from intentc.cli.common import DiagnosticsFormat, Exclude, Jobs, Paths, format_option
+from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, Paths, declared, format_option, no_intents_or_exit,
+                                paths_or_exit)
 from intentc.diagnostics import OutputFormat
 
 
@@ -19,11 +20,11 @@ class GraphFormat(str, enum.Enum):
 
 @app.command(epilog="""Examples:
 
-  intentc graph intents/ --format dot | dot -Tsvg > graph.svg
+  intentc graph intents/ -o dot | dot -Tsvg > graph.svg
 
-  intentc graph intents/ --format mermaid     # paste into a PR description
+  intentc graph intents/ -o mermaid     # paste into a PR description
 
-  intentc graph intents/ --format json | jq '.critical_path'
+  intentc graph intents/ -o json | jq '.critical_path'
 """)
 def graph(
     paths: Paths,
@@ -37,10 +38,12 @@ def graph(
     from intentc import graph as depgraph
     from intentc.pipeline import check as run_check
 
+    paths_or_exit(paths, diagnostics_format, to_stderr=True)     # no graph of nothing on stdout
     result = run_check(paths, jobs=jobs or None, exclude=exclude or ())
     g = result.graph
     diags = list(result.diagnostics)
     emit_diagnostics(diags, diagnostics_format, result.sources, to_stderr=True)
+    no_intents_or_exit(paths, declared(result.program), diags)
     if format is GraphFormat.JSON:
         text = depgraph.to_json(g, depgraph.waves(g))
     elif format is GraphFormat.MERMAID:

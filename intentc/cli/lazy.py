@@ -68,6 +68,10 @@ LISTED: dict[str, Listed] = {
     "daemon": Listed("intentc.cli.daemon", "Run the drift controller: follow a branch, apply, watch, detect, "
                                            "heal or roll back."),
     "watch": Listed("intentc.cli.daemon", "Recompile incrementally whenever an intent file changes."),
+    "completion": Listed("intentc.cli.completion", "Print the shell completion script of bash, zsh, fish or "
+                                                   "PowerShell."),
+    "version": Listed("intentc.cli.version", "Print the version, the supported Kubernetes versions and which "
+                                             "compiled speed-ups are on."),
     "topology": Listed("intentc.cli.topology", "Cluster topology: import node labels, inspect nvidia-smi "
                                                "matrices."),
 }
@@ -143,6 +147,10 @@ class LazyCommands(MutableMapping[str, Any]):
             self._summaries = False
 
 
+def _warn(message: str) -> None:
+    typer.echo(f"intentc: warning: {message}", err=True)
+
+
 class LazyGroup(TyperGroup):
     """The root group: its `commands` are a `LazyCommands`; listing them
     (`--help`, completing a command name) reads summaries, imports nothing."""
@@ -154,6 +162,16 @@ class LazyGroup(TyperGroup):
 
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.lazy)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Global options after the command, older spellings, bare --dry-run: put the way
+        the commands declare them (cli/spellings.py) before click reads them; completion
+        (resilient parsing) sees the words as typed."""
+        if not ctx.resilient_parsing:
+            from intentc.cli.spellings import rewrite
+
+            args = rewrite(self, ctx, args, _warn)
+        return list(super().parse_args(ctx, args))
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         with self.lazy.summaries():

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import typer
 
-from intentc.atomic import write_atomic
+from intentc.atomic import STDOUT, is_stdout
 from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for
 from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, LiveContext, LiveKubeconfig, OnlyTopologyNodes, Paths,
-                                TopologyFile, format_option, live_occupancy_or_exit)
+                                TopologyFile, declared, format_option, live_occupancy_or_exit, no_intents_or_exit,
+                                paths_or_exit, write_output_or_exit)
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
 from intentc.sources import read_text
 
@@ -29,11 +30,11 @@ DEFAULT_HTML = "plan.html"
 
   intentc plan intents/ --topology clusters/prod.yaml
 
-  intentc plan intents/ --topology clusters/prod.yaml --format json > plan.json
+  intentc plan intents/ --topology clusters/prod.yaml -o json > plan.json
 
-  intentc plan intents/ --topology clusters/prod.yaml --format html --out plan.html
+  intentc plan intents/ --topology clusters/prod.yaml -o html --out plan.html
 
-  intentc plan intents/ --topology clusters/prod.yaml --format json --seed 7 --out plan.json
+  intentc plan intents/ --topology clusters/prod.yaml -o json --seed 7 --out plan.json
 
   intentc plan intents/ --topology clusters/prod.yaml --context prod-eu    # on what the cluster has free now
 
@@ -48,7 +49,7 @@ def plan(
     topology: TopologyFile,
     format: PlanFormat = format_option(PlanFormat.TEXT, "text: tables; json: plan.json; html: a GPU timeline per node."),
     out: Path | None = typer.Option(None, "--out", metavar="FILE",
-                                       help=f"Write the result here (html default: {DEFAULT_HTML})."),
+                                       help=f"Write the result here ({STDOUT}: stdout; html default: {DEFAULT_HTML})."),
     seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Breaks exact ties between equally good nodes."),
     diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
     jobs: Jobs = 0,
@@ -63,14 +64,16 @@ def plan(
     an unreadable topology file exits 2."""
     from intentc.pipeline import check as run_check
     from intentc.pipeline import texts_for_carets
-    from intentc.plan.html import render_html
+    from intentc.plan.html import render_html, waits_for
     from intentc.plan.jsonio import plan_to_json
     from intentc.plan.model import Occupancy
     from intentc.plan.planner import make_plan
     from intentc.plan.text import render_text
     from intentc.policy.load import load_policies
+    from intentc.policy.tags import with_rules
     from intentc.topology.load import load_topology
 
+    paths_or_exit(paths, diagnostics_format, to_stderr=True)     # no plan of nothing on stdout
     loaded, topo_diags = load_topology(str(topology))
     sources: dict[str, str] = {}
     topo_text = read_text(topology)
@@ -92,21 +95,23 @@ def plan(
     the_plan, plan_diags = make_plan(result.program, loaded, seed, occupied, policies)
     if occupied is not None:
         the_plan = dataclasses.replace(the_plan, basis="live", basis_notes=notes)
-    diags = sorted_diagnostics(list(result.diagnostics) + topo_diags + policy_diags + plan_diags)
+    diags = sorted_diagnostics(with_rules(result.diagnostics, policies, result.program) + topo_diags + policy_diags
+                               + plan_diags)
     sources = texts_for_carets(diags, sources)     # plan findings point into files parsing left unread
     emit_diagnostics(diags, diagnostics_format, sources, to_stderr=True)
+    no_intents_or_exit(paths, declared(result.program), diags)
 
     if format is PlanFormat.JSON:
         text = plan_to_json(the_plan)
     elif format is PlanFormat.HTML:
-        text = render_html(the_plan, loaded.topology)
+        text = render_html(the_plan, loaded.topology, waits_for(result.program))
         out = out or Path(DEFAULT_HTML)
     else:
         text = render_text(the_plan)
     if out is None:
         typer.echo(text, nl=False)
     else:
-        write_atomic(out, text)
-        if format is PlanFormat.HTML:
+        write_output_or_exit(out, text)
+        if format is PlanFormat.HTML and not is_stdout(out):
             typer.echo(f"wrote {out.as_posix()}", err=True)
     exit_for(diags)

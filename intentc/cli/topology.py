@@ -7,12 +7,12 @@ import enum
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn, Sequence
 
 import typer
 
 from intentc.cli.app import CONTEXT_SETTINGS, EXIT_USAGE, app, emit_diagnostics, exit_for, usage_error
-from intentc.cli.common import format_option
+from intentc.cli.common import format_option, read_input, write_output_or_exit
 from intentc.diagnostics import (
     Diagnostic,
     OutputFormat,
@@ -20,10 +20,10 @@ from intentc.diagnostics import (
     error,
     sorted_diagnostics,
 )
-from intentc.sources import read_source
 from intentc.topology.nodes_import import RACK_LABEL, ZONE_LABEL
 
 if TYPE_CHECKING:
+    from intentc.ir import TopologyNode
     from intentc.topology.matrix import GpuMatrix
 
 topology_app = typer.Typer(
@@ -50,7 +50,7 @@ class InspectFormat(str, enum.Enum):
 
 
 def _read_json(path: str) -> tuple[object | None, dict[str, str], list[Diagnostic]]:
-    source, diags = read_source(Path(path))
+    source, diags = read_input(path)
     if source is None:
         emit_diagnostics(diags, OutputFormat.TEXT, {}, to_stderr=True)
         raise typer.Exit(EXIT_USAGE)
@@ -69,16 +69,19 @@ def _read_json(path: str) -> tuple[object | None, dict[str, str], list[Diagnosti
 
   intentc topology import --nodes nodes.json --name prod --out clusters/prod.yaml
 
+  kubectl get nodes -o json | intentc topology import -f - --name prod   # from standard input
+
   intentc topology import --nodes nodes.json --name lab --rack-label example.com/rack
 """)
 def import_(
-    nodes: str = typer.Option(..., "--nodes", "-f", metavar="FILE", help="Output of `kubectl get nodes -o json`."),
+    nodes: str = typer.Option(..., "--nodes", "-f", metavar="FILE",
+                              help="Output of `kubectl get nodes -o json` (-: standard input)."),
     name: str = typer.Option(..., "--name", metavar="NAME", help="Topology name (a DNS-1123 label)."),
     rack_label: str = typer.Option(RACK_LABEL, "--rack-label", metavar="LABEL", help="Node label naming the rack."),
     zone_label: str = typer.Option(ZONE_LABEL, "--zone-label", metavar="LABEL", help="Node label naming the zone."),
     keep_label: list[str] | None = typer.Option(
         None, "--keep-label", metavar="PREFIX", help="Label prefix to copy into the file (repeatable; replaces the default list)."),
-    out: str | None = typer.Option(None, "--out", metavar="FILE", help="Write the YAML here instead of stdout."),
+    out: str | None = typer.Option(None, "--out", metavar="FILE", help="Write the YAML here instead of stdout (-: stdout)."),
     format: OutputFormat = format_option(OutputFormat.TEXT, "Diagnostics format."),
 ) -> None:
     """Turn node labels (GPU Feature Discovery, zone, rack) into a Topology YAML file."""
@@ -99,15 +102,25 @@ def import_(
             diags.extend(found)
             if not any(d.is_error for d in diags):
                 if out:
-                    try:
-                        Path(out).write_text(text, encoding="utf-8")
-                    except OSError as exc:
-                        usage_error(f"cannot write {out}: {exc.strerror or exc}")
+                    write_output_or_exit(out, text)
                 else:
                     typer.echo(text, nl=False)
+                if format is OutputFormat.TEXT:
+                    _summary(name, nodes_import.imported_nodes(data, rack_label, zone_label, keep))
     diags = sorted_diagnostics(diags)
     emit_diagnostics(diags, format, sources, to_stderr=True)
     exit_for(diags)
+
+
+def _summary(name: str, nodes: Sequence[TopologyNode]) -> None:
+    """The imported topology's GPU products on stderr (stdout may hold the YAML), each with the
+    intents' short name it matches: GFD's `NVIDIA-H100-80GB-HBM3` is what intents call
+    `H100-80GB`, and the planner matches them (`topology.products`)."""
+    from intentc.topology.products import offered
+
+    gpus = sum(n.gpu_count for n in nodes if n.gpu_count > 0)
+    lines = [f"topology {name}: {len(nodes)} nodes, {gpus} GPUs", *(f"  {line}" for line in offered(nodes))]
+    typer.echo("\n".join(lines), err=True)
 
 
 def _text_report(path: str, m: GpuMatrix) -> str:
@@ -141,17 +154,28 @@ def _text_report(path: str, m: GpuMatrix) -> str:
 
   intentc topology inspect --nvidia-smi hgx-h100.txt
 
-  intentc topology inspect --nvidia-smi hgx-h100.txt --format json | jq '.gpus[0]'
+  intentc topology inspect --nvidia-smi hgx-h100.txt -o json | jq '.gpus[0]'
+
+  intentc topology inspect --topology clusters/prod.yaml    # GPU products
 """)
 def inspect(
-    nvidia_smi: str = typer.Option(..., "--nvidia-smi", "-f", metavar="FILE", help="A saved `nvidia-smi topo -m` output."),
+    nvidia_smi: str | None = typer.Option(None, "--nvidia-smi", "-f", metavar="FILE",
+                                          help="A saved `nvidia-smi topo -m` output (-: standard input)."),
+    topology: str | None = typer.Option(None, "--topology", "-t", metavar="FILE",
+                                        help="A Topology file: its GPU products, as intents name them."),
     format: InspectFormat = format_option(InspectFormat.TEXT),
 ) -> None:
     """Show what intentc reads from an `nvidia-smi topo -m` file: each GPU's NUMA node and
-    CPU affinity, its nearest NICs, and the link between every GPU pair."""
+    CPU affinity, its nearest NICs, and the link between every GPU pair.  With --topology,
+    a topology file's nodes and GPU products instead, each with the intents' name it matches."""
     from intentc.topology import nvsmi
 
-    source, diags = read_source(Path(nvidia_smi))
+    if (nvidia_smi is None) == (topology is None):
+        usage_error("give one of --nvidia-smi FILE and --topology FILE")
+    if topology is not None:
+        _inspect_topology(topology, format)
+    assert nvidia_smi is not None
+    source, diags = read_input(nvidia_smi)
     if source is None:
         emit_diagnostics(diags, OutputFormat.TEXT, {}, to_stderr=True)
         raise typer.Exit(EXIT_USAGE)
@@ -165,4 +189,30 @@ def inspect(
             typer.echo(json.dumps(doc, indent=2, sort_keys=True))
         else:
             typer.echo(_text_report(source.path, matrix), nl=False)
+    exit_for(diags)
+
+
+def _inspect_topology(path: str, format: InspectFormat) -> NoReturn:
+    """`inspect --topology`: the file's nodes and GPU products, each with the short name intents
+    use for it (`NVIDIA-H100-80GB-HBM3 (matches intents' H100-80GB)`); exits."""
+    from intentc.sources import read_text
+    from intentc.topology.load import load_topology
+    from intentc.topology.products import offered, short_name, tally
+
+    loaded, diags = load_topology(path)
+    diags = sorted_diagnostics(diags)
+    text = read_text(path)
+    diag_format = OutputFormat.JSON if format is InspectFormat.JSON else OutputFormat.TEXT
+    emit_diagnostics(diags, diag_format, {Path(path).as_posix(): text} if text is not None else {}, to_stderr=True)
+    if loaded is not None:
+        nodes = loaded.topology.nodes
+        gpus = sum(n.gpu_count for n in nodes if n.gpu_count > 0)
+        if format is InspectFormat.JSON:
+            doc = {"file": Path(path).as_posix(), "name": loaded.topology.name, "nodes": len(nodes), "gpus": gpus,
+                   "products": [{"product": p, "intents": short_name(p), "nodes": k, "gpus": g}
+                                for p, (k, g) in sorted(tally(nodes).items()) if p]}
+            typer.echo(json.dumps(doc, indent=2, sort_keys=True))
+        else:
+            typer.echo("\n".join([f"{Path(path).as_posix()}: topology {loaded.topology.name}, {len(nodes)} nodes, "
+                                  f"{gpus} GPUs", *(f"  {line}" for line in offered(nodes))]))
     exit_for(diags)

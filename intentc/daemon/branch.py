@@ -53,9 +53,9 @@ def decide_head(head: str, *, previous_head: str | None, in_force: str | None, i
         entry = quarantine.get(head)
         warning = "" if previous_head == head else (
             f"head {head[:12]} is quarantined ({entry.reason if entry else ''}); waiting for a newer commit")
-        return HeadDecision(Step.HOLD, None if in_force else inventory.commit or inventory.last_known_good,
+        return HeadDecision(Step.HOLD, None if in_force else inventory.applied_commit or inventory.last_known_good,
                             warning)
-    if inventory.commit == head:
+    if inventory.applied_commit == head:
         return HeadDecision(Step.ADOPT, None if in_force == head else head)
     if head in attempted:
         return HeadDecision(Step.NOTHING)

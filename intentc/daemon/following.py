@@ -30,7 +30,7 @@ SHORTEST_WAIT = 0.05  # ... and never spins when a deadline has passed
 def follower_adopts(inventory: Inventory, in_force: str | None) -> str | None:
     """The commit a follower takes as in force, or None: it holds that one already
     (or the cluster records none)."""
-    commit = inventory.commit or inventory.last_known_good
+    commit = inventory.applied_commit or inventory.last_known_good     # a dirty tree's apply is no commit
     return commit if commit and in_force != commit else None
 
 

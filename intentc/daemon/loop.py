@@ -295,8 +295,8 @@ class Daemon:
         if desired is None:
             self.metrics.errors.labels("compile").inc()
             say_not_compiled(head, self.state.desired.commit if self.state.desired else None, compiled)
-            if self.state.desired is None and inventory.commit:
-                self._adopt(inventory.commit)
+            if self.state.desired is None and inventory.applied_commit:
+                self._adopt(inventory.applied_commit)
             return
         if desired.held:
             self.metrics.errors.labels("compile").inc()

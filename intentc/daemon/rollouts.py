@@ -25,6 +25,7 @@ from intentc.kube.cluster_state import read_cluster_state
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.live_binding import LiveBinder
+from intentc.reconcile.release import release_order
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
@@ -63,11 +64,17 @@ class Reloaded:
 
 def run_rollout(client: KubeClient, desired: Desired, options: ApplyOptions, version: KubeVersion,
                 render_target: str, sleep: Callable[[float], None], binder: LiveBinder | None = None) -> Done:
-    """Apply `desired` wave by wave; with a `binder`, each wave is re-planned on the
-    cluster's free GPUs just before it is created, as `intentc apply --wait` does."""
+    """Apply `desired` as `intentc apply --wait` does: each intent once its own prerequisites
+    are done (reconcile/release.py; `options.release` when the caller gives one), and with a
+    `binder` re-planned on the cluster's free GPUs just before it is created.  The release
+    order is made here, on the worker thread, when the rollout runs: held with the desired
+    state, 100,000 intents' edges would stay in memory between rollouts."""
     rendered = Rendered(desired.manifests, str(version), render_target, desired.commit,
                         held_tenants=desired.held)
     try:
+        if options.release is None:
+            options = replace(options, release=release_order(desired.program, desired.placements,
+                                                             render_target != "kueue"))
         return Done("rollout", desired, Reconciler(client, options, sleep=sleep, binder=binder).apply(rendered))
     except Stopped:
         return Done("rollout", desired, None, "stopped")

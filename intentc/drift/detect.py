@@ -17,8 +17,12 @@ Classes (one object can be in two, e.g. stale *and* modified):
   own inventory but no longer desired (an apply without `--prune`, or a
   prune cut off midway, left it running);
 * `stale`     — applied from a commit older than the one whose plan changed
-  it (its spec-hash is not the desired one);
+  it (its spec-hash is not the desired one), or from a dirty tree
+  (`<sha>-dirty`, `apply --allow-dirty`) whose content is not the desired one;
 * `foreign`   — its `commit-sha` is not in the repository's history.
+
+A dirty tree's stamp is never taken for a commit: its object is judged by
+its content (same spec hash: in sync) and by whether its base SHA is known.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from intentc.drift.fields import FieldDiff, diff_fields, ignored_paths
 from intentc.render.model import (
     COMMIT_ANNOTATION,
+    CONTENT_DIGEST_ANNOTATION,
     INTENT_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -39,6 +44,7 @@ from intentc.render.model import (
     SPEC_HASH_ANNOTATION,
     TENANT_LABEL,
     ObjectRef,
+    dirty_base,
 )
 from intentc.render.stamp import spec_hash
 
@@ -221,6 +227,17 @@ def _provenance(ref: ObjectRef, desired: Mapping[str, Any], live: Mapping[str, A
     def finding(cls: DriftClass, why: str) -> Finding:
         return Finding(ref, cls, why, intent, tenant, live_commit=live_commit, desired_commit=want_commit)
 
+    base = dirty_base(live_commit)
+    if base is not None:
+        # applied from a dirty tree (`apply --allow-dirty`): no commit holds it, so the commit
+        # order says nothing of it; its content does
+        if same_spec:
+            return None
+        digest = _annotation(live, CONTENT_DIGEST_ANNOTATION)
+        what = f"applied from a dirty tree of {base[:12]}" + (f" (content {digest[:19]})" if digest else "")
+        if history is not None and not history.knows(base) and not history.is_newer(base):
+            return finding(DriftClass.FOREIGN, f"{what}, whose commit is not in the repository's history")
+        return finding(DriftClass.STALE, f"{what}, not from a commit: uncommitted changes differ from the desired spec")
     if history is not None and live_commit is not None and history.is_newer(live_commit):
         if same_spec:
             return None

@@ -24,7 +24,8 @@ from functools import lru_cache
 from typing import Any, Iterator, Mapping
 
 from intentc.quantity import parse_quantity
-from intentc.render.model import COMMIT_ANNOTATION, HANDED_OVER_ANNOTATION, SPEC_HASH_ANNOTATION
+from intentc.render.model import (COMMIT_ANNOTATION, CONTENT_DIGEST_ANNOTATION, HANDED_OVER_ANNOTATION,
+                                  SPEC_HASH_ANNOTATION)
 
 ABSENT: Any = None   # how a missing live field is shown (JSON null)
 
@@ -34,6 +35,7 @@ PROVENANCE_PATHS = frozenset({
     "status",
     f'metadata.annotations["{COMMIT_ANNOTATION}"]',
     f'metadata.annotations["{SPEC_HASH_ANNOTATION}"]',
+    f'metadata.annotations["{CONTENT_DIGEST_ANNOTATION}"]',
 })
 # A fallback variant (render/fallback.py) is rendered suspended and resumed by the daemon
 # when its predecessor fails: its `spec.suspend` is the controller's to toggle, not drift.

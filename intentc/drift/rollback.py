@@ -34,7 +34,7 @@ from intentc.reconcile.inventory import LAST_GOOD, Inventory, inventory_ref
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
-from intentc.render.model import ObjectRef
+from intentc.render.model import ObjectRef, is_commit_stamp, short_stamp
 from intentc.render.packed import BodyCodec
 from intentc.render.targets import DEFAULT_TARGET
 
@@ -163,7 +163,7 @@ class RollbackOutcome:
         return self.applied.result == "succeeded"
 
     def to_text(self) -> str:
-        head = (f"rollback from {self.from_commit[:12]} to {self.to_commit[:12]}" if self.from_commit
+        head = (f"rollback from {short_stamp(self.from_commit)} to {self.to_commit[:12]}" if self.from_commit
                 else f"rollback to {self.to_commit[:12]}")
         lines = [head + (" (dry run)" if self.dry_run else ""), f"reason: {self.reason}"]
         if self.quarantined and self.from_commit:
@@ -177,10 +177,16 @@ def _now() -> str:
 
 def target_commit(inventory: Inventory, repo: str, to: str) -> str:
     if to == LAST_GOOD:
-        if not inventory.last_known_good:
+        good = inventory.last_known_good
+        if not good:
             raise RollbackError(f"the inventory {inventory_ref(inventory.target)} records no last known-good "
                                 f"commit (no apply has finished healthy yet)")
-        return inventory.last_known_good
+        if not is_commit_stamp(good):
+            # `Inventory.with_record` never records a dirty tree's stamp as known-good; an inventory
+            # edited by hand might, and no commit holds what that stamp stands for
+            raise RollbackError(f"the inventory {inventory_ref(inventory.target)} records {short_stamp(good)} as "
+                                f"last known-good: an apply from a dirty tree, not a commit; pass --to REV")
+        return good
     try:
         return gitrepo.resolve(repo, to)
     except gitrepo.GitError as e:
@@ -210,7 +216,8 @@ def rollback(client: KubeClient, source: RepoSource, workdir: str | Path, to: st
                             + (f": {first.span}: {first.message}" if first else ""))
     applied = Reconciler(client, replace(options, force_conflicts=True)).apply(compiled.rendered)
     done = False
-    if not options.dry_run and bad is not None:
+    if not options.dry_run and bad is not None and is_commit_stamp(bad):
+        # a dirty tree's stamp (`<sha>-dirty`) is no commit the daemon could apply: nothing to quarantine
         q = quarantine.read(client, options.target).add(quarantine.Entry(bad, reason, _now(), sha))
         quarantine.write(client, options.target, q)
         done = True

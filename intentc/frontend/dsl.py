@@ -15,10 +15,13 @@ Why it is built this way:
   clause, not as ``weight`` followed by garbage), ``tenant`` is a fine value
   wherever the parser does not expect the keyword, and lexing costs a third
   of what lark's contextual lexer costs.
-* Errors never stop the file: after a syntax error the parser salvages the
-  declarations already complete, then restarts at the next line that opens a
-  ``tenant``/``dataset``/``intent`` block, so one run reports every broken
-  block.  Semantic-looking checks that need no other file (a clause given
+* Errors never stop the file: after a syntax error inside a block the
+  parser goes on at the block's next clause (lark's interactive parser,
+  repaired as an ``on_error`` hook would: `_recover`), and after one
+  between blocks it salvages the declarations already complete and restarts
+  at the next line that opens a ``tenant``/``dataset``/``intent`` block, so
+  one run reports every broken clause.  A block with a syntax error yields
+  no IR.  Semantic-looking checks that need no other file (a clause given
   twice, a required clause missing, a number that is not one) are made here,
   where the positions of both occurrences are known.
 """
@@ -150,6 +153,13 @@ class _Lexer(_cy.Lexer, Lexer):
             raise ValueError("a terminal's pattern has a capturing group of its own")
         self.kinds: tuple[str, ...] = ("",) + tuple(sorted(self.scanner.groupindex, key=self.scanner.groupindex.__getitem__))
         self.skip_inline_ws = re.compile(inline_ws).match
+        # What error recovery looks for (`_sync_point`): braces, and a word opening a
+        # line, with the ':' after it if there is one; strings and comments hide braces.
+        self.sync_scanner = re.compile(
+            f"(?P<STRING>{terms['STRING'].pattern.to_regexp()})|(?P<COMMENT>{terms['COMMENT'].pattern.to_regexp()})"
+            f"|(?P<LBRACE>\\{{)|(?P<RBRACE>\\}})"
+            f"|\\n(?:{inline_ws})?(?P<LINE_WORD>{terms['WORD'].pattern.to_regexp()})(?P<COLON>(?:{inline_ws})?:)?")
+        # (every alternative starts with one of five characters: re skips to them in C)
 
     def make_lexer_state(self, text: Any) -> Any:
         """A state at the start of `text` (a str, or a `TextSlice` when parsing
@@ -459,6 +469,145 @@ def _salvage(exc: UnexpectedInput) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class _Sync:
+    """Where parsing resumes inside a block: the token at `pos` (`line`, `line_start`
+    for the lexer), of type `kind` (RBRACE, or a WORD that opens a clause)."""
+
+    pos: int
+    line: int
+    line_start: int
+    kind: str
+    value: str
+
+
+def _sync_point(text: str, at: int, line: int, top: list[int], opens: Callable[[str], bool]) -> _Sync | None:
+    """The first place at or after `at` (on line `line`) where the innermost
+    open block can go on: a ``}`` that closes it, or a word at the start of a
+    line followed by ``:`` (a clause, a setting or a label: ``triger: after
+    x``) or that `opens` a clause there (``action batch``: the colon is what
+    is missing), neither inside a ``{ }`` opened after `at`.  None when a
+    line opening a top-level block (`top`, sorted) or the end of the text
+    comes first: the block is not closed before it, and parsing restarts
+    at that line.
+
+    One regex search over what matters (braces, words at line starts,
+    strings and comments, which hide braces), in C: skipping a megabyte of
+    junk after an error costs milliseconds, not seconds."""
+    line_start = text.rfind("\n", 0, at) + 1
+    # from the line break before `at` when only blanks are between: a word at `at` may open its line
+    from_ = line_start - 1 if line_start and not text[line_start:at].strip() else at
+    nxt = bisect.bisect_left(top, at)
+    limit = top[nxt] if nxt < len(top) else len(text)
+    depth = 0
+    seen: dict[str, bool] = {}
+    for m in _LEXER.sync_scanner.finditer(text, from_, limit):
+        kind = m.lastgroup
+        if kind == "COLON":                             # the last group closed: a word with its ':'
+            kind = "LINE_WORD"
+        if kind == "LBRACE":
+            depth += 1
+            continue
+        if kind == "RBRACE":
+            depth -= 1
+            if depth >= 0:
+                continue
+            where = m.start()
+        elif kind == "LINE_WORD":
+            word = m.group("LINE_WORD")
+            if depth:
+                continue
+            if not m.group("COLON"):
+                if word not in seen:
+                    seen[word] = opens(word)
+                if not seen[word]:
+                    continue
+            where = m.start("LINE_WORD")
+        else:                                           # a string or a comment
+            continue
+        line += text.count("\n", at, where)
+        return _Sync(where, line, text.rfind("\n", 0, where) + 1, "RBRACE" if kind == "RBRACE" else "WORD",
+                     "}" if kind == "RBRACE" else word)
+    return None
+
+
+def _open_braces(values: list[Any]) -> list[int]:
+    """Indexes in the value stack of the `{` not yet closed, outermost first."""
+    opened: list[int] = []
+    for i, item in enumerate(values):
+        if isinstance(item, _cy.Token):
+            if item.type == "LBRACE":
+                opened.append(i)
+            elif item.type == "RBRACE" and opened:
+                opened.pop()
+    return opened
+
+
+def _recover(exc: UnexpectedInput, text: str, at: int, top: list[int]) -> bool:
+    """After a syntax error inside a block, make the parser go on at the block's
+    next clause (or its closing `}`), so one run reports every broken clause.
+
+    lark's error recovery as its ``on_error`` hook does it: the exception's
+    `InteractiveParser` is repaired in place and `resume_parse` goes on.  The
+    state stack is cut back to an open ``{``, after the clauses already
+    complete, so no partial clause is left to cascade into more errors: the
+    innermost block where the clause at the sync point (`_sync_point`) can
+    come (an outer one when a stray ``{`` opened the inner), the innermost
+    for its closing ``}`` or a clause no block has (its own error, reported
+    next).  The lexer restarts at the sync point.  The declaration is marked
+    broken: it yields no IR (`Lowering.broken`).  False when there is no open
+    block or no sync point before the next top-level block: the caller
+    restarts there, as before."""
+    ip = getattr(exc, "interactive_parser", None)
+    if ip is None:
+        return False
+    line: int = exc.token.line if isinstance(exc, UnexpectedToken) else exc.line
+    ps = ip.parser_state
+    values: list[Any] = ps.value_stack
+    braces = _open_braces(values)
+    if not braces:
+        return False
+    states = ps.parse_conf.parse_table.states
+    stack: list[int] = ps.state_stack
+    # Where to cut, innermost block first: after its clauses already complete, or just after its `{`.
+    keep: list[int] = []
+    for b in reversed(braces):
+        if len(values) > b + 1 and not isinstance(values[b + 1], _cy.Token):
+            keep.append(b + 2)
+        keep.append(b + 1)
+    inner = [n for n in keep if n > braces[-1]]
+
+    def fit(kind: str, cuts: list[int]) -> int | None:
+        return next((n for n in cuts if dsl_errors.step(states, stack[:n + 1], kind) is not None), None)
+
+    def opens(word: str) -> bool:
+        kw = _LEXER.keywords.get(word)
+        return kw is not None and fit(kw, keep) is not None
+
+    while True:
+        sync = _sync_point(text, at, line, top, opens)
+        if sync is None:
+            return False
+        if sync.kind == "RBRACE":
+            fits = fit("RBRACE", inner)
+        else:
+            kw = _LEXER.keywords.get(sync.value)
+            fits = fit(kw, keep) if kw is not None else None
+            if fits is None:
+                fits = fit("WORD", keep)
+        if fits is not None or sync.pos > at:
+            break
+        at, line = sync.pos + 1, sync.line          # the error's own token, still wrong there
+    n = keep[0] if fits is None else fits           # no fit: its own error, reported next
+    del stack[n + 1:]
+    del values[n:]
+    lex: _LexState = ip.lexer_thread.state
+    lex.pos, lex.line, lex.line_start = sync.pos, sync.line, sync.line_start
+    lex.ahead, lex.stop = [], None
+    _LOWER.broken = True
+    return True
+
+
 # Each restart after a syntax error costs a parse: a file of 300,000 broken
 # blocks would take minutes and print as many errors.  Compilers stop too.
 MAX_SYNTAX_ERRORS = 100
@@ -484,12 +633,21 @@ def _run(text: str) -> None:
     base = 0
     for _ in range(MAX_SYNTAX_ERRORS):
         _LOWER.diags.append(dsl_errors.syntax_diagnostic(exc, text, _LOWER.path, _HINTS))
-        _salvage(exc)
         at = _offset(exc)
-        if at is None:
+        if at is not None:
+            if boundaries is None:
+                boundaries = [m.start(1) for m in _BOUNDARY.finditer(text)]
+            if _recover(exc, text, at, boundaries):
+                try:
+                    exc.interactive_parser.resume_parse()
+                    return
+                except UnexpectedInput as again:
+                    exc = again
+                    continue
+        _salvage(exc)
+        _LOWER.broken = False
+        if at is None or boundaries is None:
             return
-        if boundaries is None:
-            boundaries = [m.start(1) for m in _BOUNDARY.finditer(text)]
         i = bisect.bisect_left(boundaries, max(at, base + 1))
         if i == len(boundaries):
             return

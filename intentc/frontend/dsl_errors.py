@@ -25,6 +25,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.parsers.lalr_analysis import Shift
 
 from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
+from intentc.suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ EXAMPLES: tuple[BadInput, ...] = (
              "an intent has the clauses trigger, action, context, constraints, consumes and produces"),
     BadInput("unknown-tenant-clause", "tenant t {\n  owner: \"x\"\n}\n", "E0101", 2, 3,
              "a tenant has the clauses tier, weight, quota, group and drift"),
-    BadInput("unknown-setting", _I.replace('"b:1"', '"b:1" {\n    batchsize: 3\n  }'),
+    BadInput("unknown-setting", _I.replace('"b:1"', '"b:1" {\n    batchsize: 3\n  }') + "}\n",
              "E0101", 4, 5, "the settings are batch, seq_len, kv_cache, precision, model_memory, parameters, "
              "kv_reuse and throughput_mode"),
     BadInput("unquoted-group", "tenant t { group: team-t-devs }\n", "E0101", 1, 19,
@@ -157,7 +158,7 @@ def _char(ch: str) -> str:
     return f"'{ch}'" if ch.isprintable() and ch != " " else f"U+{ord(ch):04X}"
 
 
-def _step(states: Any, stack: list[int], term: str) -> list[int] | None:
+def step(states: Any, stack: list[int], term: str) -> list[int] | None:
     """The state stack after shifting `term` (with the reductions it triggers),
     or None if `term` is not acceptable.  Works on a copy of the state stack
     only, so no user callback runs and no value is copied."""
@@ -181,7 +182,7 @@ def acceptable(parser_state: Any) -> frozenset[str]:
     states = parser_state.parse_conf.parse_table.states
     stack = parser_state.state_stack
     return frozenset(t for t in states[parser_state.position]
-                     if t.isupper() and _step(states, stack, t) is not None)
+                     if t.isupper() and step(states, stack, t) is not None)
 
 
 def _missing_comma(parser_state: Any, acc: frozenset[str], token: Token) -> bool:
@@ -189,11 +190,11 @@ def _missing_comma(parser_state: Any, acc: frozenset[str], token: Token) -> bool
     if "COMMA" not in acc:
         return False
     states = parser_state.parse_conf.parse_table.states
-    after = _step(states, parser_state.state_stack, "COMMA")
+    after = step(states, parser_state.state_stack, "COMMA")
     if after is None:
         return False
     as_keyword = token.value.upper() if token.value.isidentifier() else token.type
-    return any(_step(states, after, t) is not None for t in {token.type, as_keyword})
+    return any(step(states, after, t) is not None for t in {token.type, as_keyword})
 
 
 def _role(value_stack: list[Any]) -> str:
@@ -328,5 +329,11 @@ def syntax_diagnostic(exc: UnexpectedInput, text: str, path: str,
     if tok.value in _DECL_KEYWORDS and opener is not None and "RBRACE" in acc:
         hint = hint or f"is a '}}' missing? {where or 'the block'} is still open"
         related = [Related("the block opened here is still open", opener)]
-    return error("E0101", f"expected {expected}{after}, found {describe_found(tok)}", span,
+    suggestion = did_you_mean(tok.value, _keywords(acc)) if tok.type == "WORD" else ""
+    return error("E0101", f"expected {expected}{after}, found {describe_found(tok)}{suggestion}", span,
                  hint=hint, related=related)
+
+
+def _keywords(acc: frozenset[str]) -> list[str]:
+    """The keywords among acceptable terminals, as written (a keyword's terminal is its word in capitals)."""
+    return [t.lower() for t in acc if t not in _PUNCT and t.lower().isidentifier()]

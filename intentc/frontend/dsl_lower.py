@@ -71,9 +71,14 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         self.diags: list[Diagnostic] = []
         self.decls: list[Tenant | Dataset | Intent] = []
         self.comments: list[Token] = []
+        # Set when the parser recovered from a syntax error inside the block being
+        # parsed (`dsl._recover`): that block's declaration yields no IR and no
+        # "required clause missing" (the clause may be the broken one).
+        self.broken = False
 
     def begin(self, path: str) -> None:
         self.path, self.diags, self.decls, self.comments = path, [], [], []
+        self.broken = False
 
     # -- helpers -----------------------------------------------------------
 
@@ -167,10 +172,13 @@ class Lowering(Transformer):  # type: ignore[type-arg]
     def start(self, c: list[Any]) -> None:
         return None
 
-    def tenant(self, c: list[Any]) -> Tenant:
+    def tenant(self, c: list[Any]) -> Tenant | None:
         name = self._text(c[1])
         where = f"tenant '{name}'"
         u = self._unique(c[3:-1], where)
+        if self.broken:            # a syntax error inside: no IR
+            self.broken = False
+            return None
         fields: dict[str, Any] = {}
         spans = {"name": c[1]}
         self._take(u, ("tier", "weight", "group", "drift", "max_sla"), fields, spans)
@@ -196,12 +204,15 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         value = self._int(v, "a GPU quota") if kw.type == "GPUS" else self._text(v)
         return kw.type.lower(), value, v, kw
 
-    def dataset(self, c: list[Any]) -> Dataset:
+    def dataset(self, c: list[Any]) -> Dataset | None:
         name = self._text(c[1])
         spans = {"name": c[1]}
         fields: dict[str, Any] = {}
         if len(c) > 2:
             self._take(self._unique(c[3:-1], f"dataset '{name}'"), ("uri",), fields, spans)
+        if self.broken:            # a syntax error inside: no IR
+            self.broken = False
+            return None
         d = Dataset(name, spans=self._fields(spans, self._cover(c[0], c[-1])), **fields)
         self.decls.append(d)
         return d
@@ -213,6 +224,9 @@ class Lowering(Transformer):  # type: ignore[type-arg]
         name = self._text(c[1])
         name_span = self._sp(c[1])
         u = self._unique(c[3:-1], f"intent '{name}'")
+        if self.broken:            # a syntax error inside: no IR
+            self.broken = False
+            return None
         missing = [k for k in _REQUIRED if k not in u]
         for k in missing:
             self.diags.append(error("E0106", f"intent '{name}' has no {k} clause", name_span,

@@ -343,6 +343,36 @@ def _header(doc: YMap, file: str, diags: list[Diagnostic]) -> str | None:
     return str(kind)
 
 
+def _domain_levels(doc: YMap, file: str) -> list[Diagnostic]:
+    """A Topology node's `domains` keys are levels of its topology (`spec.levels`, by
+    default zone, rack, nvlink, node; `node` always is one): any other key (`rak:`)
+    would be a domain the planner never reads, so it is E0711 at the key, with the
+    nearest level.  The schema cannot say it: the levels are the document's own."""
+    spec = doc.get("spec")
+    if not isinstance(spec, YMap):
+        return []
+    raw_levels = spec.get("levels", _DEFAULT_LEVELS)
+    if not isinstance(raw_levels, (list, tuple)) or not all(isinstance(lvl, str) for lvl in raw_levels):
+        return []                                       # the schema said what is wrong with them
+    levels = [*raw_levels, *(() if "node" in raw_levels else ("node",))]
+    nodes = spec.get("nodes")
+    diags: list[Diagnostic] = []
+    for n in nodes if isinstance(nodes, list) else ():
+        domains = n.get("domains") if isinstance(n, YMap) else None
+        if not isinstance(domains, YMap):
+            continue
+        name = n.get("name")
+        of = f' of node "{excerpt(name)}"' if isinstance(name, str) else ""
+        for key in domains:
+            if isinstance(key, str) and key not in levels and key in domains.pos:
+                diags.append(error(
+                    "E0711", f'unknown topology level "{excerpt(key)}" in the domains{of}{did_you_mean(key, levels)}',
+                    to_span(file, domains.pos[key][0]),
+                    hint=f"the levels of this topology are {', '.join(levels)}; "
+                         f"a new level goes into spec.levels first"))
+    return diags
+
+
 def parse(source: SourceFile) -> tuple[Program, list[Diagnostic]]:
     """One YAML file (any number of documents) → its declarations and diagnostics."""
     reader = Reader(source.path, source.text)
@@ -369,6 +399,8 @@ def parse(source: SourceFile) -> tuple[Program, list[Diagnostic]]:
         found = schema_diagnostics(root, kind, source.path)
         # a value the reader already complained about (a bad `!!int`) needs no second message
         diags.extend(d for d in found if d.span not in reader_spans)
+        if kind == "Topology":                          # a key the schema refused already: no second word
+            diags.extend(d for d in _domain_levels(root, source.path) if d.span not in {f.span for f in found})
         meta = root.get("metadata")
         name = meta.get("name") if isinstance(meta, YMap) else None
         if isinstance(name, str) and isinstance(meta, YMap):

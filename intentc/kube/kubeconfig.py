@@ -54,24 +54,74 @@ def kubeconfig_files(flag: str | None, environ: Mapping[str, str] = os.environ) 
     return KubeconfigFiles(tuple(seen), wanted, False)
 
 
+def read_documents(files: tuple[str, ...]) -> list[dict[str, object]]:
+    """Each kubeconfig file as a mapping; a ConfigError in intentc's words (the file, what
+    is wrong with it: never its content, which holds credentials) for one that cannot be
+    read, is not YAML, or is not a mapping."""
+    docs: list[dict[str, object]] = []
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = yaml.safe_load(f)
+        except OSError as e:
+            raise ConfigError(f"cannot read kubeconfig {path}: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"kubeconfig {path} is not UTF-8 text") from None
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+            raise ConfigError(f"kubeconfig {path} is not valid YAML{where}") from None
+        if doc is None:
+            doc = {}
+        if not isinstance(doc, dict):
+            raise ConfigError(f"kubeconfig {path} is not a kubeconfig: it holds a YAML "
+                              f"{'list' if isinstance(doc, list) else 'scalar'}, not a mapping")
+        docs.append(doc)
+    return docs
+
+
+def context_names(docs: list[dict[str, object]]) -> list[str]:
+    """The context names the files define, first definition first."""
+    names: list[str] = []
+    for doc in docs:
+        listed = doc.get("contexts")
+        for entry in listed if isinstance(listed, list) else []:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if isinstance(name, str) and name not in names:
+                names.append(name)
+    return names
+
+
 def first_current_context(files: tuple[str, ...]) -> str | None:
     """kubectl's current context: the first non-empty `current-context` of the files, in order."""
-    for path in files:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-        if isinstance(doc, dict) and doc.get("current-context"):
+    for doc in read_documents(files):
+        if doc.get("current-context"):
             return str(doc["current-context"])
     return None
 
 
+def _unknown_context(what: str, context: str, files: tuple[str, ...], names: list[str]) -> ConfigError:
+    from intentc.suggest import did_you_mean
+
+    available = f"available: {', '.join(names)}" if names else "it defines no contexts"
+    return ConfigError(f"{what} {context} not found in {os.pathsep.join(files)}{did_you_mean(context, names)} "
+                       f"({available})")
+
+
 def load_merged(files: tuple[str, ...], context: str | None, cfg: k8s.Configuration) -> None:
     """Fill `cfg` from the merged kubeconfig `files` (at least one), using `context`
-    or the merged current context.  Raises the client's ConfigException, OSError
-    or ValueError on a bad file."""
+    or the merged current context.  Raises ConfigError for a file that is not a
+    kubeconfig or a context it does not define, and the client's ConfigException,
+    OSError or ValueError on other problems."""
     from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
+    names = context_names(read_documents(files))
+    if context is not None and context not in names:
+        raise _unknown_context("context", context, files, names)
     merger = KubeConfigMerger(os.pathsep.join(files))
     current = first_current_context(files)
+    if context is None and current is not None and current not in names:
+        raise _unknown_context("current-context", current, files, names)
     if current is not None:
         merger.config.value["current-context"] = current
     elif context is None:

@@ -18,6 +18,7 @@ from intentc.passes.duplicates import check_duplicates
 from intentc.passes.kube_limits import check_kube_limits
 from intentc.passes.names import resolve_names
 from intentc.passes.products import check_gpu_products
+from intentc.passes.tags import check_tags
 from intentc.passes.tenancy import check_tenancy
 
 Pass = Callable[[Program], tuple[Program, list[Diagnostic]]]
@@ -29,12 +30,13 @@ PASSES: tuple[Pass, ...] = (
     check_kube_limits,
     check_gpu_products,
     check_tenancy,
+    check_tags,
 )
 
 # Local passes look at one declaration at a time, so the loader runs them per
 # file, next to parsing: their diagnostics are cached with the file and
 # computed in the parse workers.  Global passes need the whole repository.
-LOCAL_PASSES: tuple[Pass, ...] = (check_domain, check_kube_limits)
+LOCAL_PASSES: tuple[Pass, ...] = (check_domain, check_kube_limits, check_tags)
 GLOBAL_PASSES: tuple[Pass, ...] = tuple(p for p in PASSES if p not in LOCAL_PASSES)
 
 

@@ -28,6 +28,7 @@ from intentc import ir
 from intentc.plan.branchindex import BranchIndex
 from intentc.plan.gpuset import GpuChooser
 from intentc.quantity import parse_quantity
+from intentc.topology.products import product_key
 from intentc.topology.matrix import GpuMatrix
 
 ROOT_LEVEL = "cluster"
@@ -81,7 +82,7 @@ class NodeState:
     capacity: int
     free: int                   # bit mask of free GPU indices
     table: int                  # GpuChooser table id
-    product: str | None         # folded to lower case
+    product: str | None         # `products.product_key`: GFD's long name and the intents' short one alike
     memory: Decimal | None      # per GPU, bytes
 
     @property
@@ -91,7 +92,7 @@ class NodeState:
 
 @dataclass(frozen=True)
 class Filter:
-    product: str | None         # lower case
+    product: str | None         # `products.product_key`
     memory: Decimal | None
 
     def admits(self, n: NodeState) -> bool:
@@ -167,7 +168,7 @@ class Cluster:
             table = self.chooser.table_id(matrix_of(spec), count)
             memory = parse_quantity(spec.gpu_memory) if spec.gpu_memory else None
             state = NodeState(spec, leaf, count, (1 << count) - 1, table,
-                              spec.gpu_product.lower() if spec.gpu_product else None, memory)
+                              product_key(spec.gpu_product) if spec.gpu_product else None, memory)
             leaf.node = state
             self.nodes.append(state)
         self.by_depth: list[list[Domain]] = [[] for _ in range(len(self.levels) + 1)]

@@ -32,6 +32,7 @@ from intentc.topology.cluster_node import node_name, topology_node
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuMatrix, Link
 from intentc.topology.nvsmi import default_matrix
+from intentc.topology.products import same_product
 
 
 def with_cluster_nodes(loaded: LoadedTopology, nodes: Iterable[Mapping[str, Any]]
@@ -51,7 +52,7 @@ def with_cluster_nodes(loaded: LoadedTopology, nodes: Iterable[Mapping[str, Any]
             if known.gpu_count and count and count != known.gpu_count:
                 notes.append(f"{name}: the cluster reports {count} GPUs, the topology file {known.gpu_count}; "
                              f"planned with the file's")
-            if product and known.gpu_product and product != known.gpu_product:
+            if product and known.gpu_product and not same_product(product, known.gpu_product):
                 notes.append(f"{name}: GPU feature discovery says {product}, the topology file "
                              f"{known.gpu_product}; planned with the file's")
             continue

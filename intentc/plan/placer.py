@@ -31,6 +31,7 @@ from intentc.plan.cluster import ROOT_LEVEL, Cluster, Domain, Filter, NodeState,
 from intentc.plan.gpuset import Choice
 from intentc.plan.model import NodeAllocation
 from intentc.quantity import parse_quantity
+from intentc.topology.products import nearest, product_key, short_name
 
 SCOPES = frozenset(ir.vocabulary(ir.Scope))
 REASONS = ("no-product", "quota", "no-domain", "fragmentation", "capacity")
@@ -38,9 +39,10 @@ REASONS = ("no-product", "quota", "no-domain", "fragmentation", "capacity")
 
 @lru_cache(maxsize=256)
 def _filter(product: str | None, memory: str | None) -> Filter:
-    """The filter of a GPU product and memory request (shared: there are few distinct ones)."""
+    """The filter of a GPU product and memory request (shared: there are few distinct ones); the
+    product by `product_key`, so `H100-80GB` asks for nodes GFD labels `NVIDIA-H100-80GB-HBM3`."""
     size: Decimal | None = parse_quantity(memory) if memory else None
-    return Filter(product.lower() if product else None, size)
+    return Filter(product_key(product) if product else None, size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +150,8 @@ class Placer:
         view = self.c.view(req.filter)
         limit = self.c.depth_of(req.within) if req.within else 0
         if not any(view.eligible):
-            return Refused("no-product", f"cannot place {req.describe()}: {self._no_product(req)}",
-                           "ask for a GPU product and memory this topology offers")
+            why, hint = self._no_product(req)
+            return Refused("no-product", f"cannot place {req.describe()}: {why}", hint)
         largest = self.largest(req.filter, limit)
         if largest < req.count:
             where = (f"the largest {req.within} domain has {largest}" if req.within
@@ -167,20 +169,28 @@ class Placer:
             found = self._largest[(flt, depth)] = max((view.cap[d.id] for d in self.c.by_depth[depth]), default=0)
         return found
 
-    def _no_product(self, req: Request) -> str:
+    def _no_product(self, req: Request) -> tuple[str, str]:
+        """Why no node can take `req`'s kind of GPU, and the hint: for a product no node has,
+        the nearest of the topology's products (did you mean) and all of them, in the intents'
+        spelling with the nodes' own beside it where they differ."""
         topo = self.c.topology
         offered = sorted({n.spec.gpu_product for n in self.c.nodes if n.capacity > 0 and n.spec.gpu_product})
+        hint = "ask for a GPU product and memory this topology offers"
         if not any(n.capacity > 0 for n in self.c.nodes):
-            return f'topology "{topo.name}" has no GPUs'
+            return f'topology "{topo.name}" has no GPUs', hint
         flt = req.filter
         if flt.product is not None and not any(n.product == flt.product for n in self.c.nodes):
-            return (f'no node of topology "{topo.name}" has {req.product} GPUs '
-                    f"(it offers {', '.join(offered) or 'unnamed GPUs'})")
+            guess = nearest(req.product, offered) if req.product else None
+            meant = f' (did you mean "{guess}"?)' if guess else ""
+            listing = ", ".join(s if s == p else f"{s} ({p})" for s, p in sorted((short_name(p), p) for p in offered))
+            return (f'no node of topology "{topo.name}" has {req.product} GPUs{meant} '
+                    f"(it offers {', '.join(offered) or 'unnamed GPUs'})",
+                    f"ask for one of the products topology \"{topo.name}\" offers: {listing}" if listing else hint)
         same = [n for n in self.c.nodes if flt.product is None or n.product == flt.product]
         most = max((n.memory for n in same if n.memory is not None), default=None)
         kind = req.product or "GPU"
         best = f"the most is {_bytes(most)}" if most is not None else "no node states its GPU memory"
-        return f"no {kind} node has {req.memory} of memory per GPU ({best})"
+        return f"no {kind} node has {req.memory} of memory per GPU ({best})", hint
 
     def needs_shared_nvlink(self, req: Request) -> bool:
         """True for a gang too big for any node that a multi-node NVLink domain could

@@ -8,7 +8,9 @@ holds its GPUs as the live `Occupancy` says), planned on what the cluster
 has free now.  This module holds the pure steps of that:
 
 * `unfit` — the intents whose preview GPUs the cluster cannot give now (node
-  unavailable, GPUs held): only those are re-planned, everything that still
+  unavailable, GPUs held; with `together`, also GPUs that another intent
+  released at the same moment takes, which the plan starts first): only
+  those are re-planned, everything that still
   fits keeps the preview's binding (the plan CI reviewed; nothing moves
   without a reason);
 * `holding` — the occupancy plus the GPUs the kept intents will take;
@@ -20,8 +22,9 @@ has free now.  This module holds the pure steps of that:
 * `changes` — per intent whose binding moved, from where to where and why
   (the node is cordoned / NotReady / tainted / gone, its GPUs are held by
   pods this target does not own), read from the occupancy notes;
-* `blocked` — the wave's intents that cannot be placed now, with the
-  planner's reason: the wave then waits instead of being forced onto busy GPUs.
+* `blocked` — the intents that cannot be placed now (with `now`, also those
+  the fresh plan can place only after others of them), with the planner's
+  reason: they then wait instead of being forced onto busy GPUs.
 """
 
 from __future__ import annotations
@@ -74,14 +77,26 @@ def _fits(allocations: Iterable[NodeAllocation], occupied: Occupancy, busy: dict
     return all(a.node not in occupied.unavailable and not busy.get(a.node, set()) & set(a.gpus) for a in allocations)
 
 
-def unfit(preview: Plan, intents: Iterable[str], occupied: Occupancy) -> tuple[str, ...]:
-    """The intents of `intents` whose preview GPUs are not all free now, sorted."""
+def unfit(preview: Plan, intents: Iterable[str], occupied: Occupancy, together: bool = False) -> tuple[str, ...]:
+    """The intents of `intents` whose preview GPUs are not all free now, sorted.  With
+    `together` (they are created at the same moment), also those whose GPUs another of
+    them takes that the plan starts first: the plan runs them one after the other there,
+    the cluster would run one and leave the other Pending."""
     busy: dict[str, set[int]] = {}
     for b in occupied.busy:
         busy.setdefault(b.node, set()).update(b.gpus)
     placed = {p.intent: p for p in preview.placements}     # Plan.placement is a scan: 2,000 intents, 2,000 scans
-    return tuple(sorted(n for n in set(intents)
-                        if (p := placed.get(n)) is not None and not _fits(p.allocations, occupied, busy)))
+    if not together:
+        return tuple(sorted(n for n in set(intents)
+                            if (p := placed.get(n)) is not None and not _fits(p.allocations, occupied, busy)))
+    out = []
+    for p in sorted((placed[n] for n in set(intents) if n in placed), key=lambda p: (p.start_s, p.intent)):
+        if not _fits(p.allocations, occupied, busy):
+            out.append(p.intent)
+            continue
+        for a in p.allocations:
+            busy.setdefault(a.node, set()).update(a.gpus)
+    return tuple(sorted(out))
 
 
 def holding(occupied: Occupancy, preview: Plan, kept: Iterable[str]) -> Occupancy:
@@ -167,7 +182,13 @@ def _gpus(allocations: tuple[NodeAllocation, ...]) -> tuple[tuple[str, tuple[int
     return tuple((a.node, a.gpus) for a in allocations)
 
 
-def blocked(fresh: Plan, intents: Iterable[str]) -> tuple[Blocked, ...]:
-    """The intents of `intents` the fresh plan could not place."""
+def blocked(fresh: Plan, intents: Iterable[str], now: bool = False) -> tuple[Blocked, ...]:
+    """The intents of `intents` the fresh plan could not place; with `now` (they are created
+    at once), also those it could place only later, behind others of them."""
     names = set(intents)
-    return tuple(Blocked(u.intent, u.reason, u.message) for u in fresh.unplaced if u.intent in names)
+    out = [Blocked(u.intent, u.reason, u.message) for u in fresh.unplaced if u.intent in names]
+    if now:
+        out += [Blocked(p.intent, "capacity", f"fits only after +{p.start_s}s, behind other intents released now "
+                                              f"(the live plan queues it)")
+                for p in fresh.placements if p.intent in names and p.start_s > 0]
+    return tuple(sorted(out, key=lambda b: b.intent))

@@ -16,11 +16,11 @@ from intentc.duration import format_duration
 from intentc.plan.model import Placement, Plan
 
 
-def _gpus(p: Placement) -> str:
+def gpus_cell(p: Placement) -> str:
     return ", ".join(f"{a.node}[{','.join(str(g) for g in a.gpus)}]" for a in p.allocations) or "-"
 
 
-def _scope(p: Placement) -> str:
+def scope_cell(p: Placement) -> str:
     """The innermost level whose domain the whole gang shares (ignoring the node when several)."""
     if not p.allocations:
         return "-"
@@ -31,7 +31,7 @@ def _scope(p: Placement) -> str:
     return f"{lvl} {dom}"
 
 
-def _links(p: Placement) -> str:
+def links_cell(p: Placement) -> str:
     links = sorted({a.link for a in p.allocations})
     return f"{p.interconnect} ({'/'.join(links)})" if links else p.interconnect
 
@@ -62,9 +62,9 @@ def render_text(plan: Plan, width: int = 160) -> str:
         placed.add_column(col, justify=just)  # type: ignore[arg-type]
     for p in plan.placements:
         wave = wave_of.get(p.intent)
-        placed.add_row(p.intent, p.tenant, p.sla, "-" if wave is None else str(wave), _at(p.start_s),
-                       "open" if p.end_s is None else _at(p.end_s), _duration(p.queued_s) if p.queued_s else "-",
-                       str(p.gpu_count), _gpus(p), _scope(p), _links(p))
+        placed.add_row(p.intent, p.tenant, p.sla, "-" if wave is None else str(wave), plan_time(p.start_s),
+                       "open" if p.end_s is None else plan_time(p.end_s), _duration(p.queued_s) if p.queued_s else "-",
+                       str(p.gpu_count), gpus_cell(p), scope_cell(p), links_cell(p))
     console.print(placed)
 
     if plan.unplaced:
@@ -129,6 +129,6 @@ def _duration(seconds: int) -> str:
     return format_duration(seconds)
 
 
-def _at(seconds: int) -> str:
+def plan_time(seconds: int) -> str:
     """A plan time as an offset from the plan's start."""
     return "0" if seconds == 0 else "+" + format_duration(seconds)

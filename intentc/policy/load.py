@@ -13,6 +13,7 @@ not load them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -24,11 +25,17 @@ POLICY_DIR = "policies"
 
 
 def find_policy_dir(paths: Sequence[str]) -> Path | None:
+    """The nearest `policies/` at or above the first input path, named the way that path is:
+    relative to the working directory when it is relative, so the policy files'
+    diagnostics carry paths like the intents' (`policies/x.yaml`, not the absolute path the
+    search resolved; an absolute path in a GitHub annotation or a SARIF log matches no file
+    of the repository)."""
     start = Path(paths[0]) if paths else Path(".")
     here = (start if start.is_dir() else start.parent).resolve()
     for candidate in (here, *here.parents):
         if (candidate / POLICY_DIR).is_dir():
-            return candidate / POLICY_DIR
+            found = candidate / POLICY_DIR
+            return found if start.is_absolute() else Path(os.path.relpath(found))
         if (candidate / ".git").exists():
             return None
     return None

@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping
 
 from intentc.reconcile import inventory_schema
 from intentc.render.meta import labels
-from intentc.render.model import ObjectRef
+from intentc.render.model import ObjectRef, is_commit_stamp
 from intentc.reserved import INTENTC_NAMESPACE
 
 INVENTORY_NAMESPACE = INTENTC_NAMESPACE
@@ -145,6 +145,13 @@ class Inventory:
     def last(self) -> Record | None:
         return self.history[0] if self.history else None
 
+    @property
+    def applied_commit(self) -> str | None:
+        """`commit` when it names a commit: None when nothing was applied, or when the last
+        apply was of a dirty tree (`<sha>-dirty`, `render.model.dirty_stamp`), whose objects no
+        commit holds, so that the daemon neither adopts it nor takes it for the branch head."""
+        return self.commit if is_commit_stamp(self.commit) else None
+
     # -- updates (each returns a new inventory) ----------------------------
     def with_entries(self, entries: Iterable[Entry]) -> "Inventory":
         by_ref = {e.ref: e for e in self.entries}
@@ -162,7 +169,8 @@ class Inventory:
         inv = replace(self, history=(record,) + rest[:HISTORY_LIMIT - 1])
         if record.result in ("succeeded", "failed"):
             inv = replace(inv, commit=record.commit if record.result == "succeeded" else inv.commit)
-        if record.result == "succeeded" and record.health == "Healthy":
+        if record.result == "succeeded" and record.health == "Healthy" and is_commit_stamp(record.commit):
+            # a dirty tree's apply (`<sha>-dirty`) is no commit to roll back to
             inv = replace(inv, last_known_good=record.commit, last_known_good_at=record.finished_at)
         return inv
 

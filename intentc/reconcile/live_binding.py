@@ -7,9 +7,15 @@ running Pods, `intentc.kube.cluster_state`), turns it into an `Occupancy`
 
 * `whole()` — every intent on what is free when the apply starts
   (`apply --no-wait` creates every wave from this);
-* `bind_wave(n, live)` — wave `n`, just before it is created (`apply
-  --wait`): the pods of earlier waves that still run hold their GPUs, the
-  wave's own pods (from an earlier apply) do not.
+* `bind(names, live, running)` — the intents released together, just
+  before they are created (`apply --wait`, reconcile/release.py): the pods
+  of other intents that still run hold their GPUs, and so do the intents
+  this apply released earlier that have not ended (their pods may not be
+  scheduled yet: the cluster alone does not show them); among the intents
+  released together, one whose preview GPUs an earlier-starting sibling
+  takes is re-planned too (both created on one node, one would sit Pending
+  while another node is idle).  Their own pods (from an earlier apply) hold
+  nothing.  `bind_wave(n, live)` binds a whole wave so.
 
 Only intents whose preview GPUs the cluster cannot give now are re-planned
 (`intentc.plan.rebind`), around the GPUs the others keep; the preview plan
@@ -38,13 +44,15 @@ from intentc.kube.cluster_state import ClusterState
 from intentc.kube.errors import AccessDenied, NotFound
 from intentc.plan.cluster_nodes import with_cluster_nodes
 from intentc.plan.live import occupancy
-from intentc.plan.model import Occupancy, Plan
+from intentc.plan.model import Busy, NodeAllocation, Occupancy, Plan
 from intentc.plan.planner import make_plan
 from intentc.plan.rebind import BindingChange, Blocked, blocked, changes, holding, merged, unfit, wave_program
 from intentc.policy import BUILTIN, Policies
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import PREVIEW_HASH_ANNOTATION, SPEC_HASH_ANNOTATION, Manifest, ObjectRef, Rendered, wave_step
+from intentc.render.model import (PREVIEW_HASH_ANNOTATION, SETUP_STEPS, SPEC_HASH_ANNOTATION, Manifest, ObjectRef,
+                                  Rendered)
+from intentc.render.stamp import content_digest_of, with_content_digest
 from intentc.topology.load import LoadedTopology
 
 IMMUTABLE_TEMPLATE_KINDS = frozenset({"Job"})
@@ -97,6 +105,8 @@ class LiveBinder:
         self.seed = seed
         self._preview_by_ref = rendered.by_ref()
         self._tenants = [t.name for t in program.tenants]
+        # intent -> the GPUs this binder last bound it to (held while it runs: `bind`'s `running`)
+        self._bound: dict[str, tuple[NodeAllocation, ...]] = {}
 
     def _state(self) -> tuple[ClusterState, str | None]:
         """The cluster's nodes and pods, or why they cannot be read: without the right to
@@ -129,19 +139,24 @@ class LiveBinder:
         return occupied, added + notes
 
     def _render(self, plan: Plan) -> Rendered:
-        return render(self.program, plan, self.rendered.commit, self.kube_version, self.rendered.target,
-                      self._live.topology, self.policies, hold=self.rendered.held_tenants)
+        # a dirty tree's objects keep their content digest when bound again (render/stamp.py)
+        return with_content_digest(
+            render(self.program, plan, self.rendered.commit, self.kube_version, self.rendered.target,
+                   self._live.topology, self.policies, hold=self.rendered.held_tenants),
+            content_digest_of(self.rendered))
 
-    def _rebind(self, names: Sequence[str], occupied: Occupancy, notes: tuple[str, ...]
+    def _rebind(self, names: Sequence[str], occupied: Occupancy, notes: tuple[str, ...], together: bool = False
                 ) -> tuple[Plan, tuple[Blocked, ...]]:
         """The preview with those of `names` whose GPUs are not free now re-planned (alone,
-        around the GPUs the others keep), and what of them cannot be placed."""
-        moving = unfit(self.preview, names, occupied)
+        around the GPUs the others keep), and what of them cannot be placed; `together`:
+        `names` are created at the same moment (not `whole`, which ignores reuse over time)."""
+        moving = unfit(self.preview, names, occupied, together)
         plan, stuck = self.preview, tuple[Blocked, ...]()
         if moving:
             around = holding(occupied, self.preview, [n for n in names if n not in set(moving)])
             fresh, _ = make_plan(wave_program(self.program, moving), self._live, self.seed, around, self.policies)
-            plan, stuck = merged(self.preview, fresh, moving), blocked(fresh, moving)
+            stuck = blocked(fresh, moving, now=together)
+            plan = merged(self.preview, fresh, [n for n in moving if n not in {b.intent for b in stuck}])
         return dataclasses.replace(plan, basis="live", basis_notes=notes), stuck
 
     def whole(self, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
@@ -160,20 +175,33 @@ class LiveBinder:
                        notes, odd, plan=plan)
 
     def bind_wave(self, wave: int, live: Mapping[ObjectRef, Mapping[str, Any] | None]) -> Binding:
-        """Wave `wave` bound on what the cluster has free now: its intents whose preview GPUs
-        are taken re-planned; `live`: the wave's objects as they are on the cluster (None: not there)."""
-        step = wave_step(wave)
-        previewed = tuple(m for m in self.rendered.manifests if m.step == step)
+        """Wave `wave` bound on what the cluster has free now (the whole wave released at once)."""
+        names = tuple(sorted(self.preview.waves[wave])) if wave < len(self.preview.waves) else ()
+        return self.bind(names, live)
+
+    def bind(self, names: Sequence[str], live: Mapping[ObjectRef, Mapping[str, Any] | None],
+             running: Sequence[str] = ()) -> Binding:
+        """The intents `names`, released now, bound on what the cluster has free now: those
+        whose preview GPUs are taken — by the cluster, by an intent of `running` (released
+        earlier by this apply and not ended: its pods may not be scheduled yet, so the
+        cluster does not show them) or by an intent released with them that the plan starts
+        first — re-planned together.  `live`: their objects as they are on the cluster."""
+        wanted = frozenset(names)
+        names = tuple(sorted(wanted))
+        previewed = tuple(m for m in self.rendered.manifests if m.intent in wanted and m.step >= SETUP_STEPS)
         state, absent = self._state()
         if absent:
             return Binding(previewed, notes=(absent,), live=False, plan=self.preview)
-        names = tuple(sorted(self.preview.waves[wave])) if wave < len(self.preview.waves) else ()
         occupied, notes = self._occupancy(state, names)
-        plan, stuck = self._rebind(names, occupied, notes)
+        occupied, notes = self._with_running(occupied, notes, [n for n in running if n not in wanted])
+        plan, stuck = self._rebind(names, occupied, notes, together=True)
+        placed = {p.intent: p for p in plan.placements if p.intent in wanted}
+        self._bound.update({n: p.allocations for n, p in placed.items()
+                            if n not in {b.intent for b in stuck}})
         if plan.placements is self.preview.placements:
             return Binding(previewed, notes=notes, plan=plan)
         everything = self._render(plan).manifests
-        earlier = sorted({m.intent for m in everything if m.step != step and m.intent in names
+        earlier = sorted({m.intent for m in everything if m.step < SETUP_STEPS and m.intent in wanted
                           and m.spec_hash != getattr(self._preview_by_ref.get(m.ref), "spec_hash", None)})
         if earlier:
             # the binding lives in objects of an earlier step (dra's claim templates), applied already
@@ -181,11 +209,34 @@ class LiveBinder:
                            remarks=(f"the live binding of {', '.join(map(str, earlier))} changes objects applied "
                                     f"before the waves; applied as previewed (apply --no-wait binds them all at "
                                     f"the start)",))
-        same, odd = self._same_objects(tuple(m for m in everything if m.step == step), previewed)
+        same, odd = self._same_objects(tuple(m for m in everything if m.intent in wanted and m.step >= SETUP_STEPS),
+                                       previewed)
         manifests, kept = self._choose(same, live, occupied)
         waiting = tuple(b for b in stuck if any(live.get(m.ref) is None for m in previewed if m.intent == b.intent))
         return Binding(manifests, self._changes(plan, names, manifests, occupied, notes), waiting, kept,
                        notes, odd, plan=plan)
+
+    def _with_running(self, occupied: Occupancy, notes: tuple[str, ...], running: Sequence[str]
+                      ) -> tuple[Occupancy, tuple[str, ...]]:
+        """`occupied` plus the GPUs of the intents still running, as this apply bound them
+        (the preview's where it did not move them)."""
+        placed = {p.intent: p for p in self.preview.placements}
+        taken: dict[str, set[int]] = {}
+        for b in occupied.busy:
+            taken.setdefault(b.node, set()).update(b.gpus)
+        extra: list[str] = []
+        for name in sorted(running):
+            allocations = self._bound.get(name) or (placed[name].allocations if name in placed else ())
+            for a in allocations:
+                new = sorted(set(a.gpus) - taken.setdefault(a.node, set()))
+                if new and a.node not in occupied.unavailable:
+                    taken[a.node].update(new)
+                    extra.append(f"{a.node}: GPU {','.join(map(str, new))} taken (intent {name}, released by "
+                                 f"this apply, still running)")
+        if not extra:
+            return occupied, notes
+        busy = tuple(Busy(node, tuple(sorted(gpus))) for node, gpus in sorted(taken.items()) if gpus)
+        return Occupancy(busy, occupied.unavailable), notes + tuple(extra)
 
     @staticmethod
     def _same_objects(bound: Sequence[Manifest], previewed: Sequence[Manifest]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from intentc.reconcile.diff import Action
-from intentc.render.model import ObjectRef, step_label
+from intentc.render.model import ObjectRef, short_stamp, step_label
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
@@ -67,7 +67,7 @@ class ApplyResult:
 
     def to_text(self) -> str:
         mode = " (dry run: nothing written)" if self.dry_run else ""
-        lines = [f"intentc apply: target {self.target}, commit {self.commit[:12]}, "
+        lines = [f"intentc apply: target {self.target}, commit {short_stamp(self.commit)}, "
                  f"Kubernetes {self.kube_version}{mode}"]
         for o in self.objects:
             verb = o.action.value if o.ok else "FAILED"

@@ -1,19 +1,35 @@
-"""Apply rendered objects to a cluster: pair, decide, sync step by step, prune, record.
+"""Apply rendered objects to a cluster: pair, decide, sync, prune, record.
 
-Order is total and deterministic: namespaces, RBAC, quotas, priority
-classes, then the plan's waves; inside a step objects are independent and
-go out concurrently.  With `wait`, a wave starts only once the previous
-one is healthy.  An object whose live spec-hash equals the desired one gets
-no request at all, and an apply that changes nothing does not even touch
-the inventory — so a no-op re-apply sends zero writes.
+Release order (`apply --wait`, and the daemon's rollouts through the same
+`Reconciler`): the setup steps first, one after the other — namespaces,
+RBAC, quotas (with Kueue's flavors, cohort and queues, DRA's claim
+templates), priority classes; inside a step objects are independent and go
+out concurrently.  Then each intent's objects are created as soon as *its
+own* prerequisites are done (`reconcile/release.py`): the intents it
+depends on (`after` + datasets) have succeeded and, where pods are pinned
+to the plan's nodes, the intent the plan runs just before it on its GPUs
+has ended.  Intents released at the same moment are bound on live state
+together, around each other and around the intents still running
+(`LiveBinder.bind`); one the cluster cannot hold now waits for room.  Each
+intent has its own time limit (its budget, `reconcile/timeouts.py`, from
+its release); one that fails or times out holds back its dependants, and
+only them, and the run reports both.  Without a release order (rollbacks,
+`drift --heal`, the fidelity benchmark's baseline) the prerequisites are
+every intent of the earlier waves: whole-wave release.  Without `wait`
+every step is applied at once, in order.
 
-The inventory is written ahead of each step that writes (the step's
-objects as `pending`) and confirmed after it, so an apply cut off midway
-leaves a record of every object that may exist; running again converges.
+An object whose live spec-hash equals the desired one gets no request at
+all, and an apply that changes nothing does not even touch the inventory —
+so a no-op re-apply sends zero writes.
+
+The inventory is written ahead of each batch that writes (its objects as
+`pending`) and confirmed after it, so an apply cut off midway leaves a
+record of every object that may exist; running again converges.
 """
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +49,9 @@ from intentc.reconcile.lock import ApplyLock, LockBusy
 from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import (DEFAULT_TARGET_NAME, INVENTORY_NAMESPACE, Entry, Inventory,
                                          Record, inventory_ref)
+from intentc.plan.rebind import Blocked
 from intentc.reconcile.live_binding import Binding, LiveBinder, describe
+from intentc.reconcile.release import ReleaseOrder
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
 from intentc.reconcile.timeouts import Budget, wave_timeout
 from intentc.duration import format_duration
@@ -62,6 +80,9 @@ def utc_now() -> str:
 class ApplyOptions:
     target: str = DEFAULT_TARGET_NAME
     dry_run: bool = False
+    # With dry_run: also send each change to the API server as a dry run (dryRun=All), which
+    # validates, admits and checks field ownership; without it (client) only the live objects are read.
+    server_dry_run: bool = False
     prune: bool = False
     wait: bool = True
     # Seconds each wave may take to become healthy; None: derived per wave from its
@@ -72,6 +93,9 @@ class ApplyOptions:
     poll_interval: float = 1.0
     lock_wait: float = 600.0          # how long to wait for another apply of the target (reconcile.lock)
     budgets: Mapping[str, Budget] = field(default_factory=dict)   # intent -> how long it may take
+    # With wait: what each intent waits for before it is created (reconcile/release.py); None
+    # (or `release.WAVES`): every intent of the earlier waves, the whole-wave release
+    release: ReleaseOrder | None = None
 
 
 class _Abort(Exception):
@@ -173,6 +197,8 @@ class Reconciler:
             diff = _diff_for(action, p)
             if action is Action.UNCHANGED:
                 return ObjectOutcome(p.ref, step, action, health=health_of(p.live).status.value)
+            if not self.opts.server_dry_run:
+                return ObjectOutcome(p.ref, step, action, diff=diff)
             if p.ref.namespace in new_namespaces:
                 return ObjectOutcome(p.ref, step, action, diff=diff,
                                      message="namespace is created by this apply; checked client-side only")
@@ -197,53 +223,26 @@ class Reconciler:
     def _sync(self, rendered: Rendered, pairs: list[Pair], loaded: Inventory,
               outcomes: list[ObjectOutcome], result: Callable[..., ApplyResult]) -> ApplyResult:
         started = self.clock()
-        inventory = loaded.mark_interrupted()
         running = Record(rendered.commit, started)
-        health: dict[ObjectRef, Health] = {}
-        written = False
-        failure = ""
         desired = [p for p in pairs if p.desired is not None]
+        run = _Run(loaded, loaded.mark_interrupted(), running, outcomes)
+        failure = ""
         try:
-            found = self._unlabelled_namespaces(desired)
-            for step, group in groupby(desired, key=lambda p: p.desired.step if p.desired else 0):
-                items = list(group)
-                limit, why = self._limit(items)
-                deadline = self.monotonic() + limit
-                kept: Mapping[ObjectRef, str] = {}
-                if self.binder is not None and self.opts.wait and step >= SETUP_STEPS:
-                    items, kept, failure = self._bind_wave(step, items, deadline, limit, why)
-                    if failure:
+            run.found = self._unlabelled_namespaces(desired)
+            if self.opts.wait:
+                # setup steps one after the other, then each intent once its own prerequisites are done
+                for step, group in groupby((p for p in desired if _step(p) < SETUP_STEPS), key=_step):
+                    if self._write(step, list(group), run):
+                        failure = f"{sum(not o.ok for o in run.outcomes)} object(s) failed in {_step_name(step)}"
                         break
-                todo = [p for p in items if decide(p) is not Action.UNCHANGED]
-                same = [p for p in items if p not in todo]
-                for p in same:
-                    health[p.ref] = health_of(p.live)
-                    outcomes.append(ObjectOutcome(p.ref, step, Action.UNCHANGED, health=health[p.ref].status.value,
-                                                  message=kept.get(p.ref, "")))
-                # unchanged objects are on record too, with the commit that last wrote them
-                inventory = inventory.with_entries(
-                    _entry(p, "applied", _live_commit(p), loaded.entry(p.ref), p.ref in found, live_hash(p.live))
-                    for p in same)
-                if todo:
-                    self.progress(f"{_step_name(step)}: applying", 0, len(todo))
-                    inventory = inventory.with_entries(_entry(p, "pending", old=loaded.entry(p.ref),
-                                                              existed=p.ref in found) for p in todo).with_record(running)
-                    self._save(inventory)
-                    written = True
-                    done = list(self._map(self._apply_one, todo))
-                    self.progress(f"{_step_name(step)}: applying", len(done), len(todo))
-                    inventory = self._confirm(inventory, loaded, todo, done, found)
-                    for p, (outcome, body) in zip(todo, done):
-                        health[p.ref] = health_of(body) if body is not None else Health(HealthStatus.MISSING)
-                        outcomes.append(replace(outcome, health=health[p.ref].status.value))
-                    if any(not o.ok for o, _ in done):
-                        failure = f"{sum(not o.ok for o, _ in done)} object(s) failed in {_step_name(step)}"
+                if not failure:
+                    failure = self._release(_units([p for p in desired if _step(p) >= SETUP_STEPS]), run)
+            else:
+                for step, group in groupby(desired, key=_step):
+                    if self._write(step, list(group), run):
+                        failure = f"{sum(not o.ok for o in run.outcomes)} object(s) failed in {_step_name(step)}"
                         break
-                if self.opts.wait and step >= SETUP_STEPS:
-                    failure = self._wait([p.ref for p in items], health, deadline, step, limit, why,
-                                         {p.ref: p.desired.intent for p in items if p.desired is not None})
-                    if failure:
-                        break
+            inventory, health, written = run.inventory, run.health, run.written
             if not failure:
                 pruned = self._prune_candidates(pairs, inventory, execute=self.opts.prune)
                 outcomes.extend(pruned)
@@ -266,7 +265,7 @@ class Reconciler:
         except _Abort as e:
             return result(outcomes, "error", _health_text(outcomes),
                           f"{e.message}; the inventory records what was applied — run again to converge",
-                          written)
+                          run.written)
         return result(outcomes, "failed" if failure else "succeeded",
                       worst(list(health.values())).value, failure, written)
 
@@ -331,6 +330,190 @@ class Reconciler:
                 restored.append(_entry(p, "pending", old=loaded.entry(p.ref), existed=p.ref in found))
         return inventory.with_entries(applied + restored).without(dropped)
 
+    # -- writing ----------------------------------------------------------
+    def _write(self, step: int, items: Sequence[Pair], run: _Run, kept: Mapping[ObjectRef, str] | None = None,
+               what: str = "") -> list[ObjectOutcome]:
+        """Apply `items` (of `step`, or released together: `what` names them) concurrently,
+        the inventory written ahead (`pending`) and confirmed after; the failed outcomes."""
+        todo = [p for p in items if decide(p) is not Action.UNCHANGED]
+        same = [p for p in items if p not in todo]
+        for p in same:
+            run.health[p.ref] = health_of(p.live)
+            run.bodies[p.ref] = p.live
+            run.outcomes.append(ObjectOutcome(p.ref, _step(p), Action.UNCHANGED,
+                                              health=run.health[p.ref].status.value,
+                                              message=(kept or {}).get(p.ref, "")))
+        # unchanged objects are on record too, with the commit that last wrote them
+        run.inventory = run.inventory.with_entries(
+            _entry(p, "applied", _live_commit(p), run.loaded.entry(p.ref), p.ref in run.found, live_hash(p.live))
+            for p in same)
+        if not todo:
+            return []
+        label = what or _step_name(step)
+        self.progress(f"{label}: applying", 0, len(todo))
+        run.inventory = run.inventory.with_entries(
+            _entry(p, "pending", old=run.loaded.entry(p.ref), existed=p.ref in run.found)
+            for p in todo).with_record(run.record)
+        self._save(run.inventory)
+        run.written = True
+        done = list(self._map(self._apply_one, todo))
+        self.progress(f"{label}: applying", len(done), len(todo))
+        run.inventory = self._confirm(run.inventory, run.loaded, todo, done, run.found)
+        for p, (outcome, body) in zip(todo, done):
+            run.health[p.ref] = health_of(body) if body is not None else Health(HealthStatus.MISSING)
+            run.bodies[p.ref] = body
+            run.outcomes.append(replace(outcome, health=run.health[p.ref].status.value))
+        return [o for o, _ in done if not o.ok]
+
+    # -- releasing intents ------------------------------------------------
+    def _release(self, units: dict[str, _Unit], run: _Run) -> str:
+        """Create each intent's objects once its prerequisites are done (reconcile/release.py),
+        wait for them to be healthy within the intent's budget, and hold back the dependants
+        of an intent that failed; the run's failure message, "" when every intent succeeded."""
+        order = self.opts.release
+        waves = order is None or order.waves
+        while True:
+            self._settle(units, run)
+            self._hold_back(units, order)
+            now = self.monotonic()
+            batch = [u for u in units.values()
+                     if (u.state is _State.WAITING and self._ready(u, units, order))
+                     or (u.state is _State.ROOM and now >= u.next_look)]
+            if batch:
+                self._start(sorted(batch, key=_Unit.sort_key), units, run)
+                continue
+            live = [u for u in units.values() if u.state in (_State.RUNNING, _State.ROOM)]
+            if not live:
+                stuck = [u for u in units.values() if u.state is _State.WAITING]
+                if not stuck:
+                    break
+                for u in stuck:     # cannot happen with a release order from a plan; never loop forever
+                    u.state, u.blockers = _State.HELD, ("a prerequisite that was never released",)
+                continue
+            self._report(units, waves)
+            looks = [u.next_look - now for u in live if u.state is _State.ROOM]
+            self.sleep(max(0.0, min([self.opts.poll_interval, *looks])))
+            self._poll([u for u in live if u.state is _State.RUNNING], run)
+        return _failure(units)
+
+    def _ready(self, u: _Unit, units: Mapping[str, _Unit], order: ReleaseOrder | None) -> bool:
+        if order is None or order.waves or u.intent is None:
+            return all(o.state is _State.DONE for o in units.values() if o.step < u.step)
+        return (all(units[n].state is _State.DONE for n in order.after(u.intent) if n in units)
+                and all(units[n].state in _ENDED for n in order.gpus_after(u.intent) if n in units))
+
+    def _hold_back(self, units: Mapping[str, _Unit], order: ReleaseOrder | None) -> None:
+        """A waiting intent whose prerequisite failed or was held back is held back too."""
+        bad_steps = sorted({u.step for u in units.values() if u.state in (_State.FAILED, _State.HELD)})
+        if not bad_steps:
+            return
+        changed = True
+        while changed:
+            changed = False
+            for u in units.values():
+                if u.state is not _State.WAITING:
+                    continue
+                if order is None or order.waves or u.intent is None:
+                    bad = sorted(o.key for o in units.values()
+                                 if o.step < u.step and o.state in (_State.FAILED, _State.HELD))
+                else:
+                    bad = [n for n in order.after(u.intent)
+                           if n in units and units[n].state in (_State.FAILED, _State.HELD)]
+                if bad:
+                    u.state, u.blockers, changed = _State.HELD, tuple(bad), True
+
+    def _start(self, batch: list[_Unit], units: Mapping[str, _Unit], run: _Run) -> None:
+        """Bind the intents released together on live state (around each other and the
+        intents still running), then create what fits; what does not waits for room."""
+        now = self.monotonic()
+        for u in batch:
+            if u.state is _State.WAITING:
+                u.limit, u.why = self._limit(u.pairs)
+                u.started, u.deadline = now, now + u.limit
+        kept: Mapping[ObjectRef, str] = {}
+        go = batch
+        if self.binder is not None:
+            names = [u.intent for u in batch if u.intent is not None]
+            running = sorted(u.intent for u in units.values() if u.state is _State.RUNNING and u.intent is not None)
+            b: Binding = self._call(self.binder.bind, names, {p.ref: p.live for u in batch for p in u.pairs},
+                                    running)
+            by_ref = {m.ref: m for m in b.manifests}
+            for u in batch:
+                u.pairs = [replace(p, desired=by_ref.get(p.ref, p.desired)) for p in u.pairs]
+            stuck = {x.intent: x for x in b.blocked}
+            go = [u for u in batch if u.intent not in stuck]
+            if go:
+                self._record(b, ", ".join(sorted({_step_name(u.step) for u in go}, key=_wave_number)))
+            kept = b.kept
+            for u in batch:
+                if u.intent in stuck:
+                    self._wait_for_room(u, stuck[u.intent], now)
+        if not go:
+            return
+        shown = ", ".join(u.key for u in go[:3]) + (f" (+{len(go) - 3} more)" if len(go) > 3 else "")
+        failed = {o.ref for o in self._write(go[0].step, [p for u in go for p in u.pairs], run, kept,
+                                             f"releasing {shown}")}
+        for u in go:
+            bad = [p.ref for p in u.pairs if p.ref in failed]
+            if bad:
+                u.state, u.message = _State.FAILED, f"{len(bad)} object(s) of {u.key} failed in {_step_name(u.step)}"
+            else:
+                u.state = _State.RUNNING
+
+    def _wait_for_room(self, u: _Unit, why: Blocked, now: float) -> None:
+        """An intent the live cluster cannot hold now waits (an Event says why, once per
+        reason), up to its budget; each look reads every Node and Pod and plans again."""
+        reason = why.text()
+        if reason not in u.said:
+            u.said.add(reason)
+            self._event("WaveWaiting", f"{_step_name(u.step)} waits for room on the live cluster: {reason}")
+        if now >= u.deadline:
+            u.state = _State.FAILED
+            u.message = (f"timed out after {format_duration(int(now - u.started))} waiting for room for "
+                         f"{_step_name(u.step)} intent {u.key}, its budget {format_duration(int(u.limit))} "
+                         f"({u.why}): {reason}")
+            self._event("WaveTimedOut", u.message)
+            return
+        u.state = _State.ROOM
+        u.next_look = now + max(self.opts.poll_interval, min(ROOM_POLL_S, u.deadline - now))
+
+    def _poll(self, active: list[_Unit], run: _Run) -> None:
+        """Read the objects of the running intents that are not healthy yet (one GET each)."""
+        pending = [p.ref for u in active for p in u.pairs if run.health[p.ref].status is not HealthStatus.HEALTHY]
+        for r, body in zip(pending, self._map(lambda r: self._call(self.client.get, r), pending)):
+            run.health[r] = health_of(body)
+            run.bodies[r] = body
+
+    def _settle(self, units: Mapping[str, _Unit], run: _Run) -> None:
+        """Running intents become done (every object healthy), failed (one degraded) or
+        timed out (past their budget)."""
+        now = self.monotonic()
+        for u in units.values():
+            if u.state is not _State.RUNNING:
+                continue
+            refs = [p.ref for p in u.pairs]
+            degraded = [r for r in refs if run.health[r].status is HealthStatus.DEGRADED]
+            pending = [r for r in refs if run.health[r].status is not HealthStatus.HEALTHY]
+            if degraded:
+                r = degraded[0]
+                u.state, u.message = _State.FAILED, f"{r} failed in {_step_name(u.step)}: {run.health[r].message}"
+            elif not pending:
+                u.state = _State.DONE
+            elif now >= u.deadline:
+                u.state = _State.FAILED
+                u.message = self._timed_out(u.step, pending, run.health, run.bodies,
+                                            {p.ref: p.desired.intent for p in u.pairs if p.desired is not None},
+                                            u.limit, u.why, now - u.started)
+
+    def _report(self, units: Mapping[str, _Unit], waves: bool) -> None:
+        count = {s: 0 for s in _State}
+        for u in units.values():
+            count[u.state] += 1
+        ended = count[_State.DONE] + count[_State.FAILED] + count[_State.HELD]
+        parts = [f"{count[s]} {s.value}" for s in (_State.RUNNING, _State.ROOM, _State.WAITING, _State.FAILED,
+                                                   _State.HELD) if count[s]]
+        self.progress(f"{'waves' if waves else 'intents'}: {', '.join(parts)}", ended, len(units))
+
     # -- waiting ----------------------------------------------------------
     def _limit(self, items: Sequence[Pair]) -> tuple[float, str]:
         """(seconds, why) this step may take to become healthy: --timeout, else its intents' budget."""
@@ -339,29 +522,6 @@ class Reconciler:
         seconds, why = wave_timeout([p.desired.intent for p in items if p.desired and p.desired.intent],
                                     self.opts.budgets)
         return float(seconds), why
-
-    def _wait(self, refs: list[ObjectRef], health: dict[ObjectRef, Health], deadline: float, step: int,
-              limit: float | None = None, why: str = "", intents: Mapping[ObjectRef, str | None] | None = None
-              ) -> str:
-        started = self.monotonic()
-        bodies: dict[ObjectRef, Mapping[str, Any] | None] = {}
-        while True:
-            healthy = sum(health[r].status is HealthStatus.HEALTHY for r in refs)
-            self.progress(f"{_step_name(step)}: waiting until healthy", healthy, len(refs))
-            degraded = [r for r in refs if health[r].status is HealthStatus.DEGRADED]
-            if degraded:
-                r = degraded[0]
-                return f"{r} failed in {_step_name(step)}: {health[r].message}"
-            pending = [r for r in refs if health[r].status is not HealthStatus.HEALTHY]
-            if not pending:
-                return ""
-            if self.monotonic() >= deadline:
-                return self._timed_out(step, pending, health, bodies, intents or {}, limit, why,
-                                       self.monotonic() - started)
-            self.sleep(self.opts.poll_interval)
-            for r, body in zip(pending, self._map(lambda r: self._call(self.client.get, r), pending)):
-                health[r] = health_of(body)
-                bodies[r] = body
 
     def _timed_out(self, step: int, pending: list[ObjectRef], health: dict[ObjectRef, Health],
                    bodies: Mapping[ObjectRef, Mapping[str, Any] | None], intents: Mapping[ObjectRef, str | None],
@@ -401,35 +561,6 @@ class Reconciler:
         self._binding += [f"all waves: not placeable on the live cluster now, applied with the preview's "
                           f"binding (its pods wait Pending): {x.text()}" for x in b.blocked]
         return b.manifests
-
-    def _bind_wave(self, step: int, items: list[Pair], deadline: float, limit: float, why: str
-                   ) -> tuple[list[Pair], Mapping[ObjectRef, str], str]:
-        """Re-plan the wave on live state just before creating it; while some of its
-        intents cannot be placed, wait (an Event on the target says why), up to the wave's budget."""
-        assert self.binder is not None
-        wave = step - SETUP_STEPS
-        said: set[str] = set()
-        started = self.monotonic()
-        while True:
-            b: Binding = self._call(self.binder.bind_wave, wave, {p.ref: p.live for p in items})
-            if not b.blocked:
-                break
-            reason = "; ".join(x.text() for x in b.blocked)
-            if reason not in said:
-                said.add(reason)
-                self._event("WaveWaiting", f"{_step_name(step)} waits for room on the live cluster: {reason}")
-            self.progress(f"{_step_name(step)}: waiting for room ({len(b.blocked)} intent(s) do not fit)", 0,
-                          len(b.blocked))
-            if self.monotonic() >= deadline:
-                message = (f"timed out after {format_duration(int(self.monotonic() - started))} waiting for room "
-                           f"for {_step_name(step)}, its budget {format_duration(int(limit))} ({why}): {reason}")
-                self._event("WaveTimedOut", message)
-                return items, {}, message
-            # each look reads every Node and Pod and plans again: not more often than ROOM_POLL_S
-            self.sleep(max(self.opts.poll_interval, min(ROOM_POLL_S, deadline - self.monotonic())))
-        self._record(b, _step_name(step))
-        by_ref = {m.ref: m for m in b.manifests}
-        return [replace(p, desired=by_ref.get(p.ref, p.desired)) for p in items], b.kept, ""
 
     def _record(self, b: Binding, where: str) -> None:
         """The binding's differences from the preview: in the report, and as an Event on the target."""
@@ -547,6 +678,81 @@ class Reconciler:
             return list(pool.map(fn, items))
 
 
+class _State(enum.Enum):
+    WAITING = "waiting"       # for its prerequisites
+    ROOM = "waiting for room"  # released, but the live cluster cannot hold it now
+    RUNNING = "running"       # created, not healthy yet
+    DONE = "done"
+    FAILED = "failed"
+    HELD = "held back"        # a prerequisite failed
+
+
+# A planned GPU predecessor frees the GPUs however it ended (reconcile/release.py).
+_ENDED = frozenset({_State.DONE, _State.FAILED, _State.HELD})
+
+
+class _Unit:
+    """One intent's objects in the waves (or, for objects of no intent, those of one wave),
+    released together; mutable state of one apply."""
+
+    def __init__(self, key: str, intent: str | None, step: int, pairs: list[Pair]) -> None:
+        self.key, self.intent, self.step, self.pairs = key, intent, step, pairs
+        self.state = _State.WAITING
+        self.limit, self.why = 0.0, ""
+        self.started = self.deadline = self.next_look = 0.0
+        self.said: set[str] = set()
+        self.message = ""
+        self.blockers: tuple[str, ...] = ()
+
+    def sort_key(self) -> tuple[int, str]:
+        return self.step, self.key
+
+
+class _Run:
+    """What an apply accumulates as it goes: the inventory to record, each object's last
+    known health and body, the outcomes."""
+
+    def __init__(self, loaded: Inventory, inventory: Inventory, record: Record,
+                 outcomes: list[ObjectOutcome]) -> None:
+        self.loaded, self.inventory, self.record, self.outcomes = loaded, inventory, record, outcomes
+        self.health: dict[ObjectRef, Health] = {}
+        self.bodies: dict[ObjectRef, Mapping[str, Any] | None] = {}
+        self.found: set[ObjectRef] = set()
+        self.written = False
+
+
+def _step(p: Pair) -> int:
+    return p.desired.step if p.desired is not None else 0
+
+
+def _units(pairs: Sequence[Pair]) -> dict[str, _Unit]:
+    """The waves' objects by intent (objects of no intent: one unit per wave)."""
+    out: dict[str, _Unit] = {}
+    for p in pairs:
+        assert p.desired is not None
+        intent = p.desired.intent
+        key = intent if intent is not None else _step_name(p.desired.step)
+        unit = out.get(key)
+        if unit is None:
+            unit = out[key] = _Unit(key, intent, p.desired.step, [])
+        unit.step = min(unit.step, p.desired.step)
+        unit.pairs.append(p)
+    return out
+
+
+def _failure(units: Mapping[str, _Unit]) -> str:
+    """The run's failure message: each failed intent, then those held back and by what."""
+    ordered = sorted(units.values(), key=_Unit.sort_key)
+    failed = [u.message for u in ordered if u.state is _State.FAILED]
+    held = [u for u in ordered if u.state is _State.HELD]
+    parts = failed[:5] + ([f"(and {len(failed) - 5} more failed)"] if len(failed) > 5 else [])
+    if held:
+        shown = ", ".join(f"{u.key} (after {', '.join(u.blockers[:3])}{', ...' if len(u.blockers) > 3 else ''})"
+                          for u in held[:10])
+        parts.append(f"held back by a failed prerequisite: {shown}"
+                     + (f" (and {len(held) - 10} more)" if len(held) > 10 else ""))
+    return "; ".join(parts)
+
 def _diff_for(action: Action, p: Pair) -> tuple[str, ...]:
     assert p.desired is not None
     if action is Action.UPDATE:
@@ -610,6 +816,10 @@ def _health_text(outcomes: Sequence[ObjectOutcome]) -> str:
 
 def _step_name(step: int) -> str:
     return step_label(step)
+
+
+def _wave_number(name: str) -> int:
+    return int(name.rpartition("-")[2])
 
 
 def _ran(body: Mapping[str, Any] | None, now: str) -> str:

@@ -50,6 +50,8 @@ class KubeVersion:
 
 MINIMUM_KUBE_VERSION = KubeVersion(1, 33)
 DEFAULT_KUBE_VERSION = MINIMUM_KUBE_VERSION
+# The release the cluster tests run on (hack/testenv/kubernetes/go.mod; `intentc version` says it).
+TESTED_KUBE_VERSION = KubeVersion(1, 37)
 
 
 def unsupported_message(version: KubeVersion, where: str = "the cluster") -> str:

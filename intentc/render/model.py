@@ -22,7 +22,38 @@ TENANT_LABEL = "intentc.dev/tenant"
 INTENT_LABEL = "intentc.dev/intent"
 COMMIT_ANNOTATION = "intentc.dev/commit-sha"
 SPEC_HASH_ANNOTATION = "intentc.dev/spec-hash"
-STAMP_ANNOTATIONS = (COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION)
+# On an object compiled from a tree with uncommitted changes (`compile/apply --allow-dirty`):
+# "sha256:<hex>" of the input files read.  Its commit stamp is then `dirty_stamp(HEAD)`.
+CONTENT_DIGEST_ANNOTATION = "intentc.dev/content-digest"
+STAMP_ANNOTATIONS = (COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION, CONTENT_DIGEST_ANNOTATION)
+# The commit stamp of a dirty tree: HEAD's SHA and this suffix.  It is never a commit SHA
+# (40 hex digits), so drift, rollback and the daemon cannot take what no commit holds
+# for the commit it was compiled from.
+DIRTY_SUFFIX = "-dirty"
+
+
+def dirty_stamp(sha: str) -> str:
+    """The commit stamp of content compiled from a dirty working tree whose HEAD is `sha`."""
+    return sha + DIRTY_SUFFIX
+
+
+def dirty_base(stamp: str | None) -> str | None:
+    """The HEAD SHA a dirty stamp was made on; None for a commit SHA (or no stamp)."""
+    if stamp is None or not stamp.endswith(DIRTY_SUFFIX):
+        return None
+    return stamp[:-len(DIRTY_SUFFIX)]
+
+
+def is_commit_stamp(stamp: str | None) -> bool:
+    """Whether a commit stamp names a commit (not empty, not a dirty tree's stamp):
+    what may be recorded as last known-good, rolled back to, quarantined or adopted."""
+    return bool(stamp) and dirty_base(stamp) is None
+
+
+def short_stamp(stamp: str) -> str:
+    """A commit stamp as messages show it: 12 hex digits, and `-dirty` when it is one."""
+    base = dirty_base(stamp)
+    return stamp[:12] if base is None else base[:12] + DIRTY_SUFFIX
 # Paths (comma-separated) an object hands to a controller once it exists, e.g. a
 # Kueue Job's `spec.suspend`: drift does not judge them, a re-apply leaves them alone.
 HANDED_OVER_ANNOTATION = "intentc.dev/handed-over"
@@ -34,6 +65,11 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # (reconcile/live_binding.py): the preview object's spec-hash.  Whoever compares with the
 # preview (drift, the daemon, apply without live binding) treats it as that object, bound live.
 PREVIEW_HASH_ANNOTATION = "intentc.dev/preview-spec-hash"
+# On a Job's pod template: how long the plan lets the intent run (its `duration`, else its kind's
+# default; `graph.duration_seconds`), the time the plan's schedule is made of.  Read by whoever
+# compares the cluster with the plan: the test bed's kwok stage holds each pod Running for it,
+# scaled (benchmarks/bench_fidelity.py, tests/test_release_kube.py).
+PLANNED_DURATION_ANNOTATION = "intentc.dev/planned-duration-seconds"
 # On an object every intentc repository on a cluster applies alike (the Intent CRD): its
 # commit stamp is whichever repository applied it last, so drift judges it by content only.
 SHARED_ANNOTATION = "intentc.dev/shared"

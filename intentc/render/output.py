@@ -4,6 +4,10 @@
 part): NN is the apply step (00 namespaces, 01 RBAC, 02 quotas, 03
 priority classes, 04+ the plan's waves), so `kubectl apply -f DIR` — which
 walks files in name order — applies in the same order as `intentc apply`.
+
+Beside them, a `Kustomization` file lists the same files in the same order
+(`kustomization`), so the directory plugs into kustomize, `kubectl apply
+-k`, Argo CD and Flux as it is.
 """
 
 from __future__ import annotations
@@ -60,3 +64,19 @@ def manifest_names(manifests: Sequence[Manifest]) -> list[str]:
 def manifest_files(manifests: Sequence[Manifest]) -> dict[str, str]:
     """file name → YAML text, for every manifest."""
     return {name: to_yaml(m.body) for name, m in zip(manifest_names(manifests), manifests)}
+
+
+# kustomize reads a directory's kustomization from `kustomization.yaml`, `kustomization.yml` or
+# `Kustomization` (konfig.RecognizedKustomizationFileNames); the last has no YAML suffix, so
+# `kubectl apply -f DIR`, which takes only .yaml/.yml/.json files from a directory, skips it
+# instead of failing on a "Kustomization" object no cluster serves.
+KUSTOMIZATION = "Kustomization"
+
+
+def kustomization(names: Sequence[str]) -> str:
+    """The `Kustomization` of a manifests directory holding the files `names` (in apply
+    order, as `manifest_names` gives them).  `sortOptions: fifo` keeps that order in
+    kustomize's output: its default ("legacy") sorts by kind, which would put a later
+    wave's objects before an earlier one's."""
+    return to_yaml({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                    "resources": list(names), "sortOptions": {"order": "fifo"}})

@@ -11,9 +11,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any, Mapping
 
-from intentc.render.model import COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION, STAMP_ANNOTATIONS
+from intentc.render.model import (COMMIT_ANNOTATION, CONTENT_DIGEST_ANNOTATION, SPEC_HASH_ANNOTATION,
+                                  STAMP_ANNOTATIONS, Rendered)
 
 
 def canonical_json(value: Any) -> str:
@@ -56,3 +58,29 @@ def stamp(body: Mapping[str, Any], commit: str) -> tuple[dict[str, Any], str]:
                            SPEC_HASH_ANNOTATION: digest}
     out["metadata"] = meta
     return out, digest
+
+
+def with_content_digest(rendered: Rendered, digest: str | None) -> Rendered:
+    """Every object with the content digest of the dirty tree it was compiled from
+    (`CONTENT_DIGEST_ANNOTATION`) beside its `<sha>-dirty` commit stamp; `rendered`
+    itself when `digest` is None (a commit).  The spec hashes stay: the digest is a
+    stamp, so an object whose content is the commit's is still recognised as it."""
+    if digest is None:
+        return rendered
+    manifests = []
+    for m in rendered.manifests:
+        body = dict(m.body)
+        meta = dict(body.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), CONTENT_DIGEST_ANNOTATION: digest}
+        body["metadata"] = meta
+        manifests.append(m.with_body(body))
+    return replace(rendered, manifests=tuple(manifests))
+
+
+def content_digest_of(rendered: Rendered) -> str | None:
+    """The content digest `with_content_digest` put on `rendered`, if any: what a
+    re-render of the same objects (apply's live binding) must carry too."""
+    for m in rendered.manifests:
+        found = (m.body.get("metadata", {}).get("annotations") or {}).get(CONTENT_DIGEST_ANNOTATION)
+        return str(found) if found is not None else None
+    return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from intentc.graph import duration_seconds
 from intentc.ir import ActionKind, Intent, Topology, TriggerKind
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.render.binding import BindRequest, PodBinding, RenderTarget, node_products
@@ -21,7 +22,7 @@ from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.fallback import (FALLBACK_OF, FALLBACK_STEP, GPU_FAILURE_EXIT_CODES, Variant,
                                      failure_spec, released_from_nodes, variants)
 from intentc.render.meta import labels, metadata
-from intentc.render.model import HANDED_OVER_ANNOTATION, INTENT_LABEL, TENANT_LABEL, Choice
+from intentc.render.model import HANDED_OVER_ANNOTATION, INTENT_LABEL, PLANNED_DURATION_ANNOTATION, TENANT_LABEL, Choice
 from intentc.render.nccl import nccl_env
 from intentc.render.tenants import priority_class_name
 
@@ -201,6 +202,7 @@ def _job(intent: Intent, name: str, group: tuple[NodeAllocation, ...], layout: G
         ann[FALLBACK_OF] = name.removesuffix(f"-{variant.suffix}")
         ann[FALLBACK_STEP] = str(variant.step)
     pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
+    pod_ann[PLANNED_DURATION_ANNOTATION] = str(duration_seconds(intent))
     ann.update(binding.object_annotations)
     gpu = bool(placement is not None and placement.allocations) and not cpu
     spec: dict[str, Any] = {**failure_spec(intent, version, gpu), "completions": pods, "parallelism": pods}

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, error, warning
 from intentc.topology.cluster_node import topology_node, unreadable_labels
 
@@ -159,6 +160,13 @@ def _node_lines(item: Mapping[str, Any], rack_label: str, zone_label: str,
         lines.extend(f"      - {_flow([('key', k)] + ([('value', v)] if v else []) + [('effect', e)])}"
                      for k, v, e in node.taints)
     return lines, {lvl for lvl, _ in node.domains}
+
+
+def imported_nodes(nodes_json: dict[str, Any], rack_label: str = RACK_LABEL, zone_label: str = ZONE_LABEL,
+                   keep_labels: Sequence[str] = DEFAULT_KEEP_LABELS) -> list[ir.TopologyNode]:
+    """The nodes `import_nodes` writes, as the topology file will read back (for its summary)."""
+    return [topology_node(item, rack_label=rack_label, zone_label=zone_label, keep_labels=keep_labels)
+            for item in _items(nodes_json, "<nodes>")[0]]
 
 
 def import_nodes(nodes_json: dict[str, Any], name: str, rack_label: str = RACK_LABEL,

@@ -165,7 +165,7 @@ def _input_mib(repo: Path) -> float:
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_hostile_input(env: Env, case: Case, baseline: Run) -> None:
     paths = case.build(env)
-    run = run_intentc(["check", *paths, "--format", "json"], env.repo, case.env)
+    run = run_intentc(["check", *paths, "-o", "json"], env.repo, case.env)
     assert "Traceback" not in run.output, run.output[-3000:]
     assert run.exit_code == case.exit_code, run.output[-3000:]
     diags = json.loads(run.stdout) if run.stdout.strip().startswith("[") else []
@@ -186,7 +186,7 @@ def test_hostile_input(env: Env, case: Case, baseline: Run) -> None:
         assert SECRET not in run.output
     if case.no_secret or case.max_output_chars is not None or case.max_excerpt or case.no_control:
         for fmt in ("text", "github"):
-            shown = run_intentc(["check", *paths, "--format", fmt], env.repo, case.env)
+            shown = run_intentc(["check", *paths, "-o", fmt], env.repo, case.env)
             if case.no_secret:
                 assert SECRET not in shown.output, fmt
             if case.max_output_chars is not None and fmt == "text":
@@ -216,7 +216,7 @@ def test_check_and_compile_agree_on_exit_code(env: Env, name: str) -> None:
     limit = {"INTENTC_MAX_FILE_BYTES": "1000"}
     topo = str(env.outside / "topology.yaml")
     check = run_intentc(["check", "."], env.repo, limit)
-    compiled = run_intentc(["compile", ".", "-t", topo, "-o", str(env.outside / "build"),
+    compiled = run_intentc(["compile", ".", "-t", topo, "-d", str(env.outside / "build"),
                             "--commit", "0" * 40], env.repo, limit)
     assert "Traceback" not in check.output + compiled.output
     assert check.exit_code == compiled.exit_code, (check.output, compiled.output)
@@ -230,7 +230,7 @@ def test_compile_twice_into_the_repository(env: Env) -> None:
     """`intentc compile . -o build` twice in a row: the second run does not read build/."""
     shutil.copytree(Path(__file__).parents[2] / "intents", env.repo / "intents")
     topo = str(Path(__file__).parents[2] / "examples" / "topologies" / "cluster.yaml")
-    args = ["compile", ".", "-t", topo, "-o", "build", "--commit", "1" * 40]
+    args = ["compile", ".", "-t", topo, "-d", "build", "--commit", "1" * 40]
     first = run_intentc(args, env.repo)
     assert first.exit_code == 0, first.output
     assert (env.repo / "build" / ".intentc-output").is_file()

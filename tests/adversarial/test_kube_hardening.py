@@ -89,7 +89,7 @@ def test_prune_never_deletes_an_adopted_or_reserved_namespace(kube_env: KubeEnv,
     inv = inv.with_entries([Entry(public, 0, "h", SHA_1, None, "kube-public")])
     c.apply(inv.configmap(), force=True)
     other = _repo(tmp_path, "two", f"other{n}", ["x"])
-    res = _apply(kube_env, other, SHA_2, target, "--prune", "--format", "json")
+    res = _apply(kube_env, other, SHA_2, target, "--prune", "-o", "json")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "existed before intentc managed it" in res.stdout and "reserved namespace" in res.stdout
     time.sleep(1)

@@ -85,7 +85,7 @@ def _docs() -> list[dict[str, Any]]:
     return [d for f in files for d in yaml.safe_load_all((DEPLOY / f).read_text()) if d]
 
 
-def _grants(doc: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
+def grants(doc: dict[str, Any]) -> Iterator[tuple[str, str, str, str]]:
     for rule in doc["rules"]:
         for group in rule.get("apiGroups", []):
             for res in rule.get("resources", []):
@@ -99,8 +99,13 @@ def test_kustomization_lists_every_manifest() -> None:
     assert listed == {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"}
 
 
-def test_role_grants_exactly_what_intentc_needs(tmp_path: Path) -> None:
-    kinds = _rendered_kinds(tmp_path)
+Grant = tuple[str, str, str, str]
+
+
+def needed_grants(tmp: Path) -> tuple[set[Grant], set[Grant]]:
+    """What the daemon needs, derived from the renderer: (cluster-wide, in intentc-system).
+    The Helm chart's roles are checked against the same sets (tests/test_helm_chart.py)."""
+    kinds = _rendered_kinds(tmp)
     assert ("batch/v1", "CronJob") in kinds
     cluster = {(g, r, v, "*") for g, r in {_resource(*k) for k in kinds} for v in WRITE}
     # The Intent CRD is never deleted (that would delete every Intent object with it).
@@ -114,20 +119,24 @@ def test_role_grants_exactly_what_intentc_needs(tmp_path: Path) -> None:
     cluster |= {("", "nodes", v, "*") for v in ("get", "list", "watch", "patch")} | {("", "pods", "watch", "*")}
     inventory = {("", "configmaps", v, "*") for v in ("get", "list", "watch", "create", "patch")}
     inventory |= {("coordination.k8s.io", "leases", v, "*") for v in ("get", "create", "update")}
+    return cluster, inventory
 
+
+def test_role_grants_exactly_what_intentc_needs(tmp_path: Path) -> None:
+    cluster, inventory = needed_grants(tmp_path)
     docs = _docs()
     (cluster_role,) = [d for d in docs if d["kind"] == "ClusterRole"]
     (role,) = [d for d in docs if d["kind"] == "Role"]
-    assert set(_grants(cluster_role)) == cluster
+    assert set(grants(cluster_role)) == cluster
     assert role["metadata"]["namespace"] == "intentc-system"
-    assert set(_grants(role)) == inventory
+    assert set(grants(role)) == inventory
 
 
 def test_no_wildcards_secrets_or_escalation() -> None:
     for doc in _docs():
         if doc["kind"] not in ("ClusterRole", "Role"):
             continue
-        for g, r, v, _ in _grants(doc):
+        for g, r, v, _ in grants(doc):
             assert "*" not in (g, r, v)
             assert r != "secrets", "a list or get of Secrets returns their data"
             assert v not in ("escalate", "impersonate")
@@ -140,6 +149,23 @@ def test_probes_bind_explicitly() -> None:
     (dep,) = [d for d in _docs() if d["kind"] == "Deployment"]
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--listen=:9090" in args, "the pod must say it listens beyond loopback for the kubelet"
+
+
+def daemon_accepts(args: list[str]) -> dict[str, Any]:
+    """Parse `args` as the image's entrypoint (`intentc daemon`) does, without running the daemon."""
+    import typer
+
+    from intentc.cli import app
+    command = typer.main.get_command(app).commands["daemon"]     # type: ignore[attr-defined]
+    return dict(command.make_context("daemon", list(args)).params)
+
+
+def test_the_daemon_accepts_the_deployment_arguments() -> None:
+    """The image's entrypoint is `intentc daemon`: the Deployment passes its options only
+    (a leading `daemon` was once there: `intentc daemon daemon` exits with a usage error)."""
+    (dep,) = [d for d in _docs() if d["kind"] == "Deployment"]
+    params = daemon_accepts(dep["spec"]["template"]["spec"]["containers"][0]["args"])
+    assert params["listen"] == ":9090" and params["leader_elect"] is True and params["target"] == "prod"
 
 
 # (verb, resource, namespace or "", allowed?)

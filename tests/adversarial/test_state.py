@@ -159,7 +159,7 @@ def _apply(repo: Path, kubeconfig: Path, sha: str, *flags: str) -> tuple[int, st
 
 def _drift(repo: Path, kubeconfig: Path, sha: str) -> tuple[int, str]:
     return _cli("drift", str(repo), "-t", str(SMALL), "--kubeconfig", str(kubeconfig), "--commit", sha,
-                "--format", "json")
+                "-o", "json")
 
 
 @pytest.mark.parametrize("body,words", [c[1:] for c in INVENTORIES if c[0] != "gzip-bomb"],
@@ -265,7 +265,7 @@ def test_drift_reports_what_an_apply_without_prune_left_behind(tmp_path: Path, a
 def _spawn(repo: Path, kubeconfig: Path, sha: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "intentc", "apply", str(repo), "-t", str(SMALL), "--kubeconfig", str(kubeconfig),
-         "--commit", sha, "--no-wait", "--format", "json"],
+         "--commit", sha, "--no-wait", "-o", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
         env={**os.environ, "INTENTC_CACHE_DIR": ""})
 

@@ -151,7 +151,7 @@ def test_one_tenants_errors_hold_back_only_that_tenant(tmp_path: Path, bad: str)
     (tmp_path / "bad.intent").write_text(bad)
     out = tmp_path / "out"
     res = runner.invoke(app, ["compile", str(tmp_path / "good.intent"), str(tmp_path / "bad.intent"),
-                              "-t", str(SMALL), "-o", str(out), "--commit", SHA])
+                              "-t", str(SMALL), "-d", str(out), "--commit", SHA])
     assert res.exit_code == 1, res.output
     assert re.search(r"bad\.intent:\d+:\d+: error\[E0\d\d\d\]", res.output), res.output
     assert "warning[W0901]" in res.output and "held back" in res.output

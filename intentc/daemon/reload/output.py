@@ -14,6 +14,7 @@ from typing import Mapping
 from intentc.atomic import write_atomic
 from intentc.compile import MANIFESTS_DIR
 from intentc.daemon.reload.state import Snapshot
+from intentc.render.output import KUSTOMIZATION
 from intentc.sources import mark_output
 
 
@@ -51,6 +52,6 @@ def _existing(out: Path) -> dict[str, str]:
     mdir = out / MANIFESTS_DIR
     if mdir.is_dir():
         for f in sorted(mdir.iterdir()):
-            if f.is_file() and f.suffix == ".yaml" and not f.name.startswith("."):
+            if f.is_file() and (f.suffix == ".yaml" or f.name == KUSTOMIZATION) and not f.name.startswith("."):
                 found[f"{MANIFESTS_DIR}/{f.name}"] = f.read_text(encoding="utf-8")
     return found

@@ -46,6 +46,7 @@ from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
 from intentc.policy.load import load_policies
+from intentc.policy.tags import with_rules
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.packed import PackedText
 from intentc.render.targets import DEFAULT_TARGET
@@ -223,7 +224,8 @@ class Reloader:
                           topo_diags: Sequence[Diagnostic]) -> list[Diagnostic]:
         """Everything reported besides the plan's findings."""
         diags = list(self._discovery) + self._table.diagnostics() + list(global_diags)
-        return list(prefer_specific(diags)) + list(topo_diags) + list(self._policy_diags)
+        # W1021 about a tag a repository rule declares is dropped (intentc.policy.tags)
+        return with_rules(prefer_specific(diags), self.policies) + list(topo_diags) + list(self._policy_diags)
 
     def _compile(self, names: tuple[str, ...], reparsed: tuple[str, ...], topology: bool,
                  initial: bool = False) -> ReloadResult:

@@ -15,7 +15,7 @@ from intentc.diagnostics import Diagnostic
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import Placement, Plan
 from intentc.render.model import Choice, Manifest, Rendered
-from intentc.render.output import manifest_filename, step_width, to_yaml
+from intentc.render.output import KUSTOMIZATION, kustomization, manifest_filename, step_width, to_yaml
 from intentc.render.packed import PackedText
 from intentc.topology.load import LoadedTopology
 
@@ -107,7 +107,9 @@ class Snapshot:
         for r in self.intents.values():
             text.update((id(m), t) for m, t in zip(r.manifests, r.texts, strict=True))
         width = step_width(self.rendered.manifests)
-        out = {f"{MANIFESTS_DIR}/{manifest_filename(m, width)}": text[id(m)] for m in self.rendered.manifests}
+        names = [manifest_filename(m, width) for m in self.rendered.manifests]
+        out = {f"{MANIFESTS_DIR}/{name}": text[id(m)] for name, m in zip(names, self.rendered.manifests)}
+        out[f"{MANIFESTS_DIR}/{KUSTOMIZATION}"] = kustomization(names)
         out["plan.json"] = self.plan_json
         out["graph.json"] = self.graph_json
         return out

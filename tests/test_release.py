@@ -1,0 +1,78 @@
+"""The release order `apply --wait` follows (reconcile/release.py) and re-binding intents
+released together (plan/rebind.py `unfit(together=True)`), without a cluster.
+
+The cluster side — Jobs started as the order says, read back from the API
+server — is tests/test_release_kube.py."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from intentc import ir
+from intentc.plan.live import occupancy
+from intentc.plan.model import NodeAllocation, Placement
+from intentc.plan.planner import make_plan
+from intentc.plan.rebind import blocked, unfit
+from intentc.reconcile.release import gpu_predecessors, prerequisites, release_order
+from tests.render_cases import intent
+from tests.test_apply_live_unit import TOPOLOGY, node, within_node
+
+
+def placed(name: str, node_name: str, gpus: tuple[int, ...], start: int, end: int | None) -> Placement:
+    return Placement(name, "team-a", (NodeAllocation(node_name, gpus),), (), start_s=start, end_s=end)
+
+
+def test_prerequisites_are_the_graphs_edges_after_and_datasets() -> None:
+    p = ir.Program(tenants=(ir.Tenant("team-a"),), intents=(
+        replace(intent("make", "team-a"), produces=(ir.Ref("d"),)),
+        replace(intent("use", "team-a", after=("root",)), consumes=(ir.Ref("d"),)),
+        intent("root", "team-a")))
+    assert prerequisites(p) == {"use": ("make", "root")}
+
+
+def test_the_gpu_predecessor_is_the_intent_just_before_on_each_gpu() -> None:
+    found = gpu_predecessors([
+        placed("a", "n1", (0, 1), 0, 100),
+        placed("b", "n1", (0, 1), 100, 200),       # after a on both GPUs
+        placed("c", "n1", (1, 2), 200, 300),       # after b on GPU 1 only (a is not the one just before)
+        placed("d", "n2", (0,), 0, None),          # open-ended: precedes nothing
+        placed("e", "n2", (0,), 50, 60),           # overlaps d: no edge
+    ])
+    assert found == {"b": ("a",), "c": ("b",)}
+
+
+def test_gpu_predecessors_hold_back_only_where_pods_are_pinned() -> None:
+    p = ir.Program(tenants=(ir.Tenant("team-a"),), intents=(intent("a", "team-a"), intent("b", "team-a")))
+    plan = [placed("a", "n1", (0,), 0, 10), placed("b", "n1", (0,), 10, 20)]
+    assert release_order(p, plan, pinned=True).gpus_after("b") == ("a",)
+    assert release_order(p, plan, pinned=False).gpus_after("b") == ()
+    assert release_order(p, {x.intent: x for x in plan}, pinned=True).gpus_after("b") == ("a",)
+
+
+def test_intents_released_together_do_not_keep_one_node_the_plan_uses_one_after_the_other() -> None:
+    """Planned one after the other on one node and released at the same moment: the later
+    one is re-planned, and goes where there is room now, not Pending beside the first."""
+    two = ir.Program(tenants=(ir.Tenant("team-a", tier="gold"),),
+                     intents=(within_node(intent("a", "team-a", gpus=8)), within_node(intent("b", "team-a", gpus=8))))
+    busy = [n.name for n in TOPOLOGY.topology.nodes]
+    plan = make_plan(two, TOPOLOGY)[0]
+    pa, pb = plan.placement("a"), plan.placement("b")
+    assert pa is not None and pb is not None
+    # the preview as if the plan had queued b behind a on a's node
+    preview = replace(plan, placements=(pa, replace(pb, allocations=pa.allocations, start_s=pa.end_s or 0,
+                                                    end_s=(pa.end_s or 0) * 2)))
+    free = occupancy(TOPOLOGY.topology, [node(n) for n in busy], [])[0]
+    assert unfit(preview, ["a", "b"], free) == (), "each alone fits"
+    assert unfit(preview, ["a", "b"], free, together=True) == ("b",), "together, b would sit Pending"
+
+
+def test_what_the_fresh_plan_only_queues_waits_for_room() -> None:
+    """A re-plan of intents released at once that places one only later (behind another of
+    them) blocks it: created now, it would sit Pending."""
+    two = ir.Program(tenants=(ir.Tenant("team-a", tier="gold"),),
+                     intents=tuple(within_node(intent(n, "team-a", gpus=8)) for n in ("a", "b", "c", "d")))
+    fresh = make_plan(two, TOPOLOGY)[0]
+    later = sorted(p.intent for p in fresh.placements if p.start_s > 0)
+    assert later, "four 8-GPU intents on three nodes: one waits"
+    assert [b.intent for b in blocked(fresh, ["a", "b", "c", "d"], now=True)] == later
+    assert blocked(fresh, ["a", "b", "c", "d"]) == ()

@@ -1,0 +1,150 @@
+"""`intentc apply --wait` releases each intent when its own prerequisites end (issue 40).
+
+A whole control plane whose kwok holds every Job pod Running for its intent's
+planned duration, scaled (tests/kwok_stages.py: one plan hour is `MS_PER_HOUR`
+of cluster time), so the cluster runs the plan's schedule in miniature.  What
+happened is read from the API server afterwards — each Job's `startTime`,
+`completionTime` and creation — and the tests assert orders and relative
+gaps between those times, never wall-clock thresholds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from intentc.compile import compile_paths
+from intentc.render.capabilities import KubeVersion
+from tests.conftest import _control_plane
+from tests.kube_env import SKIP_MESSAGE, KubeEnv, assets_dir
+from tests.kube_nodes import add_topology
+from tests.kube_support import invoke
+from tests.kwok_stages import planned_duration_stages
+
+pytestmark = pytest.mark.kube
+
+SHA = "c" * 40
+MS_PER_HOUR = 3000            # one hour of plan time: 3 s on the cluster
+_ids = itertools.count(1)
+
+
+def topology(t: str, nodes: int) -> str:
+    return (f"apiVersion: intentc.dev/v1alpha1\nkind: Topology\nmetadata: {{name: {t}}}\nspec:\n"
+            "  levels: [zone, rack, nvlink, node]\n  nodes:\n"
+            + "".join(f"    - name: {t}-n{i}\n"
+                      "      gpu: {product: H100-80GB, count: 8, memory: 80Gi}\n"
+                      '      cpu: "192"\n      memory: 2Ti\n'
+                      f"      domains: {{zone: z1, rack: r1, nvlink: {t}-n{i}}}\n" for i in range(1, nodes + 1)))
+
+
+def intent(name: str, t: str, hours: int, trigger: str = "on push") -> str:
+    return (f"intent {name} {{\n  trigger: {trigger}\n  action: batch image \"registry.example/{name}:1\"\n"
+            f"  context: tenant {t}-a\n"
+            f"  constraints: cpu 1, memory 1Gi, gpus 8 x \"H100-80GB\" within node, duration {hours}h\n}}\n")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
+    assets = assets_dir()
+    if assets is None:
+        pytest.skip(SKIP_MESSAGE)
+    stages = planned_duration_stages(assets, tmp_path_factory.mktemp("kwok"), MS_PER_HOUR)
+    yield from _control_plane(tmp_path_factory, ("controller-manager", "scheduler", "kwok"), (stages,))
+
+
+class Case:
+    def __init__(self, tmp: Path, env: KubeEnv, nodes: int, intents: str) -> None:
+        self.env = env
+        self.t = f"rl{next(_ids)}-{int(time.time()) % 100000}"
+        self.tenant = f"{self.t}-a"
+        self.dir = tmp / self.t
+        (self.dir / "intents").mkdir(parents=True)
+        (self.dir / "intents" / "main.intent").write_text(
+            f"tenant {self.t}-a {{ tier: gold }}\n\n" + intents.replace("{t}", self.t))
+        self.topology = self.dir / "cluster.yaml"
+        self.topology.write_text(topology(self.t, nodes))
+        self.nodes = add_topology(env, str(self.topology))
+        result = compile_paths([str(self.dir / "intents")], str(self.topology), SHA, KubeVersion(1, 37))
+        assert result.plan is not None, [d.message for d in result.diagnostics]
+        self.plan = result.plan
+
+    def apply(self) -> tuple[int, dict[str, Any], str]:
+        code, out, output = invoke("apply", str(self.dir / "intents"), "-t", str(self.topology),
+                                   "--kubeconfig", str(self.env.kubeconfig), "--commit", SHA,
+                                   "--target", self.t, "-o", "json", "--only-topology-nodes")
+        start = out.find("{")
+        return code, (json.loads(out[start:]) if start >= 0 else {}), output
+
+    def jobs(self) -> dict[str, dict[str, Any]]:
+        items = self.env.kubectl_json("get", "jobs", "-n", self.tenant)["items"]
+        return {j["metadata"]["name"]: j for j in items}
+
+    def nodes_of(self, job: str) -> set[str]:
+        pods = self.env.kubectl_json("get", "pods", "-n", self.tenant, "-l", f"job-name={job}")["items"]
+        return {p["spec"].get("nodeName") for p in pods}
+
+
+def at(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def started(job: dict[str, Any]) -> float:
+    return at(job["status"]["startTime"])
+
+
+def completed(job: dict[str, Any]) -> float:
+    return at(job["status"]["completionTime"])
+
+
+def created(job: dict[str, Any]) -> float:
+    return at(job["metadata"]["creationTimestamp"])
+
+
+BRANCHES = (intent("root", "{t}", 1) + intent("long", "{t}", 4, "after root")
+            + intent("short", "{t}", 1, "after root") + intent("after-short", "{t}", 1, "after short")
+            + intent("other", "{t}", 1, "after root"))
+
+
+def test_each_branch_starts_when_its_own_prerequisite_ends(cluster: KubeEnv, tmp_path: Path) -> None:
+    """A 4-h job and two 1-h branches after a shared root: `after-short` (wave 2) starts when
+    `short` ends, not when the whole of wave 1 (with `long`) has ended."""
+    case = Case(tmp_path, cluster, 4, BRANCHES)
+    assert case.plan.wave_of("long") == case.plan.wave_of("short") == 1 and case.plan.wave_of("after-short") == 2
+    code, doc, output = case.apply()
+    assert code == 0, output
+    jobs = case.jobs()
+    root, long, short, after_short, other = (jobs[n] for n in ("root", "long", "short", "after-short", "other"))
+    for job in (long, short, other):
+        assert created(job) >= completed(root), "a branch waits for its prerequisite"
+    assert created(after_short) >= completed(short)
+    # the point: the dependant of the 1-h branch starts before the 4-h job of the same wave ends
+    assert started(after_short) < completed(long), (started(after_short), completed(long))
+    for name, placement in ((p.intent, p) for p in case.plan.placements):
+        assert case.nodes_of(name) == set(placement.nodes), name
+
+
+TWO_ON_ONE_NODE = (intent("big", "{t}", 3) + intent("first", "{t}", 1) + intent("second", "{t}", 1))
+
+
+def test_an_intent_waits_for_its_planned_predecessor_on_the_node(cluster: KubeEnv, tmp_path: Path) -> None:
+    """Two nodes, three 8-GPU intents of one wave: the plan runs `big` (3 h) on one node and
+    `first` then `second` on the other.  `second` is created when `first` ends — not at once,
+    to sit Pending beside it — and starts long before `big` ends (no wave barrier)."""
+    case = Case(tmp_path, cluster, 2, TWO_ON_ONE_NODE)
+    place = {p.intent: p for p in case.plan.placements}
+    assert place["first"].nodes == place["second"].nodes != place["big"].nodes
+    before, after = sorted(("first", "second"), key=lambda n: place[n].start_s)
+    assert place[after].start_s >= place[before].end_s
+    code, doc, output = case.apply()
+    assert code == 0, output
+    jobs = case.jobs()
+    assert created(jobs[after]) >= completed(jobs[before]), "created when its predecessor on the node ended"
+    assert started(jobs[after]) < completed(jobs["big"]), "not held back until the wave ended"
+    for name in ("big", "first", "second"):
+        assert case.nodes_of(name) == set(place[name].nodes), name
