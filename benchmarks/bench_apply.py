@@ -2,9 +2,15 @@
 
     KUBEBUILDER_ASSETS="$(hack/testenv/setup)" python benchmarks/bench_apply.py
 
-A synthetic repository (10 tenants, 466 batch intents in 3 waves) compiles to
-500 objects (10 Namespaces, 10 RoleBindings, 10 ResourceQuotas, 4
-PriorityClasses, 466 Jobs).  Each tool gets a fresh etcd + API server, applies
+A synthetic repository (10 tenants, 466 batch intents in 3 waves, SLA classes
+P0-P3, so the tenants allow P0 with `max_sla`) compiles to 500 workload objects
+(10 Namespaces, 10 RoleBindings, 10 ResourceQuotas, 4 PriorityClasses, 466
+Jobs) and the `Intent` CRD every compile writes.
+`--tenants` and `--intents` make it smaller (the smoke test,
+tests/test_bench_smoke_kube.py).  The run exits 1 when the repository does
+not compile cleanly to all of those objects, or when a tool's first apply
+did not write every one of them: a benchmark that applied less than it
+says measured nothing.  Each tool gets a fresh etcd + API server, applies
 the same manifests once (first apply), then three more times (no-op
 re-applies, median reported).  Write requests are read from the API
 server's own `apiserver_request_total` (non-dry-run POST/PUT/PATCH/APPLY/
@@ -26,7 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -36,7 +42,8 @@ from intentc.compile import compile_paths, write_outputs  # noqa: E402
 from intentc.kube.client import KubeClient  # noqa: E402
 from intentc.reconcile.sync import ApplyOptions, Reconciler  # noqa: E402
 from intentc.render.capabilities import KubeVersion  # noqa: E402
-from tests.kube_env import KubeEnv, assets_dir, write_requests  # noqa: E402
+from intentc.render.model import Manifest  # noqa: E402
+from tests.kube_env import WORKLOAD_RESOURCES, KubeEnv, assets_dir, write_requests  # noqa: E402
 
 TENANTS = 10
 INTENTS = 466
@@ -57,20 +64,33 @@ spec:
 """ for i in range(4))
 
 
-def write_repo(root: Path) -> tuple[Path, Path]:
+def expected_objects(tenants: int = TENANTS, intents: int = INTENTS) -> int:
+    """A Namespace, RoleBinding and ResourceQuota per tenant, a PriorityClass per SLA class used, a Job per
+    intent: the objects whose writes the API server's metrics count (`write_requests`; not the CRD)."""
+    return 3 * tenants + min(intents, 4) + intents
+
+
+def counted(manifests: Sequence[Manifest]) -> int:
+    """The compiled objects of the kinds `write_requests` counts."""
+    return sum(1 for m in manifests
+               if m.ref.kind.lower() + ("es" if m.ref.kind.endswith("s") else "s") in WORKLOAD_RESOURCES)
+
+
+def write_repo(root: Path, tenants_n: int = TENANTS, intents_n: int = INTENTS) -> tuple[Path, Path]:
     intents = root / "intents"
     intents.mkdir(parents=True)
+    # max_sla P0: the jobs use every class, and a silver tenant's default ceiling is P1
     tenants = "".join(f'tenant bench-{t} {{\n  tier: silver\n  quota: gpus 8, cpu 512, memory 4Ti\n'
-                      f'  group: "bench-{t}-devs"\n}}\n\n' for t in range(TENANTS))
+                      f'  group: "bench-{t}-devs"\n  max_sla: P0\n}}\n\n' for t in range(tenants_n))
     (intents / "tenants.intent").write_text(tenants)
     blocks = []
-    for i in range(INTENTS):
+    for i in range(intents_n):
         wave = i % 3
         trigger = "on push" if wave == 0 else f"after job-{i - 1}"
         gpus = ', gpus 1 x "H100-80GB"' if i % 37 == 0 else ""
         blocks.append(f'intent job-{i} {{\n  trigger: {trigger}\n'
                       f'  action: batch image "ghcr.io/acme/step:{i % 7}" command ["run", "--shard", "{i}"]\n'
-                      f'  context: tenant bench-{i % TENANTS}\n'
+                      f'  context: tenant bench-{i % tenants_n}\n'
                       f'  constraints: cpu 2, memory 4Gi{gpus}, sla P{i % 4}\n}}\n')
     (intents / "jobs.intent").write_text("\n".join(blocks))
     topology = root / "topology.yaml"
@@ -94,12 +114,12 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> None:
         raise SystemExit(f"{' '.join(cmd[:3])} ... failed ({res.returncode}):\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
 
 
-def measure(name: str, env: KubeEnv, apply: Callable[[], object]) -> dict[str, float]:
+def measure(name: str, env: KubeEnv, apply: Callable[[], object], noop_runs: int = NOOP_RUNS) -> dict[str, float]:
     w0 = writes(env)
     first = timed(apply)
     w1 = writes(env)
     noops, noop_writes = [], []
-    for _ in range(NOOP_RUNS):
+    for _ in range(noop_runs):
         before = writes(env)
         noops.append(timed(apply))
         noop_writes.append(writes(env) - before)
@@ -114,23 +134,43 @@ def fresh_env(assets: Path, tmp: Path, label: str) -> KubeEnv:
     return KubeEnv(assets, tmp / label).start()
 
 
-def main() -> int:
+def problems(n: int, expected: int, results: dict[str, dict[str, float]]) -> list[str]:
+    """What makes the run's figures not the ones it claims (empty: they are)."""
+    found = [] if n == expected else [f"compiled {n} objects, not {expected}"]
+    found += [f"{tool}: the first apply wrote {int(r['first_writes'])} objects, not all {n}"
+              for tool, r in results.items() if r["first_writes"] < n]
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tenants", type=int, default=TENANTS)
+    ap.add_argument("--intents", type=int, default=INTENTS)
+    ap.add_argument("--noop-runs", type=int, default=NOOP_RUNS, help="no-op re-applies, median reported")
+    args = ap.parse_args(argv)
     assets = assets_dir()
     if assets is None:
         print("needs KUBEBUILDER_ASSETS (run hack/testenv/setup)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="bench-apply-") as tmpdir:
         tmp = Path(tmpdir)
-        intents, topology = write_repo(tmp / "repo")
+        intents, topology = write_repo(tmp / "repo", args.tenants, args.intents)
         t0 = time.perf_counter()
         result = compile_paths([str(intents)], str(topology), SHA, KubeVersion(1, 37))
         compile_s = time.perf_counter() - t0
-        assert result.rendered is not None, [str(d) for d in result.diagnostics if d.is_error]
+        errors = [str(d) for d in result.diagnostics if d.is_error]
+        if result.rendered is None or errors:
+            print(f"the benchmark's repository does not compile cleanly ({len(errors)} errors):", *errors[:5],
+                  sep="\n", file=sys.stderr)
+            return 1
         out = tmp / "build"
         write_outputs(result, out)
-        n = len(result.rendered.manifests)
-        print(f"{n} objects ({TENANTS} tenants, {INTENTS} Jobs); compile {compile_s:.2f}s; "
+        n = counted(result.rendered.manifests)
+        expected = expected_objects(args.tenants, args.intents)
+        print(f"{n} objects and the CRD ({args.tenants} tenants, {args.intents} Jobs); compile {compile_s:.2f}s; "
               f"{os.cpu_count()} CPUs", flush=True)
+        runs = args.noop_runs
 
         results = {}
         env = fresh_env(assets, tmp, "kubectl")
@@ -138,7 +178,7 @@ def main() -> int:
             kenv = {**os.environ, "KUBECONFIG": str(env.kubeconfig), "HOME": str(tmp / "home")}
             kubectl = [str(env.kubectl), "apply", "--server-side", "-f", str(out / "manifests")]
             run([str(env.kubectl), "get", "namespaces"], kenv)       # warm kubectl's discovery cache
-            results["kubectl"] = measure("kubectl apply --server-side", env, lambda: run(kubectl, kenv))
+            results["kubectl"] = measure("kubectl apply --server-side", env, lambda: run(kubectl, kenv), runs)
         finally:
             env.stop()
 
@@ -148,7 +188,7 @@ def main() -> int:
             opts = ApplyOptions(target="bench", wait=False)
             rendered = result.rendered
             results["reconciler"] = measure("intentc reconciler (lib)", env,
-                                            lambda: Reconciler(client, opts).apply(rendered))
+                                            lambda: Reconciler(client, opts).apply(rendered), runs)
         finally:
             env.stop()
 
@@ -157,12 +197,14 @@ def main() -> int:
             cli = [sys.executable, "-m", "intentc", "apply", str(intents), "-t", str(topology), "--commit", SHA,
                    "--kubeconfig", str(env.kubeconfig), "--no-wait", "--target", "bench"]
             cenv = {**os.environ, "PYTHONPATH": str(ROOT)}
-            results["cli"] = measure("intentc apply (command)", env, lambda: run(cli, cenv))
+            results["cli"] = measure("intentc apply (command)", env, lambda: run(cli, cenv), runs)
         finally:
             env.stop()
 
     k = results["kubectl"]
-    write_results("bench_apply", {"objects": n, "baseline": "kubectl apply --server-side -f DIR", "runs": results})
+    wrong = problems(n, expected, results)
+    write_results("bench_apply", {"objects": n, "baseline": "kubectl apply --server-side -f DIR", "runs": results,
+                                  "problems": wrong})
     print()
     for label, key in (("reconciler, same manifests", "reconciler"), ("command, incl. start-up + compile", "cli")):
         r = results[key]
@@ -173,7 +215,9 @@ def main() -> int:
               f"{k['noop_s'] / r['noop_s']:.1f}x (target >= 3: {'met' if k['noop_s'] >= 3 * r['noop_s'] else 'MISSED'})")
         print(f"  no-op writes   {r['noop_writes']} vs kubectl {k['noop_writes']} "
               f"(target 0: {'met' if r['noop_writes'] == 0 else 'MISSED'})")
-    return 0
+    for p in wrong:
+        print(f"not measured as claimed: {p}", file=sys.stderr)
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -98,8 +98,9 @@ def yaml_intent(i: int, rng: random.Random) -> str:
 
 
 def tenants() -> str:
-    return "".join(f"tenant {t} {{\n  tier: {['gold', 'silver', 'bronze'][n % 3]}\n  quota: gpus 100000\n}}\n\n"
-                   for n, t in enumerate(TEAMS))
+    # max_sla P0: every tenant's intents use all four SLA classes, above the silver and bronze defaults
+    return "".join(f"tenant {t} {{\n  tier: {['gold', 'silver', 'bronze'][n % 3]}\n  quota: gpus 100000\n"
+                   f"  max_sla: P0\n}}\n\n" for n, t in enumerate(TEAMS))
 
 
 def intent_path(i: int) -> str:

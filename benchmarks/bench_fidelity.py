@@ -66,7 +66,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.proc import loadavg, measure  # noqa: E402
-from benchmarks.results import write_results  # noqa: E402
+from benchmarks.results import results_dir, write_results  # noqa: E402
 from intentc.compile import compile_paths  # noqa: E402
 from intentc.plan.model import Plan  # noqa: E402
 from intentc.render.capabilities import KubeVersion  # noqa: E402
@@ -186,6 +186,8 @@ def measured(env: KubeEnv, namespaces: list[str], claims: WatchRecorder | None) 
             for c in (w.get("status") or {}).get("conditions", []):
                 if c["type"] == "Admitted" and c["status"] == "True" and intent in out:
                     out[intent]["admitted"].append(at(c["lastTransitionTime"]))
+                if c["type"] == "QuotaReserved" and c["status"] == "False" and intent in out:
+                    out[intent]["pending"] = str(c.get("message", ""))[:200]
     if claims is not None:
         for c in claims.events:
             intent = (c["metadata"].get("labels") or {}).get(INTENT_LABEL)
@@ -212,6 +214,9 @@ def compare(plan: Plan, within: dict[str, str], domains: dict[str, dict[str, str
     placed = {p.intent: p for p in plan.placements if p.end_s is not None}
     ran = {n: r for n, r in got.items() if n in placed and r["start"]}
     missing = sorted(set(placed) - set(ran))
+    if not ran:
+        return {"intents_planned": len(placed), "intents_ran": 0, "missing": missing[:10],
+                "planned_makespan_h": round(plan.metrics.makespan_s / 3600, 2), "goals_missed": ["nothing ran"]}
     t0 = min(min(r["start"]) for r in ran.values())
     start = {n: (min(r["start"]) - t0) * scale for n, r in ran.items()}
     ends = [max(r["end"]) for r in ran.values() if r["end"]]
@@ -298,13 +303,16 @@ def run_one(env: KubeEnv, work: Path, shape: str, size: int, target: str, mode: 
     if claims is not None:
         claims.stop()
     got = measured(env, namespaces, claims)
-    if used.get("timed_out"):       # free the nodes for the next run
-        env.kubectl_run("delete", "namespace", "--wait=false", *namespaces, check=False)
+    # each run on a clean cluster: its namespaces (pods, Jobs, Workloads) and Kueue queues go
+    env.kubectl_run("delete", "namespace", "--wait=false", *namespaces, check=False)
+    if target == "kueue":
+        env.kubectl_run("delete", "clusterqueues.kueue.x-k8s.io", *namespaces, "--wait=false", check=False)
     row = {"shape": shape, "intents": len(result.program.intents), "target": target, "release": mode,
            "apply_exit": used["exit"], "apply_timed_out": bool(used.get("timed_out")),
            "apply_limit_s": round(limit), "apply_wall_s": used["wall_s"], "apply_cpu_s": used["cpu_s"],
            "load": [used["load_before"], used["load_after"]], "apply_result": doc.get("result"),
-           "apply_message": str(doc.get("message", ""))[:300], "cluster_s": round(time.time() - began, 1)}
+           "apply_message": str(doc.get("message", ""))[:300], "cluster_s": round(time.time() - began, 1),
+           "kueue_pending": sorted({r["pending"] for r in got.values() if r.get("pending")})[:3]}
     row.update(compare(result.plan, within, domains, got, ms_per_hour, target))
     return row
 
@@ -317,11 +325,19 @@ def main() -> None:
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--out", default="bench_fidelity", help="results name (benchmarks/results/NAME.json)")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the runs already in the results file (same scale) and run only the others")
     args = ap.parse_args()
     assets = assets_dir()
     if assets is None:
         raise SystemExit('needs the test bed: export KUBEBUILDER_ASSETS="$(hack/testenv/setup)"')
     rows: list[dict[str, Any]] = []
+    done: set[tuple[str, str, str]] = set()
+    if args.resume and (results_dir() / f"{args.out}.json").exists():
+        old = json.loads((results_dir() / f"{args.out}.json").read_text())
+        if old["ms_per_hour"] == args.ms_per_hour and old["smoke"] == args.smoke:
+            rows = list(old["runs"])
+            done = {(r["shape"], r["target"], r["release"]) for r in rows}
     with tempfile.TemporaryDirectory(prefix="fidelity-") as tmp:
         work = Path(tmp)
         (work / "cluster.yaml").write_text(topology())
@@ -336,6 +352,8 @@ def main() -> None:
                 for target in args.targets.split(","):
                     for mode in args.modes.split(","):
                         n += 1
+                        if (shape, target, mode) in done:
+                            continue
                         row = run_one(env, work, shape, sizes(args.smoke)[shape], target, mode, args.ms_per_hour, n)
                         rows.append(row)
                         print(json.dumps(row, sort_keys=True), flush=True)
@@ -343,6 +361,9 @@ def main() -> None:
         finally:
             env.stop()
     print(write_results(args.out, document(args, rows)))
+    short = [f"{r['shape']}/{r['target']}/{r['release']}" for r in rows if r["intents_ran"] != r["intents_planned"]]
+    if short:      # a makespan of intents that did not all run is not the plan's
+        raise SystemExit(f"not every planned intent ran: {', '.join(short)}")
 
 
 def document(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -96,6 +96,13 @@ def main() -> None:
           f"{len(whole.changes)} moved); waves " +
           ", ".join(f"{w['seconds']:.2f}s ({w['moved']} moved)" for w in waves) +
           f"; unchanged cluster {same_s:.4f}s ({same_s / base_s:.4f}x) -> {path}")
+    # what was timed must be what is claimed: every intent bound in some wave, and on the
+    # cluster that changed nothing the preview's binding kept as it is
+    if sum(w["intents"] for w in waves) != args.jobs:
+        raise SystemExit(f"the waves hold {sum(w['intents'] for w in waves)} intents, not {args.jobs}")
+    kept = same.whole({})
+    if kept.changes or kept.blocked:
+        raise SystemExit(f"an unchanged cluster moved {len(kept.changes)} and blocked {len(kept.blocked)} intents")
 
 
 if __name__ == "__main__":

@@ -412,7 +412,7 @@ def main() -> None:
     goals = targets(bigs, small)
     print(_table(bigs, small, goals))
     path = write_results("bench_plan", {"seed": SEED, "large": bigs, "small": small, "targets": goals})
-    print(f"\nwrote {path.relative_to(ROOT)}")
+    print(f"\nwrote {path}")
 
 
 if __name__ == "__main__":

@@ -116,7 +116,7 @@ def main() -> None:
               + (f"  exponent {r['exponent_per_doubling']}" if "exponent_per_doubling" in r else "")
               + (f"  baseline {r['baseline_cpu_seconds']} s ({r['speedup']}x)" if "speedup" in r else ""))
     path = write_results("bench_plan_scale", {"runs": rows})
-    print(f"wrote {path.relative_to(ROOT)}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -176,7 +176,7 @@ def main() -> None:
     for label, topo in (("512 nodes", build_cluster(368, 16, 8, 8, 18)), ("64 nodes", build_cluster(46, 16, 8, 1, 18))):
         everything[label] = _compare(program, topo, args.jobs, args.repeat)
     path = write_results("bench_plan_time", everything)
-    print(f"wrote {path.relative_to(ROOT)}")
+    print(f"wrote {path}")
 
 
 def _compare(program: ir.Program, topo: LoadedTopology, jobs: int, repeat: int) -> dict[str, object]:

@@ -128,8 +128,8 @@ def soak(minutes: float, commit_every: float, n: int, sample_every: float, work:
         daemon = subprocess.Popen(
             [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo), "--branch", "main",
              "-t", "clusters/small.yaml", "--kubeconfig", str(env.kubeconfig), "--target", "soak",
-             "--listen", f"127.0.0.1:{port}", "--interval", "5", "--resync", "60",
-             "--workdir", str(work / "daemon"), "--rollout-timeout", "120"],
+             "--listen", f"127.0.0.1:{port}", "--no-metrics-secure", "--interval", "5s", "--resync", "60s",
+             "--workdir", str(work / "daemon"), "--rollout-timeout", "120s"],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, INTENTC_CACHE_DIR=str(work / "cache")))
         start = time.monotonic()
         end = start + minutes * 60
@@ -141,7 +141,8 @@ def soak(minutes: float, commit_every: float, n: int, sample_every: float, work:
               flush=True)
         while time.monotonic() < end:
             if daemon.poll() is not None:
-                raise SystemExit(f"the daemon exited {daemon.returncode}; see {work / 'daemon.log'}")
+                raise SystemExit(f"the daemon exited {daemon.returncode}:\n"
+                                 f"{(work / 'daemon.log').read_text(errors='replace')[-2000:]}")
             now = time.monotonic()
             if now >= next_commit:
                 k += 1
@@ -159,6 +160,14 @@ def soak(minutes: float, commit_every: float, n: int, sample_every: float, work:
                 print(f"{now - start:7.0f}s rss {rss:7.1f} MB, applied commit #{samples[-1]['applied']} "
                       f"of {len(commits) - 1}, load {samples[-1]['load']}", flush=True)
             time.sleep(max(0.0, min(sample_every, end - time.monotonic())))
+        # the last commit may have come just before the end: give the daemon time to apply it
+        drain_end = time.monotonic() + max(120.0, 2 * commit_every)
+        while applied_commit(port) != commits[-1] and time.monotonic() < drain_end and daemon.poll() is None:
+            time.sleep(1.0)
+        last = applied_commit(port)
+        if last in commits:
+            samples.append({"t_s": round(time.monotonic() - start, 1), "rss_mb": rss_mb(daemon.pid),
+                            "applied": commits.index(last), "load": loadavg(), "drain": True})
     finally:
         if daemon is not None and daemon.poll() is None:
             daemon.send_signal(signal.SIGTERM)
@@ -168,8 +177,8 @@ def soak(minutes: float, commit_every: float, n: int, sample_every: float, work:
                 daemon.kill()
         env.stop()
     warm = max(minutes * 60 / 5, 2 * commit_every)
-    steady = [(s["t_s"], s["rss_mb"]) for s in samples if s["t_s"] >= warm and s["rss_mb"]]
-    sizes = [s["rss_mb"] for s in samples if s["rss_mb"]]
+    steady = [(s["t_s"], s["rss_mb"]) for s in samples if s["t_s"] >= warm and s["rss_mb"] and "drain" not in s]
+    sizes = [s["rss_mb"] for s in samples if s["rss_mb"] and "drain" not in s]
     applied_all = [s["applied"] for s in samples if s["applied"] is not None]
     return {
         "minutes": minutes, "commit_every_s": commit_every, "intents": n, "commits": len(commits) - 1,
@@ -198,6 +207,9 @@ def main() -> None:
           f"slope after {result['warmup_s']:.0f}s warm-up: {result['rss_slope_mb_per_hour']} MB/h "
           f"(by thirds: {[w['mb_per_hour'] for w in result['rss_slope_by_window']]}) "
           f"(mean load {result['load_mean']})")
+    if result["last_commit_applied"] != result["commits"]:
+        # the figures are those of a daemon that fell behind, or never applied: not the soak it claims
+        raise SystemExit(f"the last commit applied is #{result['last_commit_applied']}, not #{result['commits']}")
 
 
 if __name__ == "__main__":

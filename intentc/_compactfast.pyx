@@ -99,7 +99,7 @@ cdef object _init_spec_of    # a Python function: class -> that triple (`compact
 
 def init(self, *args, **kwargs):
     """A frozen dataclass's generated ``__init__`` (one ``object.__setattr__`` a
-    field, 0.8 µs for a `Ref`), as generic C: the arguments bound to the fields
+    field, a Python call each), as generic C: the arguments bound to the fields
     as Python binds them, defaults and factories filled in, each slot set."""
     cls = type(self)
     spec = _INITS.get(cls)

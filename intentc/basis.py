@@ -2,8 +2,8 @@
 
 The memo (`intentc.summary`) answers a run whose inputs are exactly the last
 run's.  A pull request's run is not that: its cache comes from the default
-branch and a few files differ.  At 100,000 intents such a run unpickled every
-file's result and ran the global passes again: about 12 s of CPU for an
+branch and a few files differ.  Such a run unpickled every file's result and
+ran the global passes again — work that grows with the repository — for an
 edit of one image tag.
 
 So the last full check also leaves a *basis*, under the digest of its file

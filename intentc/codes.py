@@ -39,6 +39,7 @@ CODES: dict[str, str] = {
     "E0204": "unknown apiVersion or kind",
     "E0205": "duplicate key in a YAML mapping",
     "E0206": "YAML document is not a mapping",
+    "E0207": "YAML file holds too many values",
     "E0210": "required property missing",
     "E0211": "value has the wrong type",
     "E0212": "unknown property",
@@ -100,6 +101,7 @@ CODES: dict[str, str] = {
     "W0701": "node label value cannot be used",
     # revisions and diffs (intentc diff, intentc schema-diff)
     "E0801": "schema file is not valid JSON",
+    "E0802": "schema beyond schema-diff's limits (nesting, enum size, catastrophic pattern)",
     # sizing, failure fallback, tag policies, the Intent CRD (issue 15)
     "E1001": "invalid parameter count",
     "E1002": "kv_reuse must be in [0, 1]",

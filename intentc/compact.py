@@ -15,8 +15,8 @@ names such fields in `INTERNED`; they are interned when unpickled, so the
 parent holds each distinct value once.  A program parsed in-process (the
 daemon's Reloader, `parse_source`) is never unpickled: `intern_strings`
 interns the same fields in place, right after the parse, before the program
-is shared with anything (~460 bytes a file held twice or more otherwise,
-46 MB at 100,000 intents).  The values stay equal, only their identity
+is shared with anything (each repeated value would otherwise be held once
+per file that writes it).  The values stay equal, only their identity
 changes, so equality, hashing and every output stay the same.
 
 These moves were a fifth of a cold `check` in Python (a frozen dataclass's

@@ -65,7 +65,7 @@ def resolve_commit(paths: Sequence[str], explicit: str | None = None) -> str:
         if not _SHA.match(sha):
             raise CommitError(f"--commit must be a full 40-hex commit SHA, got {explicit!r}")
         return sha
-    from intentc.gitrepo import head_commit    # GitPython costs ~60 ms to import; CI passes --commit
+    from intentc.gitrepo import head_commit    # importing GitPython is start-up every run pays; CI passes --commit
 
     where = Path(paths[0]) if paths else Path(".")
     sha_found = head_commit(where if where.is_dir() else where.parent)
@@ -98,8 +98,8 @@ class CompileResult:
     def dag(self) -> nx.DiGraph | None:
         """The dependency graph with its attributes, built when first asked for (graph.json):
         applying a commit never needs it.  The daemon's git mode built it
-        for every commit and copied it to relabel its files: 36 + 57 MB and ~3 s of CPU at
-        100,000 intents, beside the plan in force."""
+        for every commit and copied it to relabel its files: two graphs of the whole
+        program, beside the plan in force."""
         if self.rendered is None or self.program is None:
             return None
         g = graph.build(self.program)[0]
@@ -214,7 +214,7 @@ def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:
     written = [f"{MANIFESTS_DIR}/{name}" for name in names]
     staging = Path(tempfile.mkdtemp(dir=out, prefix=f".{MANIFESTS_DIR}."))
     try:
-        # one text at a time, not `files()`: at 100,000 intents the texts at once were 200 MB
+        # one text at a time, not `files()`: every text at once is memory that grows with the repository
         for rel, m in zip(written, manifests):
             with open(staging / rel.split("/", 1)[1], "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(to_yaml(m.body))

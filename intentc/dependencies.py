@@ -4,8 +4,8 @@ without building a graph.
 `intentc.graph` turns these edges into a networkx `DiGraph` for everything
 that walks the graph (waves, the critical path, the plan, the renderings).
 `check` needs only the two findings: a dataset produced twice (E0503) and
-dependency cycles (E0501).  Importing networkx is about a third of the
-instructions `intentc check` spends before it reads a file, so a repository
+dependency cycles (E0501).  Importing networkx is a large part of what
+`intentc check` spends before it reads a file, so a repository
 without cycles is told so by a plain topological count (`has_cycle`) and
 networkx is imported only to describe the cycles of one that has some.
 """
@@ -105,8 +105,8 @@ def has_cycle(links: Iterable[tuple[str, str]]) -> bool:
     """Whether the links close a cycle: Kahn's algorithm over the intents that have
     a link at all (an intent without one cannot be on a cycle).  A repeated link
     counts twice into a node's in-degree and is taken away twice, so repeats need
-    no removing.  graphlib's `TopologicalSorter` took 1.3 s at 100,000 intents,
-    most of it building a record per intent."""
+    no removing.  graphlib's `TopologicalSorter` builds a record per intent,
+    which is most of its cost; plain lists and counts are not."""
     waiting: dict[str, list[str]] = {}
     indegree: dict[str, int] = {}
     for u, v in links:

@@ -323,10 +323,15 @@ def is_local_repository(source: str) -> bool:
         return False
 
 
+def mirror_path(url: str, workdir: str | Path) -> Path:
+    """Where `mirror` keeps the bare clone of `url` under `workdir`."""
+    name = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+    return Path(workdir) / f"repo-{name}.git"
+
+
 def mirror(url: str, workdir: str | Path) -> Path:
     """A bare clone of `url` under `workdir` (reused when already there)."""
-    name = hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
-    dest = Path(workdir) / f"repo-{name}.git"
+    dest = mirror_path(url, workdir)
     if (dest / "HEAD").exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)

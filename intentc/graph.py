@@ -29,7 +29,7 @@ from intentc.duration import parse_duration
 # with that many cycles needs its first few fixed before the rest matter.
 MAX_CYCLES_REPORTED = 50
 # Intents one cycle's message names; a longer cycle keeps its first and last half of
-# these and counts the middle: a loop through 40,000 intents made a 3.7 MB finding.
+# these and counts the middle: a loop through every intent would otherwise name them all.
 MAX_CYCLE_SHOWN = 20
 
 # Defaults when an intent gives no `duration` (seconds).  Serving is
@@ -81,8 +81,8 @@ def build(program: ir.Program) -> tuple[nx.DiGraph, list[Diagnostic]]:
 def checked(program: ir.Program) -> tuple[nx.DiGraph, list[Diagnostic]]:
     """`build`'s nodes, edges and findings, without the attributes: what the planner reads.
     The attributes (each intent, each edge's reason and clause) are only read for the
-    reports, from the edges themselves; at 100,000 intents they took ~20 MB of the
-    planner's peak (docs/reload.md, Memory)."""
+    reports, from the edges themselves; kept, they would add a dictionary per intent
+    and edge to the planner's peak (docs/reload.md, Memory)."""
     intents = unique_intents(program)
     produced, diags = producers(intents)
     found = edges(intents, produced)
@@ -119,9 +119,9 @@ def cycles(g: nx.DiGraph, limit: int = MAX_CYCLES_REPORTED) -> list[tuple[str, .
 
     The strongly connected components that hold a cycle are taken in the order
     of their first name.  One with as many edges as intents is a single cycle,
-    read off by following each intent's one successor inside it: networkx's
-    enumeration, which must also prove there is no other, took 2.3 s for one
-    loop through 40,000 intents and 5.4 s through 80,000.  The others are
+    read off by following each intent's one successor inside it, which is linear:
+    networkx's enumeration must also prove there is no other, and grows faster
+    than the loop.  The others are
     enumerated by networkx (Johnson's algorithm) on the component alone, in a
     fixed order (the graph is built in name order).  At most `limit` are
     enumerated, so more than `limit` results means "more exist".
@@ -154,7 +154,7 @@ def cyclic_components(g: nx.DiGraph) -> list[list[str]]:
     one that waits for itself), each sorted by name, in the order of their first."""
     if nx.is_directed_acyclic_graph(g):
         # the common case, in one topological pass: Tarjan's bookkeeping (several dicts of
-        # every intent) was ~20 MB of the planner's peak at 100,000 intents (docs/reload.md)
+        # every intent) would add to the planner's peak (docs/reload.md)
         return []
     return sorted(sorted(c) for c in nx.strongly_connected_components(g)
                   if len(c) > 1 or g.has_edge(next(iter(c)), next(iter(c))))
@@ -368,8 +368,8 @@ def _json_one_record_per_line(doc: Mapping[str, object]) -> str:
     """Top-level keys sorted, each list item on its own line.
 
     As readable in a diff as an indented dump, and written by the C encoder
-    (``indent=`` switches json to its pure-Python path, 10x slower on a
-    10,000-intent graph).
+    (``indent=`` switches json to its pure-Python path, several times slower
+    on a large graph).
     """
     def dump(value: object) -> str:
         return json.dumps(value, sort_keys=True, separators=(", ", ": "), ensure_ascii=False)

@@ -33,7 +33,7 @@ NO_SPAN = Span("<none>", 0, 0, 0, 0)
 
 
 # --------------------------------------------------------------------------
-# Closed vocabularies (DESIGN.md, "Domain rules")
+# Closed vocabularies (docs/diagnostics.md, the E04xx domain rules)
 # --------------------------------------------------------------------------
 
 class Tier(enum.Enum):
@@ -301,7 +301,7 @@ def _spans() -> FieldSpans:
 
 class Located(Compact):
     """A node whose own span is kept with its fields' (`FieldSpans.own`): one
-    `Span` object less per node, some 36 MB at 100,000 intents."""
+    `Span` object less per node."""
 
     __slots__ = ()
     spans: FieldSpans

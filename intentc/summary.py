@@ -2,8 +2,8 @@
 
 All that `intentc check` prints (without --topology) is the findings after
 the global passes and four counts.  With a warm parse cache, a run over
-100,000 unchanged files still unpickled every file's IR (5 s of CPU), ran
-the global passes and built the dependency graph (3-4 s more) to print the
+unchanged files still unpickled every file's IR, ran the global passes and
+built the dependency graph — all growing with the repository — to print the
 same thing again.  So the report is kept in the cache's memo, named by the
 digest of everything that went into it (`batch.Inputs.digest`: which files
 were found, their contents, what discovery and reading reported; the
@@ -21,7 +21,7 @@ The texts for carets are read back from the files, unchanged since
 (that is what the digest says), as `pipeline.check` does for a cached file.
 
 This module imports neither the passes nor networkx: a remembered report is
-printed without them (0.26 s of imports).
+printed without paying for their imports.
 """
 
 from __future__ import annotations

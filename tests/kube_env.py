@@ -71,8 +71,12 @@ def _stop(proc: subprocess.Popen[bytes] | None, timeout: float = 15.0) -> None:
 
 class KubeEnv:
     def __init__(self, assets: Path, workdir: Path, components: Iterable[str] = (),
-                 kwok_stages: Iterable[Path] = ()) -> None:
+                 kwok_stages: Iterable[Path] = (), audit: bool = False) -> None:
         self.assets = assets
+        # with `audit`, the API server logs every write to what intentc manages (AUDIT_POLICY)
+        # to `audit_log`: tests count who wrote what when (tests/audit.py)
+        self.audit = audit
+        self.audit_log = workdir / "audit.log"
         # kwok's stage files: its "fast" set unless a test brings its own (e.g. pods
         # that run for a while, or fail with a given exit code)
         self.kwok_stages = tuple(kwok_stages) or (assets / "kwok-stages.yaml",)
@@ -152,13 +156,24 @@ class KubeEnv:
              f"--token-auth-file={d / 'tokens.csv'}", "--authorization-mode=RBAC",
              "--allow-privileged=true", "--disable-admission-plugins=ServiceAccount",
              # etcd's HTTP/2 watch channel and the API server's caches stay small in tests
-             "--watch-cache=true", "--v=1"],
+             "--watch-cache=true", "--v=1", *self._audit_flags()],
             stdout=self._log("kube-apiserver"), stderr=subprocess.STDOUT)
         self.wait_ready(timeout)
 
     def stop_apiserver(self) -> None:
         _stop(self.apiserver)
         self.apiserver = None
+
+    def _audit_flags(self) -> list[str]:
+        """The audit log: JSON lines, appended across API server restarts, written in
+        blocking mode (each event before the response goes out), so a test that sees a
+        write's effect finds its event in the file."""
+        if not self.audit:
+            return []
+        policy = self.dir / "audit-policy.json"
+        policy.write_text(json.dumps(AUDIT_POLICY))
+        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json", "--audit-log-mode=blocking"]
 
     # -- optional components ------------------------------------------------
     def _common(self) -> list[str]:
@@ -321,6 +336,35 @@ class KubeEnv:
         status, body = self._get("/version")
         return str(json.loads(body)["gitVersion"]) if status == 200 else ""
 
+
+# Writes to what intentc writes (the renderer's kinds, Kueue's, the Intent mirror, the
+# inventory ConfigMaps, Events, and the Leases in intentc-system) at Metadata level: who,
+# which verb, which object, when, and the answer's code.  Everything else is left out:
+# reads and watches (most of the traffic), status subresources (controllers' and kwok's
+# writes: not listed, so not matched), the nodes' Leases, pods.
+AUDIT_POLICY: dict[str, Any] = {
+    "apiVersion": "audit.k8s.io/v1", "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "None", "verbs": ["get", "list", "watch"]},
+        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+         "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}],
+         "namespaces": ["intentc-system"]},
+        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+         "resources": [
+             {"group": "", "resources": ["namespaces", "configmaps", "services", "resourcequotas", "events"]},
+             {"group": "apps", "resources": ["deployments"]},
+             {"group": "batch", "resources": ["jobs", "cronjobs"]},
+             {"group": "rbac.authorization.k8s.io", "resources": ["rolebindings"]},
+             {"group": "scheduling.k8s.io", "resources": ["priorityclasses"]},
+             {"group": "kueue.x-k8s.io", "resources": [
+                 "resourceflavors", "topologies", "cohorts", "clusterqueues", "localqueues",
+                 "workloadpriorityclasses"]},
+             {"group": "intentc.dev", "resources": ["intents"]},
+             {"group": "apiextensions.k8s.io", "resources": ["customresourcedefinitions"]}]},
+        {"level": "None"},
+    ],
+}
 
 WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"})
 WORKLOAD_RESOURCES = frozenset({"namespaces", "rolebindings", "resourcequotas", "priorityclasses", "jobs",

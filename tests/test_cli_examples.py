@@ -1,4 +1,5 @@
-"""Every `intentc ...` example in every command's --help epilog runs as a user types it.
+"""Every `intentc ...` example in every command's --help epilog and in the README
+runs as a user types it.
 
 Each example is parsed by the command line itself (the root's rewriting of
 older spellings included: an example may use none of them), and the ones
@@ -61,7 +62,47 @@ def _examples() -> list[tuple[str, str]]:
     return found
 
 
+def _readme_examples() -> list[tuple[str, str]]:
+    """(command, line) for every `intentc ...` line in the README's shell code blocks
+    (a `$ ` prompt dropped, backslash continuations joined)."""
+    load_all()
+    commands = typer.main.get_command(app).commands      # type: ignore[attr-defined]
+    found = []
+    fenced = False
+    pending = ""
+    for raw in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        if raw.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            continue
+        line = pending + raw.strip().removeprefix("$ ")
+        if line.endswith("\\"):
+            pending = line[:-1] + " "
+            continue
+        pending = ""
+        for part in line.split("&&"):
+            part = part.strip()
+            if part.startswith("intentc "):
+                words = shlex.split(part, comments=True)
+                name = next((w for w in words[1:] if not w.startswith("-")), "")
+                found.append((name if name in commands else "intentc", part))
+    return found
+
+
 EXAMPLES = _examples()
+README_EXAMPLES = _readme_examples()
+
+
+def test_the_readme_has_examples() -> None:
+    assert len(README_EXAMPLES) >= 5, README_EXAMPLES
+
+
+@pytest.mark.parametrize("command,line", README_EXAMPLES, ids=[line for _, line in README_EXAMPLES])
+def test_readme_example_parses_with_the_current_spellings(command: str, line: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    _parse(_argv(line, tmp_path))
+    assert "deprecated" not in capsys.readouterr().err, line
 
 
 def _argv(line: str, tmp: Path) -> list[str]:
@@ -125,7 +166,7 @@ def _runs_here(command: str, line: str) -> bool:
             and (first != "fmt" or bool({"--check", "--diff"} & set(argv))))
 
 
-RUNNABLE = [(c, line) for c, line in EXAMPLES if _runs_here(c, line)]
+RUNNABLE = [(c, line) for c, line in EXAMPLES + README_EXAMPLES if _runs_here(c, line)]
 
 
 def test_some_examples_run_here() -> None:

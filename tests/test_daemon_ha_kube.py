@@ -40,7 +40,7 @@ class Replica:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo.dir), "--branch", "main",
              "-t", "clusters/small.yaml", "--kubeconfig", str(env.kubeconfig), "--target", repo.target,
-             "--listen", f"127.0.0.1:{self.port}", "--interval", "1", "--resync", "30",
+             "--listen", f"127.0.0.1:{self.port}", "--no-metrics-secure", "--interval", "1", "--resync", "30",
              "--workdir", str(tmp / f"work-{name}"), "--log-format", "json"],
             cwd=ROOT, env=dict(os.environ, POD_NAME=name), stdout=self.log.open("wb"), stderr=subprocess.STDOUT)
 

@@ -265,7 +265,7 @@ def test_daemon_endpoints_and_clean_sigterm(kube_env: KubeEnv, tmp_path: Path) -
     proc = subprocess.Popen(
         [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo.dir), "--branch", "main",
          "-t", "clusters/small.yaml", "--kubeconfig", str(kube_env.kubeconfig), "--target", repo.target,
-         "--listen", f"127.0.0.1:{port}", "--interval", "1", "--workdir", str(tmp_path / "work"),
+         "--listen", f"127.0.0.1:{port}", "--no-metrics-secure", "--interval", "1", "--workdir", str(tmp_path / "work"),
          "--rollout-timeout", "2", "--log-format", "json"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -234,3 +234,45 @@ def test_the_first_candidate_on_a_fresh_cluster_creates_intentc_system() -> None
     a = Elector(store, "prod", T, me="a", clock=lambda: 0.0, wall=lambda: WALL)  # type: ignore[arg-type]
     a.tick()
     assert store.namespace and a.leading()
+
+
+def test_a_lease_deleted_by_hand_never_lets_two_act() -> None:
+    """Issue 39: the Lease deleted while `a` leads.  `b` creates it at once but does not
+    act for a renew deadline (whoever led may act until then); `a` stops at its next read
+    (or at once, should its own create be refused); `b` acts once the fence has passed."""
+    store = Leases()
+    clock = [0.0]
+    changes: dict[str, list[bool]] = {"a": [], "b": []}
+
+    def elector(name: str) -> Elector:
+        return Elector(store, "prod", T, me=name, on_change=changes[name].append,  # type: ignore[arg-type]
+                       clock=lambda: clock[0], wall=lambda: WALL + timedelta(seconds=clock[0]))
+    a, b = elector("a"), elector("b")
+    a.tick()
+    b.tick()
+    assert a.leading() and changes == {"a": [True], "b": []}
+    store.body = None                           # kubectl delete lease
+    clock[0] += T.retry_period
+    b.tick()                                    # b reads first: creates it, holds it, does not act
+    assert store.body is not None and store.body["spec"]["holderIdentity"] == "b"
+    assert b.holds() and not b.leading() and changes["b"] == []
+    a.tick()                                    # a reads b's record: it stops
+    assert not a.leading() and changes["a"] == [True, False]
+    fenced = clock[0]
+    while not b.leading():
+        clock[0] += T.retry_period
+        b.tick()
+        a.tick()
+        assert not a.leading()
+    assert clock[0] - fenced >= T.renew_deadline - T.retry_period and changes["b"] == [True]
+
+
+def test_a_leader_that_recreates_a_deleted_lease_keeps_acting() -> None:
+    store = Leases()
+    clock = [0.0]
+    a = Elector(store, "prod", T, me="a", clock=lambda: clock[0], wall=lambda: WALL)  # type: ignore[arg-type]
+    a.tick()
+    store.body = None
+    clock[0] += T.retry_period
+    a.tick()                                    # its own term goes on: nobody else can have led
+    assert a.leading() and store.body is not None and store.body["spec"]["holderIdentity"] == "a"

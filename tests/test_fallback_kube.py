@@ -114,7 +114,7 @@ def test_gpu_failure_taints_the_node_resumes_the_smaller_batch_and_the_fleet_is_
     proc = subprocess.Popen(
         [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo), "--branch", "main",
          "-t", "clusters/small.yaml", "--kubeconfig", str(env.kubeconfig), "--target", "fallback-demo",
-         "--listen", f"127.0.0.1:{port}", "--interval", "1", "--resync", "5", "--workdir", str(tmp_path / "work"),
+         "--listen", f"127.0.0.1:{port}", "--no-metrics-secure", "--interval", "1", "--resync", "5", "--workdir", str(tmp_path / "work"),
          "--rollout-timeout", "240", "--log-format", "json"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 

@@ -27,9 +27,11 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from tests.adversarial.test_rbac import CAN_I, SA, daemon_accepts, grants, needed_grants
+from tests.adversarial.test_rbac import (CAN_I, READER, READER_RULES, RESTRICTED_CONTAINER, SA, daemon_accepts,
+                                         grants, needed_grants, unwritable)
 from tests.kube_env import SKIP_MESSAGE, KubeEnv, assets_dir
 from tests.kube_nodes import add_topology
+from tests.kube_support import wait_for
 
 pytestmark = pytest.mark.kube
 
@@ -45,10 +47,13 @@ HELM_LABELS = ("app.kubernetes.io/instance", "app.kubernetes.io/version", "app.k
 CHART_NAMESPACE_LABELS = ("pod-security.kubernetes.io/enforce",)
 CHART_NAMESPACE_ANNOTATIONS = ("helm.sh/resource-policy",)
 OBJECTS = {("Namespace", "intentc-system"), ("ServiceAccount", "intentc"), ("ClusterRole", "intentc-daemon"),
+           ("ClusterRole", "intentc-metrics-reader"),
            ("ClusterRoleBinding", "intentc-daemon"), ("Role", "intentc-inventory"),
            ("RoleBinding", "intentc-inventory"), ("Deployment", "intentc-daemon"),
            ("Service", "intentc-daemon-metrics"), ("ValidatingAdmissionPolicy", "intentc-reserved-namespaces"),
-           ("ValidatingAdmissionPolicyBinding", "intentc-reserved-namespaces")}
+           ("ValidatingAdmissionPolicyBinding", "intentc-reserved-namespaces"),
+           ("ValidatingAdmissionPolicy", "intentc-managed-objects"),
+           ("ValidatingAdmissionPolicyBinding", "intentc-managed-objects")}
 # Non-default values: every knob the templates branch on.
 CUSTOM = {
     "namespace": {"create": False},
@@ -58,6 +63,7 @@ CUSTOM = {
     "daemon": {"repo": "https://git.example/fleet.git", "branch": "release", "paths": ["a", "b/c"],
                "topology": "", "target": "eu-1", "interval": 12.5, "resync": 600, "rolloutTimeout": "",
                "prune": True, "renderTarget": "kueue", "logLevel": "debug", "logFormat": "json", "port": 8080,
+               "metricsPort": 9443, "metricsCertSecret": "intentc-metrics-tls",
                "leaderElection": {"enabled": False}, "extraArgs": ["--kube-version=1.37", "--only-topology-nodes"],
                "extraEnv": [{"name": "GIT_ASKPASS", "value": "/etc/git/askpass"}]},
     "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}},
@@ -122,8 +128,8 @@ def template(helm: Helm, tmp: Path, values: dict[str, Any] | None = None) -> lis
     return [d for d in yaml.safe_load_all(render(helm, tmp, values)) if d]
 
 
-def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    (doc,) = [d for d in docs if d["kind"] == kind]
+def one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    (doc,) = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
     return doc
 
 
@@ -162,13 +168,14 @@ def test_chart_rbac_is_what_the_renderer_needs_and_the_base_grants(helm: Helm, t
     cluster, inventory = needed_grants(tmp_path)
     for values in (None, CUSTOM):                 # values never change the rules
         docs = template(helm, tmp_path, values)
-        assert set(grants(one(docs, "ClusterRole"))) == cluster
+        assert set(grants(one(docs, "ClusterRole", "intentc-daemon"))) == cluster
+        assert one(docs, "ClusterRole", READER)["rules"] == READER_RULES
         role = one(docs, "Role")
         assert role["metadata"]["namespace"] == NAMESPACE
         assert set(grants(role)) == inventory
     base = base_docs()
-    for kind in ("ClusterRole", "Role"):          # and verbatim: same rules, same order
-        assert one(docs, kind)["rules"] == one(base, kind)["rules"]
+    for kind, name in (("ClusterRole", "intentc-daemon"), ("ClusterRole", READER), ("Role", None)):
+        assert one(docs, kind, name)["rules"] == one(base, kind, name)["rules"]   # verbatim, same order
     bindings = [d for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")]
     assert len(bindings) == 2
     assert all(b["subjects"] == [{"kind": "ServiceAccount", "name": "intentc", "namespace": NAMESPACE}]
@@ -178,6 +185,8 @@ def test_chart_rbac_is_what_the_renderer_needs_and_the_base_grants(helm: Helm, t
 def test_chart_rbac_is_read_from_the_base_files() -> None:
     """One source: files/ are links to the kustomize base, not copies that could drift."""
     for name, target in (("clusterrole.yaml", "02-clusterrole.yaml"), ("role.yaml", "04-role.yaml"),
+                         ("metrics-reader.yaml", "07-metrics-reader.yaml"),
+                         ("admission-managed-objects.yaml", "admission/managed-objects.yaml"),
                          ("admission-policy.yaml", "admission/policy.yaml")):
         link = CHART / "files" / name
         assert link.is_symlink(), f"{link} must link to examples/deploy/{target}"
@@ -214,10 +223,15 @@ def test_custom_values_are_rendered(helm: Helm, tmp_path: Path) -> None:
     assert container["image"] == "registry.example/intentc:9.9.9" and container["imagePullPolicy"] == "Always"
     assert container["args"] == [
         "--repo=https://git.example/fleet.git", "--branch=release", "--path=a", "--path=b/c", "--target=eu-1",
-        "--interval=12.5", "--resync=600", "--listen=:8080", "--workdir=/var/lib/intentc", "--no-leader-elect",
+        "--interval=12.5", "--resync=600", "--listen=:8080", "--metrics-listen=:9443",
+        "--metrics-cert-dir=/etc/intentc/metrics-tls", "--workdir=/var/lib/intentc",
+        "--no-leader-elect",
         "--prune", "--render-target=kueue", "--log-level=debug", "--log-format=json",
         "--kube-version=1.37", "--only-topology-nodes"]
-    assert container["ports"] == [{"name": "metrics", "containerPort": 8080, "protocol": "TCP"}]
+    assert container["ports"] == [{"name": "probes", "containerPort": 8080, "protocol": "TCP"},
+                                  {"name": "https-metrics", "containerPort": 9443, "protocol": "TCP"}]
+    assert {"name": "metrics-tls", "mountPath": "/etc/intentc/metrics-tls", "readOnly": True} in container["volumeMounts"]
+    assert {"name": "metrics-tls", "secret": {"secretName": "intentc-metrics-tls"}} in pod["spec"]["volumes"]
     # Helm merges maps with the defaults (the memory limit stays); null removes a default (affinity)
     assert container["resources"] == {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}
     assert {"name": "GIT_ASKPASS", "value": "/etc/git/askpass"} in container["env"]
@@ -244,6 +258,14 @@ def test_the_daemon_accepts_the_rendered_arguments(helm: Helm, tmp_path: Path,
     (container,) = one(template(helm, tmp_path, values), "Deployment")["spec"]["template"]["spec"]["containers"]
     params = daemon_accepts(container["args"])
     assert params["repo"] and params["target"] == ("eu-1" if values else "prod")
+
+
+@pytest.mark.parametrize("values", [None, CUSTOM], ids=["defaults", "custom"])
+def test_the_chart_mounts_what_the_daemon_writes(helm: Helm, tmp_path: Path, values: dict[str, Any] | None,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The root filesystem is read-only: the work directory, caches and temporary files are emptyDirs."""
+    pod = one(template(helm, tmp_path, values), "Deployment")["spec"]["template"]["spec"]
+    assert not unwritable(pod, monkeypatch)
 
 
 # -- on the test bed ------------------------------------------------------------
@@ -274,6 +296,7 @@ def test_helm_install_upgrade_and_uninstall(helm: Helm, cluster: KubeEnv, tmp_pa
         assert live["metadata"]["annotations"]["meta.helm.sh/release-name"] == "intentc", (kind, name)
     cluster_grants, inventory = needed_grants(tmp_path)
     assert set(grants(kube_get(cluster, "clusterrole", "intentc-daemon"))) == cluster_grants
+    assert kube_get(cluster, "clusterrole", READER)["rules"] == READER_RULES
     assert set(grants(kube_get(cluster, "role", "intentc-inventory", "-n", NAMESPACE))) == inventory
     namespace = kube_get(cluster, "namespace", NAMESPACE)
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
@@ -338,4 +361,52 @@ def test_the_pod_passes_pod_security_restricted(helm: Helm, cluster: KubeEnv, tm
     del loose["spec"]["containers"][0]["securityContext"]
     res = cluster.kubectl_run("create", "--dry-run=server", "-f", "-", input=json.dumps(loose), check=False)
     assert res.returncode != 0 and "violates PodSecurity" in res.stderr, res.stderr
+    cluster.kubectl_run("delete", "namespace", ns, "--wait=false")
+
+
+def test_the_base_deployment_runs_under_pod_security_restricted(cluster: KubeEnv) -> None:
+    """examples/deploy/05-deployment.yaml in a namespace that enforces "restricted": the
+    ReplicaSet creates both pods (no FailedCreate), kwok runs them, and they carry a read-only
+    root filesystem, non-root, no capabilities, seccomp RuntimeDefault, no privilege escalation.
+    The same Deployment without its security contexts gets FailedCreate, so the check bites."""
+    ns = "psa-base"
+    cluster.kubectl_run("create", "namespace", ns)
+    cluster.kubectl_run("label", "namespace", ns, *(f"pod-security.kubernetes.io/{mode}{suffix}"
+                                                     for mode in ("enforce", "warn")
+                                                     for suffix in ("=restricted", "-version=latest")))
+    cluster.kubectl_run("create", "serviceaccount", "intentc", "-n", ns)
+    dep = copy.deepcopy(one(base_docs(), "Deployment"))
+    dep["metadata"]["namespace"] = ns
+    res = cluster.kubectl_run("apply", "-f", "-", input=json.dumps(dep))
+    assert "Warning" not in res.stderr, res.stderr
+
+    def running() -> list[dict[str, Any]]:
+        pods = kube_get(cluster, "pods", "-n", ns, "-l", "app.kubernetes.io/name=intentc")["items"]
+        ok = [p for p in pods if p["spec"].get("nodeName") and p["status"].get("phase") == "Running"]
+        return ok if len(ok) == 2 else []
+
+    pods = wait_for(running, 120, "the base Deployment's two pods Running")
+    for pod in pods:
+        spec = pod["spec"]
+        assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] == 65532
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        (container,) = spec["containers"]
+        assert {k: container["securityContext"].get(k) for k in RESTRICTED_CONTAINER} == RESTRICTED_CONTAINER
+    failed = kube_get(cluster, "events", "-n", ns, "--field-selector", "reason=FailedCreate")["items"]
+    assert not failed, [e["message"] for e in failed]
+
+    loose = copy.deepcopy(dep)
+    loose["metadata"]["name"] = "intentc-loose"
+    for obj in (loose["spec"]["selector"]["matchLabels"], loose["spec"]["template"]["metadata"]["labels"]):
+        obj["app.kubernetes.io/component"] = "loose"
+    del loose["spec"]["template"]["spec"]["securityContext"]
+    del loose["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+    res = cluster.kubectl_run("apply", "-f", "-", input=json.dumps(loose))
+    assert "would violate PodSecurity" in res.stderr, res.stderr
+
+    def refused() -> list[str]:
+        events = kube_get(cluster, "events", "-n", ns, "--field-selector", "reason=FailedCreate")["items"]
+        return [e["message"] for e in events if "violates PodSecurity" in e["message"]]
+
+    wait_for(refused, 60, "FailedCreate of the loose Deployment's pods")
     cluster.kubectl_run("delete", "namespace", ns, "--wait=false")

@@ -82,8 +82,13 @@ def loaded(*nvlink: str) -> LoadedTopology:
                           tuple((n.name, default_matrix(8, n.gpu_product)) for n in nodes))
 
 
+# both open-ended on one NVLink domain: the planner cannot keep them apart in time (issue 37)
+SERVING = (PAYMENTS.replace('action: training image "fraud:1"', 'action: serve image "fraud:1"')
+           .replace('action: training image "research:1"', 'action: serve image "research:1"'))
+
+
 def test_pci_dss_sharing_an_nvlink_domain_fails_check_at_the_tag(tmp_path: Path) -> None:
-    repo = write_repo(tmp_path)
+    repo = write_repo(tmp_path, SERVING)
     plain = intentc("check", "intents/", cwd=repo)
     assert plain.returncode == 0, plain.stdout + plain.stderr       # without a plan there is nothing to judge
     done = intentc("check", "intents/", "--topology", "cluster.yaml", "-o", "json", cwd=repo)
@@ -135,7 +140,7 @@ def policy_doc(name: str, requires: str, reason: str = "") -> str:
 
 def test_repository_rules_are_added_without_code(tmp_path: Path) -> None:
     hipaa = policy_doc("hipaa", "exclusive-domain", "HIPAA 164.312")
-    repo = write_repo(tmp_path, PAYMENTS.replace("pci-dss-compliant", "hipaa"), {"hipaa.yaml": hipaa})
+    repo = write_repo(tmp_path, SERVING.replace("pci-dss-compliant", "hipaa"), {"hipaa.yaml": hipaa})
     policies, diags, texts = load_policies([str(repo / "intents")])
     assert not diags and list(texts) and policies.rule("hipaa") is not None
     assert policies.rule("pci-dss-compliant") == BUILTIN.rule("pci-dss-compliant")

@@ -74,10 +74,10 @@ class Case:
         assert result.plan is not None, [d.message for d in result.diagnostics]
         self.plan = result.plan
 
-    def apply(self) -> tuple[int, dict[str, Any], str]:
+    def apply(self, *flags: str) -> tuple[int, dict[str, Any], str]:
         code, out, output = invoke("apply", str(self.dir / "intents"), "-t", str(self.topology),
                                    "--kubeconfig", str(self.env.kubeconfig), "--commit", SHA,
-                                   "--target", self.t, "-o", "json", "--only-topology-nodes")
+                                   "--target", self.t, "-o", "json", "--only-topology-nodes", *flags)
         start = out.find("{")
         return code, (json.loads(out[start:]) if start >= 0 else {}), output
 
@@ -148,3 +148,21 @@ def test_an_intent_waits_for_its_planned_predecessor_on_the_node(cluster: KubeEn
     assert started(jobs[after]) < completed(jobs["big"]), "not held back until the wave ended"
     for name in ("big", "first", "second"):
         assert case.nodes_of(name) == set(place[name].nodes), name
+
+
+HELD = (intent("root", "{t}", 1) + intent("slow", "{t}", 6, "after root") + intent("after-slow", "{t}", 1, "after slow")
+        + intent("quick", "{t}", 1, "after root") + intent("after-quick", "{t}", 1, "after quick"))
+
+
+def test_an_intent_that_fails_holds_back_its_dependants_only(cluster: KubeEnv, tmp_path: Path) -> None:
+    """`slow` (6 h: 18 s here) outlives `--timeout 10s`: `after-slow` is held back and said so,
+    while the other branch runs to its end — no wave barrier, no stop of the whole apply."""
+    case = Case(tmp_path, cluster, 4, HELD)
+    code, doc, output = case.apply("--timeout", "10s")
+    assert code == 1, output
+    message = doc["message"]
+    assert "timed out" in message and "intent slow" in message, message
+    assert "held back by a failed prerequisite: after-slow (after slow)" in message, message
+    jobs = case.jobs()
+    assert "after-slow" not in jobs
+    assert jobs["after-quick"]["status"].get("completionTime"), "the other branch ran to its end"

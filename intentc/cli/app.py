@@ -14,7 +14,7 @@ from intentc.cli import coercion
 from intentc.cli.lazy import LazyGroup
 from intentc.diagnostics import Diagnostic, OutputFormat, has_errors, render
 
-# Exit codes (DESIGN.md): 0 success / nothing found, 1 findings, 2 usage or environment.
+# Exit codes (docs/design.md, "Command line and exit codes"): 0 success / nothing found, 1 findings, 2 usage or environment.
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2

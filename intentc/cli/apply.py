@@ -122,7 +122,7 @@ def apply(
                                                "render target and intents; inventory target NAME (docs/fleets.md)."),
     clusters: Optional[Path] = typer.Option(None, "--clusters", metavar="DIR", help="The fleet's Cluster files."),
 ) -> None:
-    """Compile, then server-side apply the result to a cluster, wave by wave."""
+    """Compile, then server-side apply the result to a cluster, each intent as its prerequisites end."""
     from intentc.compile import compile_paths
     from intentc.kube.cluster_state import read_cluster_state
     from intentc.provenance import stamped

@@ -4,9 +4,9 @@ Recent typer releases convert every parameter's value, defaults included,
 through a pydantic `TypeAdapter` built for it on first use: every
 `intentc` command that runs (or whose `--help` is asked for, since the root
 `--color` is converted first) imports pydantic and builds some adapters.
-That was a quarter of the instructions `intentc check` of one file ran
-(317 M of 1,210 M, once the other commands' modules were no longer
-imported), more than importing the command line itself.
+That was a large share of what `intentc check` of one file ran, once the
+other commands' modules were no longer imported: more than importing the
+command line itself.
 
 Every intentc parameter is a string, a list of strings, an enum, a number
 with at most a lower bound, or a path without flags.  For those, the value

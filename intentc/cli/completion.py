@@ -7,7 +7,7 @@ through `--show-completion`, which takes the shell from the process tree
 (shellingham) rather than from its argument: `intentc --show-completion zsh`
 run from bash printed the bash script.  So this module — and only this
 module — calls typer's internal `get_completion_script`;
-tests/test_cli_completion.py fails loudly when a typer release moves it.
+tests/test_cli_conventions.py fails loudly when a typer release moves it.
 """
 
 from __future__ import annotations

@@ -67,12 +67,15 @@ def _on_signals(stop: Callable[[], None]) -> None:
   intentc daemon --repo /srv/intents -t clusters/prod.yaml --log-format json   # for a log pipeline
 
 Follows the branch (fetch and poll every --interval), compiles each
-new commit from git history and applies it wave by wave; watches the
+new commit from git history and applies it as `apply` does (each intent
+once its own prerequisites are done); watches the
 managed kinds and runs drift detection on every event and every --resync; applies the drift policies (report | heal | rollback).  A rollout
 that is not consistent (a wave not healthy in time, a gang member missing,
 a placement changed) is rolled back to the last known-good commit when the
-failing intents ask for `drift: rollback`.  Serves /healthz, /readyz and
-/metrics on --listen.  SIGTERM stops it cleanly (exit 0).
+failing intents ask for `drift: rollback`.  Serves /healthz and /readyz on
+--listen (plain HTTP) and /metrics over HTTPS on --metrics-listen to callers
+whose token may `get` the /metrics URL (the ClusterRole
+intentc-metrics-reader).  SIGTERM stops it cleanly (exit 0).
 
 Leader election is on by default (kube-controller-manager's defaults:
 lease 15 s, renew deadline 10 s, retry 2 s): run two replicas and only the
@@ -95,13 +98,24 @@ def daemon(
     interval: float = duration_option("30s", "--interval", "Time between git polls.", minimum=0.1),
     resync: float = duration_option("5m", "--resync", "Time between full drift passes.", minimum=1.0),
     listen: str = typer.Option("127.0.0.1:9090", "--listen", metavar="HOST:PORT",
-                               help="HOST:PORT for /healthz /readyz /metrics: loopback by default; ':9090' or "
+                               help="HOST:PORT for /healthz /readyz (plain HTTP): loopback by default; ':9090' or "
                                     "'0.0.0.0:9090' for kubelet probes from outside the pod ('' disables)."),
+    metrics_listen: Optional[str] = typer.Option(None, "--metrics-listen", metavar="HOST:PORT",
+                                                 help="HOST:PORT for /metrics over HTTPS (default: --listen's host, "
+                                                      "port 8443; '' disables)."),
+    metrics_secure: bool = typer.Option(True, "--metrics-secure/--no-metrics-secure",
+                                        help="Serve /metrics over HTTPS to callers whose token may get /metrics "
+                                             "(TokenReview + SubjectAccessReview); --no-metrics-secure serves it "
+                                             "in plain HTTP on a loopback --listen instead, for local use."),
+    metrics_cert_dir: Optional[Path] = typer.Option(None, "--metrics-cert-dir", metavar="DIR",
+                                                    help="tls.crt and tls.key for /metrics (e.g. a Secret mount; "
+                                                         "reloaded when they change); default: a self-signed "
+                                                         "certificate generated at start."),
     target: InventoryTarget = DEFAULT_TARGET_NAME,
     workdir: Path = typer.Option(Path("/tmp/intentc-daemon"), "--workdir", metavar="DIR", help="Mirror and scratch space."),
     rollout_timeout: Optional[float] = duration_option(
         None, "--rollout-timeout",
-        "How long each wave of a rollout may take to become healthy (default: from the intents' "
+        "How long each intent of a rollout may take to become healthy (default: from the intent's "
         "duration × (1 + slack) + 5 min, as `apply` derives it)."),
     prune: bool = typer.Option(False, "--prune", help="Delete managed objects a new commit no longer wants."),
     local: bool = typer.Option(False, "--local", help="Follow the working tree of --repo (hot reload) instead of the branch."),
@@ -160,6 +174,7 @@ def daemon(
             parse_listen(listen)
         except ValueError as e:
             usage_error(str(e))
+    metrics_at = _metrics_listen(listen, metrics_listen, metrics_secure, metrics_cert_dir)
     commit: str | None = None
     if local:
         paths_or_exit([Path(repo) / p for p in path], to_stderr=True)   # the working tree it follows
@@ -175,6 +190,8 @@ def daemon(
     check_target_served(client, render_target)
     config = DaemonConfig(repo=repo, branch=branch, paths=tuple(path), topology=topology, local=local, commit=commit,
                           interval=interval, resync=resync, listen=listen or None, target=target,
+                          metrics_secure=metrics_secure, metrics_listen=metrics_at,
+                          metrics_cert_dir=str(metrics_cert_dir) if metrics_cert_dir else None,
                           workdir=str(workdir), rollout_timeout=rollout_timeout, prune=prune,
                           kube_version=parse_kube_version(kube_version), render_target=render_target, seed=seed,
                           cluster=selected, leader_elect=leader_elect, leader_timing=timing,
@@ -191,6 +208,38 @@ def daemon(
     finally:
         client.close()
     raise typer.Exit(code)
+
+
+METRICS_PORT = 8443
+
+
+def _metrics_listen(listen: str, metrics_listen: str | None, secure: bool, cert_dir: Path | None) -> str | None:
+    """Where /metrics is served over HTTPS (None: not at all, or in plain HTTP on --listen);
+    exits 2 on a combination that would serve it in the clear beyond this host."""
+    from intentc.daemon.http import is_loopback, parse_listen
+
+    if not secure:
+        if metrics_listen or cert_dir:
+            usage_error("--metrics-listen and --metrics-cert-dir are for HTTPS; with --no-metrics-secure "
+                        "/metrics is served on --listen")
+        if listen and not is_loopback(listen):
+            usage_error(f"--no-metrics-secure serves /metrics in plain HTTP, so only on a loopback --listen "
+                        f"(got {listen!r}); in a cluster keep --metrics-secure")
+        return None
+    if metrics_listen is None:
+        if not listen:
+            return None
+        host = listen.rpartition(":")[0]
+        metrics_listen = f"{host}:{METRICS_PORT}"
+    if not metrics_listen:
+        return None
+    try:
+        parse_listen(metrics_listen)
+    except ValueError as e:
+        usage_error(str(e).replace("--listen", "--metrics-listen"))
+    if listen and parse_listen(listen)[1] == parse_listen(metrics_listen)[1] != 0:
+        usage_error(f"--listen and --metrics-listen need different ports (both {parse_listen(listen)[1]})")
+    return metrics_listen
 
 
 class WatchFormat(str, enum.Enum):

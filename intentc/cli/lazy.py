@@ -3,8 +3,8 @@
 Each command module registers its command on the typer app when it is
 imported, and typer builds a click command for everything registered on
 every invocation.  Importing all of them so that `intentc check` can run
-cost some 0.1 s of CPU before the first file was read (the render package,
-the reconciler's inventory, the daemon's logging ...), as serial start-up.
+made every process pay for the render package, the reconciler's inventory,
+the daemon's logging ... before the first file was read, as serial start-up.
 
 So the root group (`LazyGroup`, the app's `cls`) knows the commands by
 name and imports a command's module, then builds its click command with
@@ -59,7 +59,7 @@ LISTED: dict[str, Listed] = {
                                        "binding differs from the preview."),
     "compile": Listed("intentc.cli.compile", "Compile intents into Kubernetes manifests, plan.json and "
                                              "graph.json; exit 1 on errors."),
-    "apply": Listed("intentc.cli.apply", "Compile, then server-side apply the result to a cluster, wave by wave."),
+    "apply": Listed("intentc.cli.apply", "Compile, then server-side apply the result to a cluster, each intent as its prerequisites end."),
     "fmt": Listed("intentc.cli.fmt", "Format *.intent files (idempotent; files with errors are never touched)."),
     "drift": Listed("intentc.cli.drift", "Compare the cluster with the compiled intents (read-only); "
                                          "exit 1 on drift."),

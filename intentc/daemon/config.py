@@ -21,10 +21,15 @@ class DaemonConfig:
     local: bool = False                 # follow the working tree (hot reload), not the branch
     interval: float = 30.0              # git poll period (s)
     resync: float = 300.0               # full detection period (s)
-    listen: str | None = "127.0.0.1:9090"
+    listen: str | None = "127.0.0.1:9090"      # probes; /metrics too when metrics_secure is off
+    # /metrics over HTTPS behind TokenReview + SubjectAccessReview (daemon/secure_metrics.py).
+    # Off here, like leader_elect: the CLI turns it on (--metrics-secure is its default).
+    metrics_secure: bool = False
+    metrics_listen: str | None = None           # HOST:PORT of the HTTPS server (None: none)
+    metrics_cert_dir: str | None = None         # tls.crt + tls.key; None: self-signed at start
     target: str = "default"
     workdir: str = "/tmp/intentc-daemon"
-    rollout_timeout: float | None = None  # per wave; None: from the intents' duration (reconcile/timeouts)
+    rollout_timeout: float | None = None  # per intent; None: from its duration (reconcile/timeouts)
     prune: bool = False
     kube_version: KubeVersion | None = None
     render_target: str = "device-plugin"

@@ -11,6 +11,21 @@ time out within the renew deadline for the same reason.
 On shutdown a leader releases the Lease (client-go's ReleaseOnCancel), so
 a rolling update hands over within one retry period instead of one lease
 duration; a leader killed with SIGKILL is replaced after the lease expires.
+
+Fencing against a Lease that vanished (issue 39, the Lease deleted by
+hand): the timing argument above covers a takeover after *expiry*; a Lease
+deleted while its holder acts lets any candidate create it at once, and
+the old holder goes on acting until its next read (up to two retry
+periods: its own create fails first).  client-go lets both act in that
+window, and the audit log of `tests/test_daemon_partition_kube.py` showed
+two replicas healing in it.  So (1) a candidate that creates the Lease
+after having seen one (it disappeared under us) holds it but does not act
+for `renew_deadline`: whoever led before has stopped by then, since its
+right ends `renew_deadline` after its last successful renewal, which
+started before our create succeeded; and (2) a leader whose write is
+refused with a conflict (someone else wrote the Lease) stops acting at
+once instead of at its deadline.  A process whose very first read finds
+no Lease (a fresh cluster, a first start) acts at once, as before.
 """
 
 from __future__ import annotations
@@ -62,12 +77,20 @@ class Elector:
         self.clock, self.wall = clock, wall
         self.holder = ""                        # who holds it, as last read
         self._last_renew: float | None = None   # start of our last successful write, while leading
+        self._seen = False                      # a Lease record was read at least once
+        self._fenced_until: float | None = None # holding, but not acting before this (a vanished Lease)
+        self._acting = False                    # what on_change last said
         self._observed: Observed | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="intentc-leader", daemon=True)
 
-    def leading(self) -> bool:
+    def holds(self) -> bool:
+        """Whether our term is current: the Lease is ours and renewed within the deadline."""
         return leads(self._last_renew, self.clock(), self.timing)
+
+    def leading(self) -> bool:
+        """Whether this replica may act now: it holds the Lease and is past any fence."""
+        return self.holds() and (self._fenced_until is None or self.clock() >= self._fenced_until)
 
     def start(self) -> Elector:
         self._thread.start()
@@ -102,6 +125,8 @@ class Elector:
             return
         step = decide(held.record if held else None, identity=self.identity, now=self.clock(), wall=self.wall(),
                       timing=self.timing, observed=self._observed, last_renew=self._last_renew)
+        if held is not None:
+            self._seen = True
         self._observed, self.holder = step.observed, step.holder
         if step.verdict is Verdict.LOST:
             self._lose(f"the Lease is held by {step.holder or 'nobody'}" if step.holder != self.identity
@@ -117,35 +142,49 @@ class Elector:
                     "name": INVENTORY_NAMESPACE, "labels": {"app.kubernetes.io/managed-by": "intentc"}}})
                 written = lease.write(self.client, self.ref, step.write, held)
         except (AlreadyExists, Outdated):
-            self._check_deadline()              # another candidate wrote first: read again next period
+            # another candidate wrote first: read again next period; a leader has lost its term
+            if self.holds():
+                self._lose("another candidate wrote the Lease")
             return
         except KubeError as e:
             log.warning("cannot write the leader %s: %s", self.ref, e.message)
             self._check_deadline()
             return
-        gained = not self.leading()
+        gained = not self.holds()
+        vanished = held is None and self._seen
         self._last_renew = started
         self._observed, self.holder = Observed(written.record, self.clock()), self.identity
         if gained:
             log.info("leading: %s held by %s (transition %d)", self.ref, self.identity,
                      written.record.transitions)
             events.emit(self.client, self.ref, "LeaderElection", f"{self.identity} became leader", "Normal")
+            if vanished:
+                self._fenced_until = self.clock() + self.timing.renew_deadline
+                log.warning("the Lease %s had vanished: holding it, acting after %gs (a previous leader "
+                            "may act until then)", self.ref, self.timing.renew_deadline)
+        if not self._acting and self.leading():
+            self._fenced_until = None
+            self._acting = True
             self.on_change(True)
 
     def _check_deadline(self) -> None:
-        if self._last_renew is not None and not self.leading():
+        if self._last_renew is not None and not self.holds():
             self._lose(f"no renewal for {self.timing.renew_deadline:g}s")
 
     def _lose(self, why: str) -> None:
-        self._last_renew = None
+        self._last_renew = self._fenced_until = None
         log.warning("lost leadership of %s (%s): not acting", self.ref, why)
-        self.on_change(False)
+        if self._acting:
+            self._acting = False
+            self.on_change(False)
 
     def _release(self) -> None:
-        if not self.leading():
+        if not self.holds():
             return
-        self._last_renew = None                 # nothing acts from here on
-        self.on_change(False)
+        self._last_renew = self._fenced_until = None     # nothing acts from here on
+        if self._acting:
+            self._acting = False
+            self.on_change(False)
         try:
             held = lease.read(self.client, self.ref)
             if held is not None and held.record.holder == self.identity:

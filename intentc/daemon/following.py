@@ -11,7 +11,10 @@ reactor (`loop.py`) makes while following, each from plain facts:
 * `on_leading`: what a replica that just won the Lease does first (it
   decides afresh: the old leader may have applied since);
 * `wait_seconds`: how long the reactor may block on its queue before a
-  poll or a resync is due.
+  poll or a resync is due;
+* `poll_delay`: when to poll the branch next: every `--interval` while the
+  remote answers, backing off exponentially (with a cap and jitter) while it
+  does not.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from intentc.render.model import Manifest
 
 IDLE_TURN = 1.0       # the reactor turns at least this often (its liveness beat)
 SHORTEST_WAIT = 0.05  # ... and never spins when a deadline has passed
+POLL_BACKOFF_CAP = 300.0   # an unreachable remote is tried at least every 5 minutes (or every --interval)
 
 
 def follower_adopts(inventory: Inventory, in_force: str | None) -> str | None:
@@ -60,6 +64,21 @@ def on_leading(*, local: bool, polling: bool, in_force: bool, busy: bool) -> OnL
     if local:
         return OnLeading(roll_out=in_force and not busy)
     return OnLeading(poll=polling and not busy, resync=True)
+
+
+def poll_delay(interval: float, failures: int, jitter: float) -> float:
+    """Seconds until the next poll after `failures` failed fetches in a row (0: the last one
+    worked).  Failing, the delay doubles per failure up to `POLL_BACKOFF_CAP` (or `interval`,
+    when that is longer): a remote that is down, or a Git host rate-limiting us, is not
+    hammered every few seconds by every replica.  `jitter` (uniform in [0, 1)) spreads the
+    delay over its upper half, so replicas and daemons of several targets that lost the
+    remote together do not come back in lockstep.  The in-force state is untouched by a
+    failed fetch: nothing is applied or pruned until a fetch works again."""
+    if failures <= 0:
+        return interval
+    ceiling = max(POLL_BACKOFF_CAP, interval)
+    base = min(ceiling, interval * 2.0 ** min(failures, 32))
+    return base / 2 + base / 2 * min(max(jitter, 0.0), 1.0)
 
 
 def wait_seconds(now: float, next_poll: float, next_resync: float, polling: bool) -> float:

@@ -12,14 +12,17 @@ go to the daemon's log when they change.  A probe may add a fixed phrase
 that names no address or error for the body, where a human or an alert
 reading `/readyz` needs it (`not leader (lease held by <pod>)`, `rollout
 of the head commit not verified yet`).  The server binds where `--listen`
-says, loopback by default; metrics carry no secrets but are not
-authenticated here — put kube-rbac-proxy in front (SECURITY.md).  A client
+says, loopback by default.  `/metrics` is served here, in plain HTTP,
+only when the daemon runs with `--no-metrics-secure` (loopback only, for
+local use); otherwise it is on its own HTTPS port behind TokenReview and
+SubjectAccessReview (daemon/secure_metrics.py) and 404 here.  A client
 that hangs up mid-answer (a scraper timing out) is not an error worth a
 traceback.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import sys
 import threading
@@ -47,6 +50,17 @@ def parse_listen(value: str) -> tuple[str, int]:
     return (host or "0.0.0.0"), int(port)
 
 
+def is_loopback(listen: str) -> bool:
+    """Whether a --listen address is reachable from this host only (plain /metrics is allowed there)."""
+    host = parse_listen(listen)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -59,14 +73,14 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class HealthServer:
-    def __init__(self, listen: str, metrics: DaemonMetrics, live: Probe, ready: Probe) -> None:
+    def __init__(self, listen: str, metrics: DaemonMetrics | None, live: Probe, ready: Probe) -> None:
         host, port = parse_listen(listen)
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0]
-                if path == "/metrics":
+                if path == "/metrics" and owner.metrics is not None:
                     self._send(200, owner.metrics.exposition(), CONTENT_TYPE_LATEST)
                 elif path in ("/healthz", "/livez"):
                     self._probe(owner.live)

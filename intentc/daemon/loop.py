@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import random
 import threading
 import time
 from dataclasses import replace
@@ -39,30 +40,34 @@ from intentc.daemon.branch import Step, decide_head
 from intentc.daemon.config import DaemonConfig
 from intentc.daemon.election import Elector
 from intentc.daemon.failures import FailureReactor, Observed
-from intentc.daemon.following import OnReload, follower_adopts, on_leading, on_reload, wait_seconds
+from intentc.daemon.following import OnReload, follower_adopts, on_leading, on_reload, poll_delay, wait_seconds
 from intentc.daemon.healing import DriftReactor
 from intentc.daemon.http import HealthServer
 from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
+from intentc.daemon.metrics_auth import Reviewer, ReviewError
 from intentc.daemon.mirror import IntentMirror
-from intentc.daemon.outcome import rollback_request
+from intentc.daemon.outcome import rollback_refusal, rollback_request
 from intentc.daemon.probes import liveness, readiness
 from intentc.daemon.quarantines import QuarantineKeeper
 from intentc.daemon.reads import LiveReads
 from intentc.daemon.reload import ReloadResult, follow
 from intentc.daemon.rollouts import (Changed, Done, Reloaded, Stopped, Worker, apply_options, binder_for,
                                      run_rollback, run_rollout)
+from intentc.daemon.secure_metrics import SecureMetricsServer
 from intentc.daemon.settling import Settler
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile, say_held, say_not_compiled
 from intentc.daemon.state import Leadership, ReactorState
+from intentc.daemon.tls import CERT_FILE, KEY_FILE, CertError, ServingCert
+from intentc.drift import events
 from intentc.drift.consistency import Verdict
 from intentc.drift.live import read_managed
 from intentc.drift.rollback import RollbackError
-from intentc.gitrepo import GitError
+from intentc.gitrepo import GitError, resolve
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.plan.model import Plan
-from intentc.reconcile.inventory import Inventory
+from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.render.model import Manifest, ObjectRef
 
 __all__ = ["Daemon", "DaemonConfig", "Leadership", "ListenError"]
@@ -85,10 +90,14 @@ class Daemon:
         self.state = ReactorState()
         self.worker = Worker(self.queue.put, self.metrics, clock)
         self.http: HealthServer | None = None
+        self.metrics_http: SecureMetricsServer | None = None
         self.git: GitSource | None = None
         self.local: LocalSource | None = None
         self.beat = clock()
         self.polls = 0                      # completed git polls (tests wait on these)
+        self.fetch_failures = 0             # failed fetches of the branch in a row (`poll_delay`)
+        self.poll_delays: list[float] = []  # the delay chosen after each poll (tests read the backoff)
+        self._jitter = random.Random()
         self.rollouts: list[tuple[str, str]] = []   # (kind, commit) of every rollout started
         self._threads: list[threading.Thread] = []
         self.ledger = DriftLedger(config.heal_backoff)
@@ -143,12 +152,21 @@ class Daemon:
         """Block until `stop()`; the exit code is 0 after a clean shutdown."""
         cfg = self.config
         if cfg.listen:
+            plain = None if cfg.metrics_secure else self.metrics
             try:
-                self.http = HealthServer(cfg.listen, self.metrics, self.live, self.ready).start()
+                self.http = HealthServer(cfg.listen, plain, self.live, self.ready).start()
             except OSError as e:
-                raise ListenError(f"cannot serve /healthz, /readyz and /metrics on {cfg.listen}: "
-                                  f"{e.strerror or e} (choose another --listen address)") from None
-            log.info("serving /healthz /readyz /metrics on port %d", self.http.port)
+                raise ListenError(f"cannot serve /healthz, /readyz{'' if cfg.metrics_secure else ' and /metrics'} "
+                                  f"on {cfg.listen}: {e.strerror or e} (choose another --listen address)") from None
+            log.info("serving /healthz /readyz%s on port %d", "" if cfg.metrics_secure else " /metrics",
+                     self.http.port)
+        if cfg.metrics_secure and cfg.metrics_listen:
+            try:
+                self.metrics_http = self._secure_metrics(cfg.metrics_listen, cfg.metrics_cert_dir)
+            except ListenError:
+                if self.http is not None:
+                    self.http.stop()
+                raise
         try:
             self._startup_gauges()
             if self.elector is not None:
@@ -168,8 +186,32 @@ class Daemon:
                 t.join(timeout=10)
             if self.http is not None:
                 self.http.stop()
+            if self.metrics_http is not None:
+                self.metrics_http.stop()
             log.info("stopped")
         return 0
+
+    def _secure_metrics(self, listen: str, cert_dir: str | None) -> SecureMetricsServer:
+        """/metrics over HTTPS, each scraper checked with the API server (daemon/metrics_auth.py)."""
+        reviews = self.client.with_timeout((5.0, 10.0))      # controller-runtime's review timeout
+
+        def post(path: str, body: dict[str, Any]) -> Mapping[str, Any]:
+            try:
+                return dict(reviews.request("POST", path, (), body, "application/json") or {})
+            except KubeError as e:          # its message names us and the resource, never the token
+                raise ReviewError(f"{e.status or 'no answer'} {e.message[:200]}") from None
+
+        try:
+            cert = ServingCert(cert_dir, self.config.workdir)
+            server = SecureMetricsServer(listen, self.metrics, Reviewer(post), cert).start()
+        except CertError as e:
+            raise ListenError(f"{e} (--metrics-cert-dir wants {CERT_FILE} and {KEY_FILE})") from None
+        except OSError as e:
+            raise ListenError(f"cannot serve /metrics on {listen}: {e.strerror or e} "
+                              f"(choose another --metrics-listen address)") from None
+        log.info("serving /metrics over HTTPS on port %d with %s; callers need a token allowed to get /metrics",
+                 server.port, cert.source)
+        return server
 
     def _startup_gauges(self) -> None:
         """Every gauge means something before the first cycle: the quarantine as the
@@ -205,7 +247,6 @@ class Daemon:
             now = self.clock()
             if self.git is not None and now >= self._next_poll and not self.state.busy:
                 self._poll()
-                self._next_poll = self.clock() + cfg.interval
             if now >= next_resync:
                 self._resync()
                 next_resync = self.clock() + cfg.resync
@@ -249,7 +290,6 @@ class Daemon:
             self._rollout(self.state.desired)
         if step.poll:
             self._poll()
-            self._next_poll = self.clock() + self.config.interval
         if step.resync:
             self._resync()
 
@@ -264,12 +304,39 @@ class Daemon:
 
     # -- following the source ---------------------------------------------------------
     def _poll(self) -> None:
+        """Poll once, and say when the next poll is due: `--interval` after a fetch that
+        worked, backing off while the remote cannot be fetched (`following.poll_delay`)."""
         self._safe("git-poll", self._poll_once)
         self.polls += 1
+        delay = poll_delay(self.config.interval, self.fetch_failures, self._jitter.random())
+        self.poll_delays.append(delay)
+        del self.poll_delays[:-100]
+        self._next_poll = self.clock() + delay
+        if self.fetch_failures:
+            in_force = self.state.desired.commit[:12] if self.state.desired is not None else "nothing"
+            log.warning("branch %s cannot be fetched (%d failure(s) in a row); keeping %s in force, nothing is "
+                        "applied or pruned; next try in %.1f s", self.config.branch, self.fetch_failures, in_force,
+                        delay)
+
+    def _fetch(self) -> str:
+        """The branch head; a failure is counted (the gauge, the backoff) and raised on."""
+        assert self.git is not None
+        try:
+            head = self.git.poll()
+        except GitError:
+            self.fetch_failures += 1
+            self.metrics.source_failures.set(self.fetch_failures)
+            raise
+        if self.fetch_failures:
+            log.info("branch %s fetched again after %d failure(s); head %s", self.config.branch,
+                     self.fetch_failures, head[:12])
+            self.fetch_failures = 0
+            self.metrics.source_failures.set(0)
+        return head
 
     def _poll_once(self) -> None:
         assert self.git is not None
-        head = self.git.poll()
+        head = self._fetch()
         if not self.leading():
             self._follow(head)
             return
@@ -360,8 +427,18 @@ class Daemon:
             raise Stopped()
 
     def _rollout(self, desired: Desired) -> None:
-        if not self.leading():          # local mode follower: watch the plan, apply nothing
-            self._in_force(desired)
+        if not self.leading():
+            if self.git is not None:
+                # The Lease was lost between deciding (`_poll_once` checked) and now (a
+                # compile takes seconds): this commit is not applied, so it must not become
+                # the plan in force, or the leader we are again later takes it for applied
+                # and never rolls it out (issue 39: an etcd restart in the middle of a
+                # Kueue rollout left the new commit unapplied).  Decide again when leading.
+                self.state.head = None
+                self.state.attempted.discard(desired.commit)
+                log.warning("not rolling out commit %s: no longer the leader", desired.commit[:12])
+                return
+            self._in_force(desired)     # local mode follower: watch the plan, apply nothing
             return
         log.info("rolling out commit %s (%d objects)", desired.commit[:12], len(desired.manifests))
         self.state.busy = "rollout"
@@ -375,6 +452,15 @@ class Daemon:
 
     def _rollback(self, bad: Desired, verdict: Verdict, askers: tuple[str, ...]) -> None:
         assert self.git is not None
+        refused = self._rollback_refused()
+        if refused:
+            message = f"not rolling back {bad.commit[:12]}: {refused}; keeping it in force until a newer commit"
+            log.error("%s", message)
+            self.metrics.errors.labels("rollback").inc()
+            self._safe("rollback", lambda: events.emit(self.client, inventory_ref(self.config.target),
+                                                       "RollbackRefused", message))
+            self._resync()
+            return
         source = replace(self.git.source, kube_version=self.reads.version())
         reason, failing = rollback_request(verdict, askers)
         self.state.busy = "rollback"
@@ -382,6 +468,20 @@ class Daemon:
         self.metrics.rollbacks.inc()
         self._submit("rollback", lambda: run_rollback(self.client, source, self.config.workdir, reason=reason,
                                                       bad=bad, options=apply_options(self.config), failing=failing))
+
+    def _rollback_refused(self) -> str:
+        """`outcome.rollback_refusal` on the facts: the last known-good commit as the cluster
+        records it now, the branch's history at the last poll, and the mirror."""
+        assert self.git is not None
+        inventory = self._safe("inventory", self._read_inventory) or self.state.inventory or Inventory()
+        target = inventory.last_known_good
+        history = self.state.history
+        try:
+            known = bool(target) and bool(resolve(self.git.path, str(target)))
+        except GitError:
+            known = False
+        return rollback_refusal(target, on_branch=history is None or (bool(target) and history.knows(str(target))),
+                                in_repository=known, branch=self.config.branch)
 
     def _submit(self, kind: str, run: Callable[[], Done]) -> None:
         if not self.worker.submit(kind, run):   # shutting down

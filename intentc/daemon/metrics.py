@@ -52,6 +52,9 @@ class DaemonMetrics:
                                  "Fallback variants resumed after the Job before them failed.", registry=r)
         self.quarantined = Gauge("intentc_quarantined_commits", "Commits the daemon refuses to apply.",
                                  registry=r)
+        self.source_failures = Gauge("intentc_git_fetch_failures",
+                                     "Failed fetches of the followed branch in a row (0: the last one worked); "
+                                     "while above 0 the commit in force is kept and polls back off.", registry=r)
         self.leader = Gauge("intentc_leader", "1 while this replica holds its target's leader Lease (or runs "
                             "without leader election), else 0.", registry=r)
 

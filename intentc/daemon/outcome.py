@@ -12,7 +12,10 @@ it apart into plain facts and asks here what follows:
   leader, only in git mode, and only on behalf of an intent that asked for
   it (`drift: rollback`); otherwise what runs is kept and watched;
 * `rollback_request`: the reason recorded for a rollback and the objects
-  it names.
+  it names;
+* `rollback_refusal`: why a rollback must not run at all: its target, the
+  last known-good commit, is gone from the branch (a force-push) or from
+  the repository.
 """
 
 from __future__ import annotations
@@ -67,6 +70,22 @@ def after_inconsistent(askers: Sequence[str], *, leading: bool, can_roll_back: b
     if not askers or not can_roll_back:
         return AfterInconsistent.KEEP
     return AfterInconsistent.ROLL_BACK
+
+
+def rollback_refusal(target: str | None, *, on_branch: bool, in_repository: bool, branch: str) -> str:
+    """Why the daemon must not roll back to `target` (the inventory's last known-good
+    commit), or "" when it may.  A commit force-pushed off the branch is no longer what the
+    repository says should run, and one the mirror never fetched cannot be compiled: rolling
+    back to either would apply something nobody can review.  The failing commit is kept (it
+    is on the cluster already) and watched; a newer commit on the branch replaces it."""
+    if not target:
+        return "the inventory records no last known-good commit to roll back to"
+    if not in_repository:
+        return (f"its last known-good commit {target[:12]} is not in the repository (force-pushed away before "
+                "this daemon fetched it)")
+    if not on_branch:
+        return f"its last known-good commit {target[:12]} is no longer on branch {branch} (force-pushed away)"
+    return ""
 
 
 def rollback_request(verdict: Verdict, askers: Sequence[str]) -> tuple[str, tuple[ObjectRef, ...]]:

@@ -94,7 +94,9 @@ class GitSource:
         self.branch = branch
         self.workdir = Path(workdir)
         self.local = gitrepo.is_local_repository(repo)
-        self.path = str(Path(repo).expanduser()) if self.local else str(gitrepo.mirror(repo, self.workdir))
+        # a URL is cloned at the first poll, not here: a remote that is down when the daemon
+        # starts is then a failed poll, retried with backoff, instead of a crash loop
+        self.path = str(Path(repo).expanduser()) if self.local else str(gitrepo.mirror_path(repo, self.workdir))
         self.source = RepoSource(self.path, paths, topology, render_target=render_target, seed=seed, cluster=cluster)
         # the parse results of the last commit compiled: the next commit's unchanged files
         # share them (`frontend.batch.load`'s `reuse`), as the commit in force still holds them
@@ -104,6 +106,7 @@ class GitSource:
         """The branch's current SHA (after a fetch, for a mirror)."""
         if self.local:
             return gitrepo.branch_head(self.path, self.branch)
+        gitrepo.mirror(self.url, self.workdir)
         return gitrepo.fetch_branch(self.path, self.branch)
 
     def history(self, head: str) -> History:
@@ -126,11 +129,11 @@ class GitSource:
             # pending then (open git repositories with their `cat-file` processes, drift
             # diff trees, the previous commit's objects): the soak's growth.  Hand them
             # back to the collector, and collect: unfrozen objects do not count towards the
-            # next full collection, so without one that garbage still piled up (0.1 MB a
+            # next full collection, so without one that garbage still piled up commit after
             # commit; a full collection of the daemon's heap costs far less than the compile).
             gc.unfreeze()
             gc.collect()
-            collector.trim()    # the compile's freed tables, held by the C heap: ~70 MB at 100k
+            collector.trim()    # the compile's freed tables, which the C heap would otherwise keep
 
 
 def _packed_in(objects: Mapping[ObjectRef, Manifest]) -> Callable[[object], PackedBody | None]:

@@ -85,7 +85,7 @@ class BlobCache:
             return
         self.dir = Path(directory) / f"diff-blobs-{frontend_fingerprint()[:24]}"
         # Unpickling a few hundred thousand small IR objects triggers the cyclic
-        # collector over and over (4x the load time); none of them form cycles.
+        # collector over and over, for nothing: none of them form cycles.
         with collector.paused():
             main = self._load(self.dir / "main.pickle")
             self.main_size = len(main)

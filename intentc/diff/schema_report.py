@@ -21,6 +21,7 @@ from intentc.diff.schema_impact import (
     load_documents,
     node_marks,
 )
+from intentc.diff.schema_limits import MAX_DEPTH, hostile
 from intentc.diff.schema_refs import Json, SchemaSet
 from intentc.diff.schema_rules import Level
 from intentc.diff.schema_verdict import STILL_ACCEPTED
@@ -77,6 +78,9 @@ class SchemaReport:
         return [e for e in self.entries if e.level.rank >= threshold.rank and not e.acknowledged]
 
 
+_POSITIONS_UP_TO = 256 * 1024      # characters of schema text a refusal is located in
+
+
 def parse_schemas(files: Mapping[str, bytes]) -> tuple[dict[str, Json], dict[str, str], list[Diagnostic]]:
     docs: dict[str, Json] = {}
     texts: dict[str, str] = {}
@@ -87,11 +91,26 @@ def parse_schemas(files: Mapping[str, bytes]) -> tuple[dict[str, Json], dict[str
         if text is None:
             continue
         try:
-            docs[path] = json.loads(text)
-            texts[path] = text
+            doc = json.loads(text)
         except json.JSONDecodeError as exc:
             diags.append(error("E0801", f"schema is not valid JSON: {exc.msg}",
                                Span.point(path, exc.lineno, exc.colno)))
+            continue
+        except RecursionError:      # nested past the interpreter's stack: past MAX_DEPTH too
+            diags.append(error("E0802", f"schema nested more than {MAX_DEPTH} levels deep", Span.point(path, 1, 1)))
+            continue
+        refused = hostile(doc)
+        if refused is not None:
+            pointer, message = refused
+            # marks for every node cost seconds on a megabyte of JSON: a large file is
+            # pointed at by its JSON Pointer alone
+            line, col = _position(pointer_positions(text), pointer) if len(text) <= _POSITIONS_UP_TO else (1, 1)
+            diags.append(error("E0802", f"{message} (at {pointer or '/'})", Span.point(path, line, col),
+                               hint="schema-diff compares nothing while a schema is refused (docs/diagnostics.md, "
+                                    "Input limits)"))
+            continue
+        docs[path] = doc
+        texts[path] = text
     return docs, texts, diags
 
 
@@ -126,6 +145,10 @@ def schema_diff(base_files: Mapping[str, bytes], head_files: Mapping[str, bytes]
     which of the base revision's documents (YAML and DSL) each change affects."""
     base_docs, base_texts, d1 = parse_schemas(base_files)
     head_docs, head_texts, d2 = parse_schemas(head_files)
+    if any(d.code == "E0802" for d in d1 + d2):
+        # a refused schema is left out of the comparison, and a comparison without it would
+        # call its changes compatible: nothing is compared (the CLI exits 2 on the diagnostic)
+        return SchemaReport(base_label, head_label, (), 0, tuple(d1 + d2))
     findings = compare_schemas(base_docs, head_docs, sample)
     texts: dict[str, str] = {}
     for path, data in sorted(base_documents.items()):     # YAML and DSL (.intent) files

@@ -31,7 +31,7 @@ from intentc.diff.schema_inline import contains_marker, to_draft7
 from intentc.diff.schema_prove import ARRAY_KW, OBJECT_KW, conj, lst, merge_all, mp, raw_types, valid
 from intentc.diff.schema_refs import Json, canonical_json
 
-SAMPLES = 150                 # examples hypothesis tries per undecided change (about 1 s at most)
+SAMPLES = 150                 # examples hypothesis tries per undecided change (a bounded time each)
 MAX_CANDIDATES = 4000
 Predicate = Callable[[Json], bool]
 

@@ -22,7 +22,7 @@ from intentc.drift.fields import same_value
 from intentc.reconcile.health import HealthStatus, health_of
 from intentc.render.model import GPU_INDICES_ANNOTATION, Manifest, ObjectRef
 
-# Where a rendered workload carries its placement (DESIGN.md, "GPU binding").
+# Where a rendered workload carries its placement (docs/design.md, "GPU binding on the cluster").
 PLACEMENT_FIELDS: tuple[tuple[str, ...], ...] = (
     ("spec", "template", "spec", "nodeSelector"),
     ("spec", "template", "spec", "affinity"),

@@ -12,8 +12,8 @@ never need to know about:
   repositories use every core, the parent's included;
 * the cyclic garbage collector is paused while the IR is built.  Parsing and
   unpickling allocate hundreds of thousands of small objects and no cycles;
-  with the collector running, unpickling 10,000 cached files took 4.6 s
-  instead of 0.9 s on the development machine.
+  with the collector running, it walks them again and again for nothing,
+  and unpickling cached files costs several times as much.
 
 A worker's chunk of results travels as one pickle, and a first run stores
 those very bytes in the cache: the parent unpickles them (it needs the
@@ -47,14 +47,14 @@ __all__ = ["CACHE_ENV", "PARALLEL_THRESHOLD", "PARSING", "Inputs", "Loaded", "Pa
            "load", "parse_all", "scan"]
 
 # Below this many files to parse, starting workers costs more than it saves, unless
-# the files are large: a repository of 100 files of 100 intents each (4.7 MB) was
-# parsed by one process.  What counts then is the source's size: `PARALLEL_BYTES`,
+# the files are large: a repository that keeps a team's intents in one file has few
+# files and much source, and would be parsed by one process.  What counts then is the source's size: `PARALLEL_BYTES`,
 # about the size of 400 files of one intent each.
 PARALLEL_THRESHOLD = 400
 PARALLEL_BYTES = 192 * 1024
 # Sizes are looked at (one `lstat` each, when the texts are not in hand yet) only
-# for fewer files than this: above it the count alone decides, and 0.27 s of
-# stats at 100,000 files would only delay every worker.
+# for fewer files than this: above it the count alone decides, and a stat of every
+# file would only delay every worker.
 SIZED_BELOW = 4000
 CHUNK_BYTES = (12 * 1024, 48 * 1024)     # a chunk's bytes: about 25 to 100 files of one intent
 PARSING = "parsing"      # what `progress` is told
@@ -108,8 +108,8 @@ def _parsed(paths: list[str], lstats: list[os.stat_result | None] | None = None
     """Each file of a share read, then parsed: (the source or None when unreadable, the
     reading diagnostics, the result or None); `lstats` gets each file's `lstat`
     (`read_guarded`).  The caller pauses the collector."""
-    # all of the chunk read first: reading between parses cost 10-20% more CPU
-    # (measured in one process, alternating), the parser's tables evicted each time
+    # all of the chunk read first: reading between parses evicts the parser's tables
+    # from the CPU's caches each time
     folders: dict[str, str] = {}
     read = [read_source(path, folders=folders, lstats=lstats) for path in paths]
     for src, read_diags in read:
@@ -129,7 +129,7 @@ def _read_and_parse(paths: list[str]) -> list[Record]:
 def _read_and_parse_here(paths: list[str]) -> list[Record]:
     """The parent's `_read_and_parse`: what a worker's results get by being unpickled
     (`intentc.compact`), repeated strings shared, these get by `intern_strings`
-    (without it, the parent's half of 100,000 files peaked 50 MB higher)."""
+    (without it, the parent would hold a copy of each repeated string per file)."""
     records = _read_and_parse(paths)
     for _, _, result, _ in records:
         if result is not None:
@@ -141,8 +141,7 @@ def _read_and_parse_pickled(paths: list[str]) -> bytes:
     """A worker's `_read_and_parse`, its records pickled together: nothing needs one
     file's pickle on its own here (no cache to fill), and one pickle shares what files
     repeat (the IR's classes, the same image or tenant within one string) where
-    per-file pickles named each again.  Shipping 10,000 files: 62 -> 40 us per file to
-    pickle, 55 -> 40 us to unpickle."""
+    per-file pickles named each again, so it is quicker to make and to load."""
     return pickle.dumps(_read_and_parse(paths), _PICKLE)
 
 
@@ -182,8 +181,8 @@ def _read_parse_keyed_here(paths: list[str]) -> KeyedShare:
 
 def _read_parse_keyed_pickled(paths: list[str]) -> bytes:
     """A worker's share: its records, and its results pickled together, once, for the
-    parent to load and the cache to store (per-file pickles cost 33 us a file to make
-    and 37 to load, one per chunk 28 and 27)."""
+    parent to load and the cache to store (one pickle per chunk names the IR's classes
+    once, so it is quicker to make and to load than a pickle per file)."""
     records, results = _read_parse_keyed(paths)
     return pickle.dumps((records, pickle.dumps(results, _PICKLE)), _PICKLE)
 
@@ -206,8 +205,8 @@ def _key(source: SourceFile) -> bytes:
 def _chunk_size(count: int, participants: int) -> int:
     """Files per chunk handed out (`intentc.frontend.share`): some eight chunks per
     participant, so that they finish together (a participant waits at most about
-    one chunk for the others at the end), never over 100 files (25 ms of parsing)
-    nor under 25, so the cost per chunk stays small."""
+    one chunk for the others at the end), never over 100 files (a short wait at the
+    end) nor under 25, so the cost per chunk stays small."""
     return max(25, min(count // (participants * 8), 100))
 
 
@@ -260,8 +259,8 @@ def parse_all(sources: list[SourceFile], jobs: int | None) -> Iterator[tuple[int
     it, else None), in the order they are parsed; in parallel when it pays off.
 
     A generator, so the caller can store each pickle as it arrives and drop it:
-    holding every pickle of a 100,000-file repository at once cost some 150 MB
-    of peak memory for nothing."""
+    holding every pickle of a repository at once would add them all to the peak
+    memory for nothing."""
     sizes = [len(s.text) for s in sources]
     participants = _participants(len(sources), sum(sizes), jobs)
     chunks = _chunks(sources, participants, sizes)
@@ -293,7 +292,7 @@ def load(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = 
     (the daemon's git mode), maps content keys to the results of its last load:
     a file unchanged since then gets that very result, not an unpickled copy,
     so the programs of two commits share their unchanged declarations instead
-    of holding them twice (at 100,000 intents, some 250 MB), and nothing is
+    of holding them twice (the whole program, once more), and nothing is
     unpickled for them.  It is refilled with this load's results."""
     with scan(paths, jobs, cache_dir, use_cache, progress, exclude) as inputs:
         return inputs.load(reuse)
@@ -309,7 +308,7 @@ def scan(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = 
     try:
         named, diags = discover_named(paths, exclude)
         inputs = Inputs(named, diags, jobs, progress) if store is None else _identify(named, diags, jobs, progress, store)
-        del named           # `inputs.load()` lets go of the file list: at 100,000 files it is 25 MB
+        del named           # `inputs.load()` lets go of the file list: a string per file
         yield inputs
     finally:
         if store is not None:
@@ -323,7 +322,7 @@ class Inputs:
     input (the files, their contents, the findings of discovery and reading) so
     that a result computed from all of it can be remembered (`remember`) and
     given back to a later run with the same input (`recall`) without loading
-    anything: at 100,000 files, unpickling every result was 5 s of CPU."""
+    anything: unpickling every result grows with the repository."""
 
     def __init__(self, named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int | None,
                  progress: Progress, store: Store | None = None, keys: list[bytes] | None = None,
@@ -429,7 +428,7 @@ class Inputs:
         input named (`digest`, the files, their keys) and the stat index written as
         a run that had read and hashed every file first would have left them, from
         the `lstat` each read took before opening its file (a separate pass of
-        `lstat`s was 0.1 s at 10,000 files, alone, before any worker started).
+        `lstat`s is serial work, alone, before any worker starts).
         `reuse` (see `load`) is refilled with the results; nothing in it could be
         used, as no file's key was known before it was parsed."""
         self._fresh = False
@@ -496,8 +495,8 @@ def _identify(named: list[tuple[str, str]], diags: list[Diagnostic], jobs: int |
     if not old.names and not store.blobs.index:
         # Nothing cached (a first run, a fresh CI runner): nothing to look up before
         # parsing, so each file is read, keyed and parsed in one pass, in parallel
-        # (`Inputs._load_fresh`), not read and hashed here first, alone (4.8 s of this
-        # process's CPU at 100,000 files, while no worker had started).
+        # (`Inputs._load_fresh`), not read and hashed here first, alone, while no worker
+        # has started (serial work that grows with the repository).
         return Inputs(named, diags, jobs, progress, store, fresh=True)
     seen = observe([path for _, path in named], max_file_bytes())
     vouched = old.vouched([name for name, _ in named], seen)

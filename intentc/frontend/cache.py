@@ -74,8 +74,8 @@ class BlobIndex:
     the rows' (offset, length, member, members) in one array: the pickle at offset
     holds the results of one chunk of files (`ParseCache`), `members` of them, the
     key's at `member`.
-    As a dictionary of tuples it held two ints and a tuple per file more: 7 MB at
-    100,000 files, held during every `check` that uses the cache (the daemon's git
+    As a dictionary of tuples it held two ints and a tuple per file more, for every
+    file, held during every `check` that uses the cache (the daemon's git
     mode peaks there)."""
 
     __slots__ = ("_row", "_spans")
@@ -135,7 +135,7 @@ class ParseCache:
     parsed is shipped to the parent as one pickle, and those very bytes are stored
     (a first run pickles nothing twice, and one pickle of a chunk is cheaper to
     make and to load than one per file).  The index is read when first needed (a
-    run the memo answers never needs it; 100,000 entries load in 0.06 s); a pickle
+    run the memo answers never needs it, and one dictionary loads quickly); a pickle
     is read and loaded when one of its results is asked for (`entry`), and kept
     until another one is (files are asked for in the order they were stored).  A new
     cache is written as results arrive (`writer`): no run holds every pickle of a
@@ -183,7 +183,7 @@ class ParseCache:
         return members[member] if members is not None and member < len(members) else None
 
     def close(self) -> None:
-        """Close the file and drop the index (20 MB at 100,000 files; a later use reads it again)."""
+        """Close the file and drop the index (an entry per file; a later use reads it again)."""
         self._index = None
         self._loaded = None
         if self._fd is not None:
@@ -394,7 +394,7 @@ _STALE_SUFFIXES = (".cache", ".stat", ".memo", ".basis")
 def prune_stale(folder: Path, keep: str) -> None:
     """Remove the cache files of other roots or compilers not written for `STALE_DAYS`:
     each intentc upgrade, and each repository checked once, left a parse cache behind
-    for good (150 MB at 100,000 files).  A repository checked less often than that
+    for good, as large as its repository's results.  A repository checked less often than that
     only loses its cache once.  Run when a parse cache is written, so at most once a run."""
     cutoff = time.time() - STALE_DAYS * 86400
     with contextlib.suppress(OSError), os.scandir(folder) as entries:

@@ -123,9 +123,9 @@ class _Lexer(_cy.Lexer, Lexer):
     next token over, turning a WORD into a keyword where the parser's
     state accepts it, the one decision that needs the parser.  Batches,
     not the whole file: after a syntax error the parse restarts at the
-    next block, and what was lexed past the error is lexed again (with 64
-    tokens a file of 100 syntax errors takes 18 ms, 22 ms when lexing
-    token by token, 75 ms with 256; a benchmark intent is 66 tokens)."""
+    next block, and what was lexed past the error is lexed again (a batch
+    about the size of one intent keeps that re-lexing small without paying
+    a call per token)."""
 
     __future_interface__ = 2
     BATCH = 64
@@ -245,8 +245,8 @@ class _Lexer(_cy.Lexer, Lexer):
 
 
 def _cache_file() -> str | bool:
-    """Where lark keeps the analysed grammar between runs (saves ~120 ms per
-    process).  A directory of the user's own rather than lark's default in the
+    """Where lark keeps the analysed grammar between runs (analysing it is
+    start-up every process would pay).  A directory of the user's own rather than lark's default in the
     shared temp directory, since the cache is a pickle; lark checks the grammar's
     digest on load, so a stale file is rebuilt, and an unwritable one is skipped."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -367,7 +367,7 @@ def _plain_wrappers(callbacks: dict[Any, Any]) -> None:
     """lark's Python wrappers around the lowering callbacks, made plain.
 
     ``?value: WORD | STRING`` reduces through lark's `ExpandSingleChild`
-    (a Python call returning its one child, 17 per benchmark intent): an
+    (a Python call returning its one child, many per intent): an
     `itemgetter(0)` does the same in C.  A rule holding a repetition
     reduces through lark's `ChildFilterLALR_NoPlaceholders`, a Python loop
     over every child to inline the repetition's items: when it keeps every

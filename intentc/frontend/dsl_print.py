@@ -111,7 +111,7 @@ class _Layout:
         self.close(0, t.span)
 
     def dataset(self, d: Dataset) -> None:
-        # A dataset has one clause; it reads best on one line, as in DESIGN.md.
+        # A dataset has one clause; it reads best on one line, as in docs/writing-intents.md.
         uri = "" if d.uri is None else f" {{ uri: {quote(d.uri)} }}"
         self.add(0, f"dataset {word(d.name)}{uri}", d.span, top=True)
         self.lines[-1].compact = True

@@ -4,9 +4,9 @@ A cached result is valid only for the exact grammar, schemas, code and
 libraries that made it, so the fingerprint hashes intentc's own sources (its
 ``.py`` files, the grammar, the schemas), the Python version and the
 versions of the libraries whose behaviour shows in a result.  Computing it
-reads and hashes some 230 files and asks `importlib.metadata` for seven
-versions: 22–38 ms, a tenth of a cached `check` of 10,000 files that has
-nothing else to do.
+reads and hashes every source of the compiler and asks `importlib.metadata`
+for seven versions: a noticeable share of a cached `check` that has nothing
+else to do.
 
 So it is kept (`compiler.fingerprint` in the cache folder) under a *stamp*
 that costs only `stat` calls and module lookups: the size, times, inode and

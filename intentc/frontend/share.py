@@ -1,9 +1,9 @@
 """Parallel parsing in which the parent process parses too.
 
 A pool of one worker per core, with a parent that only unpickled what they
-sent, ran three busy processes on a 2-core machine: at 10,000 files the
-parent's unpickling (0.5 s of CPU) took the workers' cores, and the cold
-check spent 4.1 s of CPU where a single process spent 2.9 s.  Here the
+sent, ran three busy processes on a 2-core machine: the parent's unpickling
+took the workers' cores, and the cold check spent more CPU than a single
+process did.  Here the
 parent is one of the parsers: a pool of `participants - 1` workers takes
 chunks from the back of the list, the parent takes them from the front and,
 between two of its own chunks, unpickles whatever the workers finished; so
@@ -35,8 +35,8 @@ P = TypeVar("P")
 AHEAD = 2       # chunks queued per worker beyond the one it is parsing
 # How long the parent's parsing may hold the GIL while the pool's thread waits for
 # it, to take a result off the pipe and hand a worker its next chunk.  At Python's
-# default (5 ms) a worker sat idle 0.23-0.31 s of a 2 s run at 10,000 files,
-# blocked on a full pipe; at 0.5 ms, 0.03-0.06 s.
+# default switch interval a worker sat idle for a good part of a run, blocked on a
+# full pipe while the parsing thread kept the interpreter; a tenth of it keeps the pipe moving.
 SWITCH_INTERVAL = 0.0005
 
 

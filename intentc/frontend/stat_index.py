@@ -1,7 +1,7 @@
 """Which input files are unchanged since the last run, known from `lstat` alone (git's index).
 
-A warm `intentc check` of 100,000 files read and hashed every one of them
-(2.6 s of CPU) only to find the content keys it already had.  The stat
+A warm `intentc check` read and hashed every file only to find the content
+keys it already had.  The stat
 index records, for each file a run read, what `lstat` said of it just
 before it was read (size, mtime, ctime, inode, device) and its content key;
 the next run takes a file whose `lstat` says exactly the same to have the
@@ -140,7 +140,7 @@ class StatIndex:
 
     def write(self, out: BinaryIO) -> None:
         """The index, pickled straight into `out` (framed: the daemon rewrites it at every
-        commit, and the whole pickle held as one more copy was ~12 MB at 100,000 files)."""
+        commit, and the whole pickle held as one more copy would be a second index)."""
         names = "\0".join(self.names).encode("utf-8", _NAMES)
         times, ids = (pickle.PickleBuffer(memoryview(a).toreadonly()) for a in (self.seen.times, self.seen.ids))
         pickle.dump((_FORMAT, self.moment, names, times, ids, self.keys), out, pickle.HIGHEST_PROTOCOL)
@@ -159,7 +159,7 @@ class StatIndex:
             keys = self.keys            # the common case, a repository nobody touched: whole arrays
             return [keys[k:k + KEY_BYTES] for k in range(0, len(keys), KEY_BYTES)]
         # the same files in the same order (a few edited, as in each commit the daemon follows):
-        # row i is file i, no name -> row map (6 MB at 100,000 files)
+        # row i is file i, no name -> row map (a dictionary entry per file)
         at = None if same else {name: j for j, name in enumerate(self.names)}
         out: list[bytes | None] = []
         for i, name in enumerate(names):
@@ -195,8 +195,8 @@ class IndexBuilder:
 def index_of(names: list[str], seen: Observed, kept: list[int], keys: list[bytes], moment: int) -> StatIndex:
     """The index of the files at positions `kept` of `seen`, named `names`, keyed `keys`:
     when every file was kept (a readable repository: a first run, or a later one whose
-    index is rewritten), `seen`'s arrays as they are, not copied row by row (0.15 s at
-    100,000 files)."""
+    index is rewritten), `seen`'s arrays as they are, not copied row by row (a Python
+    loop over every file)."""
     if len(kept) * _TIMES == len(seen.times):
         return StatIndex(names, seen, b"".join(keys), moment)
     builder = IndexBuilder()

@@ -51,6 +51,17 @@ from intentc.frontend.schema import (
 MAX_DEPTH = 64                  # nested mappings/lists, aliases included
 _DEEP_HINT = "intentc documents need a handful of levels; check for runaway brackets"
 MAX_ALIAS_EXPANSION = 100_000   # values reachable through aliases, per document
+# Values per file.  Each value read costs a few hundred bytes (the object, its slot, its
+# position), so the densest file within the size limit -- a flow list of `1,` -- would take
+# around a hundred times its size before a single check ran; the cap stops the reader long
+# before that.  A real file comes nowhere near it: an intent is about 40 values, a 300-node
+# topology about 5,000.
+MAX_VALUES = 200_000
+_VALUES_HINT = ("intentc documents hold tens of values; split a generated file, or check it for a runaway list "
+                f"(at most {MAX_VALUES:,} values a file)")
+# The compiled reader does not count; it is used only for texts too short to hold more than
+# MAX_VALUES values (a value takes at least two characters: `1,`), so both readers agree.
+_FAST_MAX_CHARS = 2 * MAX_VALUES
 
 # libyaml's parser alone (no constructor or resolver to set up per file), or the pure-Python one
 _LOADER: Any = pyyaml.SafeLoader
@@ -79,6 +90,12 @@ _PLAIN_CACHE_SIZE = 50_000
 _INVALID = object()     # a scalar that is not a value of its type (and a cache miss)
 _MERGE = object()       # the `<<` key
 _BAD_KEY = object()     # a key that is not a scalar; its value is dropped
+
+
+class _TooMany(Exception):
+    def __init__(self, at: Pos) -> None:
+        super().__init__(at)
+        self.at = at
 
 
 class _TooDeep(Exception):
@@ -166,6 +183,7 @@ class Reader:
         self.text = text
         self.docs: list[tuple[Any, Pos]] = []
         self.diags: list[Diagnostic] = []
+        self.values = 0             # values attached so far, against MAX_VALUES
 
     def err(self, code: str, message: str, at: Pos, hint: str | None = None,
             related: tuple[Related, ...] = ()) -> None:
@@ -182,7 +200,17 @@ class Reader:
     # -- segments -----------------------------------------------------------
 
     def read(self) -> None:
-        if _fast is not None:       # the compiled common case; None: it needs this reader
+        try:
+            self._read()
+        except _TooMany as exc:
+            # the whole file is refused, as an oversized one is: a document cut short would
+            # report made-up errors (a key after the cut "missing"), and what was built goes
+            self.docs = []
+            self.err("E0207", f"YAML file holds more than {MAX_VALUES:,} values; the rest is not read", exc.at,
+                     hint=_VALUES_HINT)
+
+    def _read(self) -> None:
+        if _fast is not None and len(self.text) <= _FAST_MAX_CHARS:   # the compiled common case; None: it needs this reader
             docs = _fast.read(self.text, YMap, YList, _PLAIN_CACHE, _PLAIN_CACHE_SIZE,
                               _plain_value, _INVALID, MAX_DEPTH)
             if docs is not None:
@@ -328,6 +356,9 @@ class Reader:
                         key_text = _MERGE
                 else:
                     value = self._scalar(ev, at)
+                self.values += 1
+                if self.values > MAX_VALUES:
+                    raise _TooMany(at)
                 if ev.anchor:
                     anchors[ev.anchor] = (value, 1, 0)
                 elif stack:                                     # the common cases, inlined
@@ -357,6 +388,9 @@ class Reader:
                 if skipping:
                     continue
                 start = (s.line + off, s.column, s.line + off, s.column)
+                self.values += 1
+                if self.values > MAX_VALUES:
+                    raise _TooMany((*start[:3], s.column + 1))
                 made: YMap | YList = YMap(start) if t is MappingStartEvent else YList(start)
                 if ev.tag and ev.tag not in ("!", _T + "map", _T + "seq", _T + "omap"):
                     self.err("E0211", f'unsupported YAML tag "{excerpt(_short(ev.tag))}"', start)

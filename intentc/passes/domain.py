@@ -1,4 +1,4 @@
-"""Pass: the domain rules of DESIGN.md, each a small check with its own code.
+"""Pass: the domain rules (E04xx in docs/diagnostics.md), each a small check with its own code.
 
 The front ends keep values as written so this pass can say *which* value is
 wrong and suggest the right one.  Checks are independent of each other so

@@ -217,8 +217,8 @@ class Cluster:
         For a cluster kept beyond one plan (the Reloader's `PlanIndex`): the daemon freezes
         its long-lived heap (`gc.freeze`) after a load and after each background full plan,
         and a frozen cycle is never collected, so every index replaced after a freeze kept
-        its tree for good (~900 objects at 300 nodes, per full plan swapped in; the 100k soak,
-        docs/frontend-scale.md)."""
+        its tree for good (a tree of the whole cluster per full plan swapped in; found by
+        the 100k soak, benchmarks/bench_soak_100k.py)."""
         for d in self.domains:
             d.children = []
             d.node = None

@@ -72,7 +72,7 @@ from intentc.diagnostics import Diagnostic, Span, error
 from intentc.plan.admission import TenantTerms, sla_name, sla_rank, tenant_weight
 from intentc.plan.batch import size_batches
 from intentc.plan.cluster import Cluster, NodeState
-from intentc.plan.metrics import jain_index
+from intentc.plan.metrics import jain_index, longest_chain
 from intentc.plan.model import BatchSizing, Placement, Plan, Strategy, TenantShare, Unplaced
 from intentc.plan.observation import without_observed
 from intentc.plan.placer import Placer, Refused, Request, over_quota, waits_for_refused
@@ -238,7 +238,7 @@ class PlanIndex:
         the occupancy are filed from it; what follows from the program alone (intents, edges,
         chains, tenants' terms, the scratch cluster and its views) is kept.  The background
         full re-plan rebases the index in force instead of building a second index and
-        dependency graph beside it (~85 MB at 100,000 intents, docs/reload.md, Memory)."""
+        dependency graph beside it (a second copy of both at the peak, docs/reload.md, Memory)."""
         self.plan = plan
         self.wave: dict[str, int] = {n: k for k, names in enumerate(plan.waves) for n in names}
         # occupancy: per node, intent -> (start, end, GPU mask); per tenant and overall, time -> change
@@ -608,6 +608,15 @@ class PlanIndex:
                         diags.append(w)
         dist, prev = self._chains(order, intent_of, edit.preds)
         path, path_s = self._critical(dist, prev, gone)
+        unplaced = patched_by_intent(plan.unplaced, {n: r.unplaced for n, r in refused.items()})
+        waves, wave_of = self._waves(order, edit)
+        refused_path: tuple[str, ...] = ()
+        refused_s = 0
+        if unplaced:
+            # the critical path counts only intents that run (metrics.longest_chain), the
+            # refused chain apart: both over the whole program, as the full planner makes them
+            path, path_s, refused_path, refused_s = self._paths_with_refusals(
+                waves, edit.preds, intent_of, {u.intent for u in unplaced})
         shares = self._shares(edit, old, new)
         m = plan.metrics
         pairs = [(old.get(n), new.get(n)) for n in (*order, *gone)]
@@ -618,9 +627,8 @@ class PlanIndex:
             jain_fairness=jain_index(shares), makespan_s=max(self.ends, default=0),
             critical_path=path, critical_path_s=path_s,
             queued=m.queued + sum(_queued(p) - _queued(o) for o, p in pairs),
-            gpu_seconds=m.gpu_seconds + sum(_gpu_s(p) - _gpu_s(o) for o, p in pairs))
-        unplaced = patched_by_intent(plan.unplaced, {n: r.unplaced for n, r in refused.items()})
-        waves, wave_of = self._waves(order, edit)
+            gpu_seconds=m.gpu_seconds + sum(_gpu_s(p) - _gpu_s(o) for o, p in pairs),
+            refused_path=refused_path, refused_path_s=refused_s)
         out = replace(plan, waves=waves, placements=placements, unplaced=unplaced, tenants=shares, metrics=metrics,
                       batches=patched_by_intent(plan.batches, batch_of), strategies=patched_by_intent(plan.strategies, strategies))
         moved = {n for n in order if new.get(n) != old.get(n)} | set(strategies) | {
@@ -676,6 +684,19 @@ class PlanIndex:
             dist[v] = graph.duration_seconds(intent_of(v)) + (chain[best] if best else 0)
             prev[v] = best
         return dist, prev
+
+    def _paths_with_refusals(self, waves: tuple[tuple[str, ...], ...], preds: Mapping[str, tuple[str, ...]],
+                             intent_of: Callable[[str], ir.Intent], refused: set[str]
+                             ) -> tuple[tuple[str, ...], int, tuple[str, ...], int]:
+        """The critical path over the intents that run and the longest refused chain, over
+        the whole edited program (a pass over every intent: only plans with refusals pay it)."""
+        order = [n for wave in waves for n in wave]
+        after = ChainMap(dict(preds), self.preds)
+        durations = {n: graph.duration_seconds(intent_of(n)) for n in order}
+        runs = {n for n in order if n not in refused}
+        path, path_s = longest_chain(order, lambda n: after.get(n, ()), durations, runs)
+        lost, lost_s = longest_chain(order, lambda n: after.get(n, ()), durations, refused)
+        return path, path_s, lost, lost_s
 
     def _critical(self, dist: dict[str, int], prev: dict[str, str | None],
                   gone: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], int]:

@@ -71,6 +71,8 @@ def plan_to_obj(plan: Plan) -> dict[str, Any]:
             "critical_path_s": m.critical_path_s,
             "queued": m.queued,
             "gpu_seconds": m.gpu_seconds,
+            "refused_path": list(m.refused_path),
+            "refused_path_s": m.refused_path_s,
         },
         "batches": [{"intent": b.intent, "size": b.size, "max": b.max, "estimate": b.estimate,
                      "derivation": b.derivation} for b in plan.batches],
@@ -85,7 +87,7 @@ _ENCODER = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False)
 def plan_to_json(plan: Plan) -> str:
     """`json.dumps(..., indent=2, sort_keys=True)`, the same text, written chunk by chunk:
     `dumps` joins a list of every chunk (an indented dump runs the pure-Python encoder,
-    a few small strings per value), which held 49 MB for a 6 MB plan of 10,000 intents."""
+    a few small strings per value), which held several times the plan's own size."""
     out = io.StringIO()
     out.writelines(_ENCODER.iterencode(plan_to_obj(plan)))
     out.write("\n")
@@ -110,7 +112,8 @@ def plan_from_obj(doc: dict[str, Any]) -> Plan:
                                   t["allocated_gpus"], t["gpu_seconds"]) for t in doc["tenants"]),
         metrics=Metrics(m["gpus_total"], m["gpus_allocated"], m["idle_gpus_on_used_nodes"],
                         m["jobs_spanning_nvlink_domains"], m["jain_fairness"], m["makespan_s"],
-                        tuple(m["critical_path"]), m["critical_path_s"], m["queued"], m["gpu_seconds"]),
+                        tuple(m["critical_path"]), m["critical_path_s"], m["queued"], m["gpu_seconds"],
+                        tuple(m.get("refused_path", ())), m.get("refused_path_s", 0)),
         seed=doc.get("seed", 0),
         basis=(doc.get("basis") or {}).get("kind", "preview"),
         basis_notes=tuple((doc.get("basis") or {}).get("notes", ())),

@@ -78,10 +78,12 @@ class Metrics:
     jobs_spanning_nvlink_domains: int
     jain_fairness: float                # weighted Jain index over tenants
     makespan_s: int                     # when the last finite intent ends
-    critical_path: tuple[str, ...] = ()
+    critical_path: tuple[str, ...] = ()  # over the intents that run only
     critical_path_s: int = 0            # the lower bound the dependencies alone set
     queued: int = 0                     # intents that wait for GPUs after they are ready
     gpu_seconds: int = 0                # GPU-time of all finite intents
+    refused_path: tuple[str, ...] = ()  # the longest chain of refused intents, listed apart
+    refused_path_s: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,17 +129,20 @@ def _jobs(after: dict[str, tuple[str, ...]], intents: list[ir.Intent],
 
 def _run(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
          wave_of: dict[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy,
-         pinned: frozenset[str] = frozenset()) -> Outcome:
+         pinned: frozenset[str] = frozenset(), exclusive: frozenset[str] = frozenset()) -> Outcome:
     """One schedule over a fresh cluster.  Multi-node NVLink domains are kept whole
     while an intent of `protect_for` waits (None: every gang that needs one).
-    Intents in `pinned` (tag rules with no-repack) are never moved to make room."""
+    Intents in `pinned` (tag rules with no-repack) are never moved to make room; intents
+    in `exclusive` (tag rules with exclusive-domain) share no node or NVLink domain with
+    another tenant's intent at overlapping times."""
     cluster = Cluster(topology.topology, matrix_source(topology), seed)
     spans = {n: gpus_span(j.intent) for n, j in jobs.items() if j.intent.gpu_count > 0}   # read by refusals only
-    return Simulation(cluster, jobs, terms, wave_of, protect_for, occupancy, spans, pinned).run()
+    return Simulation(cluster, jobs, terms, wave_of, protect_for, occupancy, spans, pinned, exclusive).run()
 
 
 def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
-               wave_of: dict[str, int], occupancy: Occupancy, pinned: frozenset[str] = frozenset()) -> Outcome:
+               wave_of: dict[str, int], occupancy: Occupancy, pinned: frozenset[str] = frozenset(),
+               exclusive: frozenset[str] = frozenset()) -> Outcome:
     """Two passes, so NVLink domains are only kept whole for gangs that can use them.
 
     The first pass protects multi-node NVLink domains for every gang that
@@ -148,12 +151,12 @@ def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms:
     have used; the second pass protects only the gangs that were placed (or
     lost to fragmentation).  When the two sets agree the first pass is the answer.
     """
-    first = _run(topology, seed, jobs, terms, wave_of, None, occupancy, pinned)
+    first = _run(topology, seed, jobs, terms, wave_of, None, occupancy, pinned, exclusive)
     worth = frozenset(n for n in first.gangs if first.refusals.get(n, "fragmentation") == "fragmentation")
     if worth == first.gangs:
         return first
     del first               # not kept under the second pass
-    return _run(topology, seed, jobs, terms, wave_of, worth, occupancy, pinned)
+    return _run(topology, seed, jobs, terms, wave_of, worth, occupancy, pinned, exclusive)
 
 
 def _placement_warnings(run: Outcome, jobs: dict[str, Job]) -> list[Diagnostic]:
@@ -243,7 +246,7 @@ def make_plan(program: ir.Program, topology: LoadedTopology, seed: int = 0,
     shares where they are equal, rather than holding equal copies; the plan is the same.
     """
     # a plan builds hundreds of thousands of small acyclic objects that live until it
-    # returns: 8.9 s of a 45 s plan of 100,000 intents was the cyclic collector (collector.py)
+    # returns: the cyclic collector would walk them again and again for nothing (collector.py)
     with collector.paused():
         return _make_plan(program, topology, seed, occupied, policies, previous)
 
@@ -258,13 +261,22 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
     waves, wave_of, path, path_s = shaped.waves, shaped.wave_of, shaped.path, shaped.path_s
     terms = tenant_terms(program, intents)
     jobs, duration_diags = _jobs(shaped.after, intents, durations)     # each intent's `after` moves to its job
-    del durations, shaped
+    del shaped
     diags += duration_diags
 
     run = _place_all(topology, seed, jobs, terms, wave_of, occupied or Occupancy(),
-                     policy_check.pinned(program, policies))
+                     policy_check.pinned(program, policies), policy_check.exclusive(program, policies))
     diags += run.diags
     diags += _placement_warnings(run, jobs)
+    refused_path: tuple[str, ...] = ()
+    refused_s = 0
+    if run.refusals:
+        # refused intents take no time: the bound is over what runs, what was given up apart
+        order = [n for wave in waves for n in wave]
+        runs = {n for n in jobs if n not in run.refusals}
+        path, path_s = metrics.longest_chain(order, lambda n: jobs[n].after, durations, runs)
+        refused_path, refused_s = metrics.longest_chain(order, lambda n: jobs[n].after, durations, run.refusals)
+    del durations
     placements = []
     seated, times = run.seated, run.times
     while seated:           # the schedule's records of each intent freed as its placement is made
@@ -291,7 +303,8 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
         placements=tuple(placements),
         unplaced=tuple(sorted(run.unplaced, key=lambda u: u.intent)),
         tenants=shares,
-        metrics=metrics.compute(run.cluster, placements, shares, path, path_s, peak, run.idle_at_start),
+        metrics=metrics.compute(run.cluster, placements, shares, path, path_s, peak, run.idle_at_start,
+                                refused_path, refused_s),
         seed=seed,
     )
     batches, batch_diags = size_batches(intents, plan.placements, topology.topology)

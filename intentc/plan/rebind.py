@@ -1,11 +1,11 @@
-"""Re-binding one wave on live state, and saying where it differs from the preview (pure).
+"""Re-binding intents on live state, and saying where it differs from the preview (pure).
 
 The plan CI makes (`compile`, `plan` without a cluster) is a *preview*: it
 binds every wave at once on the empty topology, hours before a later wave
-starts.  `apply --wait` re-plans each wave just before creating it: the
-wave's intents alone (what came before has run or still runs, and then
-holds its GPUs as the live `Occupancy` says), planned on what the cluster
-has free now.  This module holds the pure steps of that:
+starts.  `apply --wait` re-plans the intents it releases together just
+before creating them (reconcile/release.py): those intents alone (what came
+before has run or still runs, and then holds its GPUs as the live
+`Occupancy` says), planned on what the cluster has free now.  This module holds the pure steps of that:
 
 * `unfit` — the intents whose preview GPUs the cluster cannot give now (node
   unavailable, GPUs held; with `together`, also GPUs that another intent

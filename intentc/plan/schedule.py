@@ -20,6 +20,12 @@ waiting intent's `within` level).  So a lower class never delays a higher
 one; it only fills gaps.  Quotas hold at every instant: a tenant's running
 GPUs never exceed its quota (an intent over quota waits for the tenant's own
 intents to end, and still holds lower classes off the GPUs it could use).
+The same order holds through the quota (`_quota_gated`): a lower class of a
+tenant does not take quota its waiting higher classes need, on whatever
+nodes it would run.  A gang at the head of its class holds a reservation
+against the rest of its class (`reserve_heads`), and intents of
+exclusive-domain tag rules share no node or NVLink domain with another
+tenant at overlapping times (`_kept_off`).
 
 An intent is refused (E0601) only when it can never be placed: no node of
 its product, no domain big enough, a gang bigger than its tenant's quota,
@@ -33,7 +39,7 @@ a live cluster by the caller) are taken at time 0 and released at their
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
@@ -106,11 +112,39 @@ class Outcome:
 class Simulation:
     """One schedule over a fresh cluster; `run` fills an `Outcome`."""
 
+    # Which intent at the head of its class (the first of the class, in admission order, to
+    # wait at an instant) holds a reservation against the later intents of its own class, as
+    # a waiting higher class holds one against lower classes (EASY backfill: they start only
+    # if they end before it could start where they run).  "every": any head; "gangs": only a
+    # head larger than any node (the gangs that small intents overtake again and again, as
+    # GPUs free up one node at a time); "none": no reservation inside a class.  The variants
+    # are measured against each other in docs/plan-time.md (bench_plan_quality.py).
+    reserve_heads = "gangs"
+
     def __init__(self, cluster: Cluster, jobs: Mapping[str, Job], terms: Mapping[str, TenantTerms],
                  wave_of: Mapping[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy,
-                 spans: Mapping[str, Span], pinned: frozenset[str] = frozenset()) -> None:
+                 spans: Mapping[str, Span], pinned: frozenset[str] = frozenset(),
+                 exclusive: frozenset[str] = frozenset()) -> None:
         self.c = cluster
         self.pinned = pinned                # never moved to make room (tag rules with no-repack)
+        # kept apart from other tenants (exclusive-domain): per isolation unit (a node's NVLink
+        # domain, or the node outside any), the running intents per tenant and the exclusive
+        # ones among them; kept only when some intent asks for it
+        self.exclusive = exclusive
+        self._unit_of: list[int] = []
+        self._unit_nodes: list[list[int]] = []
+        self._unit_holds: dict[int, dict[str, int]] = {}
+        self._unit_exclusive: dict[int, dict[str, int]] = {}
+        self._isolation_off = False             # once nothing finite is left to wait for
+        if exclusive:
+            units: dict[str, int] = {}
+            for i, state in enumerate(cluster.nodes):
+                nv = state.spec.domain("nvlink")
+                u = units.setdefault(f"nvlink {nv}" if nv is not None else f"node {state.spec.name}", len(units))
+                self._unit_of.append(u)
+                if u == len(self._unit_nodes):
+                    self._unit_nodes.append([])
+                self._unit_nodes[u].append(i)
         self.placer = Placer(cluster)
         self.jobs = jobs
         self.terms = terms
@@ -125,7 +159,7 @@ class Simulation:
         # its request or its name; the plan's placement is made from its name and times)
         self._unplaced_seat: dict[str, Seated] = {}
         # what only the offer of GPU intents reads (SLA rank, `within` depth, queue order) is
-        # kept for GPU intents only: at 100,000 intents, 5 % of them (~20 MB less at the peak)
+        # kept for GPU intents only, often a small share of them (less at the peak)
         gpu_names = [n for n, j in jobs.items() if j.intent.gpu_count > 0]
         self.rank = {n: sla_rank(jobs[n].intent) for n in gpu_names}
         # per GPU intent: the depth of its required `within` domain (0: anywhere)
@@ -160,6 +194,9 @@ class Simulation:
         kept = self.out.gangs if protect_for is None else self.out.gangs & protect_for
         self.waiting_gangs = {n: sla_rank(jobs[n].intent) for n in kept if n not in self.out.refusals}
         self.spans = spans
+        self._largest_node = max((n.capacity for n in cluster.nodes), default=0)
+        self.heads: dict[int, str] = {}         # per SLA rank: the intent holding its class's reservation
+        self._quota_of = {t: q.quota_gpus for t, q in terms.items() if q.quota_gpus is not None}
         self._gangs_per_rank: dict[int, int] = {}     # waiting gangs per SLA rank, kept as they stop waiting
         for k in self.waiting_gangs.values():
             self._gangs_per_rank[k] = self._gangs_per_rank.get(k, 0) + 1
@@ -218,6 +255,8 @@ class Simulation:
         self.holds[key] = hold
         if hold.tenant is not None and hold.allocs:
             self.held[hold.tenant] = self.held.get(hold.tenant, 0) + hold.gpus
+            if self.exclusive:
+                self._file_units(key, hold, 1)
         if hold.end is not None:
             self._seq += 1
             hold.seq = self._seq
@@ -235,6 +274,43 @@ class Simulation:
             else:
                 on.pop(key, None)
 
+    def _file_units(self, key: str, hold: _Hold, delta: int) -> None:
+        """Count a running intent in (or out of) the isolation units it holds GPUs in."""
+        assert hold.tenant is not None
+        for u in sorted({self._unit_of[self.node_index[node.spec.name]] for node, _ in hold.allocs}):
+            for table in (self._unit_holds, self._unit_exclusive) if key in self.exclusive else (self._unit_holds,):
+                per = table.setdefault(u, {})
+                per[hold.tenant] = per.get(hold.tenant, 0) + delta
+                if not per[hold.tenant]:
+                    del per[hold.tenant]
+                    if not per:
+                        del table[u]
+
+    def _kept_off(self, name: str, tenant: str) -> list[int]:
+        """The isolation units `name` must stay out of now: those where another tenant runs an
+        exclusive intent and, if `name` is exclusive itself, those where another tenant runs
+        anything."""
+        if self._isolation_off:
+            return []
+        table = self._unit_holds if name in self.exclusive else self._unit_exclusive
+        return [u for u, per in sorted(table.items()) if any(t != tenant for t in per)]
+
+    def _mask(self, units: list[int]) -> list[tuple[NodeState, tuple[int, ...]]]:
+        """Take the free GPUs of `units` for the length of one search (undone by `_unmask`)."""
+        out = []
+        for u in units:
+            for i in self._unit_nodes[u]:
+                node = self.c.nodes[i]
+                gpus = tuple(g for g in range(node.capacity) if node.free >> g & 1)
+                if gpus:
+                    self.c.take(node, gpus)
+                    out.append((node, gpus))
+        return out
+
+    def _unmask(self, masked: list[tuple[NodeState, tuple[int, ...]]]) -> None:
+        for node, gpus in masked:
+            self.c.release(node, gpus)
+
     def _release(self, key: str) -> None:
         hold = self.holds.pop(key, None)
         if hold is None:
@@ -242,6 +318,8 @@ class Simulation:
         self._index(key, hold, False)
         if hold.tenant is not None and hold.allocs:
             self.held[hold.tenant] -= hold.gpus
+            if self.exclusive:
+                self._file_units(key, hold, -1)
         for node, gpus in hold.allocs:
             self.c.release(node, gpus)
 
@@ -270,6 +348,12 @@ class Simulation:
             if self.events and self.events[0][0] <= t:
                 continue
             if not self.events:
+                if ready and self.exclusive and not self._isolation_off:
+                    # what still waits can never be kept apart (the other tenants' GPUs are
+                    # held open-ended): placed without isolation rather than refused, so the
+                    # plan's E1020 says why (policy/check.py)
+                    self._isolation_off = True
+                    continue
                 break
             t = self.events[0][0]
         self._refuse_leftovers(ready)
@@ -343,21 +427,57 @@ class Simulation:
         fair = FairShare(self.terms, running)
         gates: dict[Gate, int] = {}             # waiting intents of higher classes -> fewest GPUs
         blocked: dict[Gate, int] = {}           # waiting intents of the class being offered
+        # the same per tenant with a quota, for the quota rule (`_quota_gated`): (filter, limit) ->
+        # the fewest GPUs (the earliest any of them could start) and the sum (the quota they need)
+        quota_gates: dict[str, dict[tuple[Filter, int], tuple[int, int]]] = {}
+        quota_blocked: dict[str, dict[tuple[Filter, int], tuple[int, int]]] = {}
         rank = None
+        reserved = False                        # the class being offered has its head's reservation
+
+        quota_of = self._quota_of
+
+        def wait(gate: Gate, count: int, tenant: str) -> None:
+            """`count` GPUs of `gate` wait: a gate for lower classes, and, for the first intent of
+            its class to wait (the head), a reservation against the rest of its class too."""
+            nonlocal reserved
+            head = not reserved and self._reserves(count)
+            if head:
+                reserved = True
+                if rank is not None:
+                    self.heads[rank] = name
+                into = gates
+            else:
+                into = blocked
+            if into.get(gate, NEVER) > count:
+                into[gate] = count
+            if tenant in quota_of:
+                per = (quota_gates if head else quota_blocked).setdefault(tenant, {})
+                key = (gate[0], gate[1])
+                fewest, need = per.get(key, (count, 0))
+                per[key] = (min(fewest, count), need + count)
         if self._now != t:
             self._now, self.movable = t, Movable()
         earliest: dict[tuple[Gate, int, int, int], int] = {}
+        # the quota rule's bounds, (tenant, filter, GPUs) -> time: computed before later starts of
+        # this instant took more, so earlier than or equal to the bound now (conservative)
+        quota_bounds: dict[tuple[str, Filter, int], int] = {}
         failed: dict[tuple[Filter, int], tuple[int, int]] = {}   # (filter, limit) -> (version, fewest GPUs)
         # placements undone for a gate: (filter, limit, GPUs, protect) -> (version after the undo, end)
         undone: dict[tuple[Filter, int, int, bool], tuple[int, int | None]] = {}
-        for intent in fair.order(cands, self.wave_of, self.rank, None, self.keys):
+        for intent in self._heads_first(fair.order(cands, self.wave_of, self.rank, None, self.keys), ready):
             name = intent.name
             r = self.rank[name]
             if r != rank:
                 for gate, k in blocked.items():
                     gates[gate] = min(k, gates.get(gate, k))
-                blocked = {}
+                for tenant, held_off in quota_blocked.items():
+                    per = quota_gates.setdefault(tenant, {})
+                    for key, (fewest, need) in held_off.items():
+                        was = per.get(key, (fewest, 0))
+                        per[key] = (min(was[0], fewest), was[1] + need)
+                blocked, quota_blocked = {}, {}
                 rank = r
+                reserved = self.reserve_heads == "none"
             req = self.reqs[name]
             quota = self.terms[req.tenant].quota_gpus
             view = self._views.get(name)
@@ -367,33 +487,35 @@ class Simulation:
             if quota is not None and running.get(req.tenant, 0) + req.count > quota:
                 # waits for its own tenant's intents; lower classes still must not hold what it
                 # could use past the later of when its quota and the GPUs could allow it
-                gate = (req.filter, limit, req.tenant)
-                if blocked.get(gate, NEVER) > req.count:
-                    blocked[gate] = req.count
+                wait((req.filter, limit, req.tenant), req.count, req.tenant)
                 continue
             duration = self.jobs[name].duration
             end = None if duration is None else t + duration
+            waiting = quota_gates.get(req.tenant)
+            if waiting and self._quota_gated(req.tenant, running.get(req.tenant, 0) + req.count, end, waiting, t,
+                                             quota_bounds):
+                wait((req.filter, limit, None), req.count, req.tenant)
+                continue
             # only gangs of this class or a higher one may keep domains whole against it
             self.placer.protect_nvlink = self._gangs_waiting_at(r, name)
             if self._surely_gated(req.filter, end, gates, t, earliest):
-                gate = (req.filter, limit, None)
-                if blocked.get(gate, NEVER) > req.count:
-                    blocked[gate] = req.count
+                wait((req.filter, limit, None), req.count, req.tenant)
                 continue
+            # isolation units kept off for this intent: its search is its own (no shared memos)
+            kept_off = self._kept_off(name, req.tenant) if self.exclusive else []
             memo = (req.filter, limit, req.count, self.placer.protect_nvlink)
-            seen = undone.get(memo)
+            seen = None if kept_off else undone.get(memo)
             if seen is not None and seen[0] == self.c.version and (end is None or (seen[1] is not None
                                                                                     and end >= seen[1])):
                 placed = None                   # the same search, same state, no earlier end: undone again
             else:
-                placed = self._try_place(req, view, limit, failed, end, gates, t, earliest)
+                placed = self._try_place(req, view, limit, failed, end, gates, t, earliest, kept_off)
             if placed is GATED:
-                undone[memo] = (self.c.version, end)
+                if not kept_off:
+                    undone[memo] = (self.c.version, end)
                 placed = None
             if placed is None:
-                gate = (req.filter, limit, None)
-                if blocked.get(gate, NEVER) > req.count:
-                    blocked[gate] = req.count
+                wait((req.filter, limit, None), req.count, req.tenant)
                 continue
             assert isinstance(placed, tuple)
             seat_placed, room = placed
@@ -408,13 +530,64 @@ class Simulation:
                 self._index(moved_name, hold, True)
             self._start(name, t, ready[name], seat_placed, ready)
             seat = self.out.seated[name]
-            if len(seat.placement.allocations) == 1 and name not in self.pinned:
+            if len(seat.placement.allocations) == 1 and name not in self.pinned and not self.exclusive:
+                # (a plan with exclusive intents moves nothing: a move could land another
+                # tenant's intent in an isolated domain)
                 self.movable.add(self.node_index[seat.placement.allocations[0].node], seat)
             running[req.tenant] = running.get(req.tenant, 0) + req.count
             fair.charge(req.tenant, req.count)
             if end is None and self.succs[name]:
                 # its dependants are ready now: offer them with everything not yet started,
                 # in admission order, rather than after the rest of this round
+                return True
+        return False
+
+    def _heads_first(self, order: Iterator[ir.Intent], ready: Mapping[str, int]) -> Iterator[ir.Intent]:
+        """`order` with each class's reserved head (`heads`) offered first in its class, so
+        its reservation is in place before the rest of its class is offered, and stays
+        its own from one instant to the next until it starts (what EASY backfill keeps:
+        otherwise a large gang offered after smaller ones is overtaken at every instant)."""
+        rank, head = None, None
+        for intent in order:
+            r = self.rank[intent.name]
+            if r != rank:
+                rank = r
+                head = self.heads.get(r)
+                if head is not None and head in ready:
+                    yield self.jobs[head].intent
+                else:
+                    head = None
+            if intent.name != head:
+                yield intent
+
+    def _reserves(self, count: int) -> bool:
+        """Whether a head of its class asking for `count` GPUs gets a reservation
+        (`reserve_heads`)."""
+        if count > self._largest_node:
+            return self.reserve_heads != "none"
+        return self.reserve_heads == "every"
+
+    def _quota_gated(self, tenant: str, with_it: int, end: int | None,
+                     waiting: dict[tuple[Filter, int], tuple[int, int]], t: int,
+                     bounds: dict[tuple[str, Filter, int], int]) -> bool:
+        """True when starting an intent of `tenant` (its tenant then holding `with_it` GPUs)
+        could delay a waiting higher-class intent of the same tenant through the quota, on
+        whatever nodes it runs.  When the quota holds it and every waiting one at once, it
+        delays none (counting them one at a time is not enough: once one of them starts, the
+        rest find less room).  Otherwise it must end by the time any of them could start
+        (GPUs anywhere in its filter, quota from what the tenant holds now).  The GPU bound is
+        cluster-wide, below the one in any single domain: conservative."""
+        quota = self.terms[tenant].quota_gpus
+        assert quota is not None
+        if with_it + sum(need for _, need in waiting.values()) <= quota:
+            return False
+        root = self.c.root.id
+        for (flt, _), (fewest, _) in waiting.items():
+            bound = bounds.get((tenant, flt, fewest))
+            if bound is None:
+                bound = bounds[(tenant, flt, fewest)] = max(self._earliest(self.c.view(flt), fewest, t, 0, root),
+                                                            self._quota_free(tenant, fewest, t))
+            if bound < NEVER and (end is None or end > bound):
                 return True
         return False
 
@@ -431,17 +604,23 @@ class Simulation:
 
     def _try_place(self, req: Request, view: View, limit: int,
                    failed: dict[tuple[Filter, int], tuple[int, int]], end: int | None, gates: dict[Gate, int],
-                   t: int, earliest: dict[tuple[Gate, int, int, int], int]
+                   t: int, earliest: dict[tuple[Gate, int, int, int], int], kept_off: list[int]
                    ) -> tuple[Placed, Room | None] | Gated | None:
         """Place `req` now (moving same-instant jobs if that makes room), or None; GATED when
         it would fit but would hold GPUs a waiting higher class could use (`_clears_gates`):
         then nothing was taken.  The gates are checked on where the gang would go before
-        any GPU is taken, so a refused try costs a search, not a take and an undo."""
+        any GPU is taken, so a refused try costs a search, not a take and an undo.
+        `kept_off`: isolation units whose GPUs the search must not see (taken for the
+        search only; the gates are then checked on the cluster as it is)."""
         key = (req.filter, limit)
-        seen = failed.get(key)
+        seen = None if kept_off else failed.get(key)
         if seen is not None and seen[0] == self.c.version and req.count >= seen[1]:
             return None                         # the same search failed for fewer GPUs, nothing changed since
-        located = self.placer.locate(req, view, limit) if view.free[self.c.root.id] >= req.count else None
+        masked = self._mask(kept_off) if kept_off else []
+        try:
+            located = self.placer.locate(req, view, limit) if view.free[self.c.root.id] >= req.count else None
+        finally:
+            self._unmask(masked)
         if located is not None:
             shares = [(self.node_index[n.spec.name], k) for n, k in located[1]]
             if not self._clears_gates([(shares, end)], gates, t, earliest, taken=False):
@@ -458,8 +637,9 @@ class Simulation:
                     self._undo((room.placed, room))
                     return GATED
                 return room.placed, room
-        failed[key] = (self.c.version, min(req.count, seen[1]) if seen and seen[0] == self.c.version
-                       else req.count)
+        if not kept_off:
+            failed[key] = (self.c.version, min(req.count, seen[1]) if seen and seen[0] == self.c.version
+                           else req.count)
         return None
 
     def _shares(self, allocs: tuple[NodeAllocation, ...]) -> list[tuple[int, int]]:

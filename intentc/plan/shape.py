@@ -3,8 +3,8 @@ the critical path, and the intents on cycles, without a networkx graph where the
 cycle to describe.
 
 The planner reads only the shape of the graph (`make_plan`).  A networkx `DiGraph` holds
-an attribute dictionary and a successor and a predecessor dictionary per intent: 48.6 MB
-for 100,000 intents, the planner's largest table while the graph lives (the daemon's full
+an attribute dictionary and a successor and a predecessor dictionary per intent: the
+planner's largest table while the graph lives (the daemon's full
 re-plan, docs/reload.md, Memory).  Here the shape is one tuple of names per intent, and
 the waves come from the same walk that finds a cycle.  A program with a cycle is handed
 to `graph` (networkx), which describes its cycles (E0501) and leaves the intents on them

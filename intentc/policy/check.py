@@ -2,9 +2,11 @@
 
 `exclusive-domain` is a property of the plan, not of one intent: the
 intent's nodes, and every NVLink domain they belong to, must hold no GPU of
-another tenant.  A node outside any NVLink domain is its own domain (its
-GPUs talk over PCIe).  Each violation is E1020 at the tag, with the other
-tenant's intent as a related position.
+another tenant while it runs.  A node outside any NVLink domain is its own
+domain (its GPUs talk over PCIe).  The planner keeps other tenants off those
+domains at overlapping times (`exclusive`, plan/schedule.py), so this check
+finds what the planner could not keep apart.  Each violation is E1020 at the
+tag, with the other tenant's intent as a related position.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def check_plan(program: ir.Program, plan: Plan, topology: ir.Topology, policies:
             if req is not Requirement.EXCLUSIVE_DOMAIN:
                 continue
             for where in sorted(_domains(p, nvlink_of)):
-                others = sorted((o for o in shared[where] if o.tenant != p.tenant), key=lambda o: o.intent)
+                others = sorted((o for o in shared[where] if o.tenant != p.tenant and _overlap(o, p)),
+                                key=lambda o: o.intent)
                 if not others:
                     continue
                 other = others[0]
@@ -59,6 +62,16 @@ def check_plan(program: ir.Program, plan: Plan, topology: ir.Topology, policies:
                          "a different product or scope, or add capacity"))
                 break                                   # one violation per intent and tag is enough
     return diags
+
+
+def _overlap(a: Placement, b: Placement) -> bool:
+    """True if the two hold their GPUs at some same instant (an open end runs for good)."""
+    return (a.end_s is None or b.start_s < a.end_s) and (b.end_s is None or a.start_s < b.end_s)
+
+
+def exclusive(program: ir.Program, policies: Policies) -> frozenset[str]:
+    """Intents the planner keeps apart from other tenants (`exclusive-domain`)."""
+    return frozenset(i.name for i in program.intents if policies.requires(i, Requirement.EXCLUSIVE_DOMAIN))
 
 
 def pinned(program: ir.Program, policies: Policies) -> frozenset[str]:

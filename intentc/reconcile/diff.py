@@ -177,7 +177,7 @@ def field_diff(desired: Mapping[str, Any], live: Mapping[str, Any] | None, manag
         return ()
     want = unstamped(desired)
     have = live_view(live, want, manager)
-    from deepdiff import DeepDiff   # 0.2 s to import; only a dry run or a report needs it
+    from deepdiff import DeepDiff   # slow to import; only a dry run or a report needs it
     tree = DeepDiff(have, want, view="tree")
     lines = []
     for kind, levels in tree.items():

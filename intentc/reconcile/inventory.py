@@ -323,7 +323,7 @@ def _unpack(packed: Any, key: str) -> str:
 
 def _compact(doc: Any) -> str:
     """Shards are read by intentc only: the C encoder's compact form (`indent` would
-    fall back to the pure-Python encoder, about ten times slower)."""
+    fall back to the pure-Python encoder, much slower)."""
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -1,4 +1,4 @@
-"""Binding a plan to the live cluster at apply time: the whole plan, then each wave again.
+"""Binding a plan to the live cluster at apply time: the whole plan, then each release again.
 
 `apply` compiles the preview (the same bytes CI wrote) and hands the
 reconciler a `LiveBinder`.  The binder reads the cluster (Nodes and

@@ -37,6 +37,15 @@ from intentc.render.model import ObjectRef
 LEASE_SECONDS = 60
 POLL_SECONDS = 1.0
 
+# Holds this process took and could not release (the API server went away in the middle
+# of the apply): (API server, lease) -> the identity that holds it.  The next apply of the
+# same target in this process takes that identity over, so it finds the Lease its own and
+# goes on at once, instead of waiting out its own dead hold for up to LEASE_SECONDS (the
+# daemon after an API server or etcd restart: issue 39).  Safe: the earlier apply has
+# ended (release() is its last step), and pop() hands the identity to one lock only.
+_UNRELEASED: dict[tuple[str, str], str] = {}
+_UNRELEASED_LOCK = threading.Lock()
+
 
 class LockBusy(Exception):
     def __init__(self, message: str) -> None:
@@ -61,6 +70,10 @@ class ApplyLock:
                  sleep: Callable[[float], None] = time.sleep,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.client, self.ref, self.wait, self.duration = client, lease_ref(target), wait, duration
+        self._key = (str(getattr(client, "host", "")), f"{self.ref.namespace}/{self.ref.name}")
+        if identity is None:
+            with _UNRELEASED_LOCK:
+                identity = _UNRELEASED.pop(self._key, None)
         self.identity = identity or holder_identity()
         self.now, self.sleep, self.monotonic = now, sleep, monotonic
         self.lost = False                     # renewal found someone else holding it
@@ -122,7 +135,9 @@ class ApplyLock:
                 return
             except Outdated:
                 continue
-            except KubeError:                 # gone, or no cluster: the lease expires by itself
+            except KubeError:                 # gone, or no cluster: the lease expires by itself,
+                with _UNRELEASED_LOCK:        # or this process's next apply takes it over
+                    _UNRELEASED[self._key] = self.identity
                 return
 
     def __enter__(self) -> "ApplyLock":

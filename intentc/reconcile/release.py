@@ -4,7 +4,7 @@ The plan starts every intent when its own dependencies end (`plan/schedule.py`):
 a 1-h branch after a shared root starts an hour after the root, whatever a 4-h
 sibling in the same wave is doing.  Releasing whole waves (wave N+1 once every
 intent of wave N is healthy) made the cluster wait for the slowest intent of
-each wave: 1.41x the planned makespan on the test bed (issue 40).  So the
+each wave, well past the planned makespan on the test bed (issue 40).  So the
 reconciler (`reconcile/sync.py`, used alike by `intentc apply` and the
 daemon's rollouts) creates an intent's objects as soon as
 
@@ -23,10 +23,10 @@ daemon's rollouts) creates an intent's objects as soon as
 
 Setup objects (namespaces, RBAC, quotas, priority classes, Kueue queues, DRA
 claim templates) still go first, step by step.  Without a release order
-(`ReleaseOrder` not given: a rollback, `drift --heal`, or the hidden
-`apply --release waves` the fidelity benchmark measures as its baseline),
-an intent's prerequisites are every intent of the earlier waves: the
-previous whole-wave release.
+(none given: a rollback, `intentc rollback` or the daemon's; or `WAVES`,
+which the hidden `apply --release waves` gives the fidelity benchmark as
+its baseline), an intent's prerequisites are every intent of the earlier
+waves: the previous whole-wave release.
 """
 
 from __future__ import annotations

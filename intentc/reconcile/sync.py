@@ -14,7 +14,7 @@ together, around each other and around the intents still running
 intent has its own time limit (its budget, `reconcile/timeouts.py`, from
 its release); one that fails or times out holds back its dependants, and
 only them, and the run reports both.  Without a release order (rollbacks,
-`drift --heal`, the fidelity benchmark's baseline) the prerequisites are
+and the fidelity benchmark's baseline) the prerequisites are
 every intent of the earlier waves: whole-wave release.  Without `wait`
 every step is applied at once, in order.
 
@@ -85,8 +85,8 @@ class ApplyOptions:
     server_dry_run: bool = False
     prune: bool = False
     wait: bool = True
-    # Seconds each wave may take to become healthy; None: derived per wave from its
-    # intents' `budgets` (reconcile/timeouts.py), FALLBACK_S where none is known.
+    # Seconds each intent may take to become healthy, from its release; None: its own
+    # `budgets` entry (reconcile/timeouts.py), FALLBACK_S where none is known.
     timeout: float | None = None
     force_conflicts: bool = False
     workers: int = 8
@@ -372,19 +372,22 @@ class Reconciler:
         of an intent that failed; the run's failure message, "" when every intent succeeded."""
         order = self.opts.release
         waves = order is None or order.waves
+        ordered = sorted(units.values(), key=_Unit.sort_key)      # a prerequisite is in an earlier wave
         while True:
             self._settle(units, run)
-            self._hold_back(units, order)
+            self._hold_back(ordered, units, order)
             now = self.monotonic()
-            batch = [u for u in units.values()
-                     if (u.state is _State.WAITING and self._ready(u, units, order))
+            # whole-wave release (and objects of no intent): every unit of the earlier waves done
+            open_step = min((u.step for u in ordered if u.state is not _State.DONE), default=0)
+            batch = [u for u in ordered
+                     if (u.state is _State.WAITING and self._ready(u, units, order, open_step))
                      or (u.state is _State.ROOM and now >= u.next_look)]
             if batch:
-                self._start(sorted(batch, key=_Unit.sort_key), units, run)
+                self._start(batch, units, run)
                 continue
-            live = [u for u in units.values() if u.state in (_State.RUNNING, _State.ROOM)]
+            live = [u for u in ordered if u.state in (_State.RUNNING, _State.ROOM)]
             if not live:
-                stuck = [u for u in units.values() if u.state is _State.WAITING]
+                stuck = [u for u in ordered if u.state is _State.WAITING]
                 if not stuck:
                     break
                 for u in stuck:     # cannot happen with a release order from a plan; never loop forever
@@ -396,31 +399,31 @@ class Reconciler:
             self._poll([u for u in live if u.state is _State.RUNNING], run)
         return _failure(units)
 
-    def _ready(self, u: _Unit, units: Mapping[str, _Unit], order: ReleaseOrder | None) -> bool:
+    @staticmethod
+    def _ready(u: _Unit, units: Mapping[str, _Unit], order: ReleaseOrder | None, open_step: int) -> bool:
         if order is None or order.waves or u.intent is None:
-            return all(o.state is _State.DONE for o in units.values() if o.step < u.step)
+            return u.step <= open_step
         return (all(units[n].state is _State.DONE for n in order.after(u.intent) if n in units)
                 and all(units[n].state in _ENDED for n in order.gpus_after(u.intent) if n in units))
 
-    def _hold_back(self, units: Mapping[str, _Unit], order: ReleaseOrder | None) -> None:
-        """A waiting intent whose prerequisite failed or was held back is held back too."""
-        bad_steps = sorted({u.step for u in units.values() if u.state in (_State.FAILED, _State.HELD)})
-        if not bad_steps:
+    @staticmethod
+    def _hold_back(ordered: Sequence[_Unit], units: Mapping[str, _Unit], order: ReleaseOrder | None) -> None:
+        """A waiting intent whose prerequisite failed or was held back is held back too.
+        One pass in wave order: every prerequisite sits in an earlier wave."""
+        bad = (_State.FAILED, _State.HELD)
+        first = min((u.step for u in ordered if u.state in bad), default=None)
+        if first is None:
             return
-        changed = True
-        while changed:
-            changed = False
-            for u in units.values():
-                if u.state is not _State.WAITING:
-                    continue
-                if order is None or order.waves or u.intent is None:
-                    bad = sorted(o.key for o in units.values()
-                                 if o.step < u.step and o.state in (_State.FAILED, _State.HELD))
-                else:
-                    bad = [n for n in order.after(u.intent)
-                           if n in units and units[n].state in (_State.FAILED, _State.HELD)]
-                if bad:
-                    u.state, u.blockers, changed = _State.HELD, tuple(bad), True
+        culprits = tuple(u.key for u in ordered if u.step == first and u.state in bad)
+        for u in ordered:
+            if u.state is not _State.WAITING:
+                continue
+            if order is None or order.waves or u.intent is None:
+                blockers = culprits if u.step > first else ()
+            else:
+                blockers = tuple(n for n in order.after(u.intent) if n in units and units[n].state in bad)
+            if blockers:
+                u.state, u.blockers = _State.HELD, blockers
 
     def _start(self, batch: list[_Unit], units: Mapping[str, _Unit], run: _Run) -> None:
         """Bind the intents released together on live state (around each other and the

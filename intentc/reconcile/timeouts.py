@@ -1,7 +1,9 @@
-"""How long `apply --wait` waits for a wave, derived from the intents it holds (pure).
+"""How long `apply --wait` waits for an intent, derived from the intent (pure).
 
 A flat 300 s says a `duration 4h` training Job "timed out" after five
-minutes.  A wave's budget is instead the longest budget of its intents:
+minutes.  `apply` releases each intent on its own (reconcile/release.py) and
+gives it its own budget, counted from its release; `wave_timeout` is the
+longest budget among a group's intents (objects of no intent: `FALLBACK_S`):
 
 * a run-to-completion intent (batch, training, inference) may run
   `duration × (1 + slack)` — exactly the `activeDeadlineSeconds` its Job is
@@ -17,8 +19,8 @@ minutes.  A wave's budget is instead the longest budget of its intents:
   `START_GRACE_S`.
 
 `tolerance` is a quality bound (which precisions are allowed), not a time,
-so it does not enter.  `apply --timeout SECONDS` overrides the derived
-budget of every wave.
+so it does not enter.  `apply --timeout DURATION` overrides the derived
+budget of every intent.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def wave_budgets(program: ir.Program, plan: Plan) -> dict[str, Budget]:
     """Every scheduled intent's budget, by name (queueing measured from its wave's first start)."""
     by_name = {i.name: i for i in program.intents}
     # one pass over the placements (`Plan.placement` scans them: per intent, that was
-    # quadratic — hours of CPU for each reload's `Desired` at 100,000 intents)
+    # quadratic, for each reload's `Desired`)
     placed = {p.intent: p for p in plan.placements}
     out: dict[str, Budget] = {}
     for wave in plan.waves:
@@ -91,8 +93,8 @@ class WaveBudgets(Mapping[str, Budget]):
     """`wave_budgets(program, plan)`, made one wave at a time when first read.
 
     The daemon keeps one per desired state (`daemon.source.Desired`) and reads it only
-    when a rollout times a wave: made eagerly, 100,000 budgets with their derivation
-    texts held ~25 MB, twice around every swap (docs/reload.md, Memory).  An intent's
+    when a rollout times a wave: made eagerly, a budget and its derivation text per
+    intent would be held twice around every swap (docs/reload.md, Memory).  An intent's
     wave is found by binary search in each (sorted) wave, its placement in the plan's
     (sorted by intent); only the intents by name and the last wave's budgets are kept."""
 

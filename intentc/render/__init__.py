@@ -1,4 +1,4 @@
-"""IR + plan → Kubernetes objects (pure; DESIGN.md "Objects on the cluster").
+"""IR + plan → Kubernetes objects (pure; docs/design.md, "Objects on the cluster").
 
 `render` is the one entry point: it knows nothing of clusters or git — the
 commit SHA and the target Kubernetes version are inputs — so the same
@@ -118,8 +118,8 @@ def render(program: Program, plan: Plan, commit: str,
     Tenants in `hold` get nothing rendered; the PriorityClasses their
     scheduled intents use stay, since what they already run needs them.
     With `pack`, each object's body is packed as soon as it is made
-    (render/packed.py), for a process that keeps them all: at 100,000
-    intents the bodies as dictionaries are some 600 MB at once."""
+    (render/packed.py), for a process that keeps them all: the bodies as
+    dictionaries would be held all at once."""
     tgt = get_target(target)
     problem = version_problem(tgt, kube_version)
     if problem:

@@ -1,4 +1,4 @@
-"""The contract between the workload builder and a render target (DESIGN.md, "GPU binding").
+"""The contract between the workload builder and a render target (docs/design.md, "GPU binding on the cluster").
 
 A target sees one pod template's worth of plan — the intent, the workload's
 name and namespace, the node allocations its pods may use, and the topology

@@ -1,4 +1,4 @@
-"""Object metadata every rendered object shares (DESIGN.md, "Objects on the cluster")."""
+"""Object metadata every rendered object shares (docs/design.md, "Objects on the cluster")."""
 
 from __future__ import annotations
 

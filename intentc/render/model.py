@@ -176,7 +176,7 @@ class Manifest:
         return content.unpack() if isinstance(content, PackedBody) else content
 
     def packed(self, codec: BodyCodec) -> "Manifest":
-        """The same object with its body packed (render/packed.py): ~150 bytes instead of ~6 KB.
+        """The same object with its body packed (render/packed.py): compressed bytes instead of dictionaries.
         The commit stamp is kept aside, so the packed bytes of an unchanged object are the same
         at every commit."""
         if isinstance(self.content, PackedBody):

@@ -1,9 +1,9 @@
 """Rendered bodies kept compactly, for a process that holds every object of a repository.
 
 The daemon keeps the rendered objects of every intent (what it applies and
-compares), and as nested dictionaries one Job body costs ~6 KB: 630 MB at
-100,000 intents.  A `PackedBody` keeps the same body as a zlib-compressed
-pickle, ~150 bytes, because the compressor is primed with a preset
+compares), and as nested dictionaries a Job body costs a dictionary per
+mapping and a string per value.  A `PackedBody` keeps the same body as a
+zlib-compressed pickle, a few dozen times smaller, because the compressor is primed with a preset
 dictionary (`zdict`): the pickled body of the first object of the same kind
 its `BodyCodec` packed, which shares nearly every key, label and annotation
 with the rest.
@@ -96,8 +96,8 @@ class BodyCodec:
     that kind it packs.
 
     One dictionary for every kind, taken from whatever came first, primed the Jobs
-    with a CustomResourceDefinition (render's first object): a Job packed to ~720
-    bytes instead of ~130-220, 50 MB more at 100,000 intents.  Each `PackedBody`
+    with a CustomResourceDefinition (render's first object): a Job packed against it
+    shared little with its dictionary and came out several times larger.  Each `PackedBody`
     keeps a reference to the dictionary it was packed with, so a body stays
     readable whatever codec made it.
 
@@ -137,8 +137,8 @@ class BodyCodec:
 
 class PackedText:
     """A long text kept zlib-compressed, or not made until first read (`plan.json`,
-    `graph.json` of a snapshot the daemon holds: 80 MB as strings at 100,000
-    intents, and making them cost a transient peak of as much again; the daemon
+    `graph.json` of a snapshot the daemon holds: large as strings, and making them
+    costs a transient peak of as much again; the daemon
     never reads them, `watch --out` does).  `str()` gives the text."""
 
     __slots__ = ("_data", "_make", "_lock")

@@ -1,4 +1,4 @@
-"""Render targets: how a planned GPU set reaches the cluster (DESIGN.md, "GPU binding").
+"""Render targets: how a planned GPU set reaches the cluster (docs/design.md, "GPU binding on the cluster").
 
 The planner decides nodes and GPU indices once; a target turns that into
 pod-spec fields (`intentc.render.binding` is the contract).

@@ -1,8 +1,8 @@
 """Manifests as block YAML, byte for byte what PyYAML writes, five times sooner.
 
-`compile` writes one YAML file per object: at 100,000 intents, PyYAML's
-representer (Python, even with libyaml's emitter) took 430 µs a manifest,
-43 s of CPU, a third of the whole compile.  The objects intentc renders are
+`compile` writes one YAML file per object: PyYAML's representer (Python, even
+with libyaml's emitter) walks every value through several Python calls, and
+was a third of the whole compile.  The objects intentc renders are
 plain data: dicts with string keys, lists, strings, ints, bools, None.  Their
 block layout is regular (sorted keys, two-space mappings, sequences not
 indented under their key), so it is written here directly.

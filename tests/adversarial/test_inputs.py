@@ -73,6 +73,7 @@ class Case:
     at: tuple[str, int, int] | None = None    # file (as shown), line, column of `code`
     no_secret: bool = False               # SECRET must not appear in any output format
     max_mib_per_input_mib: float | None = None   # peak RSS over the baseline, per MiB of input
+    max_peak_mib: float | None = None     # the child's whole peak RSS (issue 39: the 4 MiB worst case)
     max_output_chars: int | None = None   # bounded output (text format)
     no_control: bool = False              # no control character (terminal escape) in any output
     max_excerpt: bool = False             # LONG is quoted by 40 characters at most (160 under text carets)
@@ -128,9 +129,15 @@ CASES = [
          "E0410", 1, ("a.yaml", 4, 9), max_output_chars=2000),
     Case("syntax-error-flood", lambda e: (e.write("a.intent", "tenant a { @ }\n" * 50_000), ["."])[1],
          "E0008", 1, ("a.intent", 101, 12), max_output_chars=40_000),
-    Case("schema-error-flood", lambda e: (e.write("a.yaml", YINTENT + "    command: [" + "1," * (2 * MIB - 300) + "1]\n"
+    Case("schema-error-flood", lambda e: (e.write("a.yaml", YINTENT + "    command: [" + "1," * 150_000 + "1]\n"
                                                   "  context:\n    tenant: t\n"), ["."])[1],
          "E0008", 1, ("a.yaml", 15, 213), max_mib_per_input_mib=150, max_output_chars=40_000),
+    # the densest 4 MiB YAML: two million values took 380 MiB to read; refused at the 200,001st
+    Case("yaml-flow-list-4mb", lambda e: (e.write("a.yaml", YINTENT + "    command: [" + "1," * (2 * MIB - 300) + "1]\n"
+                                                  "  context:\n    tenant: t\n"), ["."])[1],
+         "E0207", 1, ("a.yaml", 15, 15 + 2 * (200_000 - 16)), max_peak_mib=150, max_output_chars=2_000),
+    Case("yaml-flow-maps-4mb", lambda e: (e.write("a.yaml", "[" + "{}," * (4 * MIB // 3 - 2) + "{}]\n"), ["."])[1],
+         "E0207", 1, ("a.yaml", 1, 2 + 3 * 199_999), max_peak_mib=150, max_output_chars=2_000),
     Case("domain-error-flood", lambda e: (e.write("a.intent", "tenant T { tier: x }\n" * 100_000), ["."])[1],
          "E0008", 1, ("a.intent", 334, 8), max_output_chars=400_000),
     # --- memory ------------------------------------------------------------
@@ -180,6 +187,8 @@ def test_hostile_input(env: Env, case: Case, baseline: Run) -> None:
     if case.max_mib_per_input_mib is not None:
         extra = run.peak_rss_mib - baseline.peak_rss_mib
         assert extra <= case.max_mib_per_input_mib * max(_input_mib(env.repo), 1.0), (run.peak_rss_mib, baseline)
+    if case.max_peak_mib is not None:
+        assert run.peak_rss_mib <= case.max_peak_mib, run.peak_rss_mib
     if case.max_excerpt:
         assert LONG[:41] not in run.output and LONG[:39] in run.output
     if case.no_secret:

@@ -117,6 +117,9 @@ def needed_grants(tmp: Path) -> tuple[set[Grant], set[Grant]]:
     # failure fallback (daemon/failures.py: pods watched, nodes tainted).
     cluster |= {("intentc.dev", "intents", v, "*") for v in WRITE} | {("intentc.dev", "intents/status", "patch", "*")}
     cluster |= {("", "nodes", v, "*") for v in ("get", "list", "watch", "patch")} | {("", "pods", "watch", "*")}
+    # /metrics over HTTPS (daemon/metrics_auth.py): who holds a scraper's token, may it get /metrics.
+    cluster |= {("authentication.k8s.io", "tokenreviews", "create", "*"),
+                ("authorization.k8s.io", "subjectaccessreviews", "create", "*")}
     inventory = {("", "configmaps", v, "*") for v in ("get", "list", "watch", "create", "patch")}
     inventory |= {("coordination.k8s.io", "leases", v, "*") for v in ("get", "create", "update")}
     return cluster, inventory
@@ -125,11 +128,22 @@ def needed_grants(tmp: Path) -> tuple[set[Grant], set[Grant]]:
 def test_role_grants_exactly_what_intentc_needs(tmp_path: Path) -> None:
     cluster, inventory = needed_grants(tmp_path)
     docs = _docs()
-    (cluster_role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+    (cluster_role,) = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "intentc-daemon"]
     (role,) = [d for d in docs if d["kind"] == "Role"]
     assert set(grants(cluster_role)) == cluster
+    assert {d["metadata"]["name"] for d in docs if d["kind"] == "ClusterRole"} == {"intentc-daemon", READER}
     assert role["metadata"]["namespace"] == "intentc-system"
     assert set(grants(role)) == inventory
+
+
+READER = "intentc-metrics-reader"
+READER_RULES = [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+
+
+def test_metrics_reader_grants_get_on_metrics_only() -> None:
+    """What a scraper is bound to: the non-resource URL the daemon's SubjectAccessReview asks about, no more."""
+    (reader,) = [d for d in _docs() if d["kind"] == "ClusterRole" and d["metadata"]["name"] == READER]
+    assert reader["rules"] == READER_RULES
 
 
 def test_no_wildcards_secrets_or_escalation() -> None:
@@ -168,6 +182,50 @@ def test_the_daemon_accepts_the_deployment_arguments() -> None:
     assert params["listen"] == ":9090" and params["leader_elect"] is True and params["target"] == "prod"
 
 
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]}}
+
+
+def unwritable(pod_spec: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Where the daemon in this pod writes but no writable emptyDir is mounted (its root
+    filesystem is read-only): the git mirror and, while it is loaded, the generated metrics
+    certificate under --workdir; the parse cache and lark's grammar cache under
+    XDG_CACHE_HOME or HOME; temporary files.  Computed with intentc's own rules."""
+    import os
+    from intentc.frontend.cache import default_cache_dir
+
+    (container,) = pod_spec["containers"]
+    env = {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+    for name in ("HOME", "XDG_CACHE_HOME", "INTENTC_CACHE_DIR", "TMPDIR"):
+        if name in env:
+            monkeypatch.setenv(name, env[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
+    params = daemon_accepts(container["args"])
+    cache_root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    writes = {"--workdir": str(params["workdir"]), "parse cache": default_cache_dir() or "",
+              "grammar cache": os.path.join(cache_root, "intentc"), "temporary files": env.get("TMPDIR", "/tmp")}
+    empty = {v["name"] for v in pod_spec["volumes"] if "emptyDir" in v}
+    mounts = [m["mountPath"].rstrip("/") + "/" for m in container["volumeMounts"]
+              if m["name"] in empty and not m.get("readOnly")]
+    return [f"{what}: {path}" for what, path in writes.items()
+            if path and not any((path.rstrip("/") + "/").startswith(m) for m in mounts)]
+
+
+def test_the_deployment_is_restricted_and_mounts_what_the_daemon_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    (dep,) = [d for d in _docs() if d["kind"] == "Deployment"]
+    pod = dep["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert {k: container["securityContext"].get(k) for k in RESTRICTED_CONTAINER} == RESTRICTED_CONTAINER
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not unwritable(pod, monkeypatch)
+    # the check bites: without the work volume the mirror and the caches have nowhere to go
+    bare = {**pod, "containers": [{**container, "volumeMounts": [m for m in container["volumeMounts"]
+                                                                 if m["name"] != "work"]}]}
+    assert len(unwritable(bare, monkeypatch)) == 3
+
+
 # (verb, resource, namespace or "", allowed?)
 CAN_I = [
     ("create", "cronjobs.batch", "team-x", True),
@@ -196,6 +254,10 @@ CAN_I = [
     ("patch", "intents.intentc.dev", "team-x", True),
     ("patch", "intents.intentc.dev --subresource=status", "team-x", True),
     ("update", "intents.intentc.dev --subresource=status", "team-x", False),
+    ("create", "tokenreviews.authentication.k8s.io", "", True),
+    ("create", "subjectaccessreviews.authorization.k8s.io", "", True),
+    ("get", "tokenreviews.authentication.k8s.io", "", False),
+    ("create", "localsubjectaccessreviews.authorization.k8s.io", "team-x", False),
 ]
 
 

@@ -9,7 +9,7 @@ each tuple, found by binary search on that name: an edit, a file added or a
 file removed is spliced in with one C-level copy of each tuple it changes.
 (Before, the table kept per file where its declarations start, and a file
 added or removed shifted the starts of every file after it: a Python loop
-over 100,000 ints, 5-10 ms of a reload.)  A file whose declarations name
+over every file in each reload.)  A file whose declarations name
 another file (a path spelled two ways) cannot be found so: while the table
 holds one, the program is concatenated anew instead.  Diagnostics are kept
 for the few files that have some, and so are their texts (for carets),

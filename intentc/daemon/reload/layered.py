@@ -2,10 +2,9 @@
 
 Every snapshot holds each intent's render by name (`Snapshot.intents`), and a
 reload changes a handful of them.  Copying the previous snapshot's dictionary
-to patch it touched all 100,000 keys and values: 3.5 ms alone on this 2-core
-machine, 13 ms once an intent had been removed (a dictionary with deleted
-entries is copied entry by entry), and in a reload at 100,000 intents the
-render step took 23-33 ms CPU after a removal instead of 3-5 ms.  The
+to patch it touched every key and value, so a reload cost time in proportion
+to the repository rather than to the edit, and more once an intent had been
+removed (a dictionary with deleted entries is copied entry by entry).  The
 previous snapshot may still be read by other threads, so its mapping cannot
 be changed in place.
 

@@ -153,14 +153,14 @@ class Reloader:
         files, diags = discover(self.paths)
         self._discovery = tuple(diags)
         names = [f.as_posix() for f in files]
-        del files               # 100,000 Path objects: 34 MB held through the whole load otherwise
+        del files               # a Path object per file, held through the whole load otherwise
         result = self._update(names, topology=True, initial=True)
         # What the load kept lives as long as the snapshot: out of the collector's way (a
         # full collection walking 100,000 intents' objects stalled a reload by tens of ms),
         # once the load's cyclic garbage is gone (frozen, it would be kept for good).
         gc.collect()
         gc.freeze()
-        collector.trim()        # what the render and the index freed after the planner's trim: ~35 MB at 100k
+        collector.trim()        # give back what the render and the index freed after the planner's trim
         return result
 
     def update(self, changed: Iterable[str | Path]) -> ReloadResult:
@@ -194,7 +194,7 @@ class Reloader:
         if kept is not None and kept.digest == digest:
             return False
         if source.path == name:
-            # one string for the file's name, the table's key and every span's (9 MB at 100k)
+            # one string for the file's name, the table's key and every span's, not three copies
             source = SourceFile(name, source.text)
         parsed = parse_source(source)
         intern_strings(parsed.program)
@@ -213,7 +213,7 @@ class Reloader:
     def _update(self, names: list[str], topology: bool, initial: bool) -> ReloadResult:
         # No collection walks the load or a swap (collector.py); nothing is frozen here:
         # the graph and the planner leave cyclic garbage (networkx graphs, the scheduler's
-        # records) that freezing would keep for good (35 MB at 10,000 intents).
+        # records) that freezing would keep for good, growing with every load.
         with self._lock, collector.paused():
             reparsed = tuple(n for n in names if self._read(n))
             if topology or initial:
@@ -381,7 +381,7 @@ class Reloader:
         the heap's freed pages given back, not at the end of the load, where it sat under
         the render (docs/reload.md, Memory: the load's peak at 100,000 intents).  The heap's
         free pages are given back before it too: what the snapshot it replaces and the
-        daemon's previous desired state freed since the last full plan (~34 MB at 100,000).
+        daemon's previous desired state freed since the last full plan.
         The records the new plan decides as `in_force` did are `in_force`'s, shared."""
         gc.collect()
         collector.trim()
@@ -509,7 +509,7 @@ def _file_of(d: Diagnostic) -> str:
 
 def _plan_text(plan: Plan) -> PackedText:
     """plan.json, made when first read (`watch --out`; the daemon never reads it): making it
-    at 100,000 intents cost seconds and a transient of ~100 MB per re-plan."""
+    for every re-plan would cost time and a transient copy of the whole plan as text."""
     return PackedText(make=partial(plan_to_json, plan))
 
 

@@ -54,7 +54,7 @@ class Renderer:
     kube_version: KubeVersion
     target: str
     policies: Policies
-    # every intent's objects are kept packed (render/packed.py): ~150 bytes a Job, not ~6 KB
+    # every intent's objects are kept packed (render/packed.py): a Job's few compressed bytes, not its dictionaries
     codec: BodyCodec = field(default_factory=BodyCodec, compare=False, repr=False)
 
     def render(self, program: Program, plan: Plan, uris: Mapping[str, str | None], previous: Snapshot | None,
@@ -103,7 +103,7 @@ class Renderer:
     @cached_property
     def _crd(self) -> Manifest:
         """The Intent CRD: fixed per Kubernetes version and commit, and big (its schema):
-        stamping it again cost 30 ms a reload at any size."""
+        stamping it again would cost every reload the same, whatever its size."""
         return crd_manifest(self.kube_version, self.commit)
 
     def _one(self, intent: Intent, placement: Placement | None, wave: int, uris: Mapping[str, str | None],
@@ -157,7 +157,7 @@ class Renderer:
         and patched from the changed files' intents; only an edit that may take one away (an
         intent with an SLA class or a default-deny tag rule removed or changed) reads every
         intent again, as does a target with cluster objects of its own (reading every intent
-        for the denials cost 0.1 s at 100,000).  Nothing changed (tenants, classes, denials,
+        for the denials grows with the repository).  Nothing changed (tenants, classes, denials,
         planned GPUs): the previous objects themselves."""
         if self.target != DEFAULT_TARGET:
             return self._setup(program, plan, program.intents, previous, topology)

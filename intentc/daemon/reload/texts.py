@@ -34,7 +34,7 @@ class CaretTexts(Mapping[str, str]):
         # texts read so far, shared by one Reloader's reports (it forgets a file
         # when the file changes): `watch` prints every report, warnings included
         self._read = read if read is not None else {}
-        self._keys: list[str] | None = None      # worked out when first needed: 10,000 kept warnings at 100k
+        self._keys: list[str] | None = None      # worked out when first needed: a big repository keeps many warnings
 
     def _named(self) -> list[str]:
         if self._keys is None:

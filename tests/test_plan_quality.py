@@ -1,0 +1,194 @@
+"""Issue 37: the cases the independent verifier found, each as a regression test.
+
+SLA order through quotas (a lower class of the same tenant holding the quota a
+waiting higher class needs, on nodes the waiting one cannot use), reservations
+for the head of a class (a large gang overtaken again and again by smaller
+intents of its own class), the critical path over the intents that run only,
+and isolation planned for rather than only checked (E1020).
+"""
+
+from __future__ import annotations
+
+from intentc import ir
+from intentc.frontend.dsl import parse
+from intentc.plan.model import Plan
+from intentc.plan.planner import make_plan
+from intentc.sources import SourceFile
+from intentc.topology.load import LoadedTopology
+from intentc.topology.nvsmi import default_matrix
+from tests.test_plan import job, loaded, node, program
+
+
+def _start(plan: Plan, name: str) -> int:
+    p = plan.placement(name)
+    assert p is not None, name
+    return p.start_s
+
+
+def _quota_case(p3_node: ir.TopologyNode) -> Plan:
+    """One tenant with a quota of 8; a P0 of another tenant holds the only H100 node for
+    1 h; P1 `h` (8 H100 within node) waits for it; P3 `l` (8 GPUs, 10 h) could run at 0
+    on `p3_node`, which `h` cannot use."""
+    topo = loaded(node("h100", 8, "H100-80GB", rack="r1"), p3_node)
+    prog = program(
+        job("other", tenant="team-b", gpus=8, product="H100-80GB", within="node", sla="P0", duration="1h"),
+        job("h", gpus=8, product="H100-80GB", within="node", sla="P1", duration="1h"),
+        job("l", gpus=8, sla="P3", duration="10h"),
+        tenants=(ir.Tenant("team-a", quota_gpus=8), ir.Tenant("team-b")))
+    plan, diags = make_plan(prog, topo)
+    assert not plan.unplaced and not [d for d in diags if d.is_error]
+    return plan
+
+
+def test_a_lower_class_does_not_hold_the_quota_a_waiting_higher_class_needs() -> None:
+    plan = _quota_case(node("a100", 8, "A100-80GB", rack="r2"))
+    assert _start(plan, "other") == 0
+    assert _start(plan, "h") == 3600                # not 10 h: `l` did not take the quota at 0
+    assert _start(plan, "l") >= 7200
+
+
+def test_the_quota_rule_counts_nodes_in_a_domain_too_small_for_the_waiting_one() -> None:
+    """The P1 gang needs 16 GPUs within a rack; the P0 of another tenant holds half of the one
+    rack that can hold it for 1 h.  The P3 (A100s only) fits on a rack of two 4-GPU nodes
+    that can never hold the gang: the GPU gate never looks there (that rack cannot delay the gang through
+    GPUs), the quota still ties them."""
+    topo = loaded(node("big-0", 8, rack="r1", zone="z"), node("big-1", 8, rack="r1", zone="z"),
+                  node("small-0", 4, "A100-80GB", rack="r2", zone="z"),
+                  node("small-1", 4, "A100-80GB", rack="r2", zone="z"))
+    prog = program(
+        job("other", tenant="team-b", gpus=8, within="node", sla="P0", duration="1h"),
+        job("h", gpus=16, within="rack", sla="P1", duration="1h"),
+        job("l", gpus=8, product="A100-80GB", within="rack", sla="P3", duration="10h"),
+        tenants=(ir.Tenant("team-a", quota_gpus=16), ir.Tenant("team-b")))
+    plan, _ = make_plan(prog, topo)
+    assert not plan.unplaced
+    other = plan.placement("other")
+    assert other is not None and other.nodes[0].startswith("big")
+    assert _start(plan, "h") == 3600
+    assert _start(plan, "l") >= 7200
+
+
+def test_a_lower_class_still_starts_when_the_quota_leaves_room_for_both() -> None:
+    topo = loaded(node("h100", 8, "H100-80GB", rack="r1"), node("a100", 8, "A100-80GB", rack="r2"))
+    prog = program(
+        job("other", tenant="team-b", gpus=8, product="H100-80GB", within="node", sla="P0", duration="1h"),
+        job("h", gpus=8, product="H100-80GB", within="node", sla="P1", duration="1h"),
+        job("l", gpus=8, sla="P3", duration="10h"),
+        tenants=(ir.Tenant("team-a", quota_gpus=16), ir.Tenant("team-b")))
+    plan, _ = make_plan(prog, topo)
+    assert _start(plan, "l") == 0 and _start(plan, "h") == 3600
+
+
+def test_the_head_of_a_class_is_not_overtaken_again_and_again() -> None:
+    """A 24-GPU gang on three 8-GPU nodes held by staggered 1-GPU P1 jobs (they end one a
+    minute from 30 m to 53 m).  Same-class 1-GPU jobs go first in their tenant's queue
+    (smaller gangs first); without a reservation each takes a GPU as it frees, and the gang
+    waits for the whole stream of them.  With it, the gang starts when the P1 jobs have ended."""
+    topo = loaded(*(node(f"n{i}", 8, rack="r1") for i in range(3)))
+    first = [job(f"a{i:02d}", gpus=1, sla="P1", duration=f"{30 + i}m") for i in range(24)]
+    gang = job("gang", gpus=24, sla="P2", duration="1h")
+    later = [job(f"z{i:02d}", gpus=1, sla="P2", duration="2h") for i in range(24)]
+    plan, _ = make_plan(program(*first, gang, *later), topo)
+    assert not plan.unplaced
+    assert _start(plan, "gang") == 53 * 60
+    for i in range(24):                 # nothing of its class held a GPU past its start
+        assert _start(plan, f"z{i:02d}") >= 53 * 60 + 3600
+
+
+def test_the_critical_path_counts_only_intents_that_run() -> None:
+    """A chain of 11 h behind an intent no node can hold is refused; the plan runs 1 h."""
+    topo = loaded(node("n0", 8, rack="r1"))
+    chain = [job("big", gpus=16, within="node", duration="1h")]
+    for i in range(10):
+        step = job(f"step-{i}", gpus=1, duration="1h")
+        chain.append(ir.Intent(step.name, ir.Trigger("after", (ir.Ref(chain[-1].name),)), step.action,
+                               step.context, step.constraints))
+    plan, _ = make_plan(program(job("small", gpus=1, duration="1h"), *chain), topo)
+    m = plan.metrics
+    assert {u.intent for u in plan.unplaced} == {"big", *(f"step-{i}" for i in range(10))}
+    assert m.makespan_s == 3600 == m.critical_path_s
+    assert m.critical_path == ("small",)
+    assert m.refused_path == ("big", *(f"step-{i}" for i in range(10))) and m.refused_path_s == 11 * 3600
+
+
+def test_with_nothing_refused_the_critical_path_is_the_graph_s() -> None:
+    topo = loaded(node("n0", 8, rack="r1"))
+    a = job("a", gpus=1, duration="2h")
+    b = job("b", gpus=1, duration="1h")
+    b = ir.Intent("b", ir.Trigger("after", (ir.Ref("a"),)), b.action, b.context, b.constraints)
+    plan, _ = make_plan(program(a, b, job("c", gpus=1, duration="2h")), topo)
+    assert plan.metrics.critical_path == ("a", "b") and plan.metrics.critical_path_s == 3 * 3600
+    assert plan.metrics.refused_path == () and plan.metrics.refused_path_s == 0
+
+
+PCI = """\
+tenant payments { tier: gold }
+tenant research { tier: bronze }
+
+intent fraud-model {
+  trigger: on push
+  action: training image "fraud:1"
+  context: tenant payments, tags [pci-dss-compliant]
+  constraints: gpus 4, sla P2, duration 2h
+}
+
+intent research-job {
+  trigger: on push
+  action: training image "research:1"
+  context: tenant research
+  constraints: gpus 4, sla P2, duration 1h
+}
+"""
+
+
+def _pci_topology(*nvlink: str) -> LoadedTopology:
+    nodes = tuple(ir.TopologyNode(f"a{i + 1}", 8, "H100-80GB", "80Gi", domains=(("nvlink", d),))
+                  for i, d in enumerate(nvlink))
+    return LoadedTopology(ir.Topology("t", ("nvlink", "node"), nodes),
+                          tuple((n.name, default_matrix(8, n.gpu_product)) for n in nodes))
+
+
+def _pci_plan(text: str, *nvlink: str) -> tuple[Plan, list[str]]:
+    prog, diags = parse(SourceFile("t.intent", text))
+    assert not diags
+    plan, found = make_plan(prog, _pci_topology(*nvlink))
+    return plan, [d.code for d in found if d.is_error]
+
+
+def test_isolation_keeps_another_tenant_off_the_node_in_space() -> None:
+    """One 8-GPU node per NVLink domain: the two 4-GPU jobs could share a node (best fit
+    would put them together); the research job goes to the other domain instead."""
+    plan, errors = _pci_plan(PCI, "nvl-a", "nvl-b")
+    assert errors == []
+    fraud, research = plan.placement("fraud-model"), plan.placement("research-job")
+    assert fraud is not None and research is not None
+    assert fraud.start_s == research.start_s == 0 and fraud.nodes != research.nodes
+
+
+def test_isolation_keeps_another_tenant_out_of_the_nvlink_domain_in_time() -> None:
+    """Both nodes in one NVLink domain: the research job waits until the PCI job has ended."""
+    plan, errors = _pci_plan(PCI, "nvl-a", "nvl-a")
+    assert errors == []
+    fraud, research = plan.placement("fraud-model"), plan.placement("research-job")
+    assert fraud is not None and research is not None
+    assert fraud.start_s == 0 and research.start_s == fraud.end_s == 7200
+
+
+def test_isolation_holds_in_time_the_other_way_round() -> None:
+    """The other tenant's job comes first (a higher class): the PCI job waits for it to end."""
+    text = PCI.replace("sla P2, duration 1h", "sla P0, duration 1h")
+    plan, errors = _pci_plan(text, "nvl-a", "nvl-a")
+    assert errors == []
+    fraud, research = plan.placement("fraud-model"), plan.placement("research-job")
+    assert fraud is not None and research is not None
+    assert research.start_s == 0 and fraud.start_s == research.end_s == 3600
+
+
+def test_e1020_remains_where_isolation_is_impossible() -> None:
+    """Both open-ended in the one NVLink domain: nothing ever frees it, so the research
+    server is placed beside the PCI one, and the plan says so (E1020), rather than refused."""
+    text = (PCI.replace('action: training image "fraud:1"', 'action: serve image "fraud:1"')
+            .replace('action: training image "research:1"', 'action: serve image "research:1"'))
+    plan, errors = _pci_plan(text, "nvl-a", "nvl-a")
+    assert errors == ["E1020"]
+    assert not plan.unplaced
