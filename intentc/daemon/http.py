@@ -72,7 +72,28 @@ class _QuietServer(ThreadingHTTPServer):
         log.warning("health/metrics request from %s failed: %r", client_address[0], exc)
 
 
-class HealthServer:
+class ServedOnAThread:
+    """A stdlib HTTP server run on a daemon thread of its own: the probes' and the
+    secure metrics' servers share this lifecycle and differ in what they answer."""
+
+    server: ThreadingHTTPServer
+    _thread: threading.Thread
+
+    def serve(self, server: ThreadingHTTPServer, name: str) -> None:
+        self.server = server
+        self._thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+
+class HealthServer(ServedOnAThread):
     def __init__(self, listen: str, metrics: DaemonMetrics | None, live: Probe, ready: Probe) -> None:
         host, port = parse_listen(listen)
         owner = self
@@ -110,9 +131,9 @@ class HealthServer:
         self.ready = ready
         self._said: dict[str, tuple[bool, str]] = {}
         self._lock = threading.Lock()
-        self.server = _QuietServer((host, port), Handler)
-        self.server.daemon_threads = True
-        self._thread = threading.Thread(target=self.server.serve_forever, name="intentc-http", daemon=True)
+        server = _QuietServer((host, port), Handler)
+        server.daemon_threads = True
+        self.serve(server, "intentc-http")
 
     def note(self, path: str, ok: bool, why: str) -> None:
         """Log a probe's reason when its answer changes (the body does not carry it)."""
@@ -123,15 +144,6 @@ class HealthServer:
         log.log(logging.INFO if ok else logging.WARNING, "%s: %s", path.split("?", 1)[0],
                 why or ("ok" if ok else "not ok"))
 
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
     def start(self) -> HealthServer:
         self._thread.start()
         return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)

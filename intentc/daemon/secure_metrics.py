@@ -25,7 +25,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from intentc.daemon.http import parse_listen
+from intentc.daemon.http import ServedOnAThread, parse_listen
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.metrics_auth import METRICS_PATH, Reviewer
 from intentc.daemon.tls import ServingCert
@@ -109,7 +109,7 @@ class _TlsServer(ThreadingHTTPServer):
         log.warning("metrics request from %s failed: %r", client_address[0], exc)
 
 
-class SecureMetricsServer:
+class SecureMetricsServer(ServedOnAThread):
     def __init__(self, listen: str, metrics: DaemonMetrics, reviewer: Reviewer, cert: ServingCert) -> None:
         host, port = parse_listen(listen)
         owner = self
@@ -161,8 +161,7 @@ class SecureMetricsServer:
         self.cert = cert
         self._said: tuple[int, str] | None = None
         self._lock = threading.Lock()
-        self.server = _TlsServer((host, port), Handler, cert)
-        self._thread = threading.Thread(target=self.server.serve_forever, name="intentc-metrics", daemon=True)
+        self.serve(_TlsServer((host, port), Handler, cert), "intentc-metrics")
 
     def note(self, status: int, why: str) -> None:
         """Log a decision when it differs from the last (a scraper every 15 s is not news);
@@ -174,18 +173,9 @@ class SecureMetricsServer:
         level = logging.DEBUG if status == 200 else logging.ERROR if status == 500 else logging.INFO
         log.log(level, "/metrics: %d for %s", status, why)
 
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
     def start(self) -> SecureMetricsServer:
         self._thread.start()
         return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)
 
 
 def _cut(conn: Any) -> None:

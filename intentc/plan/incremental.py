@@ -72,7 +72,7 @@ from intentc.diagnostics import Diagnostic, Span, error
 from intentc.plan.admission import TenantTerms, sla_name, sla_rank, tenant_weight
 from intentc.plan.batch import size_batches
 from intentc.plan.cluster import Cluster, NodeState
-from intentc.plan.metrics import jain_index, longest_chain
+from intentc.plan.metrics import critical_paths, jain_index
 from intentc.plan.model import BatchSizing, Placement, Plan, Strategy, TenantShare, Unplaced
 from intentc.plan.observation import without_observed
 from intentc.plan.placer import Placer, Refused, Request, over_quota, waits_for_refused
@@ -613,7 +613,7 @@ class PlanIndex:
         refused_path: tuple[str, ...] = ()
         refused_s = 0
         if unplaced:
-            # the critical path counts only intents that run (metrics.longest_chain), the
+            # the critical path counts only intents that run (metrics.critical_paths), the
             # refused chain apart: both over the whole program, as the full planner makes them
             path, path_s, refused_path, refused_s = self._paths_with_refusals(
                 waves, edit.preds, intent_of, {u.intent for u in unplaced})
@@ -693,10 +693,7 @@ class PlanIndex:
         order = [n for wave in waves for n in wave]
         after = ChainMap(dict(preds), self.preds)
         durations = {n: graph.duration_seconds(intent_of(n)) for n in order}
-        runs = {n for n in order if n not in refused}
-        path, path_s = longest_chain(order, lambda n: after.get(n, ()), durations, runs)
-        lost, lost_s = longest_chain(order, lambda n: after.get(n, ()), durations, refused)
-        return path, path_s, lost, lost_s
+        return critical_paths(order, lambda n: after.get(n, ()), durations, refused)
 
     def _critical(self, dist: dict[str, int], prev: dict[str, str | None],
                   gone: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], int]:

@@ -70,6 +70,19 @@ def longest_chain(order: Iterable[str], after: Callable[[str], Sequence[str]], d
     return tuple(reversed(path)), dist[end]
 
 
+def critical_paths(order: Sequence[str], after: Callable[[str], Sequence[str]], durations: Mapping[str, int],
+                   refused: Collection[str]) -> tuple[tuple[str, ...], int, tuple[str, ...], int]:
+    """The plan's critical path and its length over the intents that run (those of `order`
+    not in `refused`), then the longest refused chain and its length: the one definition
+    the full planner and the incremental one (plan/incremental.py) both report.  With
+    nothing refused the critical path is the whole graph's (`graph.critical_path`), which
+    both planners already have and pass on without calling this."""
+    runs = {n for n in order if n not in refused}
+    path, path_s = longest_chain(order, after, durations, runs)
+    lost, lost_s = longest_chain(order, after, durations, refused)
+    return path, path_s, lost, lost_s
+
+
 def compute(cluster: Cluster, placements: Sequence[Placement], shares: Sequence[TenantShare],
             critical_path: tuple[str, ...], critical_path_s: int, peak_gpus: int, idle_at_start: int,
             refused_path: tuple[str, ...] = (), refused_path_s: int = 0) -> Metrics:

@@ -272,10 +272,8 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
     refused_s = 0
     if run.refusals:
         # refused intents take no time: the bound is over what runs, what was given up apart
-        order = [n for wave in waves for n in wave]
-        runs = {n for n in jobs if n not in run.refusals}
-        path, path_s = metrics.longest_chain(order, lambda n: jobs[n].after, durations, runs)
-        refused_path, refused_s = metrics.longest_chain(order, lambda n: jobs[n].after, durations, run.refusals)
+        path, path_s, refused_path, refused_s = metrics.critical_paths(
+            [n for wave in waves for n in wave], lambda n: jobs[n].after, durations, run.refusals)
     del durations
     placements = []
     seated, times = run.seated, run.times
