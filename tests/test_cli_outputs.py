@@ -17,7 +17,8 @@ from intentc.daemon.logformat import JsonFormatter, LogFormat, LogLevel, configu
 from intentc.drift.detect import Change, DriftClass, Finding, Report
 from intentc.pipeline import check
 from intentc.reconcile.health import Health, HealthStatus
-from intentc.reconcile.sync import ApplyOptions, Reconciler
+from intentc.reconcile.diff import Pair
+from intentc.reconcile.sync import ApplyOptions, Reconciler, _Run, _State, _Unit
 from intentc.render.model import ObjectRef
 
 ROOT = Path(__file__).parents[1]
@@ -108,14 +109,21 @@ class _Jobs:
         return {"kind": "Job", "spec": {"completions": 1}, "status": {"conditions": conditions}}
 
 
-def test_apply_reports_waves_while_it_waits() -> None:
+def test_apply_reports_progress_while_it_waits() -> None:
+    """Created intents that are not healthy yet: every poll reports how many have ended."""
     refs = [ObjectRef("batch/v1", "Job", "team-a", n) for n in ("a", "b", "c")]
     heard: list[tuple[str, int, int]] = []
     clock = [0.0]
     reconciler = Reconciler(_Jobs(refs), ApplyOptions(workers=1), sleep=lambda s: clock.__setitem__(0, clock[0] + s),
                             monotonic=lambda: clock[0], progress=lambda *a: heard.append(a))  # type: ignore[arg-type]
-    health = {r: Health(HealthStatus.PROGRESSING) for r in refs}
-    assert reconciler._wait(refs, health, deadline=100.0, step=4) == ""
-    assert [done for _, done, _ in heard] == [0, 1, 2, 3]
+    units = {}
+    for r in refs:
+        u = _Unit(r.name, r.name, 4, [Pair(r, None, None, False)])
+        u.state, u.deadline = _State.RUNNING, 100.0
+        units[r.name] = u
+    run = _Run(None, None, None, [])  # type: ignore[arg-type]   # nothing is written: every intent is created
+    run.health = {r: Health(HealthStatus.PROGRESSING) for r in refs}
+    assert reconciler._release(units, run) == ""
+    assert [done for _, done, _ in heard] == [0, 1, 2]
     assert {total for _, _, total in heard} == {3}
-    assert heard[0][0].endswith(": waiting until healthy")
+    assert heard[0][0] == "waves: 3 running" and heard[-1][0] == "waves: 1 running"
