@@ -536,3 +536,35 @@ def test_install_completion_writes_the_script_and_sources_it(tmp_path: Path) -> 
     script = tmp_path / ".bash_completions" / "intentc.sh"
     assert "_INTENTC_COMPLETE" in script.read_text()
     assert f"source '{script}'" in (tmp_path / ".bashrc").read_text()
+
+
+def _documented_options() -> dict[str, tuple[str, set[str]]]:
+    """docs/cli-conventions.md's option table: short option -> (long names, the commands
+    its last column lists), for the rows that name their commands one by one."""
+    doc = (Path(__file__).parents[1] / "docs" / "cli-conventions.md").read_text(encoding="utf-8")
+    table = doc[doc.index("## Options"):]
+    rows: dict[str, tuple[str, set[str]]] = {}
+    for line in table.splitlines()[4:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        short, where = cells[0].strip("`"), cells[-1]
+        if short and short != "-h" and not where.startswith("every"):
+            rows[short] = (cells[1], set(re.findall(r"`([a-z -]+)`", where)))
+    return rows
+
+
+DOCUMENTED = _documented_options()
+
+
+def test_the_documented_table_names_the_short_options() -> None:
+    assert {"-d", "-f", "-j"} <= set(DOCUMENTED), DOCUMENTED
+
+
+@pytest.mark.parametrize("short", sorted(DOCUMENTED))
+def test_the_option_table_matches_every_commands_help(short: str) -> None:
+    """The table's "everywhere it appears" is exactly the commands whose --help has the option."""
+    longs, listed = DOCUMENTED[short]
+    having = {" ".join(path) for path, cmd in COMMANDS.items() if path
+              and any(short in p.opts for p in getattr(cmd, "params", ()))}
+    assert having == listed, f"{short} ({longs}): --help has it in {sorted(having)}, the table says {sorted(listed)}"

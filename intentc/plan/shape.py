@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from intentc import graph, ir
 from intentc.dependencies import links, producers, unique_intents
 from intentc.diagnostics import Diagnostic
+from intentc.plan.metrics import longest_chain
 
 NONE: tuple[str, ...] = ()
 
@@ -98,20 +99,7 @@ def _critical_path(waves: tuple[tuple[str, ...], ...], after: Mapping[str, tuple
                    durations: Mapping[str, int]) -> tuple[tuple[str, ...], int]:
     """`graph.critical_path` over an acyclic shape: the longest chain by summed durations,
     ties to the smallest name (the answer does not depend on the visiting order)."""
-    dist: dict[str, int] = {}
-    prev: dict[str, str | None] = {}
-    for wave in waves:                  # a topological order
-        for v in wave:
-            best: str | None = None
-            for u in after[v]:
-                if best is None or (-dist[u], u) < (-dist[best], best):
-                    best = u
-            dist[v] = durations.get(v, 0) + (dist[best] if best is not None else 0)
-            prev[v] = best
-    if not dist:
-        return (), 0
-    end = min(dist, key=lambda n: (-dist[n], n))
-    return graph.chain_end(prev, end), dist[end]
+    return longest_chain((v for wave in waves for v in wave), after.__getitem__, durations, after)
 
 
 def _with_cycles(program: ir.Program, durations: Mapping[str, int]) -> tuple[Shape, list[Diagnostic]]:
