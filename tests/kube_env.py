@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -52,10 +53,50 @@ def assets_dir() -> Path | None:
     return None
 
 
+_HANDED_OUT: set[int] = set()
+_RANDOM = random.SystemRandom()
+
+
+def _ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port nothing listens on, for a server a test is about to start.
+
+    It is chosen at random below the kernel's ephemeral range, never from it: ports in
+    that range are also the local ends of the suite's outgoing connections, and one of
+    those can take the port between this check and the server's own bind (etcd or the
+    API server then exits with "address already in use"). A port is handed out once per
+    process, so two servers of one test never get the same one.
+    """
+    floor = _ephemeral_floor()
+    for _ in range(500):
+        port = _RANDOM.randrange(20000, floor) if floor > 21000 else 0
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            chosen = int(s.getsockname()[1])
+        if chosen not in _HANDED_OUT:
+            _HANDED_OUT.add(chosen)
+            return chosen
+    raise RuntimeError("no free loopback port found")
+
+
+def _lost_a_port(log: Path) -> bool:
+    """Whether a server exited because its port was taken (the only start-up failure
+    worth another try with new ports)."""
+    try:
+        return "address already in use" in log.read_text(errors="replace")
+    except OSError:
+        return False
 
 
 def _stop(proc: subprocess.Popen[bytes] | None, timeout: float = 15.0) -> None:
@@ -104,11 +145,26 @@ class KubeEnv:
     def kubectl(self) -> Path:
         return self.assets / "kubectl"
 
-    def start(self, timeout: float = 90.0) -> "KubeEnv":
+    def start(self, timeout: float = 90.0, attempts: int = 3) -> "KubeEnv":
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._write_credentials()
-        self.start_etcd()
-        self.start_apiserver(timeout)
+        for attempt in range(attempts):
+            self._write_credentials()
+            self.start_etcd()
+            try:
+                self.start_apiserver(timeout)
+                break
+            except RuntimeError:
+                logs = (self.dir / "etcd.log", self.dir / "kube-apiserver.log")
+                if attempt + 1 == attempts or not any(_lost_a_port(log) for log in logs):
+                    raise
+                # another process took a port between free_port() and the bind: new ports,
+                # fresh logs (so the next failure is read from its own log), same data dir
+                self.stop_apiserver()
+                _stop(self.etcd)
+                self.etcd = None
+                for log in logs:
+                    log.unlink(missing_ok=True)
+                self.etcd_port, self.peer_port, self.api_port = free_port(), free_port(), free_port()
         for component in self.components:
             getattr(self, "start_" + component.replace("-", "_"))()
         return self
