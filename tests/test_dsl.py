@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from intentc.diagnostics import Diagnostic, Span
-from intentc.frontend import dsl
+from intentc.frontend import dsl, lark_glue
 from intentc.frontend.dsl_errors import EXAMPLES, BadInput
 from intentc.ir import FieldSpans, Located, Placed, Program
 from intentc.sources import SourceFile
@@ -312,12 +312,12 @@ def test_mutated_valid_files_never_raise(text: str) -> None:
 def test_the_lalr_loop_is_lark_cythons() -> None:
     """The grammar is lark's; the loop that drives its table is lark-cython's
     compiled one, fed by our lexer (docs/frontend-scale.md)."""
-    assert type(dsl._PARSER.parser.parser).__module__ == "lark_cython.lark_cython"
+    assert dsl._PARSER.loop_module == "lark_cython.lark_cython"
     result = dsl.parse_full(SourceFile("x.intent", "tenant t { tier: gold }\nintent {\n"))
     assert [d.code for d in result.diagnostics] == ["E0101"] and len(result.program.tenants) == 1
 
 
-@pytest.mark.parametrize("before", [0, 1, dsl._Lexer.BATCH - 3, dsl._Lexer.BATCH, 3 * dsl._Lexer.BATCH + 1])
+@pytest.mark.parametrize("before", [0, 1, lark_glue.KeywordLexer.BATCH - 3, lark_glue.KeywordLexer.BATCH, 3 * lark_glue.KeywordLexer.BATCH + 1])
 def test_positions_past_a_lexed_batch(before: int) -> None:
     """The lexer works ahead in batches of tokens: a token, a comment or a bad
     character after a batch boundary, on the same line or after line breaks

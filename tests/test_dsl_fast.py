@@ -70,7 +70,7 @@ def lark_parses(text: str) -> bool:
     with dsl._LOCK:
         dsl._LOWER.begin("f.intent")
         try:
-            dsl._parse(text)
+            dsl._PARSER.parse(text)
             return True
         except UnexpectedInput:
             return False

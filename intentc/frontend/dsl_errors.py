@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from lark_cython import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
-from lark.parsers.lalr_analysis import Shift
 
 from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
+from intentc.frontend import lark_glue
+from intentc.frontend.lark_glue import Shift, Token
 from intentc.suggest import did_you_mean
 
 
@@ -179,8 +179,8 @@ def step(states: Any, stack: list[int], term: str) -> list[int] | None:
 def acceptable(parser_state: Any) -> frozenset[str]:
     """Terminals that would really be shifted next (lark's table also lists
     the merged LALR lookaheads, which would name tokens of unrelated blocks)."""
-    states = parser_state.parse_conf.parse_table.states
-    stack = parser_state.state_stack
+    states = lark_glue.table_states(parser_state)
+    stack = lark_glue.state_stack(parser_state)
     return frozenset(t for t in states[parser_state.position]
                      if t.isupper() and step(states, stack, t) is not None)
 
@@ -189,8 +189,8 @@ def _missing_comma(parser_state: Any, acc: frozenset[str], token: Token) -> bool
     """True when the token would be fine right after a ',' (`cpu 4 memory 8Gi`, `consumes: a b`)."""
     if "COMMA" not in acc:
         return False
-    states = parser_state.parse_conf.parse_table.states
-    after = step(states, parser_state.state_stack, "COMMA")
+    states = lark_glue.table_states(parser_state)
+    after = step(states, lark_glue.state_stack(parser_state), "COMMA")
     if after is None:
         return False
     as_keyword = token.value.upper() if token.value.isidentifier() else token.type
@@ -275,7 +275,7 @@ def hint_keys(exc: UnexpectedInput) -> tuple[HintKey, HintKey] | None:
         found = f"char:{exc.char}"
     else:
         return None
-    keyword = next((t.type for t in reversed(ip.parser_state.value_stack)
+    keyword = next((t.type for t in reversed(lark_glue.value_stack(ip.parser_state))
                     if isinstance(t, Token) and t.type not in _SKIP_FOR_ROLE), "")
     return (acc, found, keyword), (acc, found, "")
 
@@ -293,7 +293,7 @@ def syntax_diagnostic(exc: UnexpectedInput, text: str, path: str,
                       hints: Mapping[HintKey, str]) -> Diagnostic:
     """One diagnostic for one lark error; `text` is the whole file (positions are absolute)."""
     ip = getattr(exc, "interactive_parser", None)
-    stack: list[Any] = list(ip.parser_state.value_stack) if ip is not None else []
+    stack: list[Any] = list(lark_glue.value_stack(ip.parser_state)) if ip is not None else []
     acc = acceptable(ip.parser_state) if ip is not None else frozenset()
     keys = hint_keys(exc)
     hint = (hints.get(keys[0]) or hints.get(keys[1])) if keys is not None else None

@@ -15,10 +15,10 @@ import re
 from typing import Any, Iterable
 
 from lark import Transformer
-from lark_cython import Token
 
 from intentc.diagnostics import Diagnostic, Related, Span, error, make_span
 from intentc.frontend import dsl_errors
+from intentc.frontend.lark_glue import Token
 from intentc.ir import (
     CONSTRAINT_KEYS,
     OWN,

@@ -141,16 +141,16 @@ def test_new_cache_folders_are_private(repo: Path, tmp_path: Path) -> None:
 
 
 def test_an_untrusted_grammar_cache_is_not_given_to_lark(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from intentc.frontend import dsl
+    from intentc.frontend import lark_glue
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    path = dsl._cache_file()
+    path = lark_glue.cache_file()
     assert isinstance(path, str) and Path(path).parent.stat().st_mode & 0o777 == 0o700
     Path(path).write_bytes(b"lark's pickle")
     Path(path).chmod(0o664)
-    assert dsl._cache_file() is False
+    assert lark_glue.cache_file() is False
     Path(path).chmod(0o644)
-    assert dsl._cache_file() == path
+    assert lark_glue.cache_file() == path
 
 
 def test_the_diff_cache_is_checked_too(tmp_path: Path) -> None:
