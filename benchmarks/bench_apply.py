@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.results import write_results  # noqa: E402
-from intentc.compile import compile_paths, write_outputs  # noqa: E402
+from intentc.pipeline import compile_paths, write_outputs  # noqa: E402
 from intentc.kube.client import KubeClient  # noqa: E402
 from intentc.reconcile.sync import ApplyOptions, Reconciler  # noqa: E402
 from intentc.render.capabilities import KubeVersion  # noqa: E402

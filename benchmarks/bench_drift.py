@@ -57,10 +57,10 @@ os.environ.setdefault("INTENTC_CACHE_DIR", "")   # no parse cache written to ~/.
 from deepdiff import DeepDiff
 
 from benchmarks.results import write_results
-from intentc.compile import compile_paths, write_outputs
+from intentc.pipeline import compile_paths, write_outputs
 from intentc.drift.detect import DriftClass, History, detect
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 T = TypeVar("T")
 SHA = "c" * 40

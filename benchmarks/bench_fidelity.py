@@ -28,7 +28,11 @@ runs it (a subprocess; `--only-topology-nodes`, its own tenants and
 inventory target), once as intentc releases intents now (each when its
 own prerequisites end) and once with the previous whole-wave release — the
 baseline, reachable only through apply's hidden `--release waves`
-(reconcile/release.py), in the same run, on the same cluster.
+(reconcile/release.py), in the same run, on the same cluster.  `--modes
+intents,poll` compares per-intent release as it learns that Jobs ended —
+from a watch (reconcile/watched.py) — with the same release reading them
+once a second instead (apply's hidden `--release poll`, the behaviour
+before the watch).
 
 What happened is read from the API server only, after each apply: Jobs'
 `status.startTime` / `completionTime` (fallback variants that never ran
@@ -67,10 +71,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.proc import loadavg, measure  # noqa: E402
 from benchmarks.results import results_dir, write_results  # noqa: E402
-from intentc.compile import compile_paths  # noqa: E402
+from intentc.pipeline import compile_paths  # noqa: E402
 from intentc.plan.model import Plan  # noqa: E402
 from intentc.render.capabilities import KubeVersion  # noqa: E402
-from intentc.render.model import INTENT_LABEL  # noqa: E402
+from intentc.objectmeta import INTENT_LABEL  # noqa: E402
 from tests.kube_env import KubeEnv, assets_dir  # noqa: E402
 from tests.kube_nodes import add_topology  # noqa: E402
 from tests.kube_support import WatchRecorder  # noqa: E402
@@ -81,6 +85,7 @@ SEED = 40
 TARGETS = ("device-plugin", "kueue", "dra")
 SHAPES = ("chain", "fanout", "mix")
 MODES = ("intents", "waves")          # waves: the baseline (apply --release waves, hidden)
+BASELINES = ("waves", "poll")          # poll: per intent, Jobs read once a second (apply --release poll)
 FALLBACK_OF = "intentc.dev/fallback-of"
 GOALS = {"makespan_ratio_max": 1.05, "p90_start_error_max": 0.05, "within_broken_max": 0, "node_agreement_min": 0.95}
 
@@ -291,7 +296,7 @@ def run_one(env: KubeEnv, work: Path, shape: str, size: int, target: str, mode: 
     claims = WatchRecorder(env, "resourceclaims") if target == "dra" else None
     cmd = [sys.executable, "-m", "intentc", "apply", str(repo / "intents"), "-t", str(topo), "--kubeconfig",
            str(env.kubeconfig), "--commit", SHA, "--target", p, "--render-target", target, "-o", "json",
-           "--only-topology-nodes"] + (["--release", "waves"] if mode == "waves" else [])
+           "--only-topology-nodes"] + (["--release", mode] if mode in BASELINES else [])
     began = time.time()
     # an apply that cannot finish (work the cluster never admits) is cut off at twice the
     # planned makespan plus a minute, and what ran until then is measured
@@ -323,7 +328,8 @@ def main() -> None:
     ap.add_argument("--ms-per-hour", type=int, default=5000, help="cluster milliseconds per plan hour")
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--targets", default=",".join(TARGETS))
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="intents, waves (whole-wave baseline), poll (per intent, polling baseline)")
     ap.add_argument("--out", default="bench_fidelity", help="results name (benchmarks/results/NAME.json)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in the results file (same scale) and run only the others")

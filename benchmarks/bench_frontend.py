@@ -95,9 +95,10 @@ def yaml_intent(i: int, rng: random.Random) -> str:
     )
 
 
-def generate(root: Path, n: int, per_file: int = 1) -> tuple[Path, Path]:
-    """`n` intents, half DSL, half YAML; `per_file` intents to a file (DSL blocks one
-    after the other, YAML documents separated by `---`), one by default."""
+def generate(root: Path, n: int, per_file: int = 1, notation: str = "mixed") -> tuple[Path, Path]:
+    """`n` intents, half DSL, half YAML (`notation` "dsl" or "yaml": all in one); `per_file`
+    intents to a file (DSL blocks one after the other, YAML documents separated by `---`),
+    one by default.  The tenants and datasets are in dsl/common.intent either way."""
     rng = random.Random(n)
     dsl_dir, yaml_dir = root / "dsl", root / "yaml"
     dsl_dir.mkdir(parents=True)
@@ -108,7 +109,13 @@ def generate(root: Path, n: int, per_file: int = 1) -> tuple[Path, Path]:
     (dsl_dir / "common.intent").write_text(common)
     texts: dict[Path, list[str]] = {}
     for i in range(n):
-        if i % 2 == 0:
+        if notation != "mixed":
+            first = i // per_file * per_file
+            if notation == "dsl":
+                texts.setdefault(dsl_dir / f"job-{first:05d}.intent", []).append(dsl_intent(i, rng))
+            else:
+                texts.setdefault(yaml_dir / f"job-{first:05d}.yaml", []).append(yaml_intent(i, rng))
+        elif i % 2 == 0:
             texts.setdefault(dsl_dir / f"job-{i // (2 * per_file) * 2 * per_file:05d}.intent", []).append(
                 dsl_intent(i, rng))
         else:

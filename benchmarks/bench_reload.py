@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_frontend import PRODUCTS, generate
 from benchmarks.results import write_results
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.daemon.reload import Reloader
 from intentc.policy import BUILTIN as BUILTIN_POLICIES
 

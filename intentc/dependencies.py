@@ -12,11 +12,22 @@ networkx is imported only to describe the cycles of one that has some.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+# Enumerating elementary cycles is exponential in the worst case; a repository
+# with that many cycles needs its first few fixed before the rest matter.
+MAX_CYCLES_REPORTED = 50
+# Intents one cycle's message names; a longer cycle keeps its first and last half of
+# these and counts the middle: a loop through every intent would otherwise name them all.
+MAX_CYCLE_SHOWN = 20
 
 
 class Edge(NamedTuple):
@@ -130,7 +141,117 @@ def diagnostics(program: ir.Program) -> list[Diagnostic]:
     intents = unique_intents(program)
     produced, diags = producers(intents)
     if has_cycle(links(intents, produced)):
-        from intentc import graph
+        import networkx as nx    # only a repository with a cycle pays for it
 
-        return graph.build(program)[1]
+        found = edges(intents, produced)
+        g: nx.DiGraph = nx.DiGraph()
+        g.add_nodes_from(intents)
+        g.add_edges_from(found)
+        return diags + cycle_diagnostics(g, found)
     return diags
+
+
+# --------------------------------------------------------------------------
+# Cycles (E0501): described on the networkx graph of the intents that have one
+# --------------------------------------------------------------------------
+
+def _canonical_cycle(cycle: list[str]) -> tuple[str, ...]:
+    """Rotate so the smallest name comes first: one spelling per cycle."""
+    i = cycle.index(min(cycle))
+    return tuple(cycle[i:] + cycle[:i])
+
+
+def cycles(g: nx.DiGraph, limit: int = MAX_CYCLES_REPORTED) -> list[tuple[str, ...]]:
+    """Elementary cycles, each once, shortest first then by names.
+
+    The strongly connected components that hold a cycle are taken in the order
+    of their first name.  One with as many edges as intents is a single cycle,
+    read off by following each intent's one successor inside it, which is linear:
+    networkx's enumeration must also prove there is no other, and grows faster
+    than the loop.  The others are
+    enumerated by networkx (Johnson's algorithm) on the component alone, in a
+    fixed order (the graph is built in name order).  At most `limit` are
+    enumerated, so more than `limit` results means "more exist".
+    """
+    import networkx as nx    # `g` is one already: its module is loaded
+
+    found: list[list[str]] = []
+    for component in cyclic_components(g):
+        if len(found) >= limit:
+            break
+        members = set(component)
+        inside = {u: [v for v in g.succ[u] if v in members] for u in component}
+        if sum(map(len, inside.values())) == len(component):
+            found.append(_loop(inside, component[0]))
+        else:
+            found.extend(itertools.islice(nx.simple_cycles(g.subgraph(component)), limit - len(found)))
+    return sorted({_canonical_cycle(c) for c in found}, key=lambda c: (len(c), c))
+
+
+def _loop(inside: Mapping[str, list[str]], start: str) -> list[str]:
+    """The one cycle of a component in which every intent has one successor."""
+    cycle = [start]
+    node = inside[start][0]
+    while node != start:
+        cycle.append(node)
+        node = inside[node][0]
+    return cycle
+
+
+def cyclic_components(g: nx.DiGraph) -> list[list[str]]:
+    """The strongly connected components that hold a cycle (two intents or more, or
+    one that waits for itself), each sorted by name, in the order of their first."""
+    import networkx as nx    # `g` is one already: its module is loaded
+
+    if nx.is_directed_acyclic_graph(g):
+        # the common case, in one topological pass: Tarjan's bookkeeping (several dicts of
+        # every intent) would add to the planner's peak (docs/reload.md)
+        return []
+    return sorted(sorted(c) for c in nx.strongly_connected_components(g)
+                  if len(c) > 1 or g.has_edge(next(iter(c)), next(iter(c))))
+
+
+def _edge_note(why: Mapping[tuple[str, str], Edge], u: str, v: str) -> str:
+    data = why[u, v]
+    if data.reason == "data":
+        return f'"{v}" consumes "{data.dataset}", which "{u}" produces'
+    return f'"{v}" runs after "{u}"'
+
+
+def cycle_diagnostics(g: nx.DiGraph, why: Mapping[tuple[str, str], Edge]) -> list[Diagnostic]:
+    """E0501 per cycle of `g`, whose edges are `why`'s (their reasons and clauses)."""
+    diags = []
+    found = cycles(g, MAX_CYCLES_REPORTED + 1)
+    truncated = len(found) > MAX_CYCLES_REPORTED
+    found = found[:MAX_CYCLES_REPORTED]
+    for cycle in found:
+        edges = list(zip(cycle, cycle[1:] + cycle[:1]))
+        closing = edges[-1]                       # the edge back into the first intent
+        span: Span = why[closing].span
+        related = [Related(_edge_note(why, u, v), why[u, v].span) for u, v in _shown(edges)]
+        if len(cycle) == 1:
+            hint = ("an intent cannot wait for itself: remove the `after` or read and write "
+                    "different datasets")
+        else:
+            hint = "remove one of these dependencies to break the cycle"
+        if truncated and cycle == found[-1]:
+            hint += f" (only the first {MAX_CYCLES_REPORTED} cycles are reported)"
+        diags.append(error("E0501", f"dependency cycle: {_chain(cycle)}", span, hint=hint, related=related))
+    return diags
+
+
+def _chain(cycle: tuple[str, ...]) -> str:
+    """``a → b → c → a``; past `MAX_CYCLE_SHOWN` intents, the middle is counted, not named."""
+    names = (*cycle, cycle[0])
+    if len(cycle) <= MAX_CYCLE_SHOWN:
+        return " → ".join(names)
+    half = MAX_CYCLE_SHOWN // 2
+    return (" → ".join(names[:half]) + f" → … ({len(cycle) - 2 * half:,} more) → "
+            + " → ".join(names[-half - 1:]))
+
+
+def _shown(edges: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The edges a cycle's notes point at: all of them, or the first and last
+    `MAX_CYCLE_SHOWN // 2` when `_chain` elides the middle."""
+    half = MAX_CYCLE_SHOWN // 2
+    return edges if len(edges) <= MAX_CYCLE_SHOWN else edges[:half] + edges[-half:]

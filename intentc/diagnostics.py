@@ -2,8 +2,8 @@
 
 Every stage appends `Diagnostic`s to a list and keeps going, so one run
 reports every problem it can find.  A diagnostic always carries a `Span`
-so the user can jump to the offending text; the four output formats
-(text, json, github, sarif) are views of the same list.
+so the user can jump to the offending text; the output formats
+(text, json, github, sarif, junit) are views of the same list.
 
 Lines and columns are 1-based, end positions are exclusive columns on the
 end line (as editors and SARIF count them).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -329,6 +330,59 @@ def sarif_log(rules: Sequence[Mapping[str, object]], results: Sequence[Mapping[s
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
+# JUnit XML, the format CI systems (GitLab, Jenkins, Azure Pipelines, test-report
+# actions) show as a test run.  One test suite.  Every error is a failed test case of its
+# own (named by file, position and code, its <failure> carrying the code, position and
+# message), and every input file without errors is one passing test case, so `failures`
+# counts findings, as a reader of the report counts them (a file with 9 errors is 9
+# failures, not 1), and `tests` and `failures` on <testsuites> and <testsuite> are the
+# <testcase> and <failure> elements there are.  A file's warnings and notes are listed in
+# the <system-out> of its first test case.  Built with the standard library's ElementTree,
+# which escapes the text; the output has no timestamps or durations, so the same inputs
+# give the same bytes.
+
+JUNIT_SUITE = "intentc check"
+
+
+def _junit_line(d: Diagnostic) -> str:
+    hint = f" (hint: {d.hint})" if d.hint else ""
+    return f"{d.span}: {d.severity.value}[{d.code}]: {d.message}{hint}"
+
+
+def format_junit(diags: Sequence[Diagnostic], files: Sequence[str]) -> str:
+    """`diags` as a JUnit report listing every one of `files`, those without errors as passing."""
+    import xml.etree.ElementTree as ET   # only a JUnit report pays for it
+
+    by_file: dict[str, list[Diagnostic]] = defaultdict(list)
+    for d in diags:
+        by_file[d.span.file].append(d)
+    names = sorted(set(files) | set(by_file))
+    errors = [d for f in names for d in by_file[f] if d.is_error]
+    tests = len(errors) + sum(1 for f in names if not any(d.is_error for d in by_file[f]))
+    counts = {"tests": str(tests), "failures": str(len(errors)), "errors": "0"}
+    suites = ET.Element("testsuites", {"name": "intentc", **counts})
+    suite = ET.SubElement(suites, "testsuite", {"name": JUNIT_SUITE, **counts, "skipped": "0"})
+    for name in names:
+        found = by_file[name]
+        cases = []
+        for d in (d for d in found if d.is_error):
+            case = ET.SubElement(suite, "testcase", classname=JUNIT_SUITE,
+                                 name=f"{name}:{d.span.line}:{d.span.column} {d.code}", file=name,
+                                 line=str(d.span.line))
+            failure = ET.SubElement(case, "failure", type=d.code,
+                                    message=f"{d.span.line}:{d.span.column}: {d.code}: {d.message}")
+            failure.text = _junit_line(d)
+            cases.append(case)
+        if not cases:
+            cases.append(ET.SubElement(suite, "testcase", classname=JUNIT_SUITE, name=name, file=name))
+        notes = [_junit_line(d) for d in found if d.severity is not Severity.ERROR]
+        if notes:
+            ET.SubElement(cases[0], "system-out").text = "\n".join(notes)
+    ET.indent(suites)
+    body = ET.tostring(suites, encoding="unicode")
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
+
+
 def render(diags: Sequence[Diagnostic], fmt: OutputFormat, sources: Mapping[str, str],
            tool_version: str = "0", color: bool = False) -> str:
     """`diags` in `fmt`; `color` applies to text only.  JUnit lists every file
@@ -340,6 +394,5 @@ def render(diags: Sequence[Diagnostic], fmt: OutputFormat, sources: Mapping[str,
     if fmt is OutputFormat.SARIF:
         return format_sarif(diags, tool_version)
     if fmt is OutputFormat.JUNIT:
-        from intentc.junit import format_junit
         return format_junit(diags, list(sources))
     return format_text(diags, sources, color)

@@ -1,4 +1,4 @@
-"""The dependency graph between intents: edges, cycles, waves, critical path.
+"""The dependency graph between intents: edges, waves, critical path.
 
 An edge ``u → v`` means *v depends on u* (u runs first).  Edges come from
 two places, and each remembers the clause that created it so a cycle can
@@ -9,7 +9,9 @@ point at every link of the chain:
 
 The graph is built in name order, not file order, so everything derived
 from it (cycle reports, waves, the critical path, the text renderings) is
-identical however the input files are ordered or named.
+identical however the input files are ordered or named.  The edges and
+the cycle findings (E0501, E0503) are `dependencies`', which `check` uses
+without a graph.
 """
 
 from __future__ import annotations
@@ -21,16 +23,9 @@ from collections.abc import Mapping
 import networkx as nx
 
 from intentc import ir
-from intentc.dependencies import Edge, edges, producers, unique_intents
-from intentc.diagnostics import Diagnostic, Related, Span, error
+from intentc.dependencies import cycle_diagnostics, cyclic_components, edges, producers, unique_intents
+from intentc.diagnostics import Diagnostic, Span
 from intentc.duration import parse_duration
-
-# Enumerating elementary cycles is exponential in the worst case; a repository
-# with that many cycles needs its first few fixed before the rest matter.
-MAX_CYCLES_REPORTED = 50
-# Intents one cycle's message names; a longer cycle keeps its first and last half of
-# these and counts the middle: a loop through every intent would otherwise name them all.
-MAX_CYCLE_SHOWN = 20
 
 # Defaults when an intent gives no `duration` (seconds).  Serving is
 # long-running and never "finishes", so it adds nothing to the makespan.
@@ -74,7 +69,7 @@ def build(program: ir.Program) -> tuple[nx.DiGraph, list[Diagnostic]]:
     found = edges(intents, produced)
     for (u, v), edge in found.items():
         g.add_edge(u, v, reason=edge.reason, dataset=edge.dataset, span=edge.span)
-    diags.extend(_cycle_diagnostics(g, found))
+    diags.extend(cycle_diagnostics(g, found))
     return g, diags
 
 
@@ -89,7 +84,7 @@ def checked(program: ir.Program) -> tuple[nx.DiGraph, list[Diagnostic]]:
     g: nx.DiGraph = nx.DiGraph()
     g.add_nodes_from(intents)
     g.add_edges_from(found)
-    diags.extend(_cycle_diagnostics(g, found))
+    diags.extend(cycle_diagnostics(g, found))
     return g, diags
 
 
@@ -107,104 +102,6 @@ def dependencies(program: ir.Program) -> nx.DiGraph:
 # --------------------------------------------------------------------------
 # Cycles
 # --------------------------------------------------------------------------
-
-def _canonical_cycle(cycle: list[str]) -> tuple[str, ...]:
-    """Rotate so the smallest name comes first: one spelling per cycle."""
-    i = cycle.index(min(cycle))
-    return tuple(cycle[i:] + cycle[:i])
-
-
-def cycles(g: nx.DiGraph, limit: int = MAX_CYCLES_REPORTED) -> list[tuple[str, ...]]:
-    """Elementary cycles, each once, shortest first then by names.
-
-    The strongly connected components that hold a cycle are taken in the order
-    of their first name.  One with as many edges as intents is a single cycle,
-    read off by following each intent's one successor inside it, which is linear:
-    networkx's enumeration must also prove there is no other, and grows faster
-    than the loop.  The others are
-    enumerated by networkx (Johnson's algorithm) on the component alone, in a
-    fixed order (the graph is built in name order).  At most `limit` are
-    enumerated, so more than `limit` results means "more exist".
-    """
-    found: list[list[str]] = []
-    for component in cyclic_components(g):
-        if len(found) >= limit:
-            break
-        members = set(component)
-        inside = {u: [v for v in g.succ[u] if v in members] for u in component}
-        if sum(map(len, inside.values())) == len(component):
-            found.append(_loop(inside, component[0]))
-        else:
-            found.extend(itertools.islice(nx.simple_cycles(g.subgraph(component)), limit - len(found)))
-    return sorted({_canonical_cycle(c) for c in found}, key=lambda c: (len(c), c))
-
-
-def _loop(inside: Mapping[str, list[str]], start: str) -> list[str]:
-    """The one cycle of a component in which every intent has one successor."""
-    cycle = [start]
-    node = inside[start][0]
-    while node != start:
-        cycle.append(node)
-        node = inside[node][0]
-    return cycle
-
-
-def cyclic_components(g: nx.DiGraph) -> list[list[str]]:
-    """The strongly connected components that hold a cycle (two intents or more, or
-    one that waits for itself), each sorted by name, in the order of their first."""
-    if nx.is_directed_acyclic_graph(g):
-        # the common case, in one topological pass: Tarjan's bookkeeping (several dicts of
-        # every intent) would add to the planner's peak (docs/reload.md)
-        return []
-    return sorted(sorted(c) for c in nx.strongly_connected_components(g)
-                  if len(c) > 1 or g.has_edge(next(iter(c)), next(iter(c))))
-
-
-def _edge_note(why: Mapping[tuple[str, str], Edge], u: str, v: str) -> str:
-    data = why[u, v]
-    if data.reason == "data":
-        return f'"{v}" consumes "{data.dataset}", which "{u}" produces'
-    return f'"{v}" runs after "{u}"'
-
-
-def _cycle_diagnostics(g: nx.DiGraph, why: Mapping[tuple[str, str], Edge]) -> list[Diagnostic]:
-    """E0501 per cycle of `g`, whose edges are `why`'s (their reasons and clauses)."""
-    diags = []
-    found = cycles(g, MAX_CYCLES_REPORTED + 1)
-    truncated = len(found) > MAX_CYCLES_REPORTED
-    found = found[:MAX_CYCLES_REPORTED]
-    for cycle in found:
-        edges = list(zip(cycle, cycle[1:] + cycle[:1]))
-        closing = edges[-1]                       # the edge back into the first intent
-        span: Span = why[closing].span
-        related = [Related(_edge_note(why, u, v), why[u, v].span) for u, v in _shown(edges)]
-        if len(cycle) == 1:
-            hint = ("an intent cannot wait for itself: remove the `after` or read and write "
-                    "different datasets")
-        else:
-            hint = "remove one of these dependencies to break the cycle"
-        if truncated and cycle == found[-1]:
-            hint += f" (only the first {MAX_CYCLES_REPORTED} cycles are reported)"
-        diags.append(error("E0501", f"dependency cycle: {_chain(cycle)}", span, hint=hint, related=related))
-    return diags
-
-
-def _chain(cycle: tuple[str, ...]) -> str:
-    """``a → b → c → a``; past `MAX_CYCLE_SHOWN` intents, the middle is counted, not named."""
-    names = (*cycle, cycle[0])
-    if len(cycle) <= MAX_CYCLE_SHOWN:
-        return " → ".join(names)
-    half = MAX_CYCLE_SHOWN // 2
-    return (" → ".join(names[:half]) + f" → … ({len(cycle) - 2 * half:,} more) → "
-            + " → ".join(names[-half - 1:]))
-
-
-def _shown(edges: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The edges a cycle's notes point at: all of them, or the first and last
-    `MAX_CYCLE_SHOWN // 2` when `_chain` elides the middle."""
-    half = MAX_CYCLE_SHOWN // 2
-    return edges if len(edges) <= MAX_CYCLE_SHOWN else edges[:half] + edges[-half:]
-
 
 def nodes_in_cycles(g: nx.DiGraph) -> frozenset[str]:
     """Intents on some cycle: members of a strongly connected component with an edge inside."""

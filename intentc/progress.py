@@ -1,6 +1,6 @@
 """Progress reports from long library calls, for whoever shows them.
 
-A function that can run for minutes (`pipeline.check` over thousands of
+A function that can run for minutes (`Driver.check` over thousands of
 files, `Reconciler.apply` waiting for waves to become healthy) takes an
 optional `progress` callable and calls it with (what, done, total) as work
 completes.  It never prints or reads a clock for this: the compiler side

@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from intentc.compile import CommitError, CompileResult, resolve_commit
+from intentc.pipeline.commit import CommitError, resolve_commit
+from intentc.pipeline.result import CompileResult
 from intentc.render.model import dirty_stamp
 from intentc.render.stamp import with_content_digest
 from intentc.sources import SOURCE_SUFFIXES, Exclusions, discover_named

@@ -69,15 +69,21 @@ def _private_parse_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ["INTENTC_CACHE_DIR"] = old
 
 
-def _control_plane(factory: pytest.TempPathFactory, components: tuple[str, ...],
-                   kwok_stages: tuple[Path, ...] = ()) -> Iterator[KubeEnv]:
-    """Start a control plane with `components` for one test module; tests that need
-    kwok to behave differently (pods that run for a while, pods that fail) pass their
-    own stage files and call this from a fixture of their own."""
+def needed_assets() -> Path:
+    """The envtest binaries (KUBEBUILDER_ASSETS); the test is skipped where there are none."""
     assets = assets_dir()
     if assets is None:
         pytest.skip(SKIP_MESSAGE)
-    env = KubeEnv(assets, factory.mktemp("kube-env"), components, kwok_stages)
+    return assets
+
+
+def _control_plane(factory: pytest.TempPathFactory, components: tuple[str, ...],
+                   kwok_stages: tuple[Path, ...] = (), audit: bool = False) -> Iterator[KubeEnv]:
+    """Start a control plane with `components` for one test module; tests that need
+    kwok to behave differently (pods that run for a while, pods that fail) pass their
+    own stage files and call this from a fixture of their own; `audit`: the API server
+    keeps an audit log (`KubeEnv.audit_log`)."""
+    env = KubeEnv(needed_assets(), factory.mktemp("kube-env"), components, kwok_stages, audit=audit)
     try:
         env.start()
         yield env

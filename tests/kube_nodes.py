@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from intentc import ir
-from intentc.topology.nodes_import import GPU_CLIQUE, GPU_COUNT, GPU_MEMORY, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
+from intentc.topology.labels import GPU_CLIQUE, GPU_COUNT, GPU_MEMORY, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
 
 from tests.kube_env import KWOK_ANNOTATION, KubeEnv
 from tests.kube_support import wait_for

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from typer.testing import CliRunner
@@ -107,3 +108,13 @@ def invoke(*args: str) -> tuple[int, str, str]:
     res = CliRunner().invoke(app, list(args))
     assert "Traceback" not in res.output, res.output
     return res.exit_code, res.stdout, res.output
+
+
+def apply_json(intents: Path, topology: Path, env: KubeEnv, target: str, commit: str,
+               *flags: str) -> tuple[int, dict[str, Any], str]:
+    """`intentc apply INTENTS -o json --only-topology-nodes` of `commit` to `target` on `env`
+    (in-process): the exit code, the JSON document it printed ({} when none), all it said."""
+    code, out, output = invoke("apply", str(intents), "-t", str(topology), "--kubeconfig", str(env.kubeconfig),
+                               "--commit", commit, "--target", target, "-o", "json", "--only-topology-nodes", *flags)
+    start = out.find("{")
+    return code, (json.loads(out[start:]) if start >= 0 else {}), output

@@ -21,7 +21,7 @@ from intentc.plan.rebind import blocked, changes, merged, wave_program, where
 from intentc.reconcile.health import Health, HealthStatus
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.reconcile.timeouts import FALLBACK_S, SERVE_READY_S, START_GRACE_S, budget, wave_budgets, wave_timeout
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 from intentc.topology.load import LoadedTopology
 from tests.render_cases import intent, sample_plan, sample_program
 
@@ -194,7 +194,7 @@ def test_a_timeout_names_the_intent_and_how_long_it_ran() -> None:
 def _binder(read: Any) -> Any:
     from pathlib import Path
 
-    from intentc.compile import compile_paths
+    from intentc.pipeline import compile_paths
     from intentc.reconcile.live_binding import LiveBinder
     from intentc.render.capabilities import KubeVersion
 

@@ -10,14 +10,15 @@ process still waits, and a release that worked leaves nothing to take over.
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
 from intentc.kube.errors import Unreachable
-from intentc.reconcile.lock import ApplyLock, LockBusy
-from intentc.render.model import ObjectRef
+from intentc.reconcile.lock import LEASE_SECONDS, POLL_SECONDS, ApplyLock, LockBusy
+from intentc.objectmeta import ObjectRef
 from tests.test_daemon_leader import Leases
 
 T0 = datetime(2026, 12, 7, tzinfo=timezone.utc)
@@ -55,3 +56,49 @@ def test_a_hold_the_api_server_outage_left_is_taken_over_by_the_next_apply_here(
     assert store.body["spec"]["holderIdentity"] is None
     third = ApplyLock(store, "prod", now=lambda: T0)  # type: ignore[arg-type]
     assert third.identity != first.identity     # released: nothing left to take over
+
+
+class Script(threading.Event):
+    """The renewer's stop event, scripted: each pause it takes is recorded, and the renewal
+    after it meets the API server down or up as the script says; at the end of the script it stops."""
+
+    def __init__(self, store: Flaky, down: list[bool]) -> None:
+        super().__init__()
+        self.store, self.down = store, list(down)
+        self.pauses: list[float | None] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.pauses.append(timeout)
+        if not self.down:
+            return True
+        self.store.down = self.down.pop(0)
+        return False
+
+
+class Timed(Flaky):
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeouts: list[tuple[float, float]] = []
+
+    def with_timeout(self, timeout: tuple[float, float]) -> "Timed":
+        self.timeouts.append(timeout)
+        return self
+
+
+def test_a_held_lock_is_renewed_every_third_of_its_lease_and_soon_after_a_failed_renewal() -> None:
+    store = Timed()
+    clock = iter(T0 + timedelta(seconds=s) for s in range(100))
+    lock = ApplyLock(store, "prod", now=lambda: next(clock))  # type: ignore[arg-type]
+    script = lock._stop = Script(store, [False, True, True, False])
+    lock.acquire()
+    assert lock._renewer is not None
+    lock._renewer.join(timeout=30)
+    assert not lock._renewer.is_alive()
+    period = LEASE_SECONDS / 3
+    # renewed, failed twice (retried after POLL_SECONDS each time), renewed, stopped
+    assert script.pauses == [period, period, POLL_SECONDS, POLL_SECONDS, period]
+    assert store.version == 3, "taken, then renewed twice"
+    assert store.body is not None and store.body["spec"]["holderIdentity"] == lock.identity and not lock.lost
+    assert store.timeouts == [(5.0, period)], "a renewal's requests end within its period"
+    lock.release()
+    assert store.body["spec"]["holderIdentity"] is None

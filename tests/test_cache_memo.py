@@ -1,4 +1,4 @@
-"""`intentc check` with a warm cache answers from the memo (intentc/summary.py)
+"""`intentc check` with a warm cache answers from the memo (intentc/pipeline/memo.py)
 and prints, byte for byte, what a run without a cache prints, in every format."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import intentc.pipeline
+import intentc.pipeline.checked
 from intentc.cli import app
 from intentc.frontend.cache import CACHE_ENV
 from tests.cache_support import ROOT, aged, edit_same_size, make_repo
@@ -58,7 +58,7 @@ def test_a_clean_repository_prints_the_same_counts(tmp_path: Path, cache: Path,
     cold = run(monkeypatch, None, str(tree))
     assert cold[0] == 0 and cold[1].startswith("ok: 17 intents, 3 tenants, 5 datasets")
     assert run(monkeypatch, cache, str(tree)) == cold
-    monkeypatch.setattr(intentc.pipeline, "check_loaded", _refuse)
+    monkeypatch.setattr(intentc.pipeline.checked, "check_loaded", _refuse)
     assert run(monkeypatch, cache, str(tree)) == cold
 
 
@@ -67,7 +67,7 @@ def test_strict_applies_to_a_remembered_report(tmp_path: Path, cache: Path, monk
     shutil.copytree(ROOT / "tests" / "golden" / "passes" / "check_gpu_products--unknown-product", warn_only)
     first = run(monkeypatch, cache, str(warn_only))
     assert first[0] == 0 and "warning[W0401]" in first[1]
-    monkeypatch.setattr(intentc.pipeline, "check_loaded", _refuse)
+    monkeypatch.setattr(intentc.pipeline.checked, "check_loaded", _refuse)
     assert run(monkeypatch, cache, str(warn_only), "--strict") == (1, first[1])
     assert run(monkeypatch, cache, str(warn_only)) == first
 

@@ -1,4 +1,4 @@
-"""`intentc check` with a few files edited, patched from the last full check (intentc.basis).
+"""`intentc check` with a few files edited, patched from the last full check (intentc.pipeline.basis).
 
 Every case compares with a full check of the same tree, cache off: the
 findings (codes, messages, spans, order), the files and the counts must be
@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from intentc import basis
+from intentc.pipeline import basis
 from intentc.frontend import batch
-from intentc.summary import Summary, summarize
+from intentc.pipeline import Summary, summarize
 from tests.cache_support import make_repo
 
 # (file, pattern, replacement): edits no global pass can see

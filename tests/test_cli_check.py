@@ -236,7 +236,7 @@ def test_junit_counts_every_error_of_a_file() -> None:
     import xml.etree.ElementTree as ET
 
     from intentc.diagnostics import Span, error, warning
-    from intentc.junit import format_junit
+    from intentc.diagnostics import format_junit
 
     diags = [error("E0301", f"unknown tenant t{i}", Span.point("a.intent", i + 1, 3)) for i in range(9)]
     diags.append(warning("W0401", "a warning", Span.point("a.intent", 20, 1)))

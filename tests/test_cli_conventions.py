@@ -159,6 +159,10 @@ TABLE = [
     ("topology inspect", "--nvidia-smi", "-f", "FILE"),
     ("topology inspect", "--output", "-o", "<text|json>"),
     ("version", "--output", "-o", "<text|json>"),
+    ("status", "--output", "-o", "<table|json|yaml>"),
+    ("status", "--interval", None, "DURATION"),
+    ("status", "--kubeconfig", None, "FILE"),
+    ("status", "--topology", "-t", "FILE"),
 ]
 
 

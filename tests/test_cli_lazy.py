@@ -111,7 +111,7 @@ def test_help_and_completion_are_the_same_lazily_and_with_every_command_loaded()
 NOT_FOR_CHECK = ("kubernetes", "git", "networkx", "pydantic", "yaml", "jsonschema", "rich", "deepdiff",
                  "watchfiles", "prometheus_client", "hypothesis", "intentc.kube", "intentc.gitrepo",
                  "intentc.render", "intentc.reconcile", "intentc.daemon", "intentc.plan", "intentc.graph",
-                 "intentc.topology", "intentc.diff", "intentc.drift", "intentc.compile", "intentc.cli.apply",
+                 "intentc.topology", "intentc.diff", "intentc.drift", "intentc.pipeline.stages", "intentc.cli.apply",
                  "intentc.cli.daemon", "intentc.cli.diff", "intentc.cli.topology")
 
 

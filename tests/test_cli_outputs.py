@@ -19,7 +19,7 @@ from intentc.pipeline import check
 from intentc.reconcile.health import Health, HealthStatus
 from intentc.reconcile.diff import Pair
 from intentc.reconcile.sync import ApplyOptions, Reconciler, _Run, _State, _Unit
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 ROOT = Path(__file__).parents[1]
 

@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from intentc.cli import app
-from intentc.compile import CommitError, compile_paths, resolve_commit
+from intentc.pipeline import CommitError, compile_paths, resolve_commit
 from intentc.sources import OUTPUT_MARKER
 from tests.kube_schema import validate_manifest
 from intentc.plan.jsonio import plan_to_json
@@ -188,7 +188,7 @@ def test_compile_dot_twice_with_the_topology_in_the_repository(tmp_path: Path, m
 def test_kustomization_lists_the_manifests_in_apply_order(tmp_path: Path) -> None:
     """manifests/Kustomization names every manifest file, in the NN- order `intentc apply` and
     `kubectl apply -f` use, as `files()` has it; rewriting gives the same bytes."""
-    from intentc.compile import write_outputs
+    from intentc.pipeline import write_outputs
     from intentc.render.output import manifest_names
 
     result = compile_paths([str(FIXTURE / "intents")], str(FIXTURE / "clusters/small.yaml"), SHA)
@@ -212,7 +212,7 @@ def test_kustomization_lists_the_manifests_in_apply_order(tmp_path: Path) -> Non
 
 def test_kustomization_follows_a_recompile(tmp_path: Path) -> None:
     """A manifest that is no longer produced leaves the Kustomization with the directory."""
-    from intentc.compile import write_outputs
+    from intentc.pipeline import write_outputs
 
     out = tmp_path / "build"
     (out / "manifests").mkdir(parents=True)

@@ -41,7 +41,7 @@ def test_round_trip_through_the_other_surface(path: Path) -> None:
 
 def test_converted_repository_compiles_to_identical_manifests(tmp_path: Path) -> None:
     """Convert every file of intents/ to the other surface; compile both trees."""
-    from intentc.compile import compile_paths, write_outputs
+    from intentc.pipeline import compile_paths, write_outputs
     from intentc.render.capabilities import DEFAULT_KUBE_VERSION
     from intentc.render.targets import DEFAULT_TARGET
 

@@ -80,7 +80,7 @@ def test_every_cross_field_rule_is_a_cel_rule() -> None:
 
 
 def test_the_crd_validates_and_is_in_compile_output() -> None:
-    from intentc.compile import compile_paths
+    from intentc.pipeline import compile_paths
     crd = intent_crd(KubeVersion(1, 33))
     assert validate_manifest(crd) == []
     result = compile_paths([str(ROOT / "intents")], str(ROOT / "examples" / "topologies" / "cluster.yaml"),

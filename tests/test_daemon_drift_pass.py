@@ -10,7 +10,8 @@ from intentc.drift.detect import DriftClass, Finding
 from intentc.drift.policy import Decision, Verb
 from intentc.ir import DriftPolicy
 from intentc.reconcile.inventory import Entry, Inventory
-from intentc.render.model import SETUP_STEPS, Manifest, ObjectRef
+from intentc.render.model import SETUP_STEPS, Manifest
+from intentc.objectmeta import ObjectRef
 
 NS = ObjectRef("v1", "Namespace", "", "team")
 A = ObjectRef("batch/v1", "Job", "team", "a")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from intentc.daemon.following import (IDLE_TURN, SHORTEST_WAIT, OnLeading, OnReload, follower_adopts, on_leading,
                                       on_reload, wait_seconds)
 from intentc.reconcile.inventory import Inventory
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import Manifest
+from intentc.objectmeta import ObjectRef
 
 OLD, GOOD = "a" * 40, "b" * 40
 

@@ -3,7 +3,6 @@ and fetched (real repositories in temporary folders, a `file://` URL as the remo
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import git
@@ -12,27 +11,12 @@ import pytest
 from intentc import gitrepo
 from intentc.daemon.source import GitSource
 from intentc.render.capabilities import KubeVersion
-
-FIXTURE = Path(__file__).parent / "fixtures" / "repo"
+from tests.git_support import commit_change, fixture_repo
 
 
 @pytest.fixture
 def upstream(tmp_path: Path) -> git.Repo:
-    root = tmp_path / "upstream"
-    shutil.copytree(FIXTURE, root)
-    repo = git.Repo.init(root, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
-    repo.git.add(A=True)
-    repo.index.commit("first")
-    return repo
-
-
-def commit_change(repo: git.Repo, old: str, new: str) -> str:
-    p = Path(repo.working_tree_dir or "") / "intents" / "pipeline.intent"
-    p.write_text(p.read_text().replace(old, new))
-    repo.git.add(A=True)
-    return str(repo.index.commit(f"{old} -> {new}").hexsha)
+    return fixture_repo(tmp_path / "upstream")
 
 
 def test_url_is_mirrored_and_fetched(upstream: git.Repo, tmp_path: Path) -> None:

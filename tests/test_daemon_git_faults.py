@@ -14,7 +14,6 @@ the test bed in tests/test_daemon_git_faults_kube.py.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -27,8 +26,8 @@ from intentc.daemon.following import POLL_BACKOFF_CAP, poll_delay
 from intentc.daemon.outcome import rollback_refusal
 from intentc.daemon.source import GitSource
 from intentc.render.capabilities import KubeVersion
+from tests.git_support import commit_change, fixture_repo
 
-FIXTURE = Path(__file__).parent / "fixtures" / "repo"
 # A CI-sized commit: the bound is the soak's, carried down per file (bench_daemon_git_files.bound_mb)
 CI_FILES = 5_000
 
@@ -59,23 +58,11 @@ def test_a_rollback_target_gone_from_the_branch_is_refused_with_the_reason() -> 
 def remote(tmp_path: Path) -> tuple[git.Repo, Path]:
     """A working repository and the bare repository the daemon follows by URL."""
     work = tmp_path / "work-tree"
-    shutil.copytree(FIXTURE, work)
-    repo = git.Repo.init(work, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
-    repo.git.add(A=True)
-    repo.index.commit("first")
+    repo = fixture_repo(work)
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
     repo.create_remote("origin", bare.as_uri())
     return repo, bare
-
-
-def _change(repo: git.Repo, old: str, new: str) -> str:
-    p = Path(repo.working_tree_dir or "") / "intents" / "pipeline.intent"
-    p.write_text(p.read_text().replace(old, new))
-    repo.git.add(A=True)
-    return str(repo.index.commit(f"{old} -> {new}").hexsha)
 
 
 def test_an_unreachable_remote_fails_the_fetch_keeps_the_mirror_and_is_caught_up(
@@ -89,7 +76,7 @@ def test_an_unreachable_remote_fails_the_fetch_keeps_the_mirror_and_is_caught_up
         src.poll()
     compiled = src.compile(first, KubeVersion(1, 37))   # what is in force can still be compiled (a rollback)
     assert compiled.ok and compiled.rendered is not None and compiled.rendered.commit == first
-    second = _change(repo, "server:1.0", "server:1.1")
+    second = commit_change(repo, "server:1.0", "server:1.1")
     repo.git.push(away.as_uri(), "main")                # committed while the daemon cannot see it
     away.rename(bare)
     assert src.poll() == second, "caught up once the remote answers"

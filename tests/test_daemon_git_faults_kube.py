@@ -12,47 +12,31 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import threading
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from intentc.daemon.loop import Daemon, DaemonConfig
-from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import inventory_ref
 from tests.kube_env import KubeEnv
-from tests.test_daemon_kube import commit_of, inventory, job_done, metrics, quarantined, sample, settle, wait_for
+from tests.test_daemon_kube import (Running, commit_of, inventory, job_done, metrics, quarantined, sample, settle,
+                                    wait_for)
 from tests.test_drift_kube import DriftRepo
 
 pytestmark = pytest.mark.kube
 
 
-class Following:
+class Following(Running):
     """A daemon following `repo`'s branch through a bare remote, on its own thread."""
 
     def __init__(self, repo: DriftRepo, tmp: Path, **overrides: object) -> None:
         self.bare = tmp / "remote.git"
         subprocess.run(["git", "clone", "-q", "--bare", str(repo.dir), str(self.bare)], check=True)
-        config = DaemonConfig(repo=self.bare.as_uri(), branch="main", paths=("intents",),
-                              topology="clusters/small.yaml", interval=0.5, resync=5.0, listen="127.0.0.1:0",
-                              target=repo.target, workdir=str(tmp / "daemon"), rollout_timeout=180.0,
-                              watch_timeout=20, **overrides)  # type: ignore[arg-type]
         self.repo = repo
-        self.client: KubeClient = repo.client()
-        self.daemon = Daemon(config, self.client)
-        self.code: list[int] = []
-        self.thread = threading.Thread(target=lambda: self.code.append(self.daemon.run()), daemon=True)
-        self.thread.start()
+        super().__init__(repo, tmp, self.bare.as_uri(), "daemon", **overrides)
 
     def push(self, *args: str) -> None:
         self.repo.repo.git.push(*args, self.bare.as_uri(), "HEAD:main")
-
-    def stop(self) -> int:
-        self.daemon.stop()
-        self.thread.join(timeout=120)
-        assert not self.thread.is_alive(), "daemon did not stop"
-        return self.code[0]
 
 
 @pytest.fixture

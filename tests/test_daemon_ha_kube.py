@@ -4,20 +4,14 @@ Exactly one holds the Lease and acts: one heal and one Event (count 1) per
 drift.  Killing the leader with SIGKILL (no release) hands the target to
 the follower within about one lease duration, and the new leader heals the
 next drift; stopping a leader with SIGTERM (a rolling update) hands over
-at once, through the released Lease.  The failover time is printed; the only bound asserted on it is
-a generous multiple of the lease duration (the machine is shared).
+at once, through the released Lease.  The failover time is printed; the test waits for the
+new holder at most a generous multiple of the lease duration (3x: the machine is shared).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -25,58 +19,23 @@ import pytest
 
 from intentc.daemon.election import election_ref
 from intentc.kube.client import KubeClient
-from tests.kube_env import KubeEnv, free_port
+from tests.daemon_proc import DaemonProc, holder
+from tests.kube_env import KubeEnv
 from tests.test_daemon_kube import deployment_available, inventory, job_done, sample, wait_for
 from tests.test_drift_kube import DriftRepo, edit_as
 
 pytestmark = pytest.mark.kube
-ROOT = Path(__file__).resolve().parent.parent
 LEASE_SECONDS = 15          # the CLI's default, which this test runs with
 
 
-class Replica:
+class Replica(DaemonProc):
+    """One replica, as the cluster admin, with plain /metrics beside its probes."""
+
     def __init__(self, name: str, repo: DriftRepo, env: KubeEnv, tmp: Path) -> None:
-        self.name, self.port, self.log = name, free_port(), tmp / f"{name}.log"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo.dir), "--branch", "main",
-             "-t", "clusters/small.yaml", "--kubeconfig", str(env.kubeconfig), "--target", repo.target,
-             "--listen", f"127.0.0.1:{self.port}", "--no-metrics-secure", "--interval", "1", "--resync", "30",
-             "--workdir", str(tmp / f"work-{name}"), "--log-format", "json"],
-            cwd=ROOT, env=dict(os.environ, POD_NAME=name), stdout=self.log.open("wb"), stderr=subprocess.STDOUT)
-
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    def messages(self) -> list[str]:
-        out = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            try:
-                out.append(str(json.loads(line)["msg"]))
-            except (ValueError, KeyError):
-                out.append(line)
-        return out
+        super().__init__(name, repo.dir, repo.target, env.kubeconfig, tmp, "--no-metrics-secure")
 
     def heals(self) -> list[str]:
         return [m for m in self.messages() if m.startswith("healed ")]
-
-    def stop(self) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-
-def holder(c: KubeClient, target: str) -> str:
-    lease = c.get(election_ref(target)) or {}
-    return str((lease.get("spec") or {}).get("holderIdentity") or "")
 
 
 def healed_events(c: KubeClient, repo: DriftRepo) -> list[dict[str, Any]]:
@@ -121,12 +80,10 @@ def test_two_daemons_one_leader_one_heal_and_failover_after_kill(kube_env: KubeE
         killed = time.monotonic()
         leader.proc.send_signal(signal.SIGKILL)
         leader.proc.wait(timeout=30)
-        second = wait_for("a new Lease holder", lambda: (h := holder(c, repo.target)) != first and h,
-                          timeout=6 * LEASE_SECONDS)
-        failover = time.monotonic() - killed
-        print(f"\nfailover after SIGKILL: {failover:.1f}s (lease duration {LEASE_SECONDS}s)")
+        second = wait_for(f"a new Lease holder within 3 lease durations ({3 * LEASE_SECONDS}s)",
+                          lambda: (h := holder(c, repo.target)) != first and h, timeout=3 * LEASE_SECONDS)
+        print(f"\nfailover after SIGKILL: {time.monotonic() - killed:.1f}s (lease duration {LEASE_SECONDS}s)")
         assert second.startswith(follower.name)
-        assert failover < 3 * LEASE_SECONDS, failover
         lease = c.get(election_ref(repo.target))
         assert lease is not None and int(lease["spec"]["leaseTransitions"]) == transitions + 1
         wait_for("the new leader ready", lambda: follower.get("/readyz")[0] == 200, timeout=120)

@@ -27,7 +27,8 @@ from intentc.daemon.loop import Daemon, DaemonConfig
 from intentc.drift.quarantine import QUARANTINE_KEY, Quarantine
 from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import Inventory, inventory_ref
-from intentc.render.model import COMMIT_ANNOTATION, ObjectRef
+from intentc.render.model import COMMIT_ANNOTATION
+from intentc.objectmeta import ObjectRef
 from tests.kube_env import KubeEnv, finished_job_status, free_port
 from tests.kube_support import sigterm
 from tests.test_drift_kube import DriftRepo, edit_as
@@ -90,10 +91,14 @@ def sample(text: str, name: str, **labels: str) -> float | None:
 
 
 class Running:
-    def __init__(self, repo: DriftRepo, tmp: Path, **overrides: Any) -> None:
-        config = DaemonConfig(repo=str(repo.dir), branch="main", paths=("intents",), topology="clusters/small.yaml",
-                              interval=0.5, resync=5.0, listen="127.0.0.1:0", target=repo.target,
-                              workdir=str(tmp / "work"), rollout_timeout=180.0, watch_timeout=20,
+    """`Daemon` on `repo`'s target, on a thread of its own, following the branch of `source`
+    (the repository's folder unless given: a remote's URL), its work directory `tmp/<work>`."""
+
+    def __init__(self, repo: DriftRepo, tmp: Path, source: str | None = None, work: str = "work",
+                 **overrides: Any) -> None:
+        config = DaemonConfig(repo=source or str(repo.dir), branch="main", paths=("intents",),
+                              topology="clusters/small.yaml", interval=0.5, resync=5.0, listen="127.0.0.1:0",
+                              target=repo.target, workdir=str(tmp / work), rollout_timeout=180.0, watch_timeout=20,
                               **overrides)
         self.client = repo.client()
         self.daemon = Daemon(config, self.client)
@@ -304,7 +309,8 @@ def test_deploy_manifests_apply_and_their_role_is_enough(kube_env: KubeEnv, tmp_
     and no more than that (no Secret reads, no ConfigMaps outside intentc-system)."""
     import yaml
 
-    from intentc.drift import events, quarantine
+    from intentc.drift import quarantine
+    from intentc.kube import events
     from intentc.drift.detect import DriftClass
     from intentc.drift.live import heal, observe
     from intentc.kube.errors import AccessDenied

@@ -15,9 +15,6 @@ write in the audit log).  Runs: INTENTC_FAULT_REPEATS (2 in the suite).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -28,13 +25,14 @@ import pytest
 from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from tests import audit
-from tests.kube_env import SKIP_MESSAGE, KubeEnv, _stop, assets_dir, free_port
+from tests.conftest import _control_plane
+from tests.daemon_proc import DaemonProc
+from tests.kube_env import KubeEnv, _stop
 from tests.kube_nodes import add_topology
 from tests.test_daemon_kube import wait_for
-from tests.test_daemon_partition_kube import LEASE, REPEATS, identity, report, wait_audit
+from tests.test_daemon_partition_kube import ELECTION, REPEATS, identity, report, user_of, wait_audit
 
 pytestmark = pytest.mark.kube
-ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGY = Path(__file__).parent / "fixtures" / "testbed" / "cluster.yaml"
 TARGET = "kueue-faults"
 TENANTS = "tenant tn-gold { tier: gold }\n"
@@ -49,17 +47,9 @@ def intent(name: str) -> str:
 @pytest.fixture(scope="module")
 def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
     """The whole test bed with Kueue and the audit log, and the testbed's fake GPU nodes."""
-    assets = assets_dir()
-    if assets is None:
-        pytest.skip(SKIP_MESSAGE)
-    env = KubeEnv(assets, tmp_path_factory.mktemp("kube-kueue-audit"),
-                  ("controller-manager", "scheduler", "kwok", "kueue"), audit=True)
-    try:
-        env.start()
+    for env in _control_plane(tmp_path_factory, ("controller-manager", "scheduler", "kwok", "kueue"), audit=True):
         add_topology(env, str(TOPOLOGY))
         yield env
-    finally:
-        env.stop()
 
 
 def inventory(c: KubeClient) -> Inventory:
@@ -98,16 +88,9 @@ def test_api_server_then_etcd_restarted_mid_kueue_rollout_converge_without_losin
     c = KubeClient.connect(str(bed.kubeconfig))
     name = "kueue-daemon"
     kubeconfig = identity(bed, name, tmp_path)
-    log = tmp_path / f"{name}.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo_dir), "--branch", "main",
-         "-t", "clusters/cluster.yaml", "--render-target", "kueue", "--kubeconfig", str(kubeconfig),
-         "--target", TARGET, "--listen", f"127.0.0.1:{free_port()}", "--metrics-listen=", "--interval", "1",
-         "--resync", "30", "--workdir", str(tmp_path / "work"), "--log-format", "json",
-         "--rollout-timeout", "240", "--leader-elect-lease-duration", LEASE[0],
-         "--leader-elect-renew-deadline", LEASE[1], "--leader-elect-retry-period", LEASE[2]],
-        cwd=ROOT, env=dict(os.environ, POD_NAME=name), stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    user = f"system:serviceaccount:intentc-system:{name}"
+    daemon = DaemonProc(name, repo_dir, TARGET, kubeconfig, tmp_path, "--render-target", "kueue", "--metrics-listen=",
+                        "--rollout-timeout", "240", *ELECTION, topology="clusters/cluster.yaml")
+    user = user_of(name)
     try:
         wait_for("the first rollout converged", lambda: converged(c, bed, head, "train0"), timeout=300)
         jobs = intent("train0")
@@ -141,10 +124,4 @@ def test_api_server_then_etcd_restarted_mid_kueue_rollout_converge_without_losin
             assert before - after == set(), before - after
             assert (ref := ("batch/v1", "Job", "tn-gold", f"train{run + 1}")) in after, ref
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        daemon.stop()

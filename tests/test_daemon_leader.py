@@ -14,7 +14,7 @@ from intentc.daemon.election import Elector
 from intentc.daemon.leader import Observed, Timing, Verdict, decide, leads
 from intentc.kube.errors import AlreadyExists, NotFound, Outdated
 from intentc.reconcile.lease import LeaseRecord
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 T = Timing(15, 10.0, 2.0)
 WALL = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -149,15 +149,20 @@ class Leases:
         return _R()
 
 
-def test_two_electors_one_leader_and_takeover_after_the_leader_dies() -> None:
-    store = Leases()
-    clock = [0.0]
+def two_electors(store: Leases, clock: list[float]) -> tuple[Elector, Elector, dict[str, list[bool]]]:
+    """Electors `a` and `b` on one store, both reading `clock[0]` (the wall clock follows it),
+    and each one's changes of leadership as it reported them."""
     changes: dict[str, list[bool]] = {"a": [], "b": []}
 
     def elector(name: str) -> Elector:
         return Elector(store, "prod", T, me=name, on_change=changes[name].append,  # type: ignore[arg-type]
                        clock=lambda: clock[0], wall=lambda: WALL + timedelta(seconds=clock[0]))
-    a, b = elector("a"), elector("b")
+    return elector("a"), elector("b"), changes
+
+
+def test_two_electors_one_leader_and_takeover_after_the_leader_dies() -> None:
+    store, clock = Leases(), [0.0]
+    a, b, changes = two_electors(store, clock)
     a.tick()
     b.tick()
     assert (a.leading(), b.leading()) == (True, False) and b.holder == "a"
@@ -240,14 +245,8 @@ def test_a_lease_deleted_by_hand_never_lets_two_act() -> None:
     """Issue 39: the Lease deleted while `a` leads.  `b` creates it at once but does not
     act for a renew deadline (whoever led may act until then); `a` stops at its next read
     (or at once, should its own create be refused); `b` acts once the fence has passed."""
-    store = Leases()
-    clock = [0.0]
-    changes: dict[str, list[bool]] = {"a": [], "b": []}
-
-    def elector(name: str) -> Elector:
-        return Elector(store, "prod", T, me=name, on_change=changes[name].append,  # type: ignore[arg-type]
-                       clock=lambda: clock[0], wall=lambda: WALL + timedelta(seconds=clock[0]))
-    a, b = elector("a"), elector("b")
+    store, clock = Leases(), [0.0]
+    a, b, changes = two_electors(store, clock)
     a.tick()
     b.tick()
     assert a.leading() and changes == {"a": [True], "b": []}

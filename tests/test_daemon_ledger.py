@@ -6,7 +6,8 @@ from intentc.daemon.ledger import DriftLedger
 from intentc.drift.detect import DriftClass, Finding
 from intentc.drift.policy import Decision, Verb
 from intentc.ir import DriftPolicy
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import Manifest
+from intentc.objectmeta import ObjectRef
 
 A = ObjectRef("apps/v1", "Deployment", "team", "a")
 B = ObjectRef("batch/v1", "Job", "team", "b")

@@ -18,13 +18,14 @@ from pathlib import Path
 import git
 import pytest
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.daemon.reload import Reloader
 from intentc.daemon.source import GitSource
 from intentc.drift.rollback import RepoSource, compile_revision
 from intentc.drift.detect import detect
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import COMMIT_ANNOTATION, Manifest, ObjectRef
+from intentc.render.model import COMMIT_ANNOTATION, Manifest
+from intentc.objectmeta import ObjectRef
 from intentc.render.output import to_yaml
 from intentc.render.packed import BodyCodec, PackedBody, PackedText
 

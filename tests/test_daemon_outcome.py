@@ -7,7 +7,7 @@ from intentc.daemon.outcome import (AfterInconsistent, Settled, after_inconsiste
 from intentc.drift.consistency import Problem, Verdict
 from intentc.reconcile.diff import Action
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 A = ObjectRef("batch/v1", "Job", "team", "a")
 B = ObjectRef("apps/v1", "Deployment", "team", "b")

@@ -30,12 +30,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -46,33 +42,27 @@ from intentc.daemon.election import election_ref
 from intentc.kube.client import MERGE_PATCH, KubeClient
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.reconcile.lock import lease_ref as apply_lock_ref
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 from tests import audit
-from tests.kube_env import KubeEnv, assets_dir, free_port
-from tests.kube_env import SKIP_MESSAGE
+from tests.conftest import _control_plane
+from tests.daemon_proc import DaemonProc, holder
+from tests.kube_env import KubeEnv
 from tests.tcp_proxy import TcpProxy
 from tests.test_daemon_kube import commit_of, deployment_available, job_done, wait_for
 from tests.test_drift_kube import DriftRepo, edit_as
 
 pytestmark = pytest.mark.kube
-ROOT = Path(__file__).resolve().parent.parent
 REPEATS = int(os.environ.get("INTENTC_FAULT_REPEATS", "2"))
 LEASE = ("6s", "4s", "1s")          # lease duration, renew deadline, retry period
+ELECTION = ("--leader-elect-lease-duration", LEASE[0], "--leader-elect-renew-deadline", LEASE[1],
+            "--leader-elect-retry-period", LEASE[2])
 NAMESPACE = "intentc-system"
 
 
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
     """etcd + kube-apiserver with the audit log on: one control plane for the module."""
-    assets = assets_dir()
-    if assets is None:
-        pytest.skip(SKIP_MESSAGE)
-    env = KubeEnv(assets, tmp_path_factory.mktemp("kube-audit"), audit=True)
-    try:
-        env.start()
-        yield env
-    finally:
-        env.stop()
+    yield from _control_plane(tmp_path_factory, (), audit=True)
 
 
 def user_of(name: str) -> str:
@@ -96,49 +86,21 @@ def identity(env: KubeEnv, name: str, tmp: Path, server: str | None = None) -> P
     return path
 
 
-class Daemon:
+class Daemon(DaemonProc):
     """One `intentc daemon` process, as its own ServiceAccount, optionally behind a proxy."""
 
     def __init__(self, name: str, repo: DriftRepo, env: KubeEnv, tmp: Path, proxy: TcpProxy | None = None) -> None:
-        self.name, self.user, self.port, self.proxy = name, user_of(name), free_port(), proxy
-        self.log = tmp / f"{name}.log"
+        self.user, self.proxy = user_of(name), proxy
         kubeconfig = identity(env, name, tmp, proxy.address if proxy is not None else None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "intentc", "daemon", "--repo", str(repo.dir), "--branch", "main",
-             "-t", "clusters/small.yaml", "--kubeconfig", str(kubeconfig), "--target", repo.target,
-             # probes on a port of its own; no /metrics listener (two replicas on one host)
-             "--listen", f"127.0.0.1:{self.port}", "--metrics-listen=", "--interval", "1", "--resync", "30",
-             "--workdir", str(tmp / f"work-{name}"), "--log-format", "json", "--rollout-timeout", "120",
-             "--leader-elect-lease-duration", LEASE[0], "--leader-elect-renew-deadline", LEASE[1],
-             "--leader-elect-retry-period", LEASE[2]],
-            cwd=ROOT, env=dict(os.environ, POD_NAME=name), stdout=self.log.open("wb"), stderr=subprocess.STDOUT)
+        # no /metrics listener beside the probes (two replicas on one host)
+        super().__init__(name, repo.dir, repo.target, kubeconfig, tmp, "--metrics-listen=",
+                         "--rollout-timeout", "120", *ELECTION)
 
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+    def stop(self) -> int | None:
+        code = super().stop()
         if self.proxy is not None:
             self.proxy.close()
-
-
-def holder(c: KubeClient, target: str) -> str:
-    lease = c.get(election_ref(target)) or {}
-    return str((lease.get("spec") or {}).get("holderIdentity") or "")
+        return code
 
 
 def now() -> datetime:
@@ -447,7 +409,8 @@ def test_a_daemon_killed_mid_rollback_converges_when_restarted(audited: KubeEnv,
     """A bad commit's Job fails and the daemon rolls back; it is SIGKILLed once the
     rollback deleted the bad Job (before the good one exists).  A daemon started again
     converges on the last good commit (the bad one quarantined), the inventory keeps
-    every entry.  Its recovery includes the apply Lease the killed daemon left (60 s)."""
+    every entry.  Its recovery includes the apply Lease the killed daemon left (15 s,
+    `reconcile.lock.LEASE_SECONDS`)."""
     repo = DriftRepo(tmp_path, audited, tenant_policy="heal", prep_policy="rollback")
     good = repo.head
     c = repo.client()

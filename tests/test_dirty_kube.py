@@ -20,9 +20,8 @@ from intentc.drift.quarantine import Quarantine
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.render.model import CONTENT_DIGEST_ANNOTATION
 from tests.kube_env import KubeEnv
-from tests.test_daemon_kube import deployment_available, job_done
 from tests.test_drift_kube import DriftRepo
-from tests.test_rollback_kube import image
+from tests.test_rollback_kube import image, known_good
 
 pytestmark = pytest.mark.kube
 runner = CliRunner()
@@ -30,12 +29,7 @@ runner = CliRunner()
 
 def test_a_dirty_apply_is_said_as_such_and_never_rolled_back_to(tmp_path: Path, kube_env: KubeEnv) -> None:
     repo = DriftRepo(tmp_path, kube_env)
-    c = repo.client()
-    good = repo.head
-    repo.apply()
-    job_done(c, repo.ref("Job", "prep"))
-    deployment_available(c, repo.ref("Deployment", "web"))
-    repo.apply()                                    # healthy: the last known-good
+    c, good = known_good(repo)
     where = ["-t", str(repo.dir / "clusters" / "small.yaml"), "--kubeconfig", str(kube_env.kubeconfig),
              "--target", repo.target]
     apply = ["apply", str(repo.dir / "intents"), *where, "--no-wait", "--binding", "preview"]

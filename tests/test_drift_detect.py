@@ -10,8 +10,8 @@ import copy
 from typing import Any
 
 from intentc.drift.detect import DriftClass, History, detect, modifications
-from intentc.drift.fields import diff_fields, same_value
-from intentc.render.model import ObjectRef
+from intentc.reconcile.fields import diff_fields, same_value
+from intentc.objectmeta import ObjectRef
 from intentc.render.stamp import stamp
 
 OLD = "a" * 40
@@ -281,7 +281,7 @@ import json as _json  # noqa: E402
 
 from hypothesis import given as _given, settings as _settings, strategies as _st  # noqa: E402
 
-from intentc.drift import fields as _fields  # noqa: E402
+from intentc.reconcile import fields as _fields  # noqa: E402
 
 _scalar = _st.one_of(_st.integers(-3, 3), _st.sampled_from(["a", "b", "8", "500m", "0.5", ""]),
                      _st.booleans(), _st.none())

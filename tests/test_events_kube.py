@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from intentc.drift import events
+from intentc.kube import events
 from intentc.kube.client import KubeClient
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 from tests.kube_env import KubeEnv
 
 

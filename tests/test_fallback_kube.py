@@ -182,8 +182,10 @@ def test_gpu_failure_taints_the_node_resumes_the_smaller_batch_and_the_fleet_is_
         statuses = wait_for("both intents Succeeded in their Intent objects", mirrored)
         assert {s["commit"] for s in statuses.values()} == {sha}
         assert statuses["gpu-flaky"]["placement"].startswith(planned + "[")
+        assert all(s["forecast"]["phase"] for s in statuses.values())    # the live forecast, written alongside
         table = env.kubectl_run("get", "intents", "-A").stdout
-        assert table.split()[:6] == ["NAMESPACE", "NAME", "TENANT", "ACTION", "PHASE", "AGE"]
+        assert table.split()[:9] == ["NAMESPACE", "NAME", "TENANT", "ACTION", "PHASE", "START", "ETA", "BEHIND",
+                                     "AGE"]
         assert "gpu-flaky" in table and "steady" in table
     finally:
         code, out = sigterm(proc)

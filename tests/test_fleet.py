@@ -171,7 +171,7 @@ def test_compile_writes_one_tree_per_cluster_deterministically(tmp_path: Path) -
 
 def test_a_cluster_output_is_the_single_cluster_compile_of_its_intents(tmp_path: Path) -> None:
     """Same bytes as `compile --topology T --render-target R` over the intents it selects."""
-    from intentc.compile import compile_paths
+    from intentc.pipeline import compile_paths
     from intentc.fleet.select import for_cluster
 
     fleet = load_fleet(FLEET / "clusters")
@@ -257,7 +257,7 @@ def _fleet_dir(tmp: Path, servers: tuple[object, object], dead: str | None = Non
 def test_drift_clusters_gives_one_row_per_cluster_and_the_worst_exit(tmp_path: Path, two_servers) -> None:  # type: ignore[no-untyped-def]
     from intentc.kube.client import KubeClient
     from intentc.reconcile import inventory_store
-    from intentc.render.model import ObjectRef
+    from intentc.objectmeta import ObjectRef
 
     clusters = _fleet_dir(tmp_path, two_servers)
     for name in ("eu-1", "us-1"):          # `apply --cluster`: that cluster's intents, inventory target = its name
@@ -355,7 +355,7 @@ def test_the_daemon_runs_one_cluster_of_the_fleet(tmp_path: Path, two_servers) -
 
     from intentc.kube.client import KubeClient
     from intentc.reconcile import inventory_store
-    from intentc.render.model import ObjectRef
+    from intentc.objectmeta import ObjectRef
     from tests.git_support import commit
     from tests.kube_support import wait_for
 

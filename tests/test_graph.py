@@ -146,14 +146,14 @@ def test_a_long_cycle_names_its_ends_and_counts_the_middle() -> None:
     _g, diags = graph.build(p)
     assert codes(diags) == ["E0501"]
     d = diags[0]
-    half = graph.MAX_CYCLE_SHOWN // 2
+    half = dependencies.MAX_CYCLE_SHOWN // 2
     assert d.message == ("dependency cycle: " + " → ".join(names[:half]) + f" → … ({n - 2 * half} more) → "
                          + " → ".join(names[-half:]) + " → i00")
     assert d.span == span(1, 3, 3)          # still the clause that closes the cycle (in i00)
     assert len(d.related) == 2 * half       # the edges of the named ends only
     assert d.related[0].message == '"i01" runs after "i00"'
     assert d.related[-1].message == '"i00" runs after "i44"'
-    m = graph.MAX_CYCLE_SHOWN
+    m = dependencies.MAX_CYCLE_SHOWN
     exact = program(*(intent(names[k], after=(ref(names[(k - 1) % m], k + 1),)) for k in range(m)))
     shown = graph.build(exact)[1][0]
     assert "…" not in shown.message and len(shown.related) == m
@@ -187,8 +187,8 @@ def test_cycles_are_every_elementary_cycle_when_under_the_cap(graph_spec: tuple[
     g = nx.DiGraph()
     g.add_nodes_from(f"n{k}" for k in range(n))
     g.add_edges_from(sorted({(f"n{u}", f"n{v}") for u, v in edge_list}))
-    everything = sorted({graph._canonical_cycle(c) for c in nx.simple_cycles(g)}, key=lambda c: (len(c), c))
-    assert graph.cycles(g, limit=10**6) == everything
+    everything = sorted({dependencies._canonical_cycle(c) for c in nx.simple_cycles(g)}, key=lambda c: (len(c), c))
+    assert dependencies.cycles(g, limit=10**6) == everything
     assert graph.nodes_in_cycles(g) == frozenset(x for c in everything for x in c)
 
 
@@ -197,7 +197,7 @@ def test_a_loop_through_thousands_of_intents_is_read_off_whole() -> None:
     g = nx.DiGraph()
     g.add_edges_from((f"j{k:04d}", f"j{(k + 1) % n:04d}") for k in range(n))
     g.add_edges_from([("a", "b"), ("b", "a"), ("b", "c"), ("c", "b"), ("j0000", "a")])   # and a second component
-    found = graph.cycles(g)
+    found = dependencies.cycles(g)
     assert found[:2] == [("a", "b"), ("b", "c")]
     assert found[2] == tuple(f"j{k:04d}" for k in range(n))
 
@@ -207,7 +207,7 @@ def test_cycle_enumeration_is_capped() -> None:
     names = [f"n{i}" for i in range(7)]
     p = program(*(intent(n, after=tuple(ref(m, 1) for m in names if m != n)) for n in names))
     _, diags = graph.build(p)
-    assert len(diags) == graph.MAX_CYCLES_REPORTED
+    assert len(diags) == dependencies.MAX_CYCLES_REPORTED
     assert "only the first" in (diags[-1].hint or "")
 
 

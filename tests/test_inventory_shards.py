@@ -19,7 +19,7 @@ from intentc.kube.client import KubeClient
 from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import (CONFIGMAP_LIMIT, SHARD_LABEL, Entry, Inventory, Record, inventory_ref,
                                          shard_names, shard_ref)
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 from intentc.render.stamp import spec_hash
 from tests.kube_env import KubeEnv
 

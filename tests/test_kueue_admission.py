@@ -78,7 +78,7 @@ def test_what_kueue_writes_on_an_admitted_job_is_not_drift() -> None:
     import copy
 
     from intentc.drift.detect import modifications
-    from intentc.drift.fields import without_handed_over
+    from intentc.reconcile.fields import without_handed_over
     from intentc.render import render
     from intentc.render.capabilities import KubeVersion
     from tests.render_cases import SHA_A, sample_plan, sample_program

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Iterator
 import pytest
 import yaml
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.drift.admission import assigned_nodes
 from intentc.render.capabilities import KubeVersion
 from tests.conftest import _control_plane

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from intentc.compile import compile_paths, write_outputs
+from intentc.pipeline import compile_paths, write_outputs
 from tests.kube_env import KubeEnv, assets_dir
 
 pytestmark = pytest.mark.kube

@@ -273,26 +273,39 @@ def test_the_command_line_keeps_plain_metrics_on_loopback(tmp_path: Path) -> Non
 
 def test_a_slow_client_is_cut_at_the_deadline(server: tuple[SecureMetricsServer, Api],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each read within IO_TIMEOUT is not enough: the whole connection has DEADLINE (1 s here)."""
+    """Each read within IO_TIMEOUT is not enough: the whole connection has DEADLINE (1 s here),
+    and it is the deadline's watchdog that ends it (the server closes, the client never stops)."""
     import intentc.daemon.secure_metrics as sm
 
     s, _ = server
     monkeypatch.setattr(sm, "DEADLINE", 1.0)
+    cuts: list[object] = []
+    real_cut = sm._cut
+
+    def cut(conn: object) -> None:
+        cuts.append(conn)
+        real_cut(conn)
+    monkeypatch.setattr(sm, "_cut", cut)
     ctx = ssl.create_default_context()
     ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    started = time.monotonic()
+    closed, lines = False, 0
+    give_up = time.monotonic() + 30                     # how long the test waits for the server to close
     with socket.create_connection(("127.0.0.1", s.port), timeout=10) as raw:
         with ctx.wrap_socket(raw) as tls:
             tls.sendall(b"GET /metrics HTTP/1.1\r\n")
             tls.settimeout(0.2)
             try:
-                while time.monotonic() - started < 8:      # a header line every 0.2 s, never the end
+                while time.monotonic() < give_up:          # a header line every 0.2 s, never the end
                     tls.sendall(b"X-Slow: 1\r\n")
+                    lines += 1
                     try:
                         if tls.recv(100) == b"":
-                            break                           # closed by the server
+                            closed = True                   # closed by the server
+                            break
                     except TimeoutError:
                         continue
             except OSError:
-                pass
-    assert time.monotonic() - started < 4, "the connection outlived its deadline"
+                closed = True                               # reset by the server
+    assert closed, f"the server kept a slow connection open for 30 s ({lines} header lines)"
+    assert len(cuts) == 1, "the connection's deadline did not cut it"
+    assert lines * len(b"X-Slow: 1\r\n") < sm.MAX_REQUEST_BYTES    # not cut for its size

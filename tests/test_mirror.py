@@ -14,7 +14,7 @@ from intentc.daemon.source import Desired
 from intentc.frontend.dsl import parse
 from intentc.ir import Program
 from intentc.kube.errors import NotFound
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 from intentc.sources import SourceFile
 
 TEXT = """

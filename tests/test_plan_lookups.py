@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.diff.plan_diff import diff_plans
 from intentc.plan.model import Plan, Placement
 from intentc.reconcile.timeouts import WaveBudgets, wave_budgets

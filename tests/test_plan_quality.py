@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from intentc import ir
 from intentc.frontend.dsl import parse
-from intentc.plan.model import Plan
+from intentc.plan.model import Placement, Plan
 from intentc.plan.planner import make_plan
 from intentc.sources import SourceFile
 from intentc.topology.load import LoadedTopology
@@ -25,17 +25,22 @@ def _start(plan: Plan, name: str) -> int:
     return p.start_s
 
 
-def _quota_case(p3_node: ir.TopologyNode) -> Plan:
-    """One tenant with a quota of 8; a P0 of another tenant holds the only H100 node for
-    1 h; P1 `h` (8 H100 within node) waits for it; P3 `l` (8 GPUs, 10 h) could run at 0
-    on `p3_node`, which `h` cannot use."""
-    topo = loaded(node("h100", 8, "H100-80GB", rack="r1"), p3_node)
-    prog = program(
+def _quota_program(quota: int) -> ir.Program:
+    """Tenant team-a with a quota of `quota` GPUs; a P0 of team-b holds 8 H100s within a
+    node for 1 h; team-a's P1 `h` wants the same, so it waits; its P3 `l` wants 8 GPUs
+    of any kind for 10 h."""
+    return program(
         job("other", tenant="team-b", gpus=8, product="H100-80GB", within="node", sla="P0", duration="1h"),
         job("h", gpus=8, product="H100-80GB", within="node", sla="P1", duration="1h"),
         job("l", gpus=8, sla="P3", duration="10h"),
-        tenants=(ir.Tenant("team-a", quota_gpus=8), ir.Tenant("team-b")))
-    plan, diags = make_plan(prog, topo)
+        tenants=(ir.Tenant("team-a", quota_gpus=quota), ir.Tenant("team-b")))
+
+
+def _quota_case(p3_node: ir.TopologyNode) -> Plan:
+    """`_quota_program(8)` on the only H100 node and `p3_node`, where `l` could run at 0
+    and `h` cannot."""
+    topo = loaded(node("h100", 8, "H100-80GB", rack="r1"), p3_node)
+    plan, diags = make_plan(_quota_program(8), topo)
     assert not plan.unplaced and not [d for d in diags if d.is_error]
     return plan
 
@@ -70,12 +75,7 @@ def test_the_quota_rule_counts_nodes_in_a_domain_too_small_for_the_waiting_one()
 
 def test_a_lower_class_still_starts_when_the_quota_leaves_room_for_both() -> None:
     topo = loaded(node("h100", 8, "H100-80GB", rack="r1"), node("a100", 8, "A100-80GB", rack="r2"))
-    prog = program(
-        job("other", tenant="team-b", gpus=8, product="H100-80GB", within="node", sla="P0", duration="1h"),
-        job("h", gpus=8, product="H100-80GB", within="node", sla="P1", duration="1h"),
-        job("l", gpus=8, sla="P3", duration="10h"),
-        tenants=(ir.Tenant("team-a", quota_gpus=16), ir.Tenant("team-b")))
-    plan, _ = make_plan(prog, topo)
+    plan, _ = make_plan(_quota_program(16), topo)
     assert _start(plan, "l") == 0 and _start(plan, "h") == 3600
 
 
@@ -155,32 +155,33 @@ def _pci_plan(text: str, *nvlink: str) -> tuple[Plan, list[str]]:
     return plan, [d.code for d in found if d.is_error]
 
 
-def test_isolation_keeps_another_tenant_off_the_node_in_space() -> None:
-    """One 8-GPU node per NVLink domain: the two 4-GPU jobs could share a node (best fit
-    would put them together); the research job goes to the other domain instead."""
-    plan, errors = _pci_plan(PCI, "nvl-a", "nvl-b")
+def _pci_placed(text: str, *nvlink: str) -> tuple[Placement, Placement]:
+    """The placements of the PCI job (fraud-model) and the other tenant's (research-job)
+    in a plan of `text` with no error."""
+    plan, errors = _pci_plan(text, *nvlink)
     assert errors == []
     fraud, research = plan.placement("fraud-model"), plan.placement("research-job")
     assert fraud is not None and research is not None
+    return fraud, research
+
+
+def test_isolation_keeps_another_tenant_off_the_node_in_space() -> None:
+    """One 8-GPU node per NVLink domain: the two 4-GPU jobs could share a node (best fit
+    would put them together); the research job goes to the other domain instead."""
+    fraud, research = _pci_placed(PCI, "nvl-a", "nvl-b")
     assert fraud.start_s == research.start_s == 0 and fraud.nodes != research.nodes
 
 
 def test_isolation_keeps_another_tenant_out_of_the_nvlink_domain_in_time() -> None:
     """Both nodes in one NVLink domain: the research job waits until the PCI job has ended."""
-    plan, errors = _pci_plan(PCI, "nvl-a", "nvl-a")
-    assert errors == []
-    fraud, research = plan.placement("fraud-model"), plan.placement("research-job")
-    assert fraud is not None and research is not None
+    fraud, research = _pci_placed(PCI, "nvl-a", "nvl-a")
     assert fraud.start_s == 0 and research.start_s == fraud.end_s == 7200
 
 
 def test_isolation_holds_in_time_the_other_way_round() -> None:
     """The other tenant's job comes first (a higher class): the PCI job waits for it to end."""
     text = PCI.replace("sla P2, duration 1h", "sla P0, duration 1h")
-    plan, errors = _pci_plan(text, "nvl-a", "nvl-a")
-    assert errors == []
-    fraud, research = plan.placement("fraud-model"), plan.placement("research-job")
-    assert fraud is not None and research is not None
+    fraud, research = _pci_placed(text, "nvl-a", "nvl-a")
     assert research.start_s == 0 and fraud.start_s == research.end_s == 3600
 
 

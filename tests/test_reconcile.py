@@ -21,12 +21,13 @@ import pytest
 from typer.testing import CliRunner
 
 from intentc.cli import app
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import Entry, Inventory, inventory_ref
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import COMMIT_ANNOTATION, MANAGED_BY_LABEL, SPEC_HASH_ANNOTATION, ObjectRef
+from intentc.render.model import COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION
+from intentc.objectmeta import MANAGED_BY_LABEL, ObjectRef
 from intentc.render.stamp import spec_hash
 from tests.kube_env import KubeEnv, finished_job_status, write_requests
 

@@ -15,11 +15,12 @@ from typer.testing import CliRunner
 
 from intentc.cli import app
 from intentc.kube.errors import AlreadyExists, ApplyConflict, Invalid, KubeError, NotFound
-from intentc.reconcile.diff import Action, Pair, decide, field_diff, pair, project_fields, repair_diff
+from intentc.reconcile.diff import Action, Pair, decide, field_diff, pair, repair_diff
+from intentc.reconcile.fields import project_fields
 from intentc.reconcile.health import HealthStatus, health_of, worst, Health
 from intentc.reconcile.inventory import HISTORY_LIMIT, Entry, Inventory, Record
 from intentc.render import render
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 from intentc.render.stamp import spec_hash
 from tests.render_cases import SHA_A, SHA_B, sample_plan, sample_program
 

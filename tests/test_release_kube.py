@@ -11,7 +11,6 @@ gaps between those times, never wall-clock thresholds.
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from datetime import datetime
 from pathlib import Path
@@ -19,12 +18,12 @@ from typing import Any, Iterator
 
 import pytest
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.render.capabilities import KubeVersion
-from tests.conftest import _control_plane
-from tests.kube_env import SKIP_MESSAGE, KubeEnv, assets_dir
+from tests.conftest import _control_plane, needed_assets
+from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
-from tests.kube_support import invoke
+from tests.kube_support import apply_json
 from tests.kwok_stages import planned_duration_stages
 
 pytestmark = pytest.mark.kube
@@ -51,10 +50,7 @@ def intent(name: str, t: str, hours: int, trigger: str = "on push") -> str:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
-    assets = assets_dir()
-    if assets is None:
-        pytest.skip(SKIP_MESSAGE)
-    stages = planned_duration_stages(assets, tmp_path_factory.mktemp("kwok"), MS_PER_HOUR)
+    stages = planned_duration_stages(needed_assets(), tmp_path_factory.mktemp("kwok"), MS_PER_HOUR)
     yield from _control_plane(tmp_path_factory, ("controller-manager", "scheduler", "kwok"), (stages,))
 
 
@@ -75,11 +71,7 @@ class Case:
         self.plan = result.plan
 
     def apply(self, *flags: str) -> tuple[int, dict[str, Any], str]:
-        code, out, output = invoke("apply", str(self.dir / "intents"), "-t", str(self.topology),
-                                   "--kubeconfig", str(self.env.kubeconfig), "--commit", SHA,
-                                   "--target", self.t, "-o", "json", "--only-topology-nodes", *flags)
-        start = out.find("{")
-        return code, (json.loads(out[start:]) if start >= 0 else {}), output
+        return apply_json(self.dir / "intents", self.topology, self.env, self.t, SHA, *flags)
 
     def jobs(self) -> dict[str, dict[str, Any]]:
         items = self.env.kubectl_json("get", "jobs", "-n", self.tenant)["items"]
@@ -166,3 +158,39 @@ def test_an_intent_that_fails_holds_back_its_dependants_only(cluster: KubeEnv, t
     jobs = case.jobs()
     assert "after-slow" not in jobs
     assert jobs["after-quick"]["status"].get("completionTime"), "the other branch ran to its end"
+
+
+CHAIN = intent("c1", "{t}", 1) + intent("c2", "{t}", 1, "after c1") + intent("c3", "{t}", 1, "after c2")
+
+
+def test_a_chains_next_job_is_created_when_its_predecessor_completes_not_at_a_poll(cluster: KubeEnv,
+                                                                                     tmp_path: Path) -> None:
+    """`apply --wait` learns that a Job completed from a watch (reconcile/watched.py): with a poll
+    interval far longer than a Job runs, each successor is still created when its predecessor
+    completes — by what the API server recorded, within its 1-s timestamp resolution — and only
+    after.  Read once a poll interval, it would be created up to an interval later."""
+    from intentc.kube.client import KubeClient
+    from intentc.kube.cluster_state import read_cluster_state
+    from intentc.reconcile.live_binding import LiveBinder
+    from intentc.reconcile.release import release_order
+    from intentc.reconcile.sync import ApplyOptions, Reconciler
+    from intentc.reconcile.timeouts import wave_budgets
+
+    case = Case(tmp_path, cluster, 1, CHAIN)
+    result = compile_paths([str(case.dir / "intents")], str(case.topology), SHA, KubeVersion(1, 37))
+    assert result.program and result.plan and result.rendered and result.topology
+    client = KubeClient.connect(str(cluster.kubeconfig))
+    try:
+        binder = LiveBinder(result.program, result.topology, result.plan, result.rendered, KubeVersion(1, 37),
+                            lambda: read_cluster_state(client), cluster_nodes=False)
+        options = ApplyOptions(target=case.t, budgets=wave_budgets(result.program, result.plan),
+                               release=release_order(result.program, result.plan.placements, True),
+                               poll_interval=600.0)
+        outcome = Reconciler(client, options, binder=binder).apply(result.rendered)
+    finally:
+        client.close()
+    assert outcome.result == "succeeded", outcome.to_text()
+    jobs = case.jobs()
+    for before, after in (("c1", "c2"), ("c2", "c3")):
+        assert completed(jobs[before]) <= created(jobs[after]) <= completed(jobs[before]) + 1, \
+            (before, jobs[before]["status"]["completionTime"], after, jobs[after]["metadata"]["creationTimestamp"])

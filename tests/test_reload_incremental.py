@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.daemon.reload import Reloader
 from intentc.daemon.reload.files import FileTable, _concatenate
 from intentc.daemon.reload.state import FileState

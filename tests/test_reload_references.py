@@ -16,13 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intentc.compile import compile_paths
-from intentc.daemon.reload import Reloader, reloader as reloader_module
+from intentc.pipeline import compile_paths
+from intentc.daemon.reload import Reloader
 from intentc.daemon.reload.files import FileTable, _concatenate
 from intentc.daemon.reload.state import FileState
 from intentc.diagnostics import Span
 from intentc.ir import Action, Context, FieldSpans, Intent, Program, Ref, Tenant, Trigger
 from intentc.passes import GLOBAL_PASSES
+from intentc.pipeline import checked as checked_module
 from tests.test_reload_replan import COMMIT, TENANTS, chains, job, make_tree
 from tests.test_reload_replan_structure import data_job
 
@@ -98,12 +99,12 @@ def test_an_edit_that_keeps_references_resolved_runs_no_global_pass(tmp_path: Pa
     def recording(program: Program) -> tuple[Program, list]:  # type: ignore[type-arg]
         ran.append(len(program.intents))
         return program, []
-    monkeypatch.setattr(reloader_module, "GLOBAL_PASSES", (recording,))
+    monkeypatch.setattr(checked_module, "GLOBAL_PASSES", (recording,))
     paths = FINE[what](src) if what != "consumes a declared dataset" else _write("job-05.intent", job(5, after=4))(src)
     result = r.update(paths)
     assert result.ok, [str(d) for d in result.diagnostics]
     assert ran == []
-    monkeypatch.setattr(reloader_module, "GLOBAL_PASSES", GLOBAL_PASSES)
+    monkeypatch.setattr(checked_module, "GLOBAL_PASSES", GLOBAL_PASSES)
     assert r.settle(120)
     full = compile_paths([str(src)], str(topo), COMMIT)
     assert full.ok and list(r.current.diagnostics) == list(full.diagnostics)       # type: ignore[union-attr]

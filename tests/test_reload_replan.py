@@ -7,7 +7,7 @@ import json
 import threading
 from pathlib import Path
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.daemon.reload import Reloader, ReloadResult
 from tests.plan_verify import order_violations, over_capacity, overlaps
 

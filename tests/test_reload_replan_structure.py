@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.daemon.reload import Reloader, ReloadResult
 from tests.test_reload_replan import COMMIT, TENANTS, assert_valid, chains, job, make_tree, same_as_full
 

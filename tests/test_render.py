@@ -14,8 +14,8 @@ from tests.kube_schema import validate_manifest
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import (COMMIT_ANNOTATION, INTENT_LABEL, MANAGED_BY_LABEL, SPEC_HASH_ANNOTATION,
-                                  TENANT_LABEL, Manifest, Rendered)
+from intentc.render.model import COMMIT_ANNOTATION, SPEC_HASH_ANNOTATION, Manifest, Rendered
+from intentc.objectmeta import INTENT_LABEL, MANAGED_BY_LABEL, TENANT_LABEL
 from intentc.render.nccl import nccl_env, weakest_link
 from intentc.render.output import manifest_files
 from intentc.render.stamp import spec_hash

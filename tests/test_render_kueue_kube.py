@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.drift.admission import assigned_nodes, compare
 from intentc.plan.model import Placement
 from intentc.render.capabilities import KubeVersion

@@ -233,3 +233,56 @@ def test_split_quota() -> None:
     assert split_quota(100, {"a": 16, "h": 40}) == {"a": 16, "h": 40}
     assert split_quota(1, {"a": 8, "h": 8}) == {"a": 1, "h": 0}
     assert split_quota(5, {}) == {}
+
+
+MIXED_TOPOLOGY = """apiVersion: intentc.dev/v1alpha1
+kind: Topology
+metadata: {name: mixed}
+spec:
+  levels: [zone, rack, nvlink, node]
+  nodes:
+""" + "".join(f"""    - name: h{i}
+      gpu: {{product: H100-80GB, count: 8, memory: 80Gi}}
+      cpu: "192"
+      memory: 2Ti
+      domains: {{zone: z1, rack: r1, nvlink: h{i}}}
+""" for i in (1, 2)) + "".join(f"""    - name: gb{i}
+      gpu: {{product: GB200, count: 4, memory: 192Gi}}
+      cpu: "144"
+      memory: 1Ti
+      domains: {{zone: z1, rack: r2, nvlink: {'nvl-a' if i < 3 else 'nvl-b'}}}
+""" for i in (1, 2, 3, 4))
+
+
+def _gang(name: str, gpus: int, product: str, scope: str) -> str:
+    return (f'intent {name} {{\n  trigger: on push\n  action: batch image "registry.example/{name}:1"\n'
+            f'  context: tenant team-x\n  constraints: cpu 1, memory 1Gi, gpus {gpus} x "{product}" within {scope}, '
+            f'duration 1h\n}}\n')
+
+
+def test_within_maps_to_the_level_of_the_jobs_own_product_topology(tmp_path: Path) -> None:
+    """GB200 trays in multi-node NVLink domains beside HGX nodes (each its own domain): Kueue's
+    TAS skips a node without every level's label, so each product gets its own Topology, and a
+    2-tray `within nvlink` gang asks for the clique, not the hostname it could never fit in."""
+    from intentc.pipeline import compile_paths
+
+    (tmp_path / "cluster.yaml").write_text(MIXED_TOPOLOGY)
+    (tmp_path / "main.intent").write_text(
+        "tenant team-x { tier: gold }\n\n" + _gang("nvl", 8, "GB200", "nvlink") + _gang("rack", 16, "H100-80GB", "rack")
+        + _gang("node", 8, "H100-80GB", "node") + _gang("tray", 4, "GB200", "node"))
+    result = compile_paths([str(tmp_path / "main.intent")], str(tmp_path / "cluster.yaml"), SHA_A, V137, "kueue")
+    assert result.ok and result.rendered is not None, [d.message for d in result.diagnostics]
+    r = result.rendered
+    topologies = {n: [lvl["nodeLabel"] for lvl in t["spec"]["levels"]] for n, t in bodies(r, "Topology").items()}
+    assert topologies == {
+        "mixed-gb200": ["topology.kubernetes.io/zone", "topology.kubernetes.io/rack", "nvidia.com/gpu.clique",
+                        "kubernetes.io/hostname"],
+        "mixed-h100-80gb": ["topology.kubernetes.io/zone", "topology.kubernetes.io/rack", "kubernetes.io/hostname"]}
+    assert {n: f["spec"]["topologyName"] for n, f in bodies(r, "ResourceFlavor").items()} == {
+        "gb200": "mixed-gb200", "h100-80gb": "mixed-h100-80gb"}
+    jobs = bodies(r, "Job")
+    required = {n: j["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"]
+                for n, j in jobs.items()}
+    assert required == {"nvl": "nvidia.com/gpu.clique", "rack": "topology.kubernetes.io/rack",
+                        "node": "kubernetes.io/hostname", "tray": "kubernetes.io/hostname"}
+    assert jobs["nvl"]["spec"]["parallelism"] == 2, "one gang of two trays"

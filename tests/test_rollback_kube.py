@@ -27,14 +27,22 @@ def image(c: KubeClient, repo: DriftRepo) -> tuple[str, str]:
     return live["spec"]["template"]["spec"]["containers"][0]["image"], live["metadata"]["annotations"][COMMIT_ANNOTATION]
 
 
-def test_rollback_by_hand_dry_run_then_for_real(tmp_path: Path, kube_env: KubeEnv) -> None:
-    repo = DriftRepo(tmp_path, kube_env)
+def known_good(repo: DriftRepo) -> tuple[KubeClient, str]:
+    """Apply the head, play the controllers (the Job done, the Deployment available) and
+    apply it again, now healthy: the inventory records it as the last known-good.
+    Returns a client and that commit."""
     c = repo.client()
     good = repo.head
     repo.apply()
     job_done(c, repo.ref("Job", "prep"))
     deployment_available(c, repo.ref("Deployment", "web"))
-    repo.apply()                         # same objects, now healthy: recorded as the last known-good
+    repo.apply()
+    return c, good
+
+
+def test_rollback_by_hand_dry_run_then_for_real(tmp_path: Path, kube_env: KubeEnv) -> None:
+    repo = DriftRepo(tmp_path, kube_env)
+    c, good = known_good(repo)
     inv = Inventory.from_configmap(c.get(inventory_ref(repo.target)), repo.target)
     assert inv.last_known_good == good
     bad = repo.commit("new web image", web_image="nginx:9.9")

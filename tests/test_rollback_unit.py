@@ -9,7 +9,7 @@ from pathlib import Path
 import git
 import pytest
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.drift.consistency import check_rollout
 from intentc.drift.detect import DriftClass, Finding, History, Report
 from intentc.drift.policy import Policies, Verb, asking_for_rollback, decide
@@ -18,10 +18,10 @@ from intentc.drift.rollback import RepoSource, compile_revision
 from intentc.render.packed import PackedBody
 from intentc.frontend import parse_source
 from intentc.ir import DriftPolicy, Program
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import Manifest
+from intentc.objectmeta import ObjectRef
 from intentc.sources import SourceFile
-
-FIXTURE = Path(__file__).parent / "fixtures" / "repo"
+from tests.git_support import commit_change, fixture_repo
 
 
 def job(name: str, intent: str, nodes: str | None = None) -> Manifest:
@@ -145,18 +145,9 @@ def test_quarantine_roundtrip_and_clearing() -> None:
 
 @pytest.fixture
 def history_repo(tmp_path: Path) -> tuple[git.Repo, str, str]:
-    import shutil
-    root = tmp_path / "repo"
-    shutil.copytree(FIXTURE, root)
-    repo = git.Repo.init(root, initial_branch="main")
-    with repo.config_writer() as cw:
-        cw.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
-    repo.git.add(A=True)
-    first = repo.index.commit("first").hexsha
-    p = root / "intents" / "pipeline.intent"
-    p.write_text(p.read_text().replace("server:1.0", "server:1.1"))
-    repo.git.add(A=True)
-    second = repo.index.commit("second").hexsha
+    repo = fixture_repo(tmp_path / "repo")
+    first = repo.head.commit.hexsha
+    second = commit_change(repo, "server:1.0", "server:1.1", "second")
     return repo, first, second
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from intentc.diff.schema_diff import compare_schemas
+from intentc.diff.schema_verdict import compare_schemas
 from intentc.diff.schema_rules import Level
 
 NAMES = ["x", "y", "ab", "abcd"]

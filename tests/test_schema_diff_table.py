@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from intentc.diff.schema_diff import compare_schemas
+from intentc.diff.schema_verdict import compare_schemas
 from intentc.diff.schema_rules import Level
 
 BREAK, OK, SAFE = "break", "ok", "safe"

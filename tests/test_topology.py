@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from intentc.cli import app
 from intentc.topology import nodes_import, nvsmi
+from intentc.topology.labels import GPU_PRODUCT
 from intentc.topology.load import load_topology
 from intentc.topology.matrix import GpuMatrix, Link, LinkInfo
 from tests.golden_support import assert_golden
@@ -593,7 +594,7 @@ def gfd_nodes_json(tmp_path: Path) -> Path:
     for n in loaded.topology.nodes:
         m = node_manifest(n, loaded.topology.levels)
         if n.gpu_product:
-            m["metadata"]["labels"][nodes_import.GPU_PRODUCT] = GFD_PRODUCTS[n.gpu_product]
+            m["metadata"]["labels"][GPU_PRODUCT] = GFD_PRODUCTS[n.gpu_product]
         items.append(m)
     path = tmp_path / "nodes.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
@@ -603,7 +604,7 @@ def gfd_nodes_json(tmp_path: Path) -> Path:
 def test_the_bundled_intents_plan_on_a_topology_imported_from_gfd_labels(tmp_path: Path) -> None:
     """`topology import` keeps GFD's `NVIDIA-H100-80GB-HBM3`; the intents say `H100-80GB`: the
     planner matches them (every intent was refused with E0601), and import's summary says so."""
-    from intentc.compile import compile_paths
+    from intentc.pipeline import compile_paths
 
     result = runner.invoke(app, ["topology", "import", "--nodes", str(gfd_nodes_json(tmp_path)), "--name", "example"])
     assert result.exit_code == 0, result.stderr
@@ -629,7 +630,7 @@ def test_the_bundled_intents_plan_on_a_topology_imported_from_gfd_labels(tmp_pat
 def test_an_unknown_product_is_refused_with_the_topology_products(tmp_path: Path) -> None:
     """E0601 for a product no node has: did you mean (same chip) and, in the hint, every product
     in the intents' spelling with the nodes' own beside it."""
-    from intentc.compile import compile_paths
+    from intentc.pipeline import compile_paths
 
     topology = tmp_path / "imported.yaml"
     topology.write_text(runner.invoke(app, ["topology", "import", "--nodes", str(gfd_nodes_json(tmp_path)),
@@ -649,7 +650,7 @@ def test_kueue_selects_nodes_by_the_topology_spelling_of_the_product(tmp_path: P
     """Kueue's Jobs carry a `nvidia.com/gpu.product` node selector; on a topology imported from
     GFD labels it is the label's value (the planned nodes'), not the intents' short name, which
     no node of a real cluster carries."""
-    from intentc.compile import compile_paths
+    from intentc.pipeline import compile_paths
     from intentc.render.capabilities import DEFAULT_KUBE_VERSION
 
     topology = tmp_path / "imported.yaml"
@@ -657,7 +658,7 @@ def test_kueue_selects_nodes_by_the_topology_spelling_of_the_product(tmp_path: P
                                             "--name", "example"]).stdout)
     compiled = compile_paths([str(HERE.parent / "intents")], str(topology), "a" * 40, DEFAULT_KUBE_VERSION, "kueue")
     assert compiled.rendered is not None
-    selected = {m.body["spec"]["template"]["spec"]["nodeSelector"][nodes_import.GPU_PRODUCT]
+    selected = {m.body["spec"]["template"]["spec"]["nodeSelector"][GPU_PRODUCT]
                 for m in compiled.rendered.manifests if m.ref.kind == "Job"
-                and nodes_import.GPU_PRODUCT in m.body["spec"]["template"]["spec"].get("nodeSelector", {})}
+                and GPU_PRODUCT in m.body["spec"]["template"]["spec"].get("nodeSelector", {})}
     assert selected == set(GFD_PRODUCTS.values())

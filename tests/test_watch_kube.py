@@ -12,7 +12,7 @@ import pytest
 
 from intentc.kube.client import KubeClient
 from intentc.kube.watch import Expired, Watch, WatchEvent, list_objects
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 from tests.kube_env import KubeEnv
 
 pytestmark = pytest.mark.kube

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.render.capabilities import KubeVersion
 from intentc.render.output import _dump, to_yaml
 from intentc.render.yaml_block import BlockWriter

@@ -1,4 +1,4 @@
-"""The typer application and the options every command shares."""
+"""The options every command shares, on the typer application (`cli/lazy.py` makes it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import typer
 
 from intentc import __version__, collector
 from intentc.cli import coercion
-from intentc.cli.lazy import LazyGroup
+from intentc.cli.lazy import app
 from intentc.diagnostics import Diagnostic, OutputFormat, has_errors, render
 
 # Exit codes (docs/design.md, "Command line and exit codes"): 0 success / nothing found, 1 findings, 2 usage or environment.
@@ -64,21 +64,6 @@ def _argument_placeholders() -> None:
 
 _argument_placeholders()
 coercion.install()
-
-# `-h` is `--help` on every command (click contexts inherit this from the root).
-CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
-
-app = typer.Typer(
-    name="intentc",
-    help="GitOps compiler and drift controller for AI batch and inference workloads.",
-    no_args_is_help=True,
-    add_completion=True,       # --install-completion / --show-completion; `intentc completion SHELL` (cli/completion.py)
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings=CONTEXT_SETTINGS,
-    cls=LazyGroup,             # a command's module is imported when that command runs (cli/lazy.py)
-)
-
 
 def version_callback(value: bool) -> None:
     if value:

@@ -112,8 +112,9 @@ def apply(
     lock_timeout: float = duration_option("10m", "--lock-timeout", "How long to wait while another apply holds "
                                                                    "the target."),
     seed: Seed = 0,
-    # Internal, for benchmarks/bench_fidelity.py's baseline only: "waves" releases whole waves
-    # (the behaviour before per-intent release); not part of the CLI's contract.
+    # Internal, for benchmarks/bench_fidelity.py's baselines only: "waves" releases whole waves
+    # (the behaviour before per-intent release), "poll" releases each intent but learns that Jobs
+    # ended by reading them once a second (before the watch); not part of the CLI's contract.
     release: str = typer.Option("intents", "--release", hidden=True),
     format: ApplyFormat = format_option(ApplyFormat.TEXT),
     exclude: Exclude = None,
@@ -123,7 +124,7 @@ def apply(
     clusters: Optional[Path] = typer.Option(None, "--clusters", metavar="DIR", help="The fleet's Cluster files."),
 ) -> None:
     """Compile, then server-side apply the result to a cluster, each intent as its prerequisites end."""
-    from intentc.compile import compile_paths
+    from intentc.pipeline import Driver, Request
     from intentc.kube.cluster_state import read_cluster_state
     from intentc.provenance import stamped
     from intentc.policy import BUILTIN
@@ -141,16 +142,16 @@ def apply(
                                       or context is not None)
         topology, kubeconfig, context = Path(member.topology), member.kubeconfig, member.context
         render_target, target, only = member.target, member.name, for_cluster(member.name, member.label_map)
+    driver = Driver(paths, exclude=exclude or ())
     if topology is None:
-        topology = the_topology(paths, exclude or ())
+        topology = the_topology(driver)
     check_render_target(render_target)
     stamp = stamp_or_exit(paths, [topology], commit, allow_dirty, exclude or ())
     sha = stamp.commit
     client, version = connect_or_exit(kubeconfig, context, kube_version, pool_size=max(workers, 4))
     check_render_target(render_target, version)
     check_target_served(client, render_target)
-    result = stamped(compile_paths(paths, str(topology), sha, version, render_target, seed, exclude=exclude or (),
-                                   only=only), stamp)
+    result = stamped(driver.compile(Request(str(topology), sha, version, render_target, seed, only=only)), stamp)
     diag_format = OutputFormat.JSON if format is ApplyFormat.JSON else OutputFormat.TEXT
     if result.topology_unreadable or result.rendered is None:
         emit_diagnostics(list(result.diagnostics), diag_format, result.sources)
@@ -163,7 +164,7 @@ def apply(
     options = ApplyOptions(target=target, dry_run=dry_run is not DryRun.NONE,
                            server_dry_run=dry_run is DryRun.SERVER, prune=prune, wait=wait, timeout=timeout,
                            force_conflicts=force_conflicts, workers=workers, lock_wait=lock_timeout,
-                           budgets=wave_budgets(result.program, result.plan),
+                           budgets=wave_budgets(result.program, result.plan), watch=release != "poll",
                            release=WAVES if release == "waves" else
                            release_order(result.program, result.plan.placements, render_target != "kueue"))
     binder = None

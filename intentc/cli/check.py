@@ -36,40 +36,28 @@ def check(
     exclude: Exclude = None,
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
-    from intentc.policy.load import load_policies
+    from intentc.pipeline import Driver, Summary
     from intentc.policy.tags import with_rules
     from intentc.sources import texts_for_carets
-    from intentc.summary import Summary, summarize
 
-    checked = None
     with StderrProgress() as progress:
-        if topology is None:        # findings and counts are all that is printed: remembered from a run on the same inputs
-            result = summarize(paths, jobs=jobs or None, progress=progress, exclude=exclude or ())
-        else:                       # the plan needs the program itself
-            from intentc.pipeline import check as run_check
+        driver = Driver(paths, jobs or None, exclude or (), progress=progress)
+        # without --topology, findings and counts are all that is printed: remembered from a run on the same
+        # inputs; the plan needs the program itself
+        result = driver.summary() if topology is None else Summary.of(driver.check())
+    if topology is None:
+        policies, policy_diags, policy_texts = driver.policy
+        diags = with_rules(list(result.diagnostics), policies, None) + policy_diags
+        sources = {**result.sources, **policy_texts}
+    else:
+        from intentc.pipeline import Request, Stage
 
-            checked = run_check(paths, jobs=jobs or None, progress=progress, exclude=exclude or ())
-            result = Summary.of(checked)
-    diags = list(result.diagnostics)
-    sources = dict(result.sources)
-    policies, policy_diags, policy_texts = load_policies(paths)
-    diags = with_rules(diags, policies, checked.program if checked is not None else None) + policy_diags
-    sources.update(policy_texts)
-    if topology is not None:
-        from intentc.plan.planner import make_plan
-        from intentc.topology.load import load_topology
-
-        loaded, topo_diags = load_topology(str(topology))
-        diags += topo_diags
-        try:
-            sources[topology.as_posix()] = topology.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            pass
-        if loaded is None and (not topology.is_file() or any(d.code.startswith("E00") for d in topo_diags)):
-            emit_diagnostics(sorted_diagnostics(diags), format, sources)
+        planned = driver.run(Request(str(topology)), Stage.PLAN).result
+        assert planned is not None
+        if planned.topology_unreadable:
+            emit_diagnostics(list(planned.diagnostics), format, planned.sources)
             raise typer.Exit(EXIT_USAGE)
-        if loaded is not None and checked is not None:
-            diags += make_plan(checked.program, loaded, 0, policies=policies)[1]
+        diags, sources = list(planned.diagnostics), dict(planned.sources)
     diags = sorted_diagnostics(diags)
     sources = texts_for_carets(diags, sources)     # plan findings point into files parsing left unread
     if format is OutputFormat.JUNIT:       # one test case per file checked, clean ones too

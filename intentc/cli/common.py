@@ -26,6 +26,7 @@ from intentc.diagnostics import OutputFormat
 
 if TYPE_CHECKING:
     from intentc.kube.client import KubeClient
+    from intentc.pipeline import Driver
     from intentc.provenance import Stamp
     from intentc.render.capabilities import KubeVersion
 
@@ -40,12 +41,11 @@ OptionalTopologyFile = Annotated[Optional[Path], typer.Option(
     help="The Topology file to place onto (default: the one Topology document among PATH).")]
 
 
-def the_topology(paths: Sequence[str], exclude: Sequence[str] = ()) -> Path:
-    """The one Topology document among `paths` (a repository that keeps its cluster next to
-    its intents needs no --topology); a usage error when there is none or several."""
-    from intentc.pipeline import check
-
-    found = sorted({t.span.file for t in check(paths, exclude=exclude).program.topologies})
+def the_topology(driver: Driver) -> Path:
+    """The one Topology document among the driver's inputs (a repository that keeps its cluster
+    next to its intents needs no --topology); a usage error when there is none or several.
+    It is found in the driver's check, which the compile that follows reuses."""
+    found = driver.topology_files()
     if len(found) != 1:
         what = "no Topology document" if not found else f"{len(found)} Topology documents ({', '.join(found[:3])})"
         usage_error(f"--topology is needed: {what} among the paths given")
@@ -324,7 +324,7 @@ def stamp_or_exit(paths: Sequence[str], also: Sequence[str | Path], explicit: st
     """The commit stamp of `compile` / `apply` (`intentc.provenance`): --commit or git HEAD,
     refused with exit 2 when the inputs have uncommitted changes and `allow_dirty` is not
     set (the SHA would claim content no commit holds)."""
-    from intentc.compile import CommitError
+    from intentc.pipeline.commit import CommitError
     from intentc.provenance import stamp_for
 
     try:
@@ -342,7 +342,7 @@ def say_dirty(stamp: Stamp) -> None:
 
 def commit_or_exit(paths: Sequence[str], explicit: str | None) -> str:
     """The commit SHA to stamp: --commit, else git HEAD of the inputs."""
-    from intentc.compile import CommitError, resolve_commit
+    from intentc.pipeline.commit import CommitError, resolve_commit
 
     try:
         return resolve_commit(list(paths), explicit)

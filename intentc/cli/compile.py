@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Optional
@@ -88,7 +89,7 @@ def compile(
     Errors inside one tenant's declarations hold back that tenant only: the other
     tenants' manifests are written and the exit code is still 1.  Any other error
     (syntax, cycles, topology) writes nothing."""
-    from intentc.compile import compile_paths, write_outputs
+    from intentc.pipeline import Driver, Request, Stage
     from intentc.provenance import stamped
     from intentc.render.capabilities import DEFAULT_KUBE_VERSION
     from intentc.render.model import short_stamp
@@ -108,13 +109,15 @@ def compile(
     check_render_target(render_target, version)
     stamp = stamp_or_exit(paths, [topology] if topology is not None else [], commit, allow_dirty, exclude or ())
     sha = stamp.commit
+    driver = Driver(paths, jobs or None, exclude or ())
     if topology is None:
-        topology = the_topology(paths, exclude or ())
+        topology = the_topology(driver)
     live = None
     if kubeconfig is not None or context is not None:
         live = functools.partial(live_occupancy_or_exit, kubeconfig, context, only_topology_nodes)
-    result = stamped(compile_paths(paths, str(topology), sha, version, render_target, seed, jobs or None,
-                                   exclude or (), live), stamp)
+    unit = driver.run(Request(str(topology), sha, version, render_target, seed, live, out_dir=out), Stage.RENDER)
+    assert unit.result is not None
+    result = stamped(unit.result, stamp)
     emit_diagnostics(list(result.diagnostics), format, result.sources)
     if result.topology_unreadable:
         raise typer.Exit(EXIT_USAGE)
@@ -122,7 +125,7 @@ def compile(
         exit_for(list(result.diagnostics))     # the exit code `check` gives for the same files
     no_intents_or_exit(paths, declared(result.program), list(result.diagnostics))
     try:
-        written = write_outputs(result, out)
+        written = driver.run(dataclasses.replace(unit, result=result), Stage.WRITE).written
     except OSError as e:
         usage_error(cannot_write(out, e))
     for c in result.rendered.choices:

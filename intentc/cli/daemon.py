@@ -145,7 +145,7 @@ def daemon(
                                           "Time between attempts to take or renew the Lease.", minimum=0.1),
 ) -> None:
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
-    from intentc.compile import CommitError, resolve_commit
+    from intentc.pipeline.commit import CommitError, resolve_commit
     from intentc.daemon.http import parse_listen
     from intentc.daemon.leader import Timing
     from intentc.daemon.loop import Daemon, DaemonConfig, ListenError

@@ -33,10 +33,8 @@ from intentc.render.targets import DEFAULT_TARGET
 from intentc.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
 
 if TYPE_CHECKING:
-    from intentc import ir
     from intentc.diff.live import LiveBindingDiff
-    from intentc.policy import Policies
-    from intentc.topology.load import LoadedTopology
+    from intentc.pipeline import Driver
 
 # The diff machinery (GitPython, deepdiff, jsonschema, the renderer, the planner)
 # is imported inside the commands: every `intentc` invocation imports this
@@ -64,19 +62,17 @@ class FailOn(str, enum.Enum):
     INFO = "INFO"
 
 
-def _live_binding(program: "ir.Program", loaded: "LoadedTopology", kubeconfig: str | None, context: str | None,
-                  render_target: str, seed: int, only_topology_nodes: bool, policies: "Policies",
-                  commit: str) -> "LiveBindingDiff":
-    """The head's preview bound on the cluster as `apply --dry-run` binds it; exit 2 when
-    the cluster cannot be read."""
+def _live_binding(driver: "Driver", topology: str, kubeconfig: str | None, context: str | None,
+                  render_target: str, seed: int, only_topology_nodes: bool, commit: str) -> "LiveBindingDiff":
+    """The head's preview (its program and tag rules are `driver`'s) compiled and bound on the
+    cluster as `apply --dry-run` binds it; exit 2 when the cluster cannot be read."""
     from intentc.cli.common import connect_or_exit
     from intentc.diff.live import LiveBindingDiff, Rebinding, Waiting
     from intentc.kube.cluster_state import read_cluster_state
     from intentc.kube.errors import KubeError
-    from intentc.plan.planner import make_plan
+    from intentc.pipeline import Request
     from intentc.reconcile.live_binding import LiveBinder
     from intentc.reconcile.sync import ApplyOptions, Reconciler
-    from intentc.render import render
 
     client, version = connect_or_exit(kubeconfig, context, None)
     cluster = context or client.host
@@ -84,10 +80,13 @@ def _live_binding(program: "ir.Program", loaded: "LoadedTopology", kubeconfig: s
         if render_target == "kueue":      # as apply: Kueue admits on live state itself
             return LiveBindingDiff(cluster, bound=False, notes=("the kueue target binds nothing: Kueue admits "
                                                                 "each workload on live state itself",))
-        preview, _ = make_plan(program, loaded, seed, None, policies)
-        rendered = render(program, preview, commit, version, render_target, loaded.topology, policies)
-        binder = LiveBinder(program, loaded, preview, rendered, version, lambda: read_cluster_state(client),
-                            policies, seed, cluster_nodes=not only_topology_nodes)
+        compiled = driver.compile(Request(topology, commit, version, render_target, seed, hold_back=False))
+        program, preview, rendered = compiled.program, compiled.plan, compiled.rendered
+        assert program is not None and preview is not None and rendered is not None
+        assert compiled.topology is not None and compiled.policies is not None
+        binder = LiveBinder(program, compiled.topology, preview, rendered, version,
+                            lambda: read_cluster_state(client), compiled.policies, seed,
+                            cluster_nodes=not only_topology_nodes)
         b = Reconciler(client, ApplyOptions(dry_run=True), binder=binder).live_binding(rendered)
     except KubeError as e:
         usage_error(f"cannot bind on the live cluster: {e.message}")
@@ -277,7 +276,7 @@ def diff(
     from intentc.diff.report import diff_trees
     from intentc.diff.sides import Tree
     from intentc.frontend.batch import default_cache_dir
-    from intentc.topology.load import load_topology
+    from intentc.pipeline import Checked, Driver
 
     # A short-lived process holding two whole programs: the cyclic collector
     # would only rescan them (the IR has no cycles), during the run and at exit;
@@ -298,21 +297,23 @@ def diff(
         except gitrepo.GitError as exc:
             usage_error(str(exc))
         loaded = None
+        driver = Driver(paths or ["intents"], exclude=exclude or ())      # the working tree's
         if topology is None and on_cluster:
-            topology = str(the_topology(paths or ["intents"], exclude or ()))
+            topology = str(the_topology(driver))
         if topology is not None:
-            loaded, topo_diags = load_topology(topology)
-            if loaded is None or has_errors(topo_diags):
-                emit_diagnostics(topo_diags, OutputFormat.TEXT, {}, to_stderr=True)
+            topo = driver.topology(topology)
+            loaded = topo.loaded
+            if loaded is None or has_errors(topo.diagnostics):
+                emit_diagnostics(list(topo.diagnostics), OutputFormat.TEXT, {}, to_stderr=True)
                 raise typer.Exit(EXIT_USAGE)
         directory = None if no_cache else (cache_dir or default_cache_dir())
         report, _, head_side = diff_trees(Tree(base_label, base_snap.listing, base_snap.read, **base_rules),
                                           Tree(head_label, head_snap.listing, head_snap.read, **head_rules),
                                           loaded, directory, jobs or None, render_target, seed)
-    if on_cluster and loaded is not None and not report.head_errors:
+    if on_cluster and topology is not None and loaded is not None and not report.head_errors:
+        head_driver = driver.revision(Checked(head_side.program, (), {}), (head_side.policies, [], {}))
         report = dataclasses.replace(report, binding=_live_binding(
-            head_side.program, loaded, kubeconfig, context, render_target, seed, only_topology_nodes,
-            head_side.policies, commit))
+            head_driver, topology, kubeconfig, context, render_target, seed, only_topology_nodes, commit))
     typer.echo(render_report(report, format.value), nl=False)
     if report.head_errors:
         errors = [d for d in report.head_diagnostics if d.is_error]

@@ -169,7 +169,7 @@ def drift(
              "one row per cluster, exit code the worst (docs/fleets.md)."),
 ) -> None:
     """Compare the cluster with the compiled intents (read-only); exit 1 on drift."""
-    from intentc.compile import compile_paths
+    from intentc.pipeline import Driver, Request
     from intentc.drift.live import observe
 
     paths_or_exit(paths, to_stderr=True)
@@ -181,14 +181,15 @@ def drift(
         sha = commit_or_exit(paths, commit)
         drift_fleet_command(paths, clusters, sha, seed, _history(paths, sha), kube_version,
                             format is DriftFormat.JSON)
+    driver = Driver(paths)
     if topology is None:
-        topology = the_topology(paths)
+        topology = the_topology(driver)
     check_render_target(render_target)
     sha = commit_or_exit(paths, commit)
     client, version = connect_or_exit(kubeconfig, context, kube_version)
     check_render_target(render_target, version)
     try:
-        result = compile_paths(paths, str(topology), sha, version, render_target, seed)
+        result = driver.compile(Request(str(topology), sha, version, render_target, seed))
         diag_format = {DriftFormat.JSON: OutputFormat.JSON, DriftFormat.GITHUB: OutputFormat.GITHUB}.get(
             format, OutputFormat.TEXT)
         if not result.ok or result.rendered is None:

@@ -36,10 +36,10 @@ def graph(
     """Print the dependency graph (edges from `after` and from datasets) with waves and the
     critical path; cycles and missing datasets are reported on stderr and exit 1."""
     from intentc import graph as depgraph
-    from intentc.pipeline import check as run_check
+    from intentc.pipeline import Driver
 
     paths_or_exit(paths, diagnostics_format, to_stderr=True)     # no graph of nothing on stdout
-    result = run_check(paths, jobs=jobs or None, exclude=exclude or ())
+    result = Driver(paths, jobs or None, exclude or ()).check()
     g = result.graph
     diags = list(result.diagnostics)
     emit_diagnostics(diags, diagnostics_format, result.sources, to_stderr=True)

@@ -15,6 +15,10 @@ offered by shell completion — is drawn from `LISTED` below: each
 command's first sentence, which is all of its help that click shows there.
 tests/test_cli_lazy.py checks that this prints exactly what the commands
 themselves print, and that the table lists every registered command.
+
+The app itself is made here, with `LazyGroup` as its root, because building a
+command reads the app's registrations: `cli/app.py` adds the options every
+command shares to it, and each command module registers on it.
 """
 
 from __future__ import annotations
@@ -60,6 +64,9 @@ LISTED: dict[str, Listed] = {
     "compile": Listed("intentc.cli.compile", "Compile intents into Kubernetes manifests, plan.json and "
                                              "graph.json; exit 1 on errors."),
     "apply": Listed("intentc.cli.apply", "Compile, then server-side apply the result to a cluster, each intent as its prerequisites end."),
+    "status": Listed("intentc.cli.status", "Show every intent's phase, planned and actual start, ETA and how "
+                                           "far behind plan it is, from the cluster, re-planning what has not "
+                                           "started on what the cluster has now."),
     "fmt": Listed("intentc.cli.fmt", "Format *.intent files (idempotent; files with errors are never touched)."),
     "drift": Listed("intentc.cli.drift", "Compare the cluster with the compiled intents (read-only); "
                                          "exit 1 on drift."),
@@ -87,8 +94,6 @@ def _build(name: str) -> Any:
     """The click command typer makes for the command or group `name` registered on
     the app: typer's `get_group` run over a copy of the app holding that one entry,
     so that it is built exactly as when the whole app is."""
-    from intentc.cli.app import app
-
     one = copy.copy(app)
     one.registered_commands = [c for c in app.registered_commands if _name(c) == name]
     one.registered_groups = [g for g in app.registered_groups if g.name == name]
@@ -180,3 +185,19 @@ class LazyGroup(TyperGroup):
     def shell_complete(self, ctx: Any, incomplete: str) -> Any:
         with self.lazy.summaries():
             return super().shell_complete(ctx, incomplete)
+
+
+# `-h` is `--help` on every command (click contexts inherit this from the root).
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+app = typer.Typer(
+    name="intentc",
+    help="GitOps compiler and drift controller for AI batch and inference workloads.",
+    no_args_is_help=True,
+    add_completion=True,       # --install-completion / --show-completion; `intentc completion SHELL` (cli/completion.py)
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings=CONTEXT_SETTINGS,
+    cls=LazyGroup,             # a command's module is imported when that command runs
+)
+

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import enum
+import functools
 from pathlib import Path
 
 import typer
@@ -14,7 +14,6 @@ from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, LiveContext, L
                                 TopologyFile, declared, format_option, live_occupancy_or_exit, no_intents_or_exit,
                                 paths_or_exit, write_output_or_exit)
 from intentc.diagnostics import OutputFormat, sorted_diagnostics
-from intentc.sources import read_text
 
 
 class PlanFormat(str, enum.Enum):
@@ -62,49 +61,32 @@ def plan(
     not fit yet is queued): gangs all-or-nothing, `within`/`prefer` scopes, SLA order, weighted
     fair share and quotas at every instant.  Intents that can never run are reported (E0601) and exit 1;
     an unreadable topology file exits 2."""
-    from intentc.pipeline import check as run_check
-    from intentc.pipeline import texts_for_carets
+    from intentc.pipeline import Driver, Request, Stage
     from intentc.plan.html import render_html, waits_for
     from intentc.plan.jsonio import plan_to_json
-    from intentc.plan.model import Occupancy
-    from intentc.plan.planner import make_plan
     from intentc.plan.text import render_text
-    from intentc.policy.load import load_policies
-    from intentc.policy.tags import with_rules
-    from intentc.topology.load import load_topology
 
     paths_or_exit(paths, diagnostics_format, to_stderr=True)     # no plan of nothing on stdout
-    loaded, topo_diags = load_topology(str(topology))
-    sources: dict[str, str] = {}
-    topo_text = read_text(topology)
-    if topo_text is not None:
-        sources[topology.as_posix()] = topo_text
-    if loaded is None:
-        emit_diagnostics(sorted_diagnostics(topo_diags), diagnostics_format, sources, to_stderr=True)
-        unreadable = any(d.code.startswith("E00") for d in topo_diags) or not topology.is_file()
-        raise typer.Exit(EXIT_USAGE if unreadable else 1)
-    result = run_check(paths, jobs=jobs or None, exclude=exclude or ())
-    sources.update(result.sources)
-    policies, policy_diags, policy_texts = load_policies(paths)
-    sources.update(policy_texts)
-    occupied: Occupancy | None = None
-    notes: tuple[str, ...] = ()
+    driver = Driver(paths, jobs or None, exclude or ())
+    topo = driver.topology(str(topology))       # read before the check: an unreadable one ends the run
+    if topo.loaded is None:
+        sources = {topology.as_posix(): topo.text} if topo.text is not None else {}
+        emit_diagnostics(sorted_diagnostics(topo.diagnostics), diagnostics_format, sources, to_stderr=True)
+        raise typer.Exit(EXIT_USAGE if topo.unreadable else 1)
+    live = None
     if kubeconfig is not None or context is not None:
-        loaded, occupied, notes = live_occupancy_or_exit(kubeconfig, context, only_topology_nodes,
-                                                         result.program, loaded)
-    the_plan, plan_diags = make_plan(result.program, loaded, seed, occupied, policies)
-    if occupied is not None:
-        the_plan = dataclasses.replace(the_plan, basis="live", basis_notes=notes)
-    diags = sorted_diagnostics(with_rules(result.diagnostics, policies, result.program) + topo_diags + policy_diags
-                               + plan_diags)
-    sources = texts_for_carets(diags, sources)     # plan findings point into files parsing left unread
+        live = functools.partial(live_occupancy_or_exit, kubeconfig, context, only_topology_nodes)
+    result = driver.run(Request(str(topology), seed=seed, live=live), Stage.PLAN).result
+    assert result is not None and result.program is not None and result.plan is not None
+    assert result.topology is not None
+    the_plan, diags, sources = result.plan, list(result.diagnostics), result.sources
     emit_diagnostics(diags, diagnostics_format, sources, to_stderr=True)
     no_intents_or_exit(paths, declared(result.program), diags)
 
     if format is PlanFormat.JSON:
         text = plan_to_json(the_plan)
     elif format is PlanFormat.HTML:
-        text = render_html(the_plan, loaded.topology, waits_for(result.program))
+        text = render_html(the_plan, result.topology.topology, waits_for(result.program))
         out = out or Path(DEFAULT_HTML)
     else:
         text = render_text(the_plan)

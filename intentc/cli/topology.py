@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, NoReturn, Sequence
 
 import typer
 
-from intentc.cli.app import CONTEXT_SETTINGS, EXIT_USAGE, app, emit_diagnostics, exit_for, usage_error
+from intentc.cli.app import EXIT_USAGE, app, emit_diagnostics, exit_for, usage_error
 from intentc.cli.common import format_option, read_input, write_output_or_exit
+from intentc.cli.lazy import CONTEXT_SETTINGS
 from intentc.diagnostics import (
     Diagnostic,
     OutputFormat,
@@ -20,7 +21,7 @@ from intentc.diagnostics import (
     error,
     sorted_diagnostics,
 )
-from intentc.topology.nodes_import import RACK_LABEL, ZONE_LABEL
+from intentc.topology.labels import RACK_LABEL, ZONE_LABEL
 
 if TYPE_CHECKING:
     from intentc.ir import TopologyNode

@@ -21,6 +21,7 @@ class DaemonConfig:
     local: bool = False                 # follow the working tree (hot reload), not the branch
     interval: float = 30.0              # git poll period (s)
     resync: float = 300.0               # full detection period (s)
+    forecast_interval: float = 30.0     # at most this often the live forecast reads the cluster (s)
     listen: str | None = "127.0.0.1:9090"      # probes; /metrics too when metrics_secure is off
     # /metrics over HTTPS behind TokenReview + SubjectAccessReview (daemon/secure_metrics.py).
     # Off here, like leader_elect: the CLI turns it on (--metrics-secure is its default).

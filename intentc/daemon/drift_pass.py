@@ -22,7 +22,8 @@ from typing import Any
 
 from intentc.drift.policy import Decision, wave_blocker
 from intentc.reconcile.inventory import Inventory
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import Manifest
+from intentc.objectmeta import ObjectRef
 
 # Above this many absent objects the informers' word is taken rather than sending a
 # GET per object: many are absent during a rollout, or after a namespace was deleted.

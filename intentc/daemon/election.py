@@ -41,12 +41,12 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from intentc.daemon.leader import Observed, Timing, Verdict, decide, expires, leads
-from intentc.drift import events
+from intentc.kube import events
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import AlreadyExists, KubeError, NotFound, Outdated
 from intentc.reconcile import lease
 from intentc.reconcile.inventory import INVENTORY_NAMESPACE
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 log = logging.getLogger("intentc.daemon")
 

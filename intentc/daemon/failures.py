@@ -12,7 +12,7 @@ pure `daemon/fallback.py` what to do and does it through `kube/reactions.py`:
 
 Each action is logged, counted (`intentc_gpu_observation_taints_total`,
 `intentc_fallback_resumes_total`) and recorded as an Event (aggregated,
-drift/events.py) on the Node or the Job.  The reactor runs on the daemon's
+kube/events.py) on the Node or the Job.  The reactor runs on the daemon's
 reactor thread, only when the daemon acts (`healing.DriftReactor.react`): informer events
 merely ask for a pass, and many events before the next pass ask once.
 """
@@ -29,12 +29,12 @@ from typing import Any, Callable, Mapping
 from intentc.daemon.fallback import resumable, taint_changes
 from intentc.daemon.informer import Informer
 from intentc.daemon.metrics import DaemonMetrics
-from intentc.drift import events
+from intentc.kube import events
 from intentc.kube import reactions
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError, Outdated
 from intentc.plan.observation import OBSERVATION_TAINT
-from intentc.render.model import INTENT_LABEL, ObjectRef
+from intentc.objectmeta import INTENT_LABEL, ObjectRef
 
 log = logging.getLogger("intentc.daemon")
 

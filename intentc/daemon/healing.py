@@ -33,12 +33,13 @@ from intentc.daemon.reads import LiveReads, Safe
 from intentc.daemon.rollouts import Stopped
 from intentc.daemon.source import Desired
 from intentc.daemon.state import ReactorState
-from intentc.drift import events
+from intentc.kube import events
 from intentc.drift.detect import Report, detect
 from intentc.drift.live import heal, own_plumbing
 from intentc.drift.policy import Decision, Policies, decide
 from intentc.kube.client import KubeClient
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import Manifest
+from intentc.objectmeta import ObjectRef
 
 log = logging.getLogger("intentc.daemon")
 

@@ -20,7 +20,7 @@ from intentc.drift.live import SELECTOR
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError, NotFound
 from intentc.kube.watch import Expired, Watch, list_objects
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 log = logging.getLogger("intentc.daemon")
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from intentc.drift.detect import DriftClass, Finding
 from intentc.drift.policy import Decision, Verb
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import Manifest
+from intentc.objectmeta import ObjectRef
 
 
 @dataclass

@@ -40,6 +40,7 @@ from intentc.daemon.branch import Step, decide_head
 from intentc.daemon.config import DaemonConfig
 from intentc.daemon.election import Elector
 from intentc.daemon.failures import FailureReactor, Observed
+from intentc.daemon.forecast_pass import ForecastPass
 from intentc.daemon.following import OnReload, follower_adopts, on_leading, on_reload, poll_delay, wait_seconds
 from intentc.daemon.healing import DriftReactor
 from intentc.daemon.http import HealthServer
@@ -59,7 +60,7 @@ from intentc.daemon.settling import Settler
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile, say_held, say_not_compiled
 from intentc.daemon.state import Leadership, ReactorState
 from intentc.daemon.tls import CERT_FILE, KEY_FILE, CertError, ServingCert
-from intentc.drift import events
+from intentc.kube import events
 from intentc.drift.consistency import Verdict
 from intentc.drift.live import read_managed
 from intentc.drift.rollback import RollbackError
@@ -68,7 +69,8 @@ from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.plan.model import Plan
 from intentc.reconcile.inventory import Inventory, inventory_ref
-from intentc.render.model import Manifest, ObjectRef
+from intentc.render.model import Manifest
+from intentc.objectmeta import ObjectRef
 
 __all__ = ["Daemon", "DaemonConfig", "Leadership", "ListenError"]
 log = logging.getLogger("intentc.daemon")
@@ -106,7 +108,8 @@ class Daemon:
         self.reads = LiveReads(client, self.metrics, self.stop_event, self.failures,
                                lambda _event, refs: self.queue.put(Changed(refs)), self._safe,
                                config.watch_timeout, config.kube_version)
-        self.mirror = IntentMirror(client, config.target)
+        self.mirror = IntentMirror(client, config.target, forecaster=ForecastPass(
+            client, self.metrics, config.forecast_interval, config.seed, config.only_topology_nodes))
         self.drift = DriftReactor(client, config.target, self.metrics, self.ledger, self.reads, self.failures,
                                   self.mirror, leading=self.leading, sleep=self._sleep, stop=self.stop_event,
                                   safe=self._safe, clock=clock)

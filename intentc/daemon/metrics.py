@@ -7,6 +7,8 @@ apart from ours.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -55,8 +57,25 @@ class DaemonMetrics:
         self.source_failures = Gauge("intentc_git_fetch_failures",
                                      "Failed fetches of the followed branch in a row (0: the last one worked); "
                                      "while above 0 the commit in force is kept and polls back off.", registry=r)
+        self.eta = Gauge("intentc_intent_eta_timestamp_seconds",
+                         "When each intent is expected to end (Unix time), from the live forecast: its actual "
+                         "end once it has ended.", ["tenant", "intent"], registry=r)
+        self.schedule_lag = Gauge("intentc_schedule_lag_seconds",
+                                  "Per tenant, how far behind plan its furthest-behind unfinished intent is "
+                                  "(live forecast; 0 when none is behind).", ["tenant"], registry=r)
         self.leader = Gauge("intentc_leader", "1 while this replica holds its target's leader Lease (or runs "
                             "without leader election), else 0.", registry=r)
+
+    def set_forecast(self, etas: Mapping[tuple[str, str], float | None], lag: Mapping[str, int]) -> None:
+        """The live forecast's gauges, replaced as a whole: an intent that left the plan, or has
+        no expected end (open-ended, blocked), has no ETA series."""
+        self.eta.clear()
+        for (tenant, intent), eta in sorted(etas.items()):
+            if eta is not None:
+                self.eta.labels(tenant, intent).set(eta)
+        self.schedule_lag.clear()
+        for tenant, seconds in sorted(lag.items()):
+            self.schedule_lag.labels(tenant).set(seconds)
 
     def set_counts(self, counts: dict[DriftClass, int]) -> None:
         for cls in DRIFT_CLASSES:

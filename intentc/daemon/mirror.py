@@ -2,7 +2,8 @@
 
 So `kubectl get intents -A` shows the fleet: every intent of the plan in
 force, in its tenant's namespace, with a status the daemon keeps current
-(phase from `daemon/phase.py`, planned placement, commit, last heal).
+(phase from `daemon/phase.py`, planned placement, commit, last heal, and
+the live forecast from `daemon/forecast_pass.py`).
 
 * Bodies (`render/intent_object.py`) are server-side applied when the plan
   in force changes (field manager `intentc-mirror`), and Intent objects of
@@ -24,6 +25,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any, Callable, Mapping
 
+from intentc.daemon.forecast_pass import ForecastPass
 from intentc.daemon.phase import intent_phase
 from intentc.daemon.source import Desired
 from intentc.kube import reactions
@@ -31,7 +33,7 @@ from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError, NotFound
 from intentc.render.crd import GROUP, VERSION
 from intentc.render.intent_object import intent_object, intent_status
-from intentc.render.model import INTENT_LABEL, ObjectRef
+from intentc.objectmeta import INTENT_LABEL, ObjectRef
 
 log = logging.getLogger("intentc.daemon")
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -43,8 +45,10 @@ def _now() -> str:
 
 
 class IntentMirror:
-    def __init__(self, client: KubeClient, target: str, now: Callable[[], str] = _now) -> None:
+    def __init__(self, client: KubeClient, target: str, now: Callable[[], str] = _now,
+                 forecaster: ForecastPass | None = None) -> None:
         self.client = client
+        self.forecaster = forecaster                      # the status's `forecast` (daemon/forecast_pass.py)
         self.target = target
         self.now = now
         self.applied: str | None = None                   # commit whose bodies were all applied
@@ -80,6 +84,7 @@ class IntentMirror:
         intents = [i for i in desired.program.intents if i.tenant not in desired.held]
         if self.applied != desired.commit:
             self._apply(desired, intents)
+        forecasts = self.forecaster.run(desired) if self.forecaster is not None else {}
         by_intent: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for ref, obj in live.items():
             name = ((obj.get("metadata") or {}).get("labels") or {}).get(INTENT_LABEL)
@@ -91,7 +96,8 @@ class IntentMirror:
                 continue              # not applied (its namespace is not there yet): next pass
             key = (intent.tenant, intent.name)
             status = intent_status(desired.placements.get(intent.name), desired.commit,
-                                   self._phase(key, by_intent.get(key, [])), self.heals.get(key))["status"]
+                                   self._phase(key, by_intent.get(key, [])), self.heals.get(key),
+                                   forecasts.get(key))["status"]
             if self.written.get(ref) != status:
                 try:
                     reactions.write_mirror_status(self.client, ref, status)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from intentc.drift.consistency import Verdict
 from intentc.reconcile.result import ApplyResult
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 
 class Settled(enum.Enum):

@@ -23,7 +23,7 @@ from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.reconcile.inventory import Inventory
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 log = logging.getLogger("intentc.daemon")
 Safe = Callable[[str, Callable[[], Any]], Any]      # the reactor's `_safe`: count and log a failed step

@@ -29,7 +29,8 @@ from intentc.reconcile.release import release_order
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import ObjectRef, Rendered
+from intentc.render.model import Rendered
+from intentc.objectmeta import ObjectRef
 
 log = logging.getLogger("intentc.daemon")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from intentc import collector, gitrepo
-from intentc.compile import CompileResult
+from intentc.pipeline.result import CompileResult
 from intentc.diagnostics import format_text
 from intentc.daemon.reload import Reloader, ReloadResult
 from intentc.drift.detect import History
@@ -25,7 +25,8 @@ from intentc.plan.model import Placement, Plan
 from intentc.policy import BUILTIN, Policies
 from intentc.reconcile.timeouts import Budget, WaveBudgets
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import Manifest, ObjectRef, Rendered
+from intentc.render.model import Manifest, Rendered
+from intentc.objectmeta import ObjectRef
 from intentc.render.packed import BodyCodec, PackedBody
 from intentc.topology.load import LoadedTopology
 

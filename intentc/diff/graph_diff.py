@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from intentc import graph
+from intentc import dependencies, graph
 from intentc.ir import Program
 
 
@@ -62,7 +62,7 @@ def view(program: Program) -> GraphView:
 def view_of(g: nx.DiGraph) -> GraphView:
     edges = frozenset(Edge(u, v, str(d.get("reason", "")), d.get("dataset")) for u, v, d in g.edges(data=True))
     waves = graph.waves(g)
-    cycles = frozenset() if nx.is_directed_acyclic_graph(g) else frozenset(graph.cycles(g))
+    cycles = frozenset() if nx.is_directed_acyclic_graph(g) else frozenset(dependencies.cycles(g))
     return GraphView(edges, cycles, {n: i for i, w in enumerate(waves) for n in w})
 
 

@@ -600,18 +600,13 @@ def _pair_branches(xb: list[Json], xh: list[Json]) -> list[tuple[int, int]] | No
 
 
 # --------------------------------------------------------------------------
-# Entry point
+# The walk over every schema of both revisions
 # --------------------------------------------------------------------------
 
-def compare_schemas(base_docs: Mapping[str, Json], head_docs: Mapping[str, Json],
-                    sample: bool = True) -> list[SchemaFinding]:
-    """Every classified change between two revisions of a schema directory, each
-    with its verdict (`SchemaFinding.severity`).  Keys are schema file paths (the
-    same path on both sides = the same schema).  `sample=False` decides by proof
-    and boundary values only, without hypothesis sampling."""
-    from intentc.diff.schema_verdict import Settler
-
-    base, head = SchemaSet.of(base_docs), SchemaSet.of(head_docs)
+def changes(base: SchemaSet, head: SchemaSet) -> tuple[dict[str, SchemaFinding], dict[str, Subject]]:
+    """Every classified change between two revisions of a schema directory, by
+    fingerprint, before any verdict, and the subject each was found at (what
+    `schema_verdict` settles it on).  The same path on both sides is the same schema."""
     found: dict[str, SchemaFinding] = {}
     subjects: dict[str, Subject] = {}
     for path in sorted(set(base.docs) | set(head.docs)):
@@ -634,10 +629,7 @@ def compare_schemas(base_docs: Mapping[str, Json], head_docs: Mapping[str, Json]
             found[key] = f if prior is None else SchemaFinding(
                 prior.rule, prior.schema, prior.pointer, prior.side, prior.old, prior.new, prior.message,
                 prior.check, prior.uses + tuple(u for u in f.uses if u not in prior.uses))
-    settler = Settler(base, head, sample)
-    settled = [settler.settle(f, subjects.get(key)) for key, f in sorted(found.items())]
-    return sorted(settled, key=lambda f: (-f.severity.rank, f.schema, f.pointer, f.rule.id,
-                                          canonical_json(f.old), canonical_json(f.new)))
+    return found, subjects
 
 
 def iter_uses(findings: list[SchemaFinding]) -> Iterator[tuple[SchemaFinding, Use]]:

@@ -13,7 +13,7 @@ from typing import Mapping
 import yaml
 
 from intentc.diagnostics import Diagnostic, Span, error
-from intentc.diff.schema_diff import CheckKind, SchemaFinding, compare_schemas
+from intentc.diff.schema_diff import CheckKind, SchemaFinding
 from intentc.diff.schema_impact import (
     Affected,
     YamlLoader,
@@ -24,7 +24,7 @@ from intentc.diff.schema_impact import (
 from intentc.diff.schema_limits import MAX_DEPTH, hostile
 from intentc.diff.schema_refs import Json, SchemaSet
 from intentc.diff.schema_rules import Level
-from intentc.diff.schema_verdict import STILL_ACCEPTED
+from intentc.diff.schema_verdict import STILL_ACCEPTED, compare_schemas
 from intentc.sources import decode
 
 

@@ -17,17 +17,21 @@ A node's subschemas that the walk compares as nodes of their own
 in its fragment, so a change deep inside a property is settled once, at the
 node where it was written.  `default` changes and whole-file rules keep
 their catalogue severity: they are about meaning, not validity.
+
+`compare_schemas`, the entry point, is here: it walks both revisions
+(`schema_diff.changes`, which knows nothing of verdicts) and settles what
+the walk found.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-from intentc.diff.schema_diff import CheckKind, DataPath, Lift, SchemaFinding, Subject
+from intentc.diff.schema_diff import CheckKind, DataPath, Lift, SchemaFinding, Subject, changes
 from intentc.diff.schema_inline import DROPPED, inline
 from intentc.diff.schema_prove import implies, mp, valid
-from intentc.diff.schema_refs import Json, Loc, Node, SchemaSet, escape
+from intentc.diff.schema_refs import Json, Loc, Node, SchemaSet, canonical_json, escape
 from intentc.diff.schema_rules import Level
 from intentc.diff.schema_witness import SAMPLES, witness
 
@@ -311,3 +315,21 @@ def _parts(v: Json, rel: DataPath) -> list[Json]:
                 nxt.append(x[int(tok)])
         out = nxt
     return out
+
+
+# --------------------------------------------------------------------------
+# Entry point: the walk's findings, each settled
+# --------------------------------------------------------------------------
+
+def compare_schemas(base_docs: Mapping[str, Json], head_docs: Mapping[str, Json],
+                    sample: bool = True) -> list[SchemaFinding]:
+    """Every classified change between two revisions of a schema directory, each
+    with its verdict (`SchemaFinding.severity`).  Keys are schema file paths (the
+    same path on both sides = the same schema).  `sample=False` decides by proof
+    and boundary values only, without hypothesis sampling."""
+    base, head = SchemaSet.of(base_docs), SchemaSet.of(head_docs)
+    found, subjects = changes(base, head)
+    settler = Settler(base, head, sample)
+    settled = [settler.settle(f, subjects.get(key)) for key, f in sorted(found.items())]
+    return sorted(settled, key=lambda f: (-f.severity.rank, f.schema, f.pointer, f.rule.id,
+                                          canonical_json(f.old), canonical_json(f.new)))

@@ -18,8 +18,8 @@ from intentc.diff.cache import BlobCache, BlobKey, listing_digest
 from intentc.frontend import FileResult, merge
 from intentc.frontend.batch import parse_all
 from intentc.ir import Program
-from intentc.passes import GLOBAL_PASSES, run_passes
-from intentc.pipeline import prefer_specific
+from intentc.pipeline.checked import global_pass_findings
+from intentc.pipeline.findings import prefer_specific
 from intentc.policy import BUILTIN, Policies
 from intentc.sources import SourceFile, decode
 
@@ -104,7 +104,7 @@ def _side(tree: Tree, results: Mapping[BlobKey, FileResult], texts: Mapping[Blob
     program, diags = merge(results[k] for k in keys)
     pass_diags: list[Diagnostic] = []
     if passes:
-        program, pass_diags = run_passes(program, GLOBAL_PASSES)   # parse_all ran the local ones
+        pass_diags = global_pass_findings(program)     # parse_all ran the local ones
     all_diags = sorted_diagnostics(prefer_specific(diags + pass_diags) + list(tree.policy_findings))
     sources = {k[0]: texts[k] for k in keys if k in texts}
     sources.update(tree.policy_texts)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from intentc.plan.model import Placement
-from intentc.render.model import GPU_RESOURCE
+from intentc.topology.labels import GPU_RESOURCE
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 

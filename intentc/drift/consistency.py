@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from intentc.drift.fields import same_value
+from intentc.reconcile.fields import same_value
 from intentc.reconcile.health import HealthStatus, health_of
-from intentc.render.model import GPU_INDICES_ANNOTATION, Manifest, ObjectRef
+from intentc.render.model import Manifest
+from intentc.objectmeta import GPU_INDICES_ANNOTATION, ObjectRef
 
 # Where a rendered workload carries its placement (docs/design.md, "GPU binding on the cluster").
 PLACEMENT_FIELDS: tuple[tuple[str, ...], ...] = (

@@ -32,20 +32,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from intentc.drift.fields import FieldDiff, diff_fields, ignored_paths
-from intentc.render.model import (
-    COMMIT_ANNOTATION,
-    CONTENT_DIGEST_ANNOTATION,
-    INTENT_LABEL,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    PREVIEW_HASH_ANNOTATION,
-    SHARED_ANNOTATION,
-    SPEC_HASH_ANNOTATION,
-    TENANT_LABEL,
-    ObjectRef,
-    dirty_base,
-)
+from intentc.reconcile.fields import FieldDiff, diff_fields, ignored_paths, latest_writer, managed_fields
+from intentc.render.model import (COMMIT_ANNOTATION, CONTENT_DIGEST_ANNOTATION, PREVIEW_HASH_ANNOTATION,
+                                  SHARED_ANNOTATION, SPEC_HASH_ANNOTATION, dirty_base)
+from intentc.objectmeta import INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, TENANT_LABEL, ObjectRef
 from intentc.render.stamp import spec_hash
 
 FIELD_MANAGER = "intentc"
@@ -181,11 +171,7 @@ def _desired_hash(body: Mapping[str, Any]) -> str:
 def last_updater(live: Mapping[str, Any], manager: str = FIELD_MANAGER) -> str:
     """Who most recently wrote the object other than intentc: the culprit for
     a field that was removed (a removed field has no owner left to name)."""
-    entries = [e for e in _meta(live).get("managedFields") or () if e.get("manager") != manager]
-    if not entries:
-        return UNKNOWN_MANAGER
-    latest = max(entries, key=lambda e: (str(e.get("time") or ""), str(e.get("manager"))))
-    return str(latest.get("manager") or UNKNOWN_MANAGER)
+    return latest_writer(live, manager) or UNKNOWN_MANAGER
 
 
 def modifications(desired: Mapping[str, Any], live: Mapping[str, Any],
@@ -201,7 +187,7 @@ def modifications(desired: Mapping[str, Any], live: Mapping[str, Any],
     intentc simply hold the previous commit's value (that is `stale`).
     `managedFields` only names who changed a field, never whether it did."""
     applied_this = _annotation(live, SPEC_HASH_ANNOTATION) == _desired_hash(desired)
-    has_trie = bool(_meta(live).get("managedFields"))
+    has_trie = bool(managed_fields(live))
     changes = []
     for d in diff_fields(desired, live, ignored_paths(desired)):
         others = tuple(o for o in d.owners if o != manager)

@@ -18,7 +18,8 @@ from intentc.kube.errors import ApplyConflict, Invalid, KubeError, NotFound
 from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import INVENTORY_NAMESPACE, Inventory, inventory_ref
 from intentc.reconcile.sync import REPLACEABLE_KINDS
-from intentc.render.model import MANAGED_BY, MANAGED_BY_LABEL, Manifest, ObjectRef
+from intentc.render.model import Manifest
+from intentc.objectmeta import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
 
 SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
 

@@ -27,7 +27,8 @@ from typing import Any, Iterable, Mapping
 from intentc.drift.detect import DriftClass, Finding, Report
 from intentc.ir import DriftPolicy, Program
 from intentc.reconcile.health import HealthStatus, health_of
-from intentc.render.model import SETUP_STEPS, Manifest, ObjectRef, step_label
+from intentc.render.model import SETUP_STEPS, Manifest, step_label
+from intentc.objectmeta import ObjectRef
 
 DEFAULT_POLICY = DriftPolicy.REPORT
 HEALABLE = frozenset({DriftClass.MODIFIED, DriftClass.MISSING, DriftClass.STALE, DriftClass.FOREIGN})

@@ -1,26 +1,26 @@
 """`intentc compile --clusters DIR`: one parse, one plan and render per cluster.
 
-The repository is parsed and checked once; each cluster then gets the
-intents it selects (`fleet.select`) planned on its own topology and
-rendered for its own target by the ordinary compile (`compile_checked`),
-so a cluster's output is byte for byte what `intentc compile --topology T
+The repository is parsed and checked once, by one compile driver; each
+cluster then gets the intents it selects (`fleet.select`) planned on its own
+topology and rendered for its own target by the driver's later stages, on
+that one check, so a cluster's output is byte for byte what `intentc compile --topology T
 --render-target R` gives for those intents.  Outputs go to DIR/<cluster>/.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from intentc.compile import CompileResult, compile_checked, write_outputs
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.fleet.clusters import Cluster, Fleet
 from intentc.fleet.select import Selection, select
-from intentc.pipeline import Checked, check
-from intentc.policy.catalogue import Policies
-from intentc.policy.load import load_policies
+from intentc.pipeline.checked import Checked
+from intentc.pipeline.driver import Driver
+from intentc.pipeline.outputs import write_outputs
+from intentc.pipeline.result import CompileResult
+from intentc.pipeline.stages import Request
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 
 # Told each cluster's name as its compile finishes (progress; the CLI prints nothing by default).
@@ -41,30 +41,33 @@ class FleetResult:
 
 @dataclass(frozen=True)
 class Prepared:
-    """The repository parsed and checked once, and which intents each cluster gets."""
+    """The repository checked once (by `driver`, which every cluster's compile shares), and
+    which intents each cluster gets."""
 
-    checked: Checked
-    policy: tuple[Policies, list[Diagnostic], dict[str, str]]
+    driver: Driver = field(compare=False)
     selection: Selection
     diagnostics: tuple[Diagnostic, ...]          # the fleet's and the selection's
     sources: dict[str, str]
 
+    @property
+    def checked(self) -> Checked:
+        return self.driver.check()
+
 
 def prepare(paths: Sequence[str], fleet: Fleet, jobs: int | None = None, exclude: Sequence[str] = ()) -> Prepared:
-    checked = check(paths, jobs=jobs, exclude=exclude)
+    driver = Driver(paths, jobs, exclude)
+    checked = driver.check()
     selection = select(checked.program, fleet)
     diags = sorted_diagnostics(list(fleet.diagnostics) + list(selection.diagnostics))
-    return Prepared(checked, load_policies(paths), selection, tuple(diags), {**fleet.sources, **checked.sources})
+    return Prepared(driver, selection, tuple(diags), {**fleet.sources, **checked.sources})
 
 
 def compile_cluster(prep: Prepared, cluster: Cluster, commit: str,
                     kube_version: KubeVersion = DEFAULT_KUBE_VERSION, seed: int = 0) -> CompileResult:
     """The ordinary compile of the intents `cluster` selects, on its topology, for its target."""
     wanted = prep.selection.by_cluster[cluster.name]
-    program = dataclasses.replace(prep.checked.program,
-                                  intents=tuple(i for i in prep.checked.program.intents if i.name in wanted))
-    return compile_checked(dataclasses.replace(prep.checked, program=program), prep.policy, cluster.topology,
-                           commit, kube_version, cluster.target, seed)
+    return prep.driver.compile(Request(cluster.topology, commit, kube_version, cluster.target, seed,
+                                       only=lambda i: i.name in wanted))
 
 
 def compile_fleet(paths: Sequence[str], fleet: Fleet, commit: str,

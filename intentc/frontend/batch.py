@@ -7,7 +7,7 @@ never need to know about:
   and compiler are unchanged is not parsed again, a file whose `lstat` is
   unchanged is not even read (`stat_index`), and a result computed from
   all the files together can be kept for a run with the very same inputs
-  (`scan`, `Inputs.digest`; `intentc.summary` keeps `intentc check`'s report);
+  (`scan`, `Inputs.digest`; `pipeline.memo` keeps `intentc check`'s report);
 * parallel parsing (`intentc.frontend.share`): cold parses of large
   repositories use every core, the parent's included;
 * the cyclic garbage collector is paused while the IR is built.  Parsing and
@@ -370,7 +370,7 @@ class Inputs:
 
     def recall(self, basis: bool = False) -> bytes | None:
         """What `remember` kept for this very input (with `basis`: for this very file
-        list, `intentc.basis`), or None."""
+        list, `pipeline.basis`), or None."""
         slot = self._slot(basis)
         return slot[0].recall(slot[1]) if slot is not None else None
 

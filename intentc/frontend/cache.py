@@ -13,7 +13,7 @@ unreadable — a cache only ever costs or saves time:
   `intentc check` reports after the global passes), with the digest of the
   inputs it was computed from (`Memo`);
 * `.basis` — what the last full check found, per file, under the digest of
-  the file list (`intentc.basis`): a run with a few files edited in ways
+  the file list (`pipeline.basis`): a run with a few files edited in ways
   the global passes cannot see is checked from it.
 
 They are pickles, so a file is read only when this user alone can have
@@ -435,7 +435,7 @@ class Store:
         stem = self.blobs.file.with_suffix("")
         self.stat_file = stem.with_suffix(".stat")
         self.memo = Memo(stem.with_suffix(".memo"))
-        self.basis = Memo(stem.with_suffix(".basis"))     # `intentc.basis`: by the file list's digest
+        self.basis = Memo(stem.with_suffix(".basis"))     # `pipeline.basis`: by the file list's digest
         self._next: tuple[int, str] | None = None       # the next index's temporary file
         self.moment: int | None = None
         try:

@@ -26,7 +26,7 @@ import yaml
 from intentc.kube.errors import ConfigError, KubeError, NotFound, Unreachable
 from intentc.kube.kubeconfig import kubeconfig_files, load_merged
 from intentc.kube.resources import KNOWN, Resource
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 if TYPE_CHECKING:
     from kubernetes import client as k8s

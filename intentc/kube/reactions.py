@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from intentc.kube.client import FIELD_MANAGER, MERGE_PATCH, KubeClient
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 MIRROR_MANAGER = "intentc-mirror"
 NODE = ("v1", "Node")

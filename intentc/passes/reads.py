@@ -5,7 +5,7 @@ files were edited (a pull request's run, its cache restored from the default
 branch) need not load every file again when the edit is one the global
 passes cannot see: a new image, a changed setting, a comment.  Then the
 global findings of the last run stand, and only the edited files' own
-findings change (`intentc.basis`).  This digest decides it: equal digests
+findings change (`pipeline.basis`).  This digest decides it: equal digests
 before and after an edit mean that every global pass and the dependency
 findings see the same input from that file.
 

@@ -34,7 +34,8 @@ from intentc import ir
 from intentc.plan.model import Busy, Occupancy
 from intentc.quantity import parse_quantity
 from intentc.topology.cluster_node import gpu_count
-from intentc.render.model import GPU_INDICES_ANNOTATION, GPU_RESOURCE, INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from intentc.objectmeta import GPU_INDICES_ANNOTATION, INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from intentc.topology.labels import GPU_RESOURCE
 
 TOLERATED_TAINTS = frozenset({GPU_RESOURCE})
 
@@ -80,6 +81,18 @@ def _planned_indices(pod: Mapping[str, Any], node: str) -> tuple[int, ...] | Non
         return tuple(sorted(int(x) for x in text.split(",") if x != ""))
     except ValueError:
         return None
+
+
+def node_problem(node: Mapping[str, Any]) -> str | None:
+    """Why the planner may not use a node (cordoned, NotReady, a taint intentc does not
+    tolerate), or None; the forecast reads nodes as live planning does (forecast/observe.py)."""
+    return _node_problem(node)
+
+
+def pod_gpus(pod: Mapping[str, Any], node: str) -> tuple[int, tuple[int, ...] | None]:
+    """How many GPUs a pod asks for, and the indices its intentc target planned for it on
+    `node` (None: it does not say)."""
+    return _gpus_requested(pod), _planned_indices(pod, node)
 
 
 def _own(pod: Mapping[str, Any], own_namespaces: frozenset[str], own_intents: frozenset[str] | None) -> bool:

@@ -32,11 +32,11 @@ from intentc.plan.cluster import Cluster
 from intentc.plan.model import BatchSizing, Occupancy, Placement, Plan, Strategy, TenantShare
 from intentc.plan.observation import without_observed
 from intentc.plan.placer import Placer, Request
+from intentc.plan import policy_check
 from intentc.plan.schedule import Job, Outcome, Simulation
 from intentc.plan.shape import shape
 from intentc.plan.strategy import decide
 from intentc.policy import BUILTIN, Policies
-from intentc.policy import check as policy_check
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuMatrix
 from intentc.topology.nvsmi import default_matrix

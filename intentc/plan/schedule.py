@@ -351,7 +351,7 @@ class Simulation:
                 if ready and self.exclusive and not self._isolation_off:
                     # what still waits can never be kept apart (the other tenants' GPUs are
                     # held open-ended): placed without isolation rather than refused, so the
-                    # plan's E1020 says why (policy/check.py)
+                    # plan's E1020 says why (plan/policy_check.py)
                     self._isolation_off = True
                     continue
                 break

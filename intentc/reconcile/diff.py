@@ -10,8 +10,9 @@ the changed fields back (git is the source of truth).  The comparison runs
 on the objects one LIST per kind returned, so an apply with nothing to do
 still sends no write.  The field diff is for people (`--dry-run`, update
 reports): live is first cut down to the fields intentc owns (its
-`managedFields` entry), so server defaults and other managers' fields do
-not show up, and fields intentc stopped setting do.
+`managedFields` entry, read by `reconcile/fields.py`), so server defaults
+and other managers' fields do not show up, and fields intentc stopped
+setting do.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from intentc.drift.fields import FieldDiff, diff_fields, ignored_paths
-from intentc.render.model import (MANAGED_BY, MANAGED_BY_LABEL, PREVIEW_HASH_ANNOTATION, SPEC_HASH_ANNOTATION,
-                                  Manifest, ObjectRef)
+from intentc.reconcile.fields import FieldDiff, diff_fields, ignored_paths, owned_fields, project_fields
+from intentc.render.model import PREVIEW_HASH_ANNOTATION, SPEC_HASH_ANNOTATION, Manifest
+from intentc.objectmeta import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
 from intentc.render.stamp import unstamped
 
 
@@ -102,33 +103,6 @@ def repair_diff(desired: Mapping[str, Any], live: Mapping[str, Any], manager: st
 # Field diff
 # --------------------------------------------------------------------------
 
-def _matches(item: Any, key: Mapping[str, Any]) -> bool:
-    return isinstance(item, dict) and all(item.get(k) == v for k, v in key.items())
-
-
-def project_fields(value: Any, fields: Mapping[str, Any]) -> Any:
-    """The part of `value` named by a managedFields `fieldsV1` tree."""
-    if not fields:
-        return value
-    if isinstance(value, dict):
-        return {k[2:]: project_fields(value[k[2:]], sub)
-                for k, sub in fields.items() if k.startswith("f:") and k[2:] in value}
-    if isinstance(value, list):
-        keyed = [(json.loads(k[2:]), sub) for k, sub in fields.items() if k.startswith("k:")]
-        values = [json.loads(k[2:]) for k in fields if k.startswith("v:")]
-        out = []
-        for item in value:
-            for key, sub in keyed:
-                if _matches(item, key):
-                    out.append({**key, **project_fields(item, sub)})
-                    break
-            else:
-                if item in values:
-                    out.append(item)
-        return out
-    return value
-
-
 def project_like(value: Any, shape: Any) -> Any:
     """`value` cut down to the keys `shape` has (used when intentc owns nothing yet)."""
     if isinstance(value, dict) and isinstance(shape, dict):
@@ -152,9 +126,8 @@ def live_view(live: Mapping[str, Any], desired: Mapping[str, Any], manager: str)
     plus the fields `manager` still owns that desired no longer sets (so a
     removal shows as one), without server defaults or other managers' extras."""
     view = project_like(dict(live), dict(desired))
-    for entry in (live.get("metadata") or {}).get("managedFields") or []:
-        if entry.get("manager") == manager and entry.get("operation") == "Apply":
-            view = _merge(view, project_fields(dict(live), entry.get("fieldsV1") or {}))
+    for owned in owned_fields(live, manager):
+        view = _merge(view, project_fields(dict(live), owned))
     return unstamped(view)
 
 

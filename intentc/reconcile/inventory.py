@@ -38,7 +38,8 @@ from typing import Any, Iterable, Mapping
 
 from intentc.reconcile import inventory_schema
 from intentc.render.meta import labels
-from intentc.render.model import ObjectRef, is_commit_stamp
+from intentc.render.model import is_commit_stamp
+from intentc.objectmeta import ObjectRef
 from intentc.reserved import INTENTC_NAMESPACE
 
 INVENTORY_NAMESPACE = INTENTC_NAMESPACE

@@ -51,7 +51,7 @@ def read_others(client: KubeClient, target: str) -> tuple[dict[str, Inventory], 
     """Every other target's inventory on the cluster (unreadable ones left out: their
     problem, reported when they run), and the refs of all inventory ConfigMaps, indexes
     and shards, ours included: intentc's plumbing, never drift."""
-    from intentc.render.model import ObjectRef
+    from intentc.objectmeta import ObjectRef
 
     indexes = client.list("v1", "ConfigMap", INVENTORY_NAMESPACE, INVENTORY_LABEL)
     shard_items = client.list("v1", "ConfigMap", INVENTORY_NAMESPACE, SHARD_LABEL)

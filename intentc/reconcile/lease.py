@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 from intentc.reserved import INTENTC_NAMESPACE
 
 if TYPE_CHECKING:

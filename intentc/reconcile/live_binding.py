@@ -50,8 +50,8 @@ from intentc.plan.rebind import BindingChange, Blocked, blocked, changes, holdin
 from intentc.policy import BUILTIN, Policies
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import (PREVIEW_HASH_ANNOTATION, SETUP_STEPS, SPEC_HASH_ANNOTATION, Manifest, ObjectRef,
-                                  Rendered)
+from intentc.render.model import PREVIEW_HASH_ANNOTATION, SETUP_STEPS, SPEC_HASH_ANNOTATION, Manifest, Rendered
+from intentc.objectmeta import ObjectRef
 from intentc.render.stamp import content_digest_of, with_content_digest
 from intentc.topology.load import LoadedTopology
 

@@ -12,9 +12,27 @@ daemon's leader election shares) is optimistic concurrency on the API server: cr
 or replace it with the resourceVersion read, when it is free or expired.
 Two processes that race get one success and one `AlreadyExists` /
 `Outdated`, and the loser reads again.  The holder renews it every third
-of its duration from a thread, so a long apply keeps it; a holder that
+of its duration from a thread started when it takes the Lease and stopped
+when it releases it, so an apply of any length keeps it; a holder that
 died leaves it to expire, after which the next apply takes it over.  A
 waiter gives up after `wait` seconds with the holder's name (exit 2).
+
+How long the Lease lasts (`LEASE_SECONDS`, 15 s, renewed every 5 s) is a
+trade between two costs.  Too long, and a holder that died (a daemon killed
+in the middle of a rollout or rollback, an apply whose CI runner vanished)
+keeps the target from everyone for that long: the restarted daemon's
+recovery is mostly this wait.  Too short, and a live holder whose renewals
+are late loses the Lease while it still writes.  15 s is the lease the
+daemon's leader election uses (client-go's default, `daemon/leader.py`),
+which already decides how long a dead leader keeps a target; the apply lock
+then adds no longer a wait than the election.  Renewed every third of it,
+a holder has two more renewals before its Lease runs out after one went
+through: one renewal may fail and the next still be in time.  A renewal's
+requests time out within its period (the client's default read timeout,
+60 s, would let one hung request outlive the Lease), and a failed one is
+tried again after `POLL_SECONDS`, not a whole period later.  The expiry is
+judged by the waiter's clock against the holder's renewTime, so the hosts'
+clocks must agree to within a few seconds (NTP does far better).
 """
 
 from __future__ import annotations
@@ -32,9 +50,9 @@ from intentc.kube.client import KubeClient
 from intentc.kube.errors import AlreadyExists, KubeError, Outdated
 from intentc.reconcile import lease
 from intentc.reconcile.lease import Held, LeaseRecord
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
-LEASE_SECONDS = 60
+LEASE_SECONDS = 15
 POLL_SECONDS = 1.0
 
 # Holds this process took and could not release (the API server went away in the middle
@@ -112,15 +130,20 @@ class ApplyLock:
         self._renewer.start()
 
     def _renew(self) -> None:
-        while not self._stop.wait(self.duration / 3):
+        period = self.duration / 3
+        timed = getattr(self.client, "with_timeout", None)    # an in-memory store has no timeouts
+        client = timed((min(5.0, period), period)) if timed is not None else self.client
+        pause = period
+        while not self._stop.wait(pause):
             try:
-                held = lease.read(self.client, self.ref)
+                held = lease.read(client, self.ref)
                 if held is None or held.record.holder != self.identity:
                     self.lost = True
                     return
-                lease.write(self.client, self.ref, self._record(held.record.acquired, held), held)
-            except KubeError:                 # a failed renewal is retried next period
-                continue
+                lease.write(client, self.ref, self._record(held.record.acquired, held), held)
+                pause = period
+            except KubeError:                 # a failed renewal is tried again soon, not a period later
+                pause = min(POLL_SECONDS, period)
 
     def release(self) -> None:
         self._stop.set()

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from intentc.reconcile.diff import Action
-from intentc.render.model import ObjectRef, short_stamp, step_label
+from intentc.render.model import short_stamp, step_label
+from intentc.objectmeta import ObjectRef
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 

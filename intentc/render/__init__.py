@@ -14,8 +14,8 @@ from intentc.plan.model import BatchSizing, Placement, Plan, Strategy
 from intentc.policy import BUILTIN, Policies, Requirement
 from intentc.render.binding import GPU_QUOTA
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
-from intentc.render.model import (SETUP_KINDS, TENANT_LABEL, Choice, Manifest, ObjectRef, Rendered,
-                                  SetupStep, wave_step)
+from intentc.render.model import SETUP_KINDS, Choice, Manifest, Rendered, SetupStep, wave_step
+from intentc.objectmeta import TENANT_LABEL, ObjectRef
 from intentc.render.crd import intent_crd
 from intentc.render.packed import BodyCodec
 from intentc.render.policy_objects import (default_deny, disruption_budget, pod_count, state_claim,
@@ -25,7 +25,7 @@ from intentc.render.targets import DEFAULT_TARGET, RenderTarget, get_target, ver
 from intentc.render.tenants import namespace, priority_classes, resource_quota, role_binding
 from intentc.render.workloads import workload_objects
 
-__all__ = ["render", "Rendered", "Manifest", "ObjectRef", "KubeVersion", "DEFAULT_KUBE_VERSION",
+__all__ = ["render", "Rendered", "Manifest", "KubeVersion", "DEFAULT_KUBE_VERSION",
            "manifest", "tenant_manifests", "priority_class_manifests", "intent_manifests", "target_manifests", "crd_manifest"]
 
 

@@ -16,7 +16,8 @@ from typing import Any, Mapping, Protocol, Sequence
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import NodeAllocation
 from intentc.render.capabilities import KubeVersion
-from intentc.render.model import GPU_INDICES_ANNOTATION, GPU_RESOURCE
+from intentc.objectmeta import GPU_INDICES_ANNOTATION
+from intentc.topology.labels import GPU_RESOURCE
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 GPU_QUOTA = f"requests.{GPU_RESOURCE}"

@@ -21,7 +21,11 @@ server itself:
   Kubernetes ≥ 1.25; older servers would refuse the unknown field, so
   they get the CRD without them).
 * A `status` subresource carries what the daemon mirrors: phase, planned
-  placement, commit, last heal.
+  placement, commit, last heal, and the live forecast (`forecast`: phase,
+  planned / actual / expected times, how far behind plan), which the
+  printer columns Phase, Start, ETA and Behind show; start and ETA are
+  absolute times as strings, since kubectl's `date` columns cannot show a
+  time in the future.
 """
 
 from __future__ import annotations
@@ -123,6 +127,31 @@ STATUS = {
         "placement": {"type": "string", "description": "The planned nodes and GPU indices."},
         "commit": {"type": "string", "description": "The commit the intent's objects were applied from."},
         "lastHeal": {"type": "string", "format": "date-time", "description": "When drift was last healed."},
+        "forecast": {
+            "type": "object",
+            "description": ("The live forecast (intentc/forecast): the intent's phase, the plan's times, the "
+                            "cluster's so far and the expected rest, re-planned on the live cluster."),
+            "properties": {
+                "phase": {"type": "string", "description": "Queued, Admitted, Running, Succeeded, Failed or Blocked."},
+                "plannedStart": {"type": "string", "format": "date-time", "nullable": True},
+                "plannedEnd": {"type": "string", "format": "date-time", "nullable": True},
+                "actualStart": {"type": "string", "format": "date-time", "nullable": True},
+                "actualEnd": {"type": "string", "format": "date-time", "nullable": True},
+                "etaStart": {"type": "string", "format": "date-time", "nullable": True,
+                             "description": "When it starts (or started)."},
+                "eta": {"type": "string", "format": "date-time", "nullable": True,
+                        "description": "When it is expected to end (or ended); null: open-ended or blocked."},
+                "behindSeconds": {"type": "integer", "nullable": True,
+                                  "description": "How far behind the plan (negative: ahead)."},
+                "behind": {"type": "string", "description": "behindSeconds as a duration: +15m behind, -5m ahead."},
+                "reason": {"type": "string", "description": "Why it is blocked, re-placed or late."},
+                "drift": {"type": "boolean", "description": "Schedule drift: running past its declared duration."},
+                "delayedBy": {"type": "array", "items": {"type": "string"}},
+                "pushes": {"type": "array", "items": {"type": "string"}},
+                "plannedNodes": {"type": "array", "items": {"type": "string"}},
+                "nodes": {"type": "array", "items": {"type": "string"}},
+            },
+        },
     },
 }
 
@@ -132,7 +161,11 @@ def intent_crd(version: KubeVersion) -> dict[str, Any]:
     columns = [
         {"name": "Tenant", "type": "string", "jsonPath": ".spec.context.tenant"},
         {"name": "Action", "type": "string", "jsonPath": ".spec.action.kind"},
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.forecast.phase"},
+        {"name": "Start", "type": "string", "jsonPath": ".status.forecast.etaStart"},
+        {"name": "ETA", "type": "string", "jsonPath": ".status.forecast.eta"},
+        {"name": "Behind", "type": "string", "jsonPath": ".status.forecast.behind"},
+        {"name": "Workload", "type": "string", "jsonPath": ".status.phase", "priority": 1},
         {"name": "Placement", "type": "string", "jsonPath": ".status.placement", "priority": 1},
         {"name": "Commit", "type": "string", "jsonPath": ".status.commit", "priority": 1},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},

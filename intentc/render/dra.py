@@ -24,7 +24,7 @@ from intentc.render.binding import (BindRequest, PodBinding, Requirement, Target
                                     node_products, plan_annotations)
 from intentc.render.capabilities import KubeVersion
 from intentc.render.meta import labels, metadata
-from intentc.render.model import GPU_INDICES_ANNOTATION
+from intentc.objectmeta import GPU_INDICES_ANNOTATION
 
 DRA_API = "resource.k8s.io/v1"
 DRA_DRIVER = "gpu.nvidia.com"          # NVIDIA's DRA driver: its DeviceClass and attribute domain

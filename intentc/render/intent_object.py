@@ -12,7 +12,7 @@ Pure: the daemon supplies the phase and the time of the last heal.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from intentc.frontend.yaml_emit import documents
 from intentc.ir import Intent, Program
@@ -34,10 +34,13 @@ def placement_text(placement: Placement | None) -> str:
     return ", ".join(f"{a.node}[{','.join(str(g) for g in a.gpus)}]" for a in placement.allocations)
 
 
-def intent_status(placement: Placement | None, commit: str, phase: str, last_heal: str | None = None
-                  ) -> dict[str, Any]:
-    """The `status` of the mirrored object; `last_heal` is an RFC 3339 time or None."""
-    status = {"phase": phase, "placement": placement_text(placement), "commit": commit}
+def intent_status(placement: Placement | None, commit: str, phase: str, last_heal: str | None = None,
+                  forecast: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The `status` of the mirrored object; `last_heal` is an RFC 3339 time or None, `forecast`
+    the intent's live forecast (`forecast/text.status_of`) when the daemon made one."""
+    status: dict[str, Any] = {"phase": phase, "placement": placement_text(placement), "commit": commit}
     if last_heal is not None:
         status["lastHeal"] = last_heal
+    if forecast is not None:
+        status["forecast"] = dict(forecast)
     return {"status": status}

@@ -5,7 +5,10 @@ From the tenants and the topology (plain data), once per cluster:
 * a `ResourceFlavor` per GPU product, selecting nodes by GFD's
   `nvidia.com/gpu.product` label and naming the `Topology`;
 * a `Topology` whose levels are the topology file's, as node labels
-  (zone, rack, NVLink clique where domains span nodes, hostname last);
+  (zone, rack, NVLink clique where domains span nodes, hostname last) —
+  one per product when the products' nodes carry different levels (GB200
+  trays in a multi-node NVLink domain beside HGX nodes whose domain is the
+  node), since Kueue's TAS leaves out a node that lacks any level's label;
 * a `Cohort` holding the capacity no tenant is guaranteed, and a
   `ClusterQueue` per tenant in it: `nominalQuota` is the tenant's GPU quota
   (split over the flavors in proportion to their GPUs), the fair-sharing
@@ -15,7 +18,10 @@ From the tenants and the topology (plain data), once per cluster:
 
 Jobs are created suspended, labelled with the queue and the priority class,
 request `nvidia.com/gpu`, and carry the PodSet topology annotations for
-`within` (required) and `prefer` (preferred).  They are not pinned to the
+`within` (required) and `prefer` (preferred), at the level of their
+product's Topology: `within nvlink` the NVLink clique where the product's
+nodes form multi-node domains, `within rack` the rack, `within node` the
+hostname.  They are not pinned to the
 planned nodes: Kueue decides at admission, all pods of a Job or none.  The
 plan's placement stays on the objects as annotations, so what Kueue assigned
 can be compared with it (`intentc.drift.kueue`).
@@ -30,12 +36,13 @@ from typing import Any, Sequence
 from intentc.ir import Intent, Program, Scope, SlaClass, Tenant, Topology, TopologyNode
 from intentc.plan.admission import tenant_weight
 from intentc.quantity import parse_quantity
-from intentc.render.binding import (GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, Requirement,
-                                    TargetDefaults, gpu_toleration, node_products, plan_annotations)
+from intentc.render.binding import (HOSTNAME_LABEL, BindRequest, PodBinding, Requirement, TargetDefaults,
+                                    gpu_toleration, node_products, plan_annotations)
 from intentc.render.meta import metadata
-from intentc.render.model import GPU_INDICES_ANNOTATION, HANDED_OVER_ANNOTATION
+from intentc.render.model import HANDED_OVER_ANNOTATION
+from intentc.objectmeta import GPU_INDICES_ANNOTATION
 from intentc.render.tenants import PRIORITY_VALUES, priority_class_name
-from intentc.topology.labels import GPU_CLIQUE, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
+from intentc.topology.labels import GPU_CLIQUE, GPU_PRODUCT, GPU_RESOURCE, RACK_LABEL, ZONE_LABEL
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -57,42 +64,64 @@ def flavor_name(product: str) -> str:
     return "-".join(p for p in out.split("-") if p)[:63] or "gpu"
 
 
-def _multi_node_cliques(topo: Topology) -> bool:
-    """Every GPU node sits in an NVLink domain wider than itself (GFD labels those
+def _gpu_nodes(topo: Topology, products: Sequence[str] = ()) -> list[TopologyNode]:
+    """The GPU nodes of `products` (every GPU node when none is named)."""
+    return [n for n in topo.nodes if n.gpu_count and (not products or n.gpu_product in products)]
+
+
+def _multi_node_cliques(nodes: Sequence[TopologyNode]) -> bool:
+    """Every one of `nodes` sits in an NVLink domain wider than itself (GFD labels those
     `nvidia.com/gpu.clique`; a node-sized domain has no label)."""
-    gpu_nodes = [n for n in topo.nodes if n.gpu_count]
-    return bool(gpu_nodes) and all(n.domain("nvlink") not in (None, n.name) for n in gpu_nodes)
+    return bool(nodes) and all(n.domain("nvlink") not in (None, n.name) for n in nodes)
 
 
-def level_labels(topo: Topology) -> dict[str, str]:
-    """Topology level → the node label Kueue reads it from.  A level only some GPU nodes
-    have is left out (Kueue's TAS only sees nodes carrying every level's label); an NVLink
-    domain the size of a node is the node."""
-    gpu_nodes = [n for n in topo.nodes if n.gpu_count]
+def level_labels(topo: Topology, products: Sequence[str] = ()) -> dict[str, str]:
+    """Topology level → the node label Kueue reads it from, for the nodes of `products`
+    (every GPU node when none is named).  A level only some of those nodes have is left
+    out (Kueue's TAS only sees nodes carrying every level's label); an NVLink domain the
+    size of a node is the node.  Judged per product because each product is its own
+    ResourceFlavor with its own Topology: GB200 trays keep their clique level even
+    where HGX nodes, whose NVLink domain is the node, carry no clique label."""
+    gpu_nodes = _gpu_nodes(topo, products)
     out: dict[str, str] = {}
     for level in topo.levels:
         if level in (Scope.ZONE.value, Scope.RACK.value):
             if gpu_nodes and all(n.domain(level) for n in gpu_nodes):
                 out[level] = ZONE_LABEL if level == Scope.ZONE.value else RACK_LABEL
         elif level == Scope.NVLINK.value:
-            out[level] = GPU_CLIQUE if _multi_node_cliques(topo) else HOSTNAME_LABEL
+            out[level] = GPU_CLIQUE if _multi_node_cliques(gpu_nodes) else HOSTNAME_LABEL
     out[Scope.NODE.value] = HOSTNAME_LABEL
     return out
 
 
-def topology_levels(topo: Topology) -> list[str]:
-    """The Kueue Topology's levels, outermost first, hostname last and once."""
-    labels = level_labels(topo)
+def topology_levels(topo: Topology, products: Sequence[str] = ()) -> list[str]:
+    """The Kueue Topology's levels for the nodes of `products`, outermost first, hostname
+    last and once."""
+    labels = level_labels(topo, products)
     ordered = [labels[lvl] for lvl in topo.levels if lvl in labels and labels[lvl] != HOSTNAME_LABEL]
     return list(dict.fromkeys(ordered)) + [HOSTNAME_LABEL]
 
 
-def scope_label(scope: str | None, topo: Topology | None) -> str | None:
+def topology_names(topo: Topology) -> dict[str, str]:
+    """GPU product → the name of the Kueue Topology its ResourceFlavor names: the topology
+    file's name while every product has the same levels (one Topology), else one per
+    product (`<topology>-<flavor>`), so no product loses a level another lacks."""
+    products = _products(topo)
+    if len({tuple(topology_levels(topo, (p,))) for p in products}) <= 1:
+        return {p: topo.name for p in products}
+    return {p: f"{topo.name}-{flavor_name(p)}" for p in products}
+
+
+def scope_label(scope: str | None, topo: Topology | None, products: Sequence[str] = ()) -> str | None:
+    """The node label a `within` / `prefer` scope names in the PodSet topology annotation,
+    on the Topology of `products` (the Job's candidate GPU products; all when unknown).
+    With several products, the levels of their nodes together: a level every one of
+    them carries, so whichever flavor Kueue tries has it."""
     if scope is None:
         return None
     if topo is None:
         return {Scope.NODE.value: HOSTNAME_LABEL, Scope.NVLINK.value: HOSTNAME_LABEL}.get(scope)
-    return level_labels(topo).get(scope)
+    return level_labels(topo, products).get(scope)
 
 
 def _products(topo: Topology) -> list[str]:
@@ -145,13 +174,19 @@ def kueue_objects(program: Program, topo: Topology) -> list[dict[str, Any]]:
     nodes_of = {p: [n for n in topo.nodes if n.gpu_product == p] for p in products}
     flavors = [flavor_name(p) for p in products]
     capacity = {flavor_name(p): sum(n.gpu_count for n in nodes_of[p]) for p in products}
-    out: list[dict[str, Any]] = [{
-        "apiVersion": KUEUE_API, "kind": "Topology", "metadata": metadata(topo.name),
-        "spec": {"levels": [{"nodeLabel": label} for label in topology_levels(topo)]}}]
+    names = topology_names(topo)
+    out: list[dict[str, Any]] = []
+    for name in sorted(set(names.values())):
+        levels = topology_levels(topo, [p for p in products if names[p] == name] if name != topo.name else ())
+        out.append({"apiVersion": KUEUE_API, "kind": "Topology", "metadata": metadata(name),
+                    "spec": {"levels": [{"nodeLabel": label} for label in levels]}})
+    if not products:      # no GPU nodes: the file's Topology all the same, for CPU-only flavors to name
+        out.append({"apiVersion": KUEUE_API, "kind": "Topology", "metadata": metadata(topo.name),
+                    "spec": {"levels": [{"nodeLabel": label} for label in topology_levels(topo)]}})
     for p in products:
         out.append({"apiVersion": KUEUE_API, "kind": "ResourceFlavor",
                     "metadata": metadata(flavor_name(p), extra_labels={"intentc.dev/gpu-product": flavor_name(p)}),
-                    "spec": {"nodeLabels": {GPU_PRODUCT: p}, "topologyName": topo.name,
+                    "spec": {"nodeLabels": {GPU_PRODUCT: p}, "topologyName": names[p],
                              "tolerations": [dict(t) for t in gpu_toleration(1)]}})
     guaranteed = {t.name: split_quota(t.quota_gpus, capacity) if t.quota_gpus else {} for t in program.tenants}
     # The cohort holds what no tenant is guaranteed, so the queues' quotas add up to the cluster.
@@ -204,7 +239,7 @@ class KueueTarget(TargetDefaults):
         wanted = intent.constraints.gpus
         if wanted is not None:
             for scope, key in ((wanted.within, REQUIRED_TOPOLOGY), (wanted.prefer, PREFERRED_TOPOLOGY)):
-                label = scope_label(scope, req.topology)
+                label = scope_label(scope, req.topology, products)
                 if label and REQUIRED_TOPOLOGY not in pod_ann:
                     pod_ann[key] = label
         annotations = plan_annotations(req.allocations) if req.allocations else {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from intentc.render.model import INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, TENANT_LABEL
+from intentc.objectmeta import INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, TENANT_LABEL
 
 
 def labels(tenant: str | None = None, intent: str | None = None) -> dict[str, str]:

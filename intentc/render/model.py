@@ -14,12 +14,9 @@ import enum
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+from intentc.objectmeta import ObjectRef
 from intentc.render.packed import BodyCodec, PackedBody
 
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGED_BY = "intentc"
-TENANT_LABEL = "intentc.dev/tenant"
-INTENT_LABEL = "intentc.dev/intent"
 COMMIT_ANNOTATION = "intentc.dev/commit-sha"
 SPEC_HASH_ANNOTATION = "intentc.dev/spec-hash"
 # On an object compiled from a tree with uncommitted changes (`compile/apply --allow-dirty`):
@@ -57,10 +54,6 @@ def short_stamp(stamp: str) -> str:
 # Paths (comma-separated) an object hands to a controller once it exists, e.g. a
 # Kueue Job's `spec.suspend`: drift does not judge them, a re-apply leaves them alone.
 HANDED_OVER_ANNOTATION = "intentc.dev/handed-over"
-# The planned GPU indices on a workload ("0,1" on one node, "a=0,1;b=2,3" on several): written
-# by every render target, read back by drift and by live planning (another target's pods).
-GPU_INDICES_ANNOTATION = "intentc.dev/gpu-indices"
-GPU_RESOURCE = "nvidia.com/gpu"
 # On an object `apply` bound on the live cluster differently from the compiled preview
 # (reconcile/live_binding.py): the preview object's spec-hash.  Whoever compares with the
 # preview (drift, the daemon, apply without live binding) treats it as that object, bound live.
@@ -118,44 +111,6 @@ def step_label(step: int) -> str:
     if step < SETUP_STEPS:
         return SetupStep(step).name.lower().replace("_", "-")
     return f"wave-{step - SETUP_STEPS}"
-
-
-@dataclass(frozen=True, order=True, slots=True)
-class ObjectRef:
-    """The identity of an object on a cluster (what the inventory records)."""
-
-    api_version: str
-    kind: str
-    namespace: str        # "" for cluster-scoped objects
-    name: str
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def version(self) -> str:
-        return self.api_version.rpartition("/")[2]
-
-    def __str__(self) -> str:
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind} {where}"
-
-    def to_json(self) -> dict[str, str]:
-        return {"group": self.group, "version": self.version, "kind": self.kind,
-                "namespace": self.namespace, "name": self.name}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ObjectRef":
-        group, version = str(data.get("group", "")), str(data["version"])
-        return cls(f"{group}/{version}" if group else version, str(data["kind"]),
-                   str(data.get("namespace", "")), str(data["name"]))
-
-    @classmethod
-    def of(cls, body: Mapping[str, Any]) -> "ObjectRef":
-        meta = body.get("metadata", {})
-        return cls(str(body["apiVersion"]), str(body["kind"]),
-                   str(meta.get("namespace", "") or ""), str(meta["name"]))
 
 
 @dataclass(frozen=True, slots=True)

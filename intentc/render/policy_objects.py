@@ -18,7 +18,7 @@ from typing import Any
 from intentc.ir import Intent, Tenant
 from intentc.render.capabilities import KubeVersion
 from intentc.render.meta import metadata
-from intentc.render.model import INTENT_LABEL, TENANT_LABEL
+from intentc.objectmeta import INTENT_LABEL, TENANT_LABEL
 
 DENY_ALL_NAME = "intentc-default-deny"
 STATE_DIR = "/var/lib/intentc/state"

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from intentc.render.binding import (GPU_RESOURCE, HOSTNAME_LABEL, BindRequest, PodBinding, RenderTarget,
-                                    Requirement, TargetDefaults, gpu_toleration, node_pins, plan_annotations)
+from intentc.render.binding import (HOSTNAME_LABEL, BindRequest, PodBinding, RenderTarget, Requirement,
+                                    TargetDefaults, gpu_toleration, node_pins, plan_annotations)
 from intentc.render.capabilities import KubeVersion, unsupported_message
-from intentc.render.model import GPU_INDICES_ANNOTATION
+from intentc.topology.labels import GPU_RESOURCE
+from intentc.objectmeta import GPU_INDICES_ANNOTATION
 from intentc.render.dra import DraTarget
 from intentc.render.kueue import KueueTarget
 

@@ -22,7 +22,8 @@ from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.fallback import (FALLBACK_OF, FALLBACK_STEP, GPU_FAILURE_EXIT_CODES, Variant,
                                      failure_spec, released_from_nodes, variants)
 from intentc.render.meta import labels, metadata
-from intentc.render.model import HANDED_OVER_ANNOTATION, INTENT_LABEL, PLANNED_DURATION_ANNOTATION, TENANT_LABEL, Choice
+from intentc.render.model import HANDED_OVER_ANNOTATION, PLANNED_DURATION_ANNOTATION, Choice
+from intentc.objectmeta import INTENT_LABEL, TENANT_LABEL
 from intentc.render.nccl import nccl_env
 from intentc.render.tenants import priority_class_name
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from intentc import ir
-from intentc.render.model import GPU_RESOURCE
+from intentc.topology.labels import GPU_RESOURCE
 from intentc.topology.labels import GPU_CLIQUE, GPU_COUNT, GPU_MEMORY, GPU_PRODUCT, RACK_LABEL, ZONE_LABEL
 
 

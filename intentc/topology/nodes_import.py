@@ -25,13 +25,7 @@ import yaml
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, error, warning
 from intentc.topology.cluster_node import topology_node, unreadable_labels
-
-from intentc.topology.labels import GPU_CLIQUE as GPU_CLIQUE
-from intentc.topology.labels import GPU_COUNT as GPU_COUNT
-from intentc.topology.labels import GPU_MEMORY as GPU_MEMORY
-from intentc.topology.labels import GPU_PRODUCT as GPU_PRODUCT
-from intentc.topology.labels import RACK_LABEL as RACK_LABEL
-from intentc.topology.labels import ZONE_LABEL as ZONE_LABEL
+from intentc.topology.labels import RACK_LABEL, ZONE_LABEL
 
 API_VERSION = "intentc.dev/v1alpha1"
 

@@ -18,7 +18,7 @@ import pytest
 
 from intentc.kube.client import KubeClient
 from intentc.reconcile.inventory import Entry, Inventory, inventory_ref
-from intentc.render.model import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
+from intentc.objectmeta import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
 from tests.kube_env import KubeEnv
 
 pytestmark = pytest.mark.kube

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 from intentc.render.targets import TARGETS
 from intentc.kube.resources import KNOWN
 from intentc.reconcile.sync import NAMESPACE_CONTENT
@@ -117,6 +117,8 @@ def needed_grants(tmp: Path) -> tuple[set[Grant], set[Grant]]:
     # failure fallback (daemon/failures.py: pods watched, nodes tainted).
     cluster |= {("intentc.dev", "intents", v, "*") for v in WRITE} | {("intentc.dev", "intents/status", "patch", "*")}
     cluster |= {("", "nodes", v, "*") for v in ("get", "list", "watch", "patch")} | {("", "pods", "watch", "*")}
+    # The live forecast (daemon/forecast_pass.py): Kueue's admission, from the Workloads.
+    cluster |= {("kueue.x-k8s.io", "workloads", v, "*") for v in ("get", "list", "watch")}
     # /metrics over HTTPS (daemon/metrics_auth.py): who holds a scraper's token, may it get /metrics.
     cluster |= {("authentication.k8s.io", "tokenreviews", "create", "*"),
                 ("authorization.k8s.io", "subjectaccessreviews", "create", "*")}

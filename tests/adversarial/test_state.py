@@ -294,7 +294,7 @@ def test_a_dead_holders_lease_expires_and_a_live_one_is_waited_for(api: FakeApi,
     from datetime import datetime, timedelta, timezone
 
     from intentc.kube.client import KubeClient
-    from intentc.reconcile.lock import ApplyLock, LockBusy
+    from intentc.reconcile.lock import LEASE_SECONDS, ApplyLock, LockBusy
 
     client = KubeClient.connect(str(api.kubeconfig(tmp_path)))
     t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -303,10 +303,10 @@ def test_a_dead_holders_lease_expires_and_a_live_one_is_waited_for(api: FakeApi,
     dead = ApplyLock(client, "t", identity="dead", now=lambda: t0)
     dead.acquire()
     dead._stop.set()                  # the holder dies without releasing: no renewals, no release
-    waiting = ApplyLock(client, "t", wait=0, identity="next", now=lambda: t0 + timedelta(seconds=30))
+    waiting = ApplyLock(client, "t", wait=0, identity="next", now=lambda: t0 + timedelta(seconds=LEASE_SECONDS - 1))
     with pytest.raises(LockBusy, match="being applied by dead"):
         waiting.acquire()
-    later = ApplyLock(client, "t", wait=0, identity="next", now=lambda: t0 + timedelta(seconds=61))
+    later = ApplyLock(client, "t", wait=0, identity="next", now=lambda: t0 + timedelta(seconds=LEASE_SECONDS + 1))
     later.acquire()
     lease = api.objects["/apis/coordination.k8s.io/v1/namespaces/intentc-system/leases/intentc-apply-t"]
     assert lease["spec"]["holderIdentity"] == "next"

@@ -18,7 +18,7 @@ import yaml
 from typer.testing import CliRunner
 
 from intentc.cli import app
-from intentc.compile import compile_paths
+from intentc.pipeline import compile_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "repo" / "clusters" / "small.yaml"     # 3 nodes x 8 H100

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from intentc.atomic import write_atomic
-from intentc.compile import MANIFESTS_DIR
+from intentc.pipeline.result import MANIFESTS_DIR
 from intentc.daemon.reload.state import Snapshot
 from intentc.render.output import KUSTOMIZATION
 from intentc.sources import mark_output

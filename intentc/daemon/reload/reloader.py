@@ -20,10 +20,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 from intentc import collector
 from intentc import graph
-from intentc.compile import MANIFESTS_DIR
+from intentc.pipeline.result import MANIFESTS_DIR
 from intentc.daemon.reload import references
 from intentc.daemon.reload.files import FileTable
-from intentc.compact import intern_strings
 from intentc.daemon.reload.keys import (
     declares,
     plan_inputs,
@@ -37,15 +36,14 @@ from intentc.daemon.reload.render import Change, Render, Renderer
 from intentc.daemon.reload.state import FileState, ReloadResult, Snapshot
 from intentc.daemon.reload.texts import CaretTexts, files_of
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
-from intentc.frontend import parse_source
 from intentc.ir import Intent, Program, Tenant
-from intentc.passes import GLOBAL_PASSES, LOCAL_PASSES, run_passes
-from intentc.pipeline import prefer_specific
+from intentc.pipeline.checked import global_pass_findings
+from intentc.pipeline.driver import Driver
+from intentc.pipeline.findings import prefer_specific
+from intentc.pipeline.stages import TopologyFile, index_plan, load_file, place
 from intentc.plan.incremental import Fallback, PlanIndex, Replanned
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Plan
-from intentc.plan.planner import make_plan
-from intentc.policy.load import load_policies
 from intentc.policy.tags import with_rules
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.packed import PackedText
@@ -57,10 +55,9 @@ from intentc.sources import (
     SourceFile,
     discover,
     read_source,
-    read_text,
     root_of,
 )
-from intentc.topology.load import LoadedTopology, load_topology
+from intentc.topology.load import LoadedTopology
 
 
 def _digest(text: str) -> bytes:
@@ -88,8 +85,10 @@ class Reloader:
         """`background`: after an incremental plan, run the full planner in a thread and swap
         its plan in if it differs (False: the incremental plan stays until the next full one)."""
         self.paths = tuple(paths)
-        # Tag rules (intentc/policy): read once, as `compile` does; editing policies/ needs a restart.
-        self.policies, self._policy_diags, self._policy_texts = load_policies(self.paths)
+        # the compile driver of these files: its stages parse, check and plan; it reads the tag rules
+        # (intentc/policy) once, as `compile` does (editing policies/ needs a restart) and the topology
+        self._driver = Driver(self.paths)
+        self.policies, self._policy_diags, self._policy_texts = self._driver.policy
         self.topology_path = topology
         self.commit = commit
         self.kube_version = kube_version
@@ -98,7 +97,7 @@ class Reloader:
         self._renderer = Renderer(commit, kube_version, target, self.policies)
         self._table = FileTable()
         self._shown: dict[str, str] = {}        # texts the reports' carets read, until the file changes
-        self._topology: tuple[LoadedTopology | None, tuple[Diagnostic, ...], str | None] = (None, (), None)
+        self._topology = TopologyFile(topology, None, (), None)       # read by the first load
         self._topology_generation = 0
         self._discovery: tuple[Diagnostic, ...] = ()
         self._current: Snapshot | None = None
@@ -196,18 +195,13 @@ class Reloader:
         if source.path == name:
             # one string for the file's name, the table's key and every span's, not three copies
             source = SourceFile(name, source.text)
-        parsed = parse_source(source)
-        intern_strings(parsed.program)
-        program = parsed.program.canonical()
-        _, domain = run_passes(program, LOCAL_PASSES)
-        self._table.set(name, FileState(program, parsed.diagnostics, tuple(domain), tuple(read_diags), digest),
+        loaded = load_file(source)
+        self._table.set(name, FileState(loaded.program, loaded.parsed, loaded.local, tuple(read_diags), digest),
                         source.text)
         return True
 
     def _load_topology(self) -> None:
-        loaded, diags = load_topology(self.topology_path)
-        text = read_text(self.topology_path)
-        self._topology = (loaded, tuple(diags), text)
+        self._topology = self._driver.topology(self.topology_path, fresh=True)
         self._topology_generation += 1
 
     def _update(self, names: list[str], topology: bool, initial: bool) -> ReloadResult:
@@ -231,7 +225,7 @@ class Reloader:
                  initial: bool = False) -> ReloadResult:
         """Passes, plan, render and swap, each redone only as far as the changes reach."""
         previous = self._current
-        loaded, topo_diags, topo_text = self._topology
+        loaded, topo_diags, topo_text = self._topology.loaded, self._topology.diagnostics, self._topology.text
         program = self._table.program()
         changes = self._table.changes()             # since the snapshot in force
         dirty = {name for name, _, _ in changes}
@@ -245,7 +239,7 @@ class Reloader:
             # names or references changed, none declared twice or left dangling (references.py)
             global_diags = references.patched(previous.global_diagnostics, program, changes)
         else:
-            global_diags = tuple(d for p in GLOBAL_PASSES for d in p(program)[1])
+            global_diags = tuple(global_pass_findings(program))
         # Nothing any file reports changed: the report is the previous one (it held no error).
         quiet = previous is not None and not topology and global_diags is previous.global_diagnostics and \
             not any(b is not None and b.diagnostics or a is not None and a.diagnostics for _, b, a in changes)
@@ -284,7 +278,7 @@ class Reloader:
                 # anyway): out of the walk of the collection after the planner
                 gc.freeze()
             plan, plan_diags = self._plan_in_full(program, loaded, previous.plan if previous is not None else None)
-            index = self._index_of(program, plan, loaded)
+            index = index_plan(program, plan, loaded, self.seed, self.policies)
             plan_files = files_of(plan_diags)
             plan_text, graph_text = _plan_text(plan), _graph_text(program)
         if quiet and reuse and previous is not None:
@@ -385,19 +379,10 @@ class Reloader:
         The records the new plan decides as `in_force` did are `in_force`'s, shared."""
         gc.collect()
         collector.trim()
-        plan, found = make_plan(program, loaded, self.seed, policies=self.policies, previous=in_force)
+        plan, found = place(program, loaded, self.seed, self.policies, previous=in_force)
         gc.collect()
         collector.trim()
         return plan, tuple(sorted_diagnostics(found))
-
-    def _index_of(self, program: Program, plan: Plan, loaded: LoadedTopology) -> PlanIndex:
-        """The incremental planner's index of a full plan.  One dependency graph at a time:
-        `make_plan` builds its own (and reports its E0501 / E0503), so the index's (its shape
-        only) is built once the planner's working set is gone."""
-        g = graph.dependencies(program)      # the shape only: its findings are make_plan's
-        index = PlanIndex(program, plan, g, loaded, self.seed, self.policies)
-        g.clear()                   # its views refer back to it: emptied now, not at the next collection
-        return index
 
     def _set_index(self, index: PlanIndex | None) -> None:
         """The index of the plan now in force (under the lock); the one it replaces is used no
@@ -432,7 +417,7 @@ class Reloader:
         newer incremental swap makes it start over on the newer program), the swap takes it."""
         while True:
             with self._lock:
-                snap, loaded = self._current, self._topology[0]
+                snap, loaded = self._current, self._topology.loaded
                 if not self._full_wanted or snap is None or loaded is None:
                     return
                 self._full_wanted = False
@@ -448,7 +433,7 @@ class Reloader:
                         break                                   # planned again since: start over
                     if plan == snap.plan:
                         if self._index is None or self._index.plan is not snap.plan:
-                            self._set_index(self._index_of(snap.program, snap.plan, loaded))
+                            self._set_index(index_plan(snap.program, snap.plan, loaded, self.seed, self.policies))
                         return          # else the index in force (patched edit by edit) is this plan's
                 made = self._renderer.render(current.program, plan, current.uris, current, None, current.topology)
                 with self._lock:
@@ -460,7 +445,7 @@ class Reloader:
                         # full plan, not a second index and dependency graph built beside it
                         self._index.rebase(plan)
                     else:
-                        self._set_index(self._index_of(current.program, plan, loaded))
+                        self._set_index(index_plan(current.program, plan, loaded, self.seed, self.policies))
                     # long-lived and acyclic, like what the load built: out of the collector's
                     # walks, once the re-plan's cyclic garbage is gone (frozen, it stays for good)
                     gc.collect()
@@ -473,7 +458,7 @@ class Reloader:
     def _swap_full(self, current: Snapshot, plan: Plan, plan_diags: tuple[Diagnostic, ...], graph_text: PackedText,
                    made: Render) -> ReloadResult:
         """Swap a full plan in for the incremental one of `current` (under the lock)."""
-        loaded, topo_diags, topo_text = self._topology
+        loaded, topo_diags, topo_text = self._topology.loaded, self._topology.diagnostics, self._topology.text
         report = tuple(sorted_diagnostics(self._base_diagnostics(current.global_diagnostics, topo_diags)
                                           + list(plan_diags)))
         self._generation += 1

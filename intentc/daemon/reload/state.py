@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from intentc.compile import MANIFESTS_DIR
+from intentc.pipeline.result import MANIFESTS_DIR
 from intentc.diagnostics import Diagnostic
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import Placement, Plan

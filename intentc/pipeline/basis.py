@@ -1,6 +1,6 @@
-"""`intentc check` after a few files were edited, without loading the rest.
+"""The check stage's patch mode: `intentc check` after a few files were edited, without loading the rest.
 
-The memo (`intentc.summary`) answers a run whose inputs are exactly the last
+The memo (`pipeline.memo`) answers a run whose inputs are exactly the last
 run's.  A pull request's run is not that: its cache comes from the default
 branch and a few files differ.  Such a run unpickled every file's result and
 ran the global passes again — work that grows with the repository — for an
@@ -14,7 +14,7 @@ compares, file by file, the digest of what the global passes read
 (`passes.reads.global_reads`) before and after.  When all are equal, the
 global findings stand; the report is the edited files' new findings in
 place of their old ones, plus the global findings, put together as a full
-check does (`pipeline.report`).  Anything else — a file added, removed or
+check does (`findings.report`).  Anything else — a file added, removed or
 renamed, a finding of discovery or reading, an edit the global passes can
 see, a result not at hand — is a full check, which leaves a new basis.
 
@@ -29,10 +29,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from intentc.diagnostics import Diagnostic
+from intentc.pipeline.findings import Counts, report
 
 if TYPE_CHECKING:
     from intentc.frontend.batch import Inputs
-    from intentc.summary import Counts
 
 _FORMAT = 1
 MAX_EDITED = 256        # more edited files than this: a full check is as quick
@@ -77,7 +77,6 @@ def patch(inputs: Inputs, basis: Basis) -> tuple[list[Diagnostic], Basis] | None
     """The report of `inputs` from `basis` (see the module docstring), and the basis
     for the next run; None when a full check is needed."""
     from intentc.passes.reads import global_reads
-    from intentc.pipeline import report
 
     files, keys = inputs.files, inputs.keys
     if inputs.diagnostics or not keys:

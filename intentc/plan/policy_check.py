@@ -7,6 +7,9 @@ domain (its GPUs talk over PCIe).  The planner keeps other tenants off those
 domains at overlapping times (`exclusive`, plan/schedule.py), so this check
 finds what the planner could not keep apart.  Each violation is E1020 at the
 tag, with the other tenant's intent as a related position.
+
+It lives with the planner, its one caller, because it reads the plan: the
+policy package (the rule vocabulary and its loading) sits below planning.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Kubernetes Events for what the drift controller did (rollback, heal).
+"""Kubernetes Events for what intentc did to a cluster (apply's outcome, rollback, heal,
+leader election, GPU failures).
 
 `kubectl describe` and `kubectl get events` are where an operator looks
 first; an Event on the affected object (and on the inventory, for a
@@ -9,6 +10,9 @@ reason and message about the same object is one Event whose `count` and
 `lastTimestamp` move, not a new Event per heal (a flapping object would
 otherwise flood etcd).  The Event's name is derived from what it says, so
 the aggregation survives a daemon restart.
+
+They sit beside the client they write through, below both the reconciler (which
+reports an apply's outcome) and the drift controller.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ from typing import Any, Mapping
 
 from intentc.kube.client import MERGE_PATCH, KubeClient
 from intentc.kube.errors import AlreadyExists, KubeError
-from intentc.render.model import ObjectRef
+from intentc.objectmeta import ObjectRef
 
 COMPONENT = "intentc"
-log = logging.getLogger("intentc.drift")
+log = logging.getLogger("intentc.drift")      # the logger the daemon's Event warnings have always used
 
 
 def _now() -> str:

@@ -13,6 +13,12 @@ set only by others (API-server defaults, an HPA, an operator's status) are
 never drift: intentc never asked for them.  Everything here is pure, and
 takes JSON-shaped data: plain dicts, lists and scalars (what the renderer
 builds and what the API server returns).
+
+This is the one reader of `managedFields`: the reconciler's repair decision
+and `--dry-run` diff (`reconcile/diff.py`: `project_fields`, `owned_fields`)
+and drift detection (`drift/detect.py`: `diff_fields`, `latest_writer`)
+both read the trie here, so the two cannot disagree on who owns a field.
+It sits in the reconciler, the lower of the two packages that need it.
 """
 
 from __future__ import annotations
@@ -239,11 +245,21 @@ def _walk(path: Path, desired: Any, live: Any, nodes: Nodes, out: list[FieldDiff
         out.append(FieldDiff(render_path(path), desired, ABSENT if live is _MISSING else live, _owners(nodes)))
 
 
+# --------------------------------------------------------------------------
+# Reading `metadata.managedFields`
+# --------------------------------------------------------------------------
+
+def managed_fields(live: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The `metadata.managedFields` entries of `live` (none when it has none)."""
+    meta = live.get("metadata")
+    return list((meta.get("managedFields") if isinstance(meta, dict) else None) or ())
+
+
 def field_sets(live: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Manager name -> its FieldsV1 trie, merged over operations (an `Apply`
     and an `Update` entry of one manager own fields together)."""
     merged: dict[str, dict[str, Any]] = {}
-    for entry in live.get("metadata", {}).get("managedFields") or ():
+    for entry in managed_fields(live):
         manager = str(entry.get("manager", ""))
         trie = entry.get("fieldsV1") or {}
         merged[manager] = _merge_tries(merged.get(manager, {}), trie)
@@ -256,6 +272,54 @@ def _merge_tries(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
         out[k] = _merge_tries(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
     return out
 
+
+def owned_fields(live: Mapping[str, Any], manager: str, operation: str = "Apply") -> list[Mapping[str, Any]]:
+    """The FieldsV1 tries `manager` holds through `operation` (its server-side applies),
+    one per entry, in the order the API server lists them."""
+    return [entry.get("fieldsV1") or {} for entry in managed_fields(live)
+            if entry.get("manager") == manager and entry.get("operation") == operation]
+
+
+def latest_writer(live: Mapping[str, Any], other_than: str) -> str | None:
+    """The manager of the most recent entry not `other_than`'s ("" when that entry
+    names none), or None when there is no such entry."""
+    entries = [e for e in managed_fields(live) if e.get("manager") != other_than]
+    if not entries:
+        return None
+    latest = max(entries, key=lambda e: (str(e.get("time") or ""), str(e.get("manager"))))
+    return str(latest.get("manager") or "")
+
+
+def _matches(item: Any, key: Mapping[str, Any]) -> bool:
+    return isinstance(item, dict) and all(item.get(k) == v for k, v in key.items())
+
+
+def project_fields(value: Any, fields: Mapping[str, Any]) -> Any:
+    """The part of `value` named by a managedFields `fieldsV1` tree."""
+    if not fields:
+        return value
+    if isinstance(value, dict):
+        return {k[2:]: project_fields(value[k[2:]], sub)
+                for k, sub in fields.items() if k.startswith("f:") and k[2:] in value}
+    if isinstance(value, list):
+        keyed = [(key, fields[k]) for k, key in _decoded(fields, "k:")]
+        values = [v for _, v in _decoded(fields, "v:")]
+        out = []
+        for item in value:
+            for key, sub in keyed:
+                if _matches(item, key):
+                    out.append({**key, **project_fields(item, sub)})
+                    break
+            else:
+                if item in values:
+                    out.append(item)
+        return out
+    return value
+
+
+# --------------------------------------------------------------------------
+# Desired against live, field by field
+# --------------------------------------------------------------------------
 
 def diff_fields(desired: Mapping[str, Any], live: Mapping[str, Any],
                 skip: frozenset[str] = frozenset()) -> list[FieldDiff]:

@@ -1,4 +1,4 @@
-"""What `intentc check` reports, remembered from one run to the next.
+"""The check stage's memo mode: what `intentc check` reports, remembered from one run to the next.
 
 All that `intentc check` prints (without --topology) is the findings after
 the global passes and four counts.  With a warm parse cache, a run over
@@ -10,15 +10,15 @@ were found, their contents, what discovery and reading reported; the
 compiler, its libraries and the roots name the cache itself).  Options
 that only change the exit status (--strict) or what is done with the
 report (--format) are applied to it afterwards; --topology needs the program
-itself, so `intentc check --topology` takes `pipeline.check`.
+itself, so `intentc check --topology` runs the stages (`Driver.run`).
 
 A run whose digest differs is patched from the last full check when only a
-few files were edited in ways the global passes cannot see (`intentc.basis`);
+few files were edited in ways the global passes cannot see (`pipeline.basis`);
 otherwise (a file added, removed or renamed, an exclusion changed, an edit
 the global passes see) it loads and checks as before; either way it
 remembers its report.
 The texts for carets are read back from the files, unchanged since
-(that is what the digest says), as `pipeline.check` does for a cached file.
+(that is what the digest says), as the check stage does for a cached file.
 
 This module imports neither the passes nor networkx: a remembered report is
 printed without paying for their imports.
@@ -30,34 +30,23 @@ import pickle
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from intentc import basis, collector
+from intentc import collector
 from intentc.diagnostics import Diagnostic
 from intentc.frontend.batch import PARSING, Inputs, scan
+from intentc.pipeline import basis
+from intentc.pipeline.findings import Counts, report
 from intentc.progress import Progress, silent
 from intentc.sources import texts_for_carets
 
 if TYPE_CHECKING:
-    from intentc.ir import Program
-    from intentc.pipeline import Checked
+    from intentc.pipeline.checked import Checked
 
 _FORMAT = 1
 
 
 @dataclass(frozen=True)
-class Counts:
-    intents: int
-    tenants: int
-    datasets: int
-    topologies: int
-
-    @classmethod
-    def of(cls, program: Program) -> Counts:
-        return cls(len(program.intents), len(program.tenants), len(program.datasets), len(program.topologies))
-
-
-@dataclass(frozen=True)
 class Summary:
-    """`pipeline.Checked` without the program and the graph."""
+    """`Checked` without the program and the graph."""
 
     diagnostics: tuple[Diagnostic, ...]
     sources: dict[str, str]         # the texts the diagnostics point into
@@ -71,7 +60,7 @@ class Summary:
 
 def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None = None,
               use_cache: bool = True, progress: Progress = silent, exclude: Sequence[str] = ()) -> Summary:
-    """`pipeline.check`'s findings and counts, from the memo when the inputs are
+    """The check stage's findings and counts, from the memo when the inputs are
     the ones it was made from (see the module docstring)."""
     with scan(paths, jobs, cache_dir, use_cache, progress, exclude) as inputs:
         remembered = _recall(inputs)
@@ -91,7 +80,7 @@ def summarize(paths: Sequence[str], jobs: int | None = None, cache_dir: str | No
         if not keys:        # an empty cache, filled by this load: the files it read, their keys
             files, keys = inputs.files, inputs.keys
     # the cache closed and the file list gone before the passes
-    from intentc.pipeline import global_findings, report
+    from intentc.pipeline.checked import global_findings
 
     program, found = global_findings(loaded.program)
     own = loaded.diagnostics

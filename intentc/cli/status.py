@@ -1,0 +1,163 @@
+"""`intentc status`: every intent's phase and ETA, read from the cluster and re-planned on it.
+
+Works without the daemon: the intents are compiled and planned here as
+`intentc plan` plans them (the preview `apply` released them by), the
+cluster is read through `intentc/kube` (Jobs, Kueue Workloads, Pods,
+Nodes), and `intentc.forecast` — pure — says what happened and re-plans
+what has not started on the live state.  The clock is read here, once per
+round, and handed to the forecast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import time
+from typing import Any, Callable
+
+import typer
+
+from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics, usage_error
+from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, KubeContext, Kubeconfig, OnlyTopologyNodes, Paths,
+                                Seed, TopologyFile, declared, duration_option, format_option, no_intents_or_exit,
+                                paths_or_exit)
+from intentc.diagnostics import OutputFormat, has_errors, sorted_diagnostics
+from intentc.sources import read_text
+
+
+class StatusFormat(str, enum.Enum):
+    TABLE = "table"
+    JSON = "json"
+    YAML = "yaml"
+
+
+@app.command(epilog="""Examples:
+
+  intentc status intents/ -t clusters/prod.yaml --context prod-eu
+
+  intentc status intents/ -t clusters/prod.yaml --kubeconfig ~/.kube/prod -o json
+
+  intentc status intents/ -t clusters/prod.yaml --context prod-eu --watch --interval 10s
+
+Per intent: PHASE (Queued, Admitted, Running, Succeeded, Failed, Blocked),
+PLANNED START, START (actual; `~` marks the expected start of one that has
+not started), ETA (expected end), BEHIND (how far behind the plan; `-` is
+ahead) and REASON.  Times are plan time, as `intentc plan` prints them,
+counted from when the first of the intents' Jobs was created; -o json and
+-o yaml give them as UTC times.  A job running past its declared
+`duration` is schedule drift: its end is taken as now and the intents that
+wait for it are pushed.  What has not started is planned again on the
+cluster as it is (nodes NotReady, cordoned or tainted, GPUs held by other
+pods).  Exit 1 when an intent failed or is blocked, or the intents have
+errors; 2 when the cluster cannot be read.
+""")
+def status(
+    paths: Paths,
+    topology: TopologyFile,
+    format: StatusFormat = format_option(StatusFormat.TABLE, "table: one row per intent; json, yaml: "
+                                                             "the forecast with UTC times."),
+    kubeconfig: Kubeconfig = None,
+    context: KubeContext = None,
+    watch: bool = typer.Option(False, "--watch", help="Read the cluster again and print again every --interval."),
+    interval: float = duration_option("5s", "--interval", "Time between two reads with --watch.", minimum=0.1),
+    seed: Seed = 0,
+    only_topology_nodes: OnlyTopologyNodes = False,
+    diagnostics_format: DiagnosticsFormat = OutputFormat.TEXT,
+    jobs: Jobs = 0,
+    exclude: Exclude = None,
+) -> None:
+    """Show every intent's phase, planned and actual start, ETA and how far behind plan it is, from
+    the cluster, re-planning what has not started on what the cluster has now."""
+    from intentc.pipeline import check as run_check
+    from intentc.pipeline import texts_for_carets
+    from intentc.plan.planner import make_plan
+    from intentc.policy.load import load_policies
+    from intentc.policy.tags import with_rules
+    from intentc.topology.load import load_topology
+
+    paths_or_exit(paths, diagnostics_format, to_stderr=True)
+    loaded, topo_diags = load_topology(str(topology))
+    sources: dict[str, str] = {}
+    topo_text = read_text(topology)
+    if topo_text is not None:
+        sources[topology.as_posix()] = topo_text
+    if loaded is None:
+        emit_diagnostics(sorted_diagnostics(topo_diags), diagnostics_format, sources, to_stderr=True)
+        unreadable = any(d.code.startswith("E00") for d in topo_diags) or not topology.is_file()
+        raise typer.Exit(EXIT_USAGE if unreadable else EXIT_FINDINGS)
+    result = run_check(paths, jobs=jobs or None, exclude=exclude or ())
+    sources.update(result.sources)
+    policies, policy_diags, policy_texts = load_policies(paths)
+    sources.update(policy_texts)
+    the_plan, plan_diags = make_plan(result.program, loaded, seed, None, policies)
+    diags = sorted_diagnostics(with_rules(result.diagnostics, policies, result.program) + topo_diags + policy_diags
+                               + plan_diags)
+    sources = texts_for_carets(diags, sources)
+    emit_diagnostics(diags, diagnostics_format, sources, to_stderr=True)
+    no_intents_or_exit(paths, declared(result.program), diags)
+
+    def once() -> int:
+        forecast = _read_and_forecast(kubeconfig, context, only_topology_nodes, result.program, the_plan, loaded,
+                                      seed, policies)
+        typer.echo(_render(forecast, format), nl=False)
+        troubled = any(f.phase.value in ("Failed", "Blocked") for f in forecast.intents)
+        return EXIT_FINDINGS if troubled or has_errors(diags) else EXIT_OK
+
+    code = once()
+    if watch:
+        _repeat(once, interval, time.sleep, separator=lambda: typer.echo("---" if format is StatusFormat.YAML else ""))
+    raise typer.Exit(code)
+
+
+def _repeat(once: Callable[[], int], interval: float, sleep: Callable[[float], None],
+            separator: Callable[[], None], rounds: int | None = None) -> None:
+    """--watch: wait, print a separator and the forecast again, until interrupted (or `rounds`)."""
+    done = 0
+    while rounds is None or done < rounds:
+        sleep(interval)
+        separator()
+        once()
+        done += 1
+
+
+def _read_and_forecast(kubeconfig: str | None, context: str | None, only_topology_nodes: bool, program: Any,
+                       the_plan: Any, loaded: Any, seed: int, policies: Any) -> Any:
+    """Read the cluster once (exit 2 when it cannot be read) and forecast on it, `now` being
+    the moment the read ended."""
+    from intentc.forecast.core import forecast
+    from intentc.forecast.observe import observe
+    from intentc.kube.client import KubeClient
+    from intentc.kube.errors import KubeError
+    from intentc.kube.forecast_state import read_forecast_state
+    from intentc.plan.cluster_nodes import with_cluster_nodes
+
+    try:
+        client = KubeClient.connect(kubeconfig, context)
+        try:
+            state = read_forecast_state(client)
+        finally:
+            client.close()
+    except KubeError as e:
+        usage_error(f"cannot read the cluster: {e.message}")
+    now = time.time()
+    live = loaded
+    notes: tuple[str, ...] = ()
+    if not only_topology_nodes:
+        live, notes = with_cluster_nodes(loaded, state.nodes)
+    observed = observe(program, live.topology, state.nodes, state.pods, state.jobs, state.workloads)
+    made = forecast(program, the_plan, live, observed, now, seed, policies)
+    if notes:
+        made = dataclasses.replace(made, notes=notes + made.notes)
+    return made
+
+
+def _render(forecast: Any, format: StatusFormat) -> str:
+    from intentc.forecast.text import document, render_table
+
+    if format is StatusFormat.JSON:
+        return json.dumps(document(forecast), indent=2) + "\n"
+    if format is StatusFormat.YAML:
+        import yaml
+        return str(yaml.safe_dump(document(forecast), sort_keys=False, width=120))
+    return render_table(forecast)
