@@ -42,18 +42,22 @@ def check(
     from intentc.summary import Summary, summarize
 
     checked = None
+    policies, policy_diags, policy_texts = load_policies(paths)
     with StderrProgress() as progress:
-        if topology is None:        # findings and counts are all that is printed: remembered from a run on the same inputs
+        if topology is None and not policies.cel:   # findings and counts are all that is printed: remembered
             result = summarize(paths, jobs=jobs or None, progress=progress, exclude=exclude or ())
-        else:                       # the plan needs the program itself
+        else:                       # the plan, and the organisation's rules, need the program itself
             from intentc.pipeline import check as run_check
 
             checked = run_check(paths, jobs=jobs or None, progress=progress, exclude=exclude or ())
             result = Summary.of(checked)
     diags = list(result.diagnostics)
     sources = dict(result.sources)
-    policies, policy_diags, policy_texts = load_policies(paths)
     diags = with_rules(diags, policies, checked.program if checked is not None else None) + policy_diags
+    if topology is None and checked is not None:    # without a plan: the rules that do not read the placement
+        from intentc.policy.cel_check import evaluate
+
+        diags += evaluate(checked.program, policies.cel)
     sources.update(policy_texts)
     if topology is not None:
         from intentc.plan.planner import make_plan
