@@ -20,7 +20,7 @@ Nothing the library raises escapes as a traceback.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt, warning
 from intentc.ir import Intent, Program
@@ -65,12 +65,17 @@ def _active(rules: Iterable[CelRule], planned: bool) -> list[CelRule]:
 
 def evaluate(prog: Program, rules: Iterable[CelRule], plan: Plan | None = None) -> list[Diagnostic]:
     """The findings of `rules` over every intent of `prog` (placements from `plan` where given)."""
+    return [d for _, d in judge(prog, rules, plan)]
+
+
+def judge(prog: Program, rules: Iterable[CelRule], plan: Plan | None = None) -> Iterator[tuple[str, Diagnostic]]:
+    """(intent, finding) for every intent a rule fails, or cannot judge ("" for a finding about
+    the rule itself, E1033): `evaluate`, and `intentc diff`'s "newly fails" (diff/cel_diff.py)."""
     active = _active(rules, plan is not None)
     if not active:
-        return []
+        return
     views = Views(prog, {p.intent: p for p in plan.placements} if plan is not None else None)
     cache: dict[str, dict[str, Any]] = {}
-    diags: list[Diagnostic] = []
     for rule in active:
         run = program(rule.expression)
         fields = reads(rule.expression).intent_order
@@ -90,26 +95,25 @@ def evaluate(prog: Program, rules: Iterable[CelRule], plan: Plan | None = None) 
                 result, problem = False, _reason(exc)
             spent += time.perf_counter() - start
             if problem is not None:
-                diags.append(error("E1032", f"rule '{rule.name}' cannot be evaluated for intent '{intent.name}': "
-                                            f"{problem}", _span(intent, fields), related=note,
-                                   hint="a rule that cannot judge an intent fails it; every field is present, "
-                                        "null when unset (docs/rules.md)"))
+                yield intent.name, error(
+                    "E1032", f"rule '{rule.name}' cannot be evaluated for intent '{intent.name}': {problem}",
+                    _span(intent, fields), related=note,
+                    hint="a rule that cannot judge an intent fails it; every field is present, null when unset "
+                         "(docs/rules.md)")
             elif result is False:
                 make = error if rule.severity is RuleSeverity.ERROR else warning
                 code = "E1030" if rule.severity is RuleSeverity.ERROR else "W1030"
-                diags.append(make(code, f"intent '{intent.name}' breaks rule '{rule.name}': {rule.message}",
-                                  _span(intent, fields), related=note,
-                                  hint=f"the rule requires: {excerpt(rule.expression, 200)}"))
+                yield intent.name, make(code, f"intent '{intent.name}' breaks rule '{rule.name}': {rule.message}",
+                                        _span(intent, fields), related=note,
+                                        hint=f"the rule requires: {excerpt(rule.expression, 200)}")
             if spent > RULE_BUDGET_S:
-                rest = [i.name for i in prog.intents[n + 1:]
-                        if rule.match.admits(i.tenant, i.action.kind)]
+                rest = [i.name for i in prog.intents[n + 1:] if rule.match.admits(i.tenant, i.action.kind)]
                 if rest:
-                    diags.append(error("E1033", f"rule '{rule.name}' used up its evaluation budget of "
-                                                f"{RULE_BUDGET_S:g} s; {len(rest)} intent(s) were not checked "
-                                                f"(first: '{rest[0]}')", rule.span,
-                                       hint="simplify the rule: fewer or shallower comprehensions"))
+                    yield "", error("E1033", f"rule '{rule.name}' used up its evaluation budget of "
+                                             f"{RULE_BUDGET_S:g} s; {len(rest)} intent(s) were not checked "
+                                             f"(first: '{rest[0]}')", rule.span,
+                                    hint="simplify the rule: fewer or shallower comprehensions")
                 break
-    return diags
 
 
 def _type(value: object) -> str:
