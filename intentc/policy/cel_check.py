@@ -26,7 +26,7 @@ from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt, warni
 from intentc.ir import Intent, Program
 from intentc.plan.model import Plan
 from intentc.policy.cel_rules import CelRule, RuleSeverity, compile_diagnostics, program, reads
-from intentc.policy.cel_view import Views
+from intentc.policy.cel_view import Needs, Views
 
 RULE_BUDGET_S = 5.0     # one rule's evaluation time in one run; 10,000 intents take some 0.1 s (docs/benchmarks.md)
 
@@ -70,30 +70,40 @@ def evaluate(prog: Program, rules: Iterable[CelRule], plan: Plan | None = None) 
 
 def judge(prog: Program, rules: Iterable[CelRule], plan: Plan | None = None) -> Iterator[tuple[str, Diagnostic]]:
     """(intent, finding) for every intent a rule fails, or cannot judge ("" for a finding about
-    the rule itself, E1033): `evaluate`, and `intentc diff`'s "newly fails" (diff/cel_diff.py)."""
+    the rule itself, E1033): `evaluate`, and `intentc diff`'s "newly fails" (diff/cel_diff.py).
+
+    Intent by intent, each rule in turn on one CEL context: the library converts a context's
+    values once (some 2 µs a value) and evaluates a rule on it in well under a microsecond,
+    so the context holds only what the rules read (`Views`, `needs`)."""
     active = _active(rules, plan is not None)
     if not active:
         return
-    views = Views(prog, {p.intent: p for p in plan.placements} if plan is not None else None)
-    cache: dict[str, dict[str, Any]] = {}
-    for rule in active:
-        run = program(rule.expression)
-        fields = reads(rule.expression).intent_order
-        note = [Related(f"rule '{rule.name}' is declared here", rule.span)]
-        spent = 0.0
-        for n, intent in enumerate(prog.intents):
+    import cel
+
+    views = Views(prog, {p.intent: p for p in plan.placements} if plan is not None else None, needs(active))
+    runs = [(rule, program(rule.expression), reads(rule.expression).intent_order,
+             [Related(f"rule '{rule.name}' is declared here", rule.span)]) for rule in active]
+    spent = [0.0] * len(runs)
+    left: dict[int, list[str]] = {}          # rules past their budget: the intents they did not judge
+    for intent in prog.intents:
+        context = None
+        for k, (rule, run, fields, note) in enumerate(runs):
             if not rule.match.admits(intent.tenant, intent.action.kind):
                 continue
-            ctx = cache.get(intent.name)
-            if ctx is None:
-                ctx = cache[intent.name] = views.of(intent)
+            if k in left:
+                left[k].append(intent.name)
+                continue
+            if context is None:
+                context = cel.Context(views.of(intent))
             start = time.perf_counter()
             try:
-                result: object = run.execute(ctx)
+                result: object = run.execute(context)
                 problem = None if isinstance(result, bool) else f"it evaluated to {_type(result)}, not a bool"
             except Exception as exc:        # the library raises KeyError, TypeError, RuntimeError, ...
                 result, problem = False, _reason(exc)
-            spent += time.perf_counter() - start
+            spent[k] += time.perf_counter() - start
+            if spent[k] > RULE_BUDGET_S:
+                left[k] = []
             if problem is not None:
                 yield intent.name, error(
                     "E1032", f"rule '{rule.name}' cannot be evaluated for intent '{intent.name}': {problem}",
@@ -106,14 +116,26 @@ def judge(prog: Program, rules: Iterable[CelRule], plan: Plan | None = None) -> 
                 yield intent.name, make(code, f"intent '{intent.name}' breaks rule '{rule.name}': {rule.message}",
                                         _span(intent, fields), related=note,
                                         hint=f"the rule requires: {excerpt(rule.expression, 200)}")
-            if spent > RULE_BUDGET_S:
-                rest = [i.name for i in prog.intents[n + 1:] if rule.match.admits(i.tenant, i.action.kind)]
-                if rest:
-                    yield "", error("E1033", f"rule '{rule.name}' used up its evaluation budget of "
-                                             f"{RULE_BUDGET_S:g} s; {len(rest)} intent(s) were not checked "
-                                             f"(first: '{rest[0]}')", rule.span,
-                                    hint="simplify the rule: fewer or shallower comprehensions")
-                break
+    for k, rest in sorted(left.items()):
+        if rest:
+            rule = runs[k][0]
+            yield "", error("E1033", f"rule '{rule.name}' used up its evaluation budget of {RULE_BUDGET_S:g} s; "
+                                     f"{len(rest)} intent(s) were not checked (first: '{rest[0]}')", rule.span,
+                            hint="simplify the rule: fewer or shallower comprehensions")
+
+
+def needs(rules: Iterable[CelRule]) -> Needs:
+    """What `rules` read together: the variables, and the fields of `intent` (None: all of them)."""
+    roots: set[str] = set()
+    fields: set[str] | None = set()
+    for r in rules:
+        got = reads(r.expression)
+        roots |= got.roots
+        if got.intent_whole or fields is None:
+            fields = None
+        else:
+            fields |= got.intent_fields
+    return Needs(frozenset(roots), None if fields is None else frozenset(fields))
 
 
 def _type(value: object) -> str:

@@ -11,6 +11,7 @@ which is what a rule compares.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from intentc.duration import parse_duration
@@ -93,21 +94,42 @@ def placement_view(p: Placement | None) -> dict[str, Any] | None:
             "start_s": p.start_s, "end_s": p.end_s, "queued_s": p.queued_s, "sla": p.sla}
 
 
-class Views:
-    """The maps for every intent of a program, built on first use and shared by all rules."""
+@dataclass(frozen=True)
+class Needs:
+    """What the rules of a run read (cel_check.needs): a context holds only that, as the library
+    converts every value of a context it is given."""
 
-    def __init__(self, program: Program, placements: dict[str, Placement] | None) -> None:
+    roots: frozenset[str]
+    intent_fields: frozenset[str] | None        # None: every field (a rule uses `intent` as a whole)
+
+
+EVERYTHING = Needs(frozenset({"intent", "tenant", "datasets", "placement"}), None)
+
+
+class Views:
+    """The maps for each intent of a program, as much of them as `needs` asks for."""
+
+    def __init__(self, program: Program, placements: dict[str, Placement] | None,
+                 needs: Needs = EVERYTHING) -> None:
         self.tenants = {t.name: t for t in program.tenants}
         self.datasets = {d.name: d for d in program.datasets}
         self.placements = placements
+        self.needs = needs
         self._tenant_views: dict[str, dict[str, Any] | None] = {}
 
     def of(self, intent: Intent) -> dict[str, Any]:
-        t = intent.tenant
-        if t not in self._tenant_views:
-            self._tenant_views[t] = tenant_view(self.tenants.get(t))
-        out = {"intent": intent_view(intent), "tenant": self._tenant_views[t],
-               "datasets": datasets_view(intent, self.datasets)}
-        if self.placements is not None:
+        roots, fields = self.needs.roots, self.needs.intent_fields
+        out: dict[str, Any] = {}
+        if "intent" in roots:
+            whole = intent_view(intent)
+            out["intent"] = whole if fields is None else {k: whole[k] for k in fields if k in whole}
+        if "tenant" in roots:
+            t = intent.tenant
+            if t not in self._tenant_views:
+                self._tenant_views[t] = tenant_view(self.tenants.get(t))
+            out["tenant"] = self._tenant_views[t]
+        if "datasets" in roots:
+            out["datasets"] = datasets_view(intent, self.datasets)
+        if "placement" in roots and self.placements is not None:
             out["placement"] = placement_view(self.placements.get(intent.name))
         return out
