@@ -412,3 +412,17 @@ def test_diff_command_shows_the_rule_change(tmp_path: Path) -> None:
                               cwd=root).stdout)
     (c,) = data["cel_rules"]
     assert [f["intent"] for f in c["newly_fails"]] == ["serve-p0"] and data["declarations"] == []
+
+
+def test_a_context_holds_only_what_the_rules_read() -> None:
+    from intentc.policy.cel_check import needs
+    from intentc.policy.cel_view import Views
+    prog = program()
+    together = needs([rule('intent.image != "" && tenant != null && tenant.tier == "gold"'),
+                      rule("intent.gpus.count < 9")])
+    assert Views(prog, None, together).of(prog.intents[0]) == {
+        "intent": {"image": "ghcr.io/acme/train:1.0",
+                   "gpus": {"count": 8, "product": None, "memory": None, "within": "nvlink", "prefer": None}},
+        "tenant": {"tier": "gold"}}
+    whole = needs([rule("size(intent.tags) == 0"), rule('[intent].all(i, i.name != "")')])
+    assert set(Views(prog, None, whole).of(prog.intents[0])["intent"]) >= {"name", "tags", "settings"}

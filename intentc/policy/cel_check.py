@@ -125,17 +125,13 @@ def judge(prog: Program, rules: Iterable[CelRule], plan: Plan | None = None) -> 
 
 
 def needs(rules: Iterable[CelRule]) -> Needs:
-    """What `rules` read together: the variables, and the fields of `intent` (None: all of them)."""
-    roots: set[str] = set()
-    fields: set[str] | None = set()
+    """What `rules` read together: per variable, the fields selected of it (None: all of them)."""
+    fields: dict[str, frozenset[str] | None] = {}
     for r in rules:
-        got = reads(r.expression)
-        roots |= got.roots
-        if got.intent_whole or fields is None:
-            fields = None
-        else:
-            fields |= got.intent_fields
-    return Needs(frozenset(roots), None if fields is None else frozenset(fields))
+        for root, got in reads(r.expression).selected:
+            have = fields.get(root, frozenset())
+            fields[root] = None if got is None or have is None else have | got
+    return Needs(tuple(sorted(fields.items())))
 
 
 def _type(value: object) -> str:

@@ -130,6 +130,8 @@ class Reads:
     intent_whole: bool
     unknown: tuple[Token, ...]
     depth: int                      # deepest nesting of comprehensions
+    # per variable read, the fields selected of it (None: used otherwise, as a whole)
+    selected: tuple[tuple[str, frozenset[str] | None], ...] = ()
 
     @property
     def placement(self) -> bool:
@@ -153,6 +155,7 @@ def reads(expression: str) -> Reads:
                 j += 2
     roots: set[str] = set()
     fields: dict[str, None] = {}
+    picked: dict[str, set[str] | None] = {}
     whole = False
     unknown: list[Token] = []
     stack: list[bool] = []          # one per open bracket: does it open a comprehension?
@@ -172,14 +175,29 @@ def reads(expression: str) -> Reads:
             continue
         if t.text in VARIABLES:
             roots.add(t.text)
+            selects = nxt == "." and i + 2 < len(toks) and toks[i + 2].kind == "id"
+            have = picked.setdefault(t.text, set())
+            if selects and have is not None:
+                have.add(toks[i + 2].text)
+            elif not selects and not _null_test(toks, i):
+                picked[t.text] = None
             if t.text == "intent":
-                if nxt == "." and i + 2 < len(toks) and toks[i + 2].kind == "id":
+                if selects:
                     fields.setdefault(toks[i + 2].text)
                 else:
                     whole = True
         elif nxt != ":" or not stack:       # `{name: value}` in a message literal is rare; map keys are quoted
             unknown.append(t)
-    return Reads(frozenset(roots), frozenset(fields), tuple(fields), whole, tuple(unknown), depth)
+    selected = tuple((root, None if got is None else frozenset(got)) for root, got in sorted(picked.items()))
+    return Reads(frozenset(roots), frozenset(fields), tuple(fields), whole, tuple(unknown), depth, selected)
+
+
+def _null_test(toks: list[Token], i: int) -> bool:
+    """True when the variable at `i` is only compared with null (`tenant != null`, `null == tenant`):
+    that reads none of its fields."""
+    after = "".join(t.text for t in toks[i + 1:i + 4])
+    before = "".join(t.text for t in toks[max(i - 3, 0):i])
+    return after in ("==null", "!=null") or before in ("null==", "null!=")
 
 
 @functools.lru_cache(maxsize=1024)

@@ -96,14 +96,25 @@ def placement_view(p: Placement | None) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class Needs:
-    """What the rules of a run read (cel_check.needs): a context holds only that, as the library
-    converts every value of a context it is given."""
+    """What the rules of a run read (cel_check.needs): per variable, the fields selected of it
+    (None: all of them).  A context holds only that, as the library converts every value of a
+    context it is given (some 2 µs each)."""
 
-    roots: frozenset[str]
-    intent_fields: frozenset[str] | None        # None: every field (a rule uses `intent` as a whole)
+    fields: tuple[tuple[str, frozenset[str] | None], ...]
+
+    def of(self, root: str) -> tuple[bool, frozenset[str] | None]:
+        """(read at all, the fields read or None for all)."""
+        for name, got in self.fields:
+            if name == root:
+                return True, got
+        return False, None
 
 
-EVERYTHING = Needs(frozenset({"intent", "tenant", "datasets", "placement"}), None)
+EVERYTHING = Needs(tuple((v, None) for v in ("datasets", "intent", "placement", "tenant")))
+
+
+def _only(view: dict[str, Any] | None, fields: frozenset[str] | None) -> dict[str, Any] | None:
+    return view if view is None or fields is None else {k: view[k] for k in fields if k in view}
 
 
 class Views:
@@ -118,18 +129,20 @@ class Views:
         self._tenant_views: dict[str, dict[str, Any] | None] = {}
 
     def of(self, intent: Intent) -> dict[str, Any]:
-        roots, fields = self.needs.roots, self.needs.intent_fields
         out: dict[str, Any] = {}
-        if "intent" in roots:
-            whole = intent_view(intent)
-            out["intent"] = whole if fields is None else {k: whole[k] for k in fields if k in whole}
-        if "tenant" in roots:
+        read, fields = self.needs.of("intent")
+        if read:
+            out["intent"] = _only(intent_view(intent), fields)
+        read, fields = self.needs.of("tenant")
+        if read:
             t = intent.tenant
             if t not in self._tenant_views:
-                self._tenant_views[t] = tenant_view(self.tenants.get(t))
+                self._tenant_views[t] = _only(tenant_view(self.tenants.get(t)), fields)
             out["tenant"] = self._tenant_views[t]
-        if "datasets" in roots:
+        read, fields = self.needs.of("datasets")
+        if read:
             out["datasets"] = datasets_view(intent, self.datasets)
-        if "placement" in roots and self.placements is not None:
-            out["placement"] = placement_view(self.placements.get(intent.name))
+        read, fields = self.needs.of("placement")
+        if read and self.placements is not None:
+            out["placement"] = _only(placement_view(self.placements.get(intent.name)), fields)
         return out
