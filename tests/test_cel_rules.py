@@ -426,3 +426,25 @@ def test_a_context_holds_only_what_the_rules_read() -> None:
         "tenant": {"tier": "gold"}}
     whole = needs([rule("size(intent.tags) == 0"), rule('[intent].all(i, i.name != "")')])
     assert set(Views(prog, None, whole).of(prog.intents[0])["intent"]) >= {"name", "tags", "settings"}
+
+
+def test_check_with_a_topology_evaluates_placement_rules(tmp_path: Path) -> None:
+    spread = """\
+apiVersion: intentc.dev/v1alpha1
+kind: Policy
+metadata: {name: spread}
+spec:
+  rules:
+    - name: one-node
+      expression: placement == null || size(placement.nodes) == 1
+      message: an intent runs on one node
+      severity: warning
+"""
+    wide = INTENTS.replace("gpus 8 within nvlink, duration 36h", "gpus 12, duration 12h")
+    repo = write_repo(tmp_path, {"spread.yaml": spread}, wide.replace("tool:latest", "tool:1.0"))
+    (repo / "cluster.yaml").write_text(TOPOLOGY)
+    plain = intentc("check", "intents/", cwd=repo)
+    assert plain.returncode == 0, plain.stdout         # no plan: the placement rule waits for one
+    planned = intentc("check", "intents/", "--topology", "cluster.yaml", "-o", "json", cwd=repo)
+    found = [(d["code"], d["message"]) for d in json.loads(planned.stdout) if d["code"] == "W1030"]
+    assert found == [("W1030", "intent 'train-long' breaks rule 'one-node': an intent runs on one node")]
