@@ -29,6 +29,7 @@ from typing import Any, Iterator
 
 from intentc.diagnostics import Diagnostic, Span, error, excerpt, make_span
 from intentc.ir import NO_SPAN
+from intentc.suggest import closest
 
 # Bounds on a rule's cost, checked before it is compiled.  CEL has no loops
 # or recursion: an evaluation's cost is bounded by the expression's size and
@@ -144,7 +145,10 @@ class Reads:
                 and self.intent_fields <= ADMISSION_FIELDS)
 
 
+@functools.lru_cache(maxsize=1024)
 def reads(expression: str) -> Reads:
+    """What `expression` reads (see `Reads`), once per distinct text: the loader, the evaluation,
+    the renderer and `intentc diff` all ask."""
     toks = tokens(expression)
     bound: set[str] = set()         # the variables comprehensions bind: `.all(x, ...)`, `.map(k, v, ...)`
     for i in range(len(toks) - 4):
@@ -238,8 +242,6 @@ def compile_diagnostics(rule: CelRule) -> list[Diagnostic]:
                            hint="each nested all/exists/map/filter multiplies the cost of evaluation"))
     for t in r.unknown:
         line, col = _line_col(rule.expression, t.offset)
-        from intentc.suggest import closest
-
         near = closest(t.text, VARIABLES)
         mean = f' (did you mean "{near}"?)' if near else ""
         found.append(error("E1031", f"{where}: undeclared reference to '{excerpt(t.text)}'{mean}",
