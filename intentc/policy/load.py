@@ -1,4 +1,4 @@
-"""A repository's tag rules: `policies/*.yaml` (schemas/policy.schema.json).
+"""A repository's tag rules and organisation rules: `policies/*.yaml` (schemas/policy.schema.json).
 
 The directory is found the way tools find their configuration: the nearest
 `policies/` at or above the first input path, stopping at the repository
