@@ -116,6 +116,12 @@ CODES: dict[str, str] = {
     "W1021": "tag is not a rule's tag but nearly one's",
     "W1001": "batch: auto cannot be sized (model size or GPU memory unknown)",
     "W1003": "Policy document outside policies/",
+    # organisation rules in CEL (intentc.policy.cel_rules, cel_check; docs/rules.md)
+    "E1030": "intent breaks an organisation rule",
+    "W1030": "intent breaks an organisation rule of severity warning",
+    "E1031": "organisation rule does not compile",
+    "E1032": "organisation rule cannot be evaluated for an intent",
+    "E1033": "organisation rule used up its evaluation budget",
     # fleets (intentc.fleet: clusters/*.yaml and the intents' clusters:)
     "E1120": "duplicate cluster name",
     "E1121": "a cluster needs exactly one of context and kubeconfig",

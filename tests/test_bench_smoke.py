@@ -207,3 +207,10 @@ def test_daemon_git_files(tmp_path: Path) -> None:
     doc = result(tmp_path, "bench_daemon_git_files")
     assert doc["files"] == 120 and doc["run"]["objects"] > doc["baseline"]["objects"]
     assert doc["run"]["peak_mb"] > 0 and doc["bound_mb"] > 0
+
+
+def test_rules(tmp_path: Path) -> None:
+    run_bench(tmp_path, "bench_rules", "--sizes", "100", "--repeat", "1")
+    (row,) = result(tmp_path, "bench_rules")["rows"]
+    assert row["intents"] == 100 and row["rules"] == 5 and row["evaluation"]["intents"] == 100
+    assert row["check_cold_with_rules"]["exit"] == 0 and row["check_cold_without_rules"]["exit"] == 0

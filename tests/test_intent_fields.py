@@ -33,6 +33,8 @@ def codes(settings: str = "batch: 8", constraints: str = "", kind: str = "infere
     ("parameters: 8X", "", "inference", [("E1001", 5, 17)]),
     ("kv_reuse: 1.5", "", "inference", [("E1002", 5, 15)]),
     ("throughput_mode: bursty", "", "serve", [("E1003", 5, 22)]),
+    ("throughput_mode: burst", "", "inference", [("E0419", 5, 22)]),
+    ("throughput_mode: steady", "", "training", [("E0419", 5, 22)]),
     ("batch: 8", ", slack 11", "inference", [("E1004", 8, 30)]),
     ("batch: 8", ", retries 101", "inference", [("E1005", 8, 32)]),
     ("batch: 8", ", fallback gpu", "inference", [("E1006", 8, 33)]),

@@ -42,12 +42,17 @@ def check(
 
     with StderrProgress() as progress:
         driver = Driver(paths, jobs or None, exclude or (), progress=progress)
-        # without --topology, findings and counts are all that is printed: remembered from a run on the same
-        # inputs; the plan needs the program itself
-        result = driver.summary() if topology is None else Summary.of(driver.check())
-    if topology is None:
         policies, policy_diags, policy_texts = driver.policy
-        diags = with_rules(list(result.diagnostics), policies, None) + policy_diags
+        # without --topology or organisation rules, findings and counts are all that is printed: remembered
+        # from a run on the same inputs; the plan and the rules need the program itself
+        checked = driver.check() if topology is not None or policies.cel else None
+        result = driver.summary() if checked is None else Summary.of(checked)
+    if topology is None:
+        diags = with_rules(list(result.diagnostics), policies, checked.program if checked else None) + policy_diags
+        if checked is not None:    # without a plan: the rules that do not read the placement
+            from intentc.plan.cel_check import evaluate
+
+            diags += evaluate(checked.program, policies.cel)
         sources = {**result.sources, **policy_texts}
     else:
         from intentc.pipeline import Request, Stage

@@ -15,6 +15,7 @@ from intentc.diff.intents import DeclChange, FieldChange, Status
 from intentc.diff.live import github_commands, markdown_lines, text_lines
 from intentc.diff.live import to_json_obj as binding_json
 from intentc.diff.report import DiffReport
+from intentc.diff.cel_diff import CelRuleChange
 from intentc.diff.rules import RuleChange, RuleStatus
 
 SHOWN = 50           # list items shown per section in text/markdown; JSON has everything
@@ -43,6 +44,8 @@ def _counts(report: DiffReport) -> str:
     parts = [f"{by[s.value]} {s.value}" for s in Status if s.value in by]
     if report.rules:
         parts.append(f"{len(report.rules)} tag rule(s) changed")
+    if report.cel_rules:
+        parts.append(f"{len(report.cel_rules)} organisation rule(s) changed")
     return ", ".join(parts) if parts else "no semantic change"
 
 
@@ -50,6 +53,19 @@ def _rule_line(r: RuleChange) -> str:
     if r.status is RuleStatus.CHANGED:
         return f"{r.tag}: {r.old} -> {r.new}"
     return f"{r.tag}: {r.new if r.status is RuleStatus.ADDED else r.old}"
+
+
+def _cel_line(r: CelRuleChange) -> str:
+    if r.status is RuleStatus.CHANGED:
+        return f"rule {r.name}: {r.old} -> {r.new}"
+    return f"rule {r.name}: {r.new if r.status is RuleStatus.ADDED else r.old}"
+
+
+def _cel_lines(r: CelRuleChange) -> list[str]:
+    """A rule change and, under it, each intent it newly fails (docs/rules.md)."""
+    out = [f"  {RULE_MARK[r.status]} {_cel_line(r)}" + (f"  ({_pos(r.span)})" if r.span else "")]
+    out += [f"      newly fails: {f.intent} ({_pos(f.span)})" for f in r.newly_fails[:SHOWN]]
+    return out + ([f"      ... and {len(r.newly_fails) - SHOWN} more"] if len(r.newly_fails) > SHOWN else [])
 
 
 def _field_line(f: FieldChange) -> str:
@@ -86,6 +102,10 @@ def format_text(report: DiffReport) -> str:
         out.append("tag rules (policies/):")
         out += [f"  {RULE_MARK[r.status]} {_rule_line(r)}" + (f"  ({_pos(r.span)})" if r.span else "")
                 for r in report.rules]
+    if report.cel_rules:
+        out.append("organisation rules (policies/ rules:):")
+        for cr in report.cel_rules:
+            out += _cel_lines(cr)
     g = report.graph
     if not g.empty:
         out.append(f"graph: {len(g.added)} edge(s) added, {len(g.removed)} removed, "
@@ -151,6 +171,10 @@ def to_json_obj(report: DiffReport) -> dict[str, Any]:
         },
         "rules": [{"tag": r.tag, "status": r.status.value, "old": r.old, "new": r.new, "head": _span_obj(r.span)}
                   for r in report.rules],
+        "cel_rules": [{"name": r.name, "status": r.status.value, "old": r.old, "new": r.new,
+                       "head": _span_obj(r.span),
+                       "newly_fails": [{"intent": f.intent, "code": f.code, "head": _span_obj(f.span)}
+                                       for f in r.newly_fails]} for r in report.cel_rules],
         "impacts": [{"intent": i.intent, "impact": i.impact.value, "reasons": list(i.reasons),
                      "changed": i.changed} for i in report.impacts],
         "target": report.target,
@@ -185,6 +209,11 @@ def format_markdown(report: DiffReport) -> str:
     if report.rules:
         out += ["", "Tag rules (`policies/`):", ""]
         out += [f"- {r.status.value} `{r.tag}`: {_md(_rule_line(r).split(': ', 1)[1])}" for r in report.rules]
+    if report.cel_rules:
+        out += ["", "Organisation rules (`policies/` `rules:`):", ""]
+        out += [f"- {r.status.value} `{r.name}`: {_md(_cel_line(r).split(': ', 1)[1])}"
+                + (f"; newly fails {', '.join(f'`{f.intent}`' for f in r.newly_fails[:SHOWN])}" if r.newly_fails else "")
+                for r in report.cel_rules]
     others = [i for i in report.impacts if not i.changed]
     if others:
         out += ["", "Unchanged intents affected by the plan or the tag rules:", ""]
@@ -256,6 +285,13 @@ def format_github(report: DiffReport) -> str:
     for r in report.rules:
         out.append(gh.command(gh.Level.NOTICE, f"tag rule {r.tag} {r.status.value}: {_rule_line(r)}", r.span,
                               f"intentc diff: tag rule {r.tag} {r.status.value}"))
+    for cr in report.cel_rules:
+        out.append(gh.command(gh.Level.NOTICE, f"organisation rule {cr.name} {cr.status.value}: {_cel_line(cr)}",
+                              cr.span, f"intentc diff: organisation rule {cr.name} {cr.status.value}"))
+        for f in cr.newly_fails:
+            out.append(gh.command(gh.Level.WARNING, f"rule {cr.name} {cr.status.value} by this pull request: "
+                                                    f"intent {f.intent} newly fails it ({f.code})", f.span,
+                                  f"intentc diff: {f.intent} newly fails rule {cr.name}"))
     heads = {c.name: c.head_span for c in report.declarations if c.kind == "intent"}
     for i in report.impacts:
         if not i.changed:

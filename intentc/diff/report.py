@@ -16,6 +16,7 @@ from intentc import collector
 from intentc.collector import After
 from intentc.diagnostics import Diagnostic, Severity
 from intentc.diff.cache import BlobCache
+from intentc.diff.cel_diff import CelRuleChange, diff_cel_rules
 from intentc.diff.creates import IntentObjects, target_objects
 from intentc.diff.graph_diff import GraphDiff, GraphView, diff_graphs, view
 from intentc.diff.impact import Impact, SideState, classify
@@ -45,10 +46,11 @@ class DiffReport:
     creates: tuple[IntentObjects, ...] = ()      # what `target` makes for each added/changed intent
     binding: LiveBindingDiff | None = None       # with a cluster: where apply's live binding differs (diff/live.py)
     rules: tuple[RuleChange, ...] = ()           # tag rules (policies/) that differ
+    cel_rules: tuple[CelRuleChange, ...] = ()    # organisation rules (policies/ `rules:`) that differ
 
     @property
     def changed(self) -> bool:
-        return (bool(self.declarations) or bool(self.rules) or not self.graph.empty
+        return (bool(self.declarations) or bool(self.rules) or bool(self.cel_rules) or not self.graph.empty
                 or (self.plan is not None and not self.plan.empty))
 
     @property
@@ -97,7 +99,8 @@ def diff_compiled(base: Side, head: Side, topology: LoadedTopology | None = None
                        head_state, moved, unplaceable, tagged(head.program, rules))
     return DiffReport(base.label, head.label, tuple(declarations), graph, plan, impacts,
                       base.diagnostics, head.diagnostics, stats, target,
-                      target_objects(declarations, head_state), rules=rules)
+                      target_objects(declarations, head_state), rules=rules,
+                      cel_rules=diff_cel_rules(base.policies, head.policies, base.program, head.program, plan_b, plan_h))
 
 
 def diff_trees(base: Tree, head: Tree, topology: LoadedTopology | None = None,

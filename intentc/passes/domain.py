@@ -135,6 +135,13 @@ def check_intent(i: Intent) -> Check:
                           act.settings.span if act.settings.has_span else act.span,
                           hint="use `inference`, `serve` or `training` for model workloads")
         yield from check_settings(act.settings, act)
+        if act.settings.throughput_mode is not None and act.kind != ActionKind.SERVE.value:
+            # it sets a server's batch growth and replica autoscaling (render/autoscale.py); a Job
+            # runs at its planned batch on its planned pods, so accepting it would change nothing
+            yield error("E0419", f"`throughput_mode` applies to serve actions only, not {act.kind}",
+                        _at(act.settings.spans, "throughput_mode", act.settings if act.settings.has_span else act),
+                        hint="a Job runs at its planned batch and pods; remove it, or serve the model "
+                             "(docs/sizing.md)")
 
     yield from _vocab("E0418", "drift policy", i.context.drift,
                       DriftPolicy, (i.context.spans, "drift", i.context))

@@ -6,7 +6,9 @@ another tenant while it runs.  A node outside any NVLink domain is its own
 domain (its GPUs talk over PCIe).  The planner keeps other tenants off those
 domains at overlapping times (`exclusive`, plan/schedule.py), so this check
 finds what the planner could not keep apart.  Each violation is E1020 at the
-tag, with the other tenant's intent as a related position.
+tag, with the other tenant's intent as a related position.  The
+organisation's CEL rules are evaluated here too, with the plan's placements
+(`plan/cel_check.py`).
 
 It lives with the planner, its one caller, because it reads the plan: the
 policy package (the rule vocabulary and its loading) sits below planning.
@@ -18,6 +20,7 @@ from intentc import ir
 from intentc.diagnostics import Diagnostic, Related, error
 from intentc.plan.model import Placement, Plan
 from intentc.policy.catalogue import Policies, Requirement
+from intentc.plan.cel_check import evaluate
 
 
 def _domains(p: Placement, nvlink_of: dict[str, str]) -> set[str]:
@@ -64,7 +67,7 @@ def check_plan(program: ir.Program, plan: Plan, topology: ir.Topology, policies:
                     hint="give the intent `within nvlink` on a domain of its own, give the other tenant's intent "
                          "a different product or scope, or add capacity"))
                 break                                   # one violation per intent and tag is enough
-    return diags
+    return diags + evaluate(program, policies.cel, plan)     # the organisation's rules, with the placement
 
 
 def _overlap(a: Placement, b: Placement) -> bool:

@@ -15,6 +15,7 @@ from typing import Iterable
 
 from intentc.diagnostics import Span
 from intentc.ir import NO_SPAN, Intent
+from intentc.policy.cel_rules import CelRule
 
 
 class Requirement(enum.Enum):
@@ -58,6 +59,7 @@ BUILTIN_RULES: tuple[Rule, ...] = (
 @dataclass(frozen=True)
 class Policies:
     rules: tuple[Rule, ...] = BUILTIN_RULES
+    cel: tuple[CelRule, ...] = ()        # the repository's organisation rules (cel_rules.py), in file order
 
     def rule(self, tag: str) -> Rule | None:
         return next((r for r in self.rules if r.tag == tag), None)
@@ -78,7 +80,7 @@ class Policies:
         by_tag = {r.tag: r for r in self.rules}
         for r in extra:
             by_tag[r.tag] = r
-        return Policies(tuple(by_tag[t] for t in sorted(by_tag)))
+        return Policies(tuple(by_tag[t] for t in sorted(by_tag)), self.cel)
 
 
 BUILTIN = Policies().with_rules(())

@@ -1,4 +1,4 @@
-"""A repository's tag rules: `policies/*.yaml` (schemas/policy.schema.json).
+"""A repository's tag rules and organisation rules: `policies/*.yaml` (schemas/policy.schema.json).
 
 The directory is found the way tools find their configuration: the nearest
 `policies/` at or above the first input path, stopping at the repository
@@ -14,11 +14,14 @@ not load them.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 from intentc.diagnostics import Diagnostic
 from intentc.policy.catalogue import BUILTIN, Policies, Requirement, Rule
+from intentc.policy.cel_rules import CelRule, rules_of
+from intentc.policy.policy_files import checked_rules, not_a_policy
 from intentc.sources import read_source
 
 POLICY_DIR = "policies"
@@ -41,9 +44,10 @@ def find_policy_dir(paths: Sequence[str]) -> Path | None:
     return None
 
 
-def rules_in(shown: str, text: str) -> tuple[list[Rule], list[Diagnostic]]:
+def rules_in(shown: str, text: str, cel: list[CelRule] | None = None) -> tuple[list[Rule], list[Diagnostic]]:
     """The rules of one policy file's text (shown as `shown` in diagnostics), and what is
-    wrong with it: a file read from disk or from a revision (`intentc diff`) alike."""
+    wrong with it: a file read from disk or from a revision (`intentc diff`) alike.  Its
+    organisation rules (`rules:`, cel_rules.py) are appended to `cel` where given."""
     from intentc.frontend.schema import API_VERSION, POLICY_KIND, YMap, schema_diagnostics, to_span
     from intentc.frontend.yaml_read import Reader
 
@@ -53,12 +57,17 @@ def rules_in(shown: str, text: str) -> tuple[list[Rule], list[Diagnostic]]:
     rules = []
     for root, _ in reader.docs:
         if not isinstance(root, YMap) or root.get("kind") != POLICY_KIND or root.get("apiVersion") != API_VERSION:
-            continue        # other documents are the intent loader's
+            diags.extend(not_a_policy(root, shown))      # other documents are the intent loader's
+            continue
         found = schema_diagnostics(root, POLICY_KIND, shown, skip_top=())
         diags.extend(found)
         if found:
             continue
         spec = root["spec"]
+        if cel is not None:
+            cel.extend(rules_of(spec, shown, text))
+        if "tag" not in spec:
+            continue
         rules.append(Rule(spec["tag"], tuple(Requirement(r) for r in spec["requires"]),
                           str(spec.get("reason", "")), str(spec.get("volumeSize", "10Gi")), shown,
                           to_span(shown, spec.pos["tag"][1])))
@@ -76,12 +85,14 @@ def policy_folders(start: str) -> tuple[str, ...]:
 def policies_of(files: Sequence[tuple[str, str]]) -> tuple[Policies, list[Diagnostic], dict[str, str]]:
     """`load_policies` for policy files already read: (shown path, text) in name order."""
     extra: list[Rule] = []
+    cel: list[CelRule] = []
     diags: list[Diagnostic] = []
     for shown, text in files:
-        rules, found = rules_in(shown, text)
+        rules, found = rules_in(shown, text, cel)
         extra.extend(rules)
         diags.extend(found)
-    return BUILTIN.with_rules(extra), diags, dict(files)
+    kept, found = checked_rules(cel)
+    return replace(BUILTIN.with_rules(extra), cel=kept), diags + found, dict(files)
 
 
 def load_policies(paths: Sequence[str]) -> tuple[Policies, list[Diagnostic], dict[str, str]]:

@@ -12,6 +12,7 @@ from typing import Any, Collection, Iterable, Mapping
 from intentc.ir import Intent, Program, Topology
 from intentc.plan.model import BatchSizing, Placement, Plan, Strategy
 from intentc.policy import BUILTIN, Policies, Requirement
+from intentc.render.admission import admission_objects
 from intentc.render.binding import GPU_QUOTA
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import SETUP_KINDS, Choice, Manifest, Rendered, SetupStep, wave_step
@@ -26,7 +27,8 @@ from intentc.render.tenants import namespace, priority_classes, resource_quota, 
 from intentc.render.workloads import workload_objects
 
 __all__ = ["render", "Rendered", "Manifest", "KubeVersion", "DEFAULT_KUBE_VERSION",
-           "manifest", "tenant_manifests", "priority_class_manifests", "intent_manifests", "target_manifests", "crd_manifest"]
+           "manifest", "tenant_manifests", "priority_class_manifests", "intent_manifests", "target_manifests", "crd_manifest",
+           "admission_manifests"]
 
 
 def _step(body: Mapping[str, Any], wave: int) -> int:
@@ -66,6 +68,11 @@ def tenant_manifests(program: Program, commit: str, plan: Plan | None = None,
 def crd_manifest(kube_version: KubeVersion, commit: str) -> Manifest:
     """The Intent CRD (render/crd.py): part of every compile, so `apply` installs it."""
     return manifest(intent_crd(kube_version), SetupStep.NAMESPACES, commit)
+
+
+def admission_manifests(policies: Policies, commit: str) -> list[Manifest]:
+    """The organisation rules the cluster enforces too (render/admission.py): a policy and a binding each."""
+    return [manifest(body, SETUP_KINDS[body["kind"]], commit) for body in admission_objects(policies.cel)]
 
 
 def priority_class_manifests(intents: Iterable[Intent], commit: str) -> list[Manifest]:
@@ -137,6 +144,7 @@ def render(program: Program, plan: Plan, commit: str,
                  + priority_class_manifests(scheduled, commit)
                  + target_manifests(tgt, kept, intents, topology, commit))
     manifests.append(crd_manifest(kube_version, commit))
+    manifests.extend(admission_manifests(policies, commit))
     if pack is not None:
         manifests = [m.packed(pack) for m in manifests]
     uris = {d.name: d.uri for d in program.datasets}

@@ -100,6 +100,9 @@ SETUP_KINDS: dict[str, SetupStep] = {
     "LocalQueue": SetupStep.QUOTAS,
     "ResourceClaimTemplate": SetupStep.QUOTAS,
     "WorkloadPriorityClass": SetupStep.PRIORITY_CLASSES,
+    # Organisation rules the cluster enforces (render/admission.py): in force before any workload.
+    "ValidatingAdmissionPolicy": SetupStep.QUOTAS,
+    "ValidatingAdmissionPolicyBinding": SetupStep.QUOTAS,
 }
 
 

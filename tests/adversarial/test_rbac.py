@@ -62,8 +62,20 @@ intent s { trigger: on push
 """
 
 
+# An organisation rule the cluster can enforce: its ValidatingAdmissionPolicy and Binding (docs/rules.md).
+RULE = """apiVersion: intentc.dev/v1alpha1
+kind: Policy
+metadata: {name: images}
+spec:
+  rules:
+    - {name: no-latest-images, expression: '!intent.image.endsWith(":latest")', message: pinned images}
+"""
+
+
 def _rendered_kinds(tmp: Path) -> set[tuple[str, str]]:
     (tmp / "all.intent").write_text(EVERYTHING)
+    (tmp / "policies").mkdir(exist_ok=True)
+    (tmp / "policies" / "images.yaml").write_text(RULE)
     kinds = set()
     for minor in (33, 37):            # the supported range's ends
         for target in sorted(TARGETS):    # every render target

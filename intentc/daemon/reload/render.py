@@ -25,7 +25,7 @@ from intentc.ir import Intent, Program, Topology
 from intentc.plan.incremental import by_intent, patched_by_intent
 from intentc.plan.model import Placement, Plan
 from intentc.policy.catalogue import Policies, Requirement
-from intentc.render import crd_manifest, intent_manifests, priority_class_manifests, target_manifests, tenant_manifests
+from intentc.render import admission_manifests, crd_manifest, intent_manifests, priority_class_manifests, target_manifests, tenant_manifests
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Choice, Manifest, Rendered
 from intentc.render.output import to_yaml
@@ -83,6 +83,7 @@ class Renderer:
         setup = tenant_manifests(program, self.commit, plan, self.policies, tgt.gpu_quota,
                                  tgt.tenant_gpu_ceiling(topology), deny)
         setup.append(self._crd)
+        setup.extend(admission_manifests(self.policies, self.commit))
         if intents is None and previous is not None:
             setup.extend(m for m in previous.setup if m.ref.kind == "PriorityClass")
         else:
