@@ -53,14 +53,14 @@ sys.path.insert(0, str(SRC))
 
 import git
 
-from intentc import gitrepo
 from intentc.diff.format import render_report
 from intentc.diff.report import diff_trees
 from intentc.diff.sides import Tree
 from intentc.frontend import merge
-from intentc.frontend.batch import parse_all
+from intentc.frontend.sources import SOURCE_SUFFIXES, SourceFile, decode
 from intentc.passes import run_passes
-from intentc.sources import SOURCE_SUFFIXES, SourceFile, decode
+from intentc.pipeline.loading import parse_all
+from intentc.vcs import gitrepo
 
 TEAMS = [f"team-{i:02d}" for i in range(10)]
 PRODUCTS = ["H100-80GB", "A100-80GB"]

@@ -57,10 +57,10 @@ os.environ.setdefault("INTENTC_CACHE_DIR", "")   # no parse cache written to ~/.
 from deepdiff import DeepDiff
 
 from benchmarks.results import write_results
-from intentc.pipeline import compile_paths, write_outputs
 from intentc.drift.detect import DriftClass, History, detect
-from intentc.render.capabilities import KubeVersion
 from intentc.objectmeta import ObjectRef
+from intentc.pipeline import compile_paths, write_outputs
+from intentc.render.capabilities import KubeVersion
 
 T = TypeVar("T")
 SHA = "c" * 40
@@ -350,7 +350,7 @@ def best_run(cmd: list[str], env: dict[str, str], ok: tuple[int, ...], repeat: i
 
 def bench_kube(repeat: int, objects: int = KUBE_OBJECTS) -> dict[str, Any]:
     from benchmarks import bench_apply
-    from intentc.drift.live import observe
+    from intentc.drift.managed import observe
     from intentc.kube.client import KubeClient
     from intentc.reconcile.sync import ApplyOptions, Reconciler
     from tests.kube_env import KubeEnv, assets_dir

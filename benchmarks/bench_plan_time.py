@@ -57,7 +57,8 @@ if str(ROOT) not in sys.path:
 from benchmarks.plan_time_baselines import Run, fifo_bestfit, list_scheduler  # noqa: E402
 from benchmarks.plan_workload import SEED, SLA_CLASSES, build_cluster, build_dag_workload  # noqa: E402
 from benchmarks.results import write_results  # noqa: E402
-from intentc import graph, ir  # noqa: E402
+from intentc import ir  # noqa: E402
+from intentc.graph import digraph
 from intentc.plan.admission import tenant_weight  # noqa: E402
 from intentc.plan.planner import make_plan  # noqa: E402
 from intentc.topology.load import LoadedTopology  # noqa: E402
@@ -76,9 +77,9 @@ def run_intentc(program: ir.Program, topo: LoadedTopology) -> list[Run]:
 def lower_bound(program: ir.Program, topo: LoadedTopology) -> dict[str, int]:
     """The issue's bound max(critical path, GPU-time / GPUs), and a gang-aware one that also
     counts the gangs only a multi-node NVLink domain can hold (`_nvlink_gangs`)."""
-    g, _ = graph.build(program)
-    durations = {i.name: graph.duration_seconds(i) for i in program.intents}
-    _, path = graph.critical_path(g, durations)
+    g, _ = digraph.build(program)
+    durations = {i.name: digraph.duration_seconds(i) for i in program.intents}
+    _, path = digraph.critical_path(g, durations)
     work = sum(i.gpu_count * durations[i.name] for i in program.intents)
     gpus = sum(n.gpu_count for n in topo.topology.nodes)
     bound = max(path, -(-work // gpus))

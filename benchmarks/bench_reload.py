@@ -58,8 +58,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_frontend import PRODUCTS, generate
 from benchmarks.results import write_results
-from intentc.pipeline import compile_paths
 from intentc.daemon.reload import Reloader
+from intentc.pipeline import compile_paths
 from intentc.policy import BUILTIN as BUILTIN_POLICIES
 
 SHA = "d" * 40
@@ -306,7 +306,7 @@ def synthetic_program(n: int) -> Any:
     from intentc import ir
     from intentc.diagnostics import Span
     from intentc.frontend import parse_source
-    from intentc.sources import SourceFile
+    from intentc.frontend.sources import SourceFile
     rng = random.Random(n)
     from benchmarks.bench_frontend import dsl_intent
     head = parse_source(SourceFile("common.intent", common_text())).program
@@ -339,7 +339,8 @@ def bench_planner(n: int, edits: int, seed: int) -> dict[str, Any]:
     tests/plan_verify.py."""
     from dataclasses import replace
 
-    from intentc import graph, ir
+    from intentc import ir
+    from intentc.graph import digraph
     from intentc.plan.incremental import PlanIndex, Replanned
     from intentc.plan.jsonio import plan_to_obj
     from intentc.plan.planner import make_plan
@@ -356,7 +357,7 @@ def bench_planner(n: int, edits: int, seed: int) -> dict[str, Any]:
     full_wall, full_cpu = time.perf_counter() - w0, time.thread_time() - c0
     assert not plan.unplaced, plan.unplaced[:3]
     w0, c0 = time.perf_counter(), time.thread_time()
-    index = PlanIndex(program, plan, graph.build(program)[0], loaded, 0, BUILTIN_POLICIES)
+    index = PlanIndex(program, plan, digraph.build(program)[0], loaded, 0, BUILTIN_POLICIES)
     index_wall, index_cpu = time.perf_counter() - w0, time.thread_time() - c0
     print(f"{n} intents (IR built directly), {sum(1 for p in plan.placements if p.gpu_count)} GPU placements; "
           f"full plan {full_wall:.1f} s wall / {full_cpu:.1f} s CPU; index {index_wall:.2f} s", flush=True)
@@ -472,8 +473,8 @@ def _seed(reloader: Reloader, root: Path, program: Any, common: str) -> float:
     from intentc.daemon.reload.state import FileState
     from intentc.diagnostics import Span
     from intentc.frontend import parse_source
+    from intentc.frontend.sources import SourceFile
     from intentc.ir import FieldSpans, Program
-    from intentc.sources import SourceFile
     w0 = time.perf_counter()
     with collector.paused(collector.After.FREEZE):
         path = f"{root.as_posix()}/common.intent"

@@ -121,9 +121,9 @@ def _canonical(value: Any) -> Any:
 def dump(corpus_file: str, out_file: str) -> None:
     """Child mode: one JSON line per input."""
     import intentc
-    from intentc.frontend.batch import _parse_guarded
     from intentc.frontend.dsl import parse_full
-    from intentc.sources import SourceFile
+    from intentc.frontend.sources import SourceFile
+    from intentc.pipeline.loading import _parse_guarded
     corpus = json.loads(Path(corpus_file).read_text())
     with open(out_file, "w") as out:
         out.write(json.dumps(["tree", str(Path(intentc.__file__).resolve().parent.parent)]) + "\n")

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchmarks.plan_baselines import domain_best_fit, place_with, terms_of
-from intentc import graph, ir
+from intentc import ir
+from intentc.graph import digraph
 from intentc.plan.cluster import Cluster, NodeState
 from intentc.plan.placer import Request
 from intentc.topology.load import LoadedTopology
@@ -53,7 +54,7 @@ def remaining_path(program: ir.Program) -> dict[str, int]:
     for n, before in deps.items():
         for b in before:
             succs[b].append(n)
-    dur = {i.name: graph.duration_seconds(i) for i in program.intents}
+    dur = {i.name: digraph.duration_seconds(i) for i in program.intents}
     out: dict[str, int] = {}
     for i in reversed(program.intents):        # dependants come later in the workload
         out[i.name] = dur[i.name] + max((out[s] for s in succs[i.name]), default=0)
@@ -95,7 +96,7 @@ def simulate(program: ir.Program, topo: LoadedTopology, key: Callable[[ir.Intent
             taken = place_with(domain_best_fit, cluster, req)
             if taken is None:
                 continue
-            end = t + graph.duration_seconds(intent)
+            end = t + digraph.duration_seconds(intent)
             running[name] = taken
             held[req.tenant] = held.get(req.tenant, 0) + req.count
             heapq.heappush(events, (end, name))

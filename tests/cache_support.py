@@ -11,7 +11,8 @@ from typing import Callable
 
 import pytest
 
-from intentc.frontend import batch, stat_index
+from intentc.frontend import stat_index
+from intentc.pipeline import loading
 
 ROOT = Path(__file__).parents[1]
 HOUR_NS = 3600 * 10**9
@@ -70,11 +71,11 @@ def deep(obj: object) -> object:
 def spy_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files the loader parses from now on, in order."""
     parsed: list[str] = []
-    real = batch._parse_guarded
+    real = loading._parse_guarded
 
-    def spy(source: batch.SourceFile) -> batch.FileResult:
+    def spy(source: loading.SourceFile) -> loading.FileResult:
         parsed.append(source.path)
         return real(source)
 
-    monkeypatch.setattr(batch, "_parse_guarded", spy)
+    monkeypatch.setattr(loading, "_parse_guarded", spy)
     return parsed

@@ -79,5 +79,5 @@ def sample_plan() -> Plan:
         placements=placements, unplaced=(),
         tenants=(TenantShare("team-a", 4, 32, 44, 44), TenantShare("team-b", 1, None, 6, 6)),
         metrics=Metrics(64, 50, 0, 2, 0.9, 7200),
-        batches=(BatchSizing("embed", 256, 256, 1248, "as plan/batch.py would size it"),),
+        batches=(BatchSizing("embed", 256, 256, 1248, "as plan/batch_size.py would size it"),),
     )

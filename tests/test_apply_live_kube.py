@@ -25,16 +25,16 @@ from typing import Any, Iterator, Mapping, Sequence
 import git
 import pytest
 
-from intentc.pipeline import compile_paths
-from intentc.duration import parse_duration
+from intentc.ir.duration import parse_duration
 from intentc.kube.client import KubeClient
 from intentc.kube.cluster_state import read_cluster_state
+from intentc.objectmeta import ObjectRef
+from intentc.pipeline import compile_paths
 from intentc.reconcile.live_binding import Binding, LiveBinder
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.reconcile.timeouts import wave_budgets
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import PREVIEW_HASH_ANNOTATION
-from intentc.objectmeta import ObjectRef
 from tests.git_support import commit
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology

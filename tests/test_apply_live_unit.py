@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from intentc import ir
-from intentc.plan.live import occupancy
+from intentc.objectmeta import ObjectRef
+from intentc.plan.live_occupancy import occupancy
 from intentc.plan.model import NodeAllocation, Unplaced
 from intentc.plan.planner import make_plan
 from intentc.plan.rebind import blocked, changes, merged, wave_program, where
 from intentc.reconcile.health import Health, HealthStatus
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.reconcile.timeouts import FALLBACK_S, SERVE_READY_S, START_GRACE_S, budget, wave_budgets, wave_timeout
-from intentc.objectmeta import ObjectRef
 from intentc.topology.load import LoadedTopology
 from tests.render_cases import intent, sample_plan, sample_program
 

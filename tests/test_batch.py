@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from intentc.frontend import batch
-from intentc.sources import display_path
+from intentc.frontend.sources import display_path
+from intentc.pipeline import loading
 from tests.cache_support import aged, deep, spy_parses
 
 ROOT = Path(__file__).parents[1]
 
 
-def _fingerprint(loaded: batch.Loaded) -> object:
+def _fingerprint(loaded: loading.Loaded) -> object:
     return deep((loaded.program, loaded.diagnostics))
 
 
@@ -32,12 +32,12 @@ def repo(tmp_path: Path) -> Path:
 def test_cache_and_pool_do_not_change_results(repo: Path, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     (repo / "binary.yaml").write_bytes(b"kind: \x00\n")      # unreadable: a reading diagnostic
-    plain = batch.load([str(repo)], jobs=1, use_cache=False)
+    plain = loading.load([str(repo)], jobs=1, use_cache=False)
     cache = str(tmp_path / "cache")
-    cold = batch.load([str(repo)], jobs=1, cache_dir=cache)
-    warm = batch.load([str(repo)], jobs=1, cache_dir=cache)
-    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
-    parallel = batch.load([str(repo)], jobs=2, use_cache=False)
+    cold = loading.load([str(repo)], jobs=1, cache_dir=cache)
+    warm = loading.load([str(repo)], jobs=1, cache_dir=cache)
+    monkeypatch.setattr(loading, "PARALLEL_THRESHOLD", 1)
+    parallel = loading.load([str(repo)], jobs=2, use_cache=False)
     assert len(plain.program.intents) == 17 and plain.diagnostics
     assert any(d.code == "E0003" for d in plain.diagnostics)
     for other in (cold, warm, parallel):
@@ -49,11 +49,11 @@ def test_cache_and_pool_do_not_change_results(repo: Path, tmp_path: Path,
 def test_warm_load_parses_only_changed_files(repo: Path, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     cache = str(tmp_path / "cache")
-    batch.load([str(repo)], cache_dir=cache)
+    loading.load([str(repo)], cache_dir=cache)
     parsed = spy_parses(monkeypatch)
     target = repo / "nlp" / "pretrain.intent"
     target.write_text(target.read_text().replace("duration 45m", "duration 50m"))
-    again = batch.load([str(repo)], cache_dir=cache)
+    again = loading.load([str(repo)], cache_dir=cache)
     assert parsed == [display_path(target)]
     intent = next(i for i in again.program.intents if i.name == "tokenize-corpus")
     assert intent.constraints.duration == "50m"
@@ -61,27 +61,27 @@ def test_warm_load_parses_only_changed_files(repo: Path, tmp_path: Path,
 
 def test_unreadable_cache_is_ignored(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    first = batch.load([str(repo)], cache_dir=str(cache))
+    first = loading.load([str(repo)], cache_dir=str(cache))
     for f in cache.iterdir():
         f.write_bytes(b"not a pickle")
-    assert _fingerprint(batch.load([str(repo)], cache_dir=str(cache))) == _fingerprint(first)
+    assert _fingerprint(loading.load([str(repo)], cache_dir=str(cache))) == _fingerprint(first)
 
 
 def test_cache_is_written_per_entry_and_only_when_it_changes(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    first = batch.load([str(repo)], cache_dir=str(cache))
-    blobs = batch.ParseCache(str(cache), [os.path.abspath(repo)])
+    first = loading.load([str(repo)], cache_dir=str(cache))
+    blobs = loading.ParseCache(str(cache), [os.path.abspath(repo)])
     store, entries = blobs.file, blobs.index
     assert sorted(f.suffix for f in cache.iterdir()) == [".cache", ".fingerprint", ".stat"]   # no memo: load() keeps none
     assert len(entries) == len(list(repo.rglob("*.intent"))) + len(list(repo.rglob("*.yaml")))
     before = store.stat().st_mtime_ns
     os.utime(store, ns=(before - 10**9, before - 10**9))          # a rewrite would move it forward
-    again = batch.load([str(repo)], cache_dir=str(cache))
+    again = loading.load([str(repo)], cache_dir=str(cache))
     assert store.stat().st_mtime_ns == before - 10**9
     assert _fingerprint(again) == _fingerprint(first)
     (repo / "extra.intent").write_text('dataset extra { uri: "s3://x/extra" }\n')
-    batch.load([str(repo)], cache_dir=str(cache))
-    assert len(batch.ParseCache(str(cache), [os.path.abspath(repo)]).index) == len(entries) + 1
+    loading.load([str(repo)], cache_dir=str(cache))
+    assert len(loading.ParseCache(str(cache), [os.path.abspath(repo)]).index) == len(entries) + 1
 
 
 def test_carets_of_cached_and_cross_file_findings_read_their_text(tmp_path: Path) -> None:
@@ -108,33 +108,33 @@ def test_carets_of_cached_and_cross_file_findings_read_their_text(tmp_path: Path
 
 def test_results_of_many_small_chunks_come_back_in_order(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of three files, each pickled as one: the same program, diagnostics, texts and file order."""
-    plain = batch.load([str(repo)], jobs=1, use_cache=False)
-    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(batch, "_chunk_size", lambda count, workers: 3)
-    chunked = batch.load([str(repo)], jobs=2, use_cache=False)
+    plain = loading.load([str(repo)], jobs=1, use_cache=False)
+    monkeypatch.setattr(loading, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(loading, "_chunk_size", lambda count, workers: 3)
+    chunked = loading.load([str(repo)], jobs=2, use_cache=False)
     assert len(plain.files) > 3 * 2
     assert _fingerprint(chunked) == _fingerprint(plain)
     assert chunked.sources == plain.sources and chunked.files == plain.files
 
 
 def test_chunks_stay_between_25_and_100_files() -> None:
-    assert batch._chunk_size(100, 2) == 25
-    assert batch._chunk_size(1_000, 2) == 62
-    assert batch._chunk_size(100_000, 2) == 100
+    assert loading._chunk_size(100, 2) == 25
+    assert loading._chunk_size(1_000, 2) == 62
+    assert loading._chunk_size(100_000, 2) == 100
 
 
 def test_a_few_large_files_are_parsed_in_shares() -> None:
     """100 files of 100 intents each (4.7 MB) were one process's work: under 400
     files.  Their size decides now, and the chunks hold bytes, not file counts."""
-    assert batch._participants(100, 100 * 47_000, 2) == 2
-    assert batch._participants(100, 100 * 470, 2) == 1        # small files: the count decides
-    assert batch._participants(400, None, 2) == 2
-    assert batch._participants(1, 10**9, 2) == 1              # one file cannot be shared
-    big = batch._chunks(list(range(100)), 2, [47_000] * 100)
+    assert loading._participants(100, 100 * 47_000, 2) == 2
+    assert loading._participants(100, 100 * 470, 2) == 1        # small files: the count decides
+    assert loading._participants(400, None, 2) == 2
+    assert loading._participants(1, 10**9, 2) == 1              # one file cannot be shared
+    big = loading._chunks(list(range(100)), 2, [47_000] * 100)
     assert [len(c) for c in big] == [2] * 50                  # two files reach the 48 KiB budget
     small = list(range(10_000))
-    assert batch._chunks(small, 2, [470] * 10_000) == batch._chunks(small, 2)   # 100 files a chunk, as before
-    uneven = batch._chunks(list(range(7)), 2, [1, 60_000, 1, 1, 60_000, 1, 1])
+    assert loading._chunks(small, 2, [470] * 10_000) == loading._chunks(small, 2)   # 100 files a chunk, as before
+    uneven = loading._chunks(list(range(7)), 2, [1, 60_000, 1, 1, 60_000, 1, 1])
     assert [x for c in uneven for x in c] == list(range(7)) and [len(c) for c in uneven] == [2, 3, 2]
 
 
@@ -146,19 +146,19 @@ def test_large_files_in_uneven_shares_come_back_in_order(tmp_path: Path, monkeyp
     for k in range(6):
         body = "".join(f'dataset big-{k}-{j} {{ uri: "s3://x/{k}/{j}" }}\n' for j in range(40 * (k % 3 + 1)))
         (tree / f"big-{k}.intent").write_text(body)
-    plain = batch.load([str(tree)], jobs=1, use_cache=False)
-    monkeypatch.setattr(batch, "PARALLEL_BYTES", 1)
-    monkeypatch.setattr(batch, "CHUNK_BYTES", (1, 3000))
+    plain = loading.load([str(tree)], jobs=1, use_cache=False)
+    monkeypatch.setattr(loading, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(loading, "CHUNK_BYTES", (1, 3000))
     shapes: list[list[int]] = []
-    share = batch.shared_map
+    share = loading.shared_map
 
     def spy(local, remote, decode, chunks, participants):  # type: ignore[no-untyped-def]
         shapes.append([len(c) for c in chunks])
         return share(local, remote, decode, chunks, participants)
 
-    monkeypatch.setattr(batch, "shared_map", spy)
-    for loaded in (batch.load([str(tree)], jobs=2, use_cache=False),
-                   batch.load([str(tree)], jobs=2, cache_dir=str(tmp_path / "cache"))):
+    monkeypatch.setattr(loading, "shared_map", spy)
+    for loaded in (loading.load([str(tree)], jobs=2, use_cache=False),
+                   loading.load([str(tree)], jobs=2, cache_dir=str(tmp_path / "cache"))):
         assert _fingerprint(loaded) == _fingerprint(plain)
         assert loaded.files == plain.files and loaded.sources == plain.sources
     assert len(shapes) == 2 and all(len(set(shape)) > 1 for shape in shapes)     # unequal chunks, both paths
@@ -177,13 +177,13 @@ def test_stale_caches_of_other_roots_or_compilers_are_pruned(repo: Path, tmp_pat
         f.write_bytes(b"x")
     for f in old + [foreign]:
         os.utime(f, (month_ago, month_ago))
-    batch.load([str(repo)], jobs=1, cache_dir=str(cache))
+    loading.load([str(repo)], jobs=1, cache_dir=str(cache))
     assert not any(f.exists() for f in old)
     assert recent.exists() and foreign.exists()
-    own = batch.ParseCache(str(cache), [os.path.abspath(repo)]).file
+    own = loading.ParseCache(str(cache), [os.path.abspath(repo)]).file
     os.utime(own, (month_ago, month_ago))
     (repo / "extra.intent").write_text('dataset extra { uri: "s3://x/extra" }\n')
-    batch.load([str(repo)], jobs=1, cache_dir=str(cache))      # rewrites its own cache, keeps it
+    loading.load([str(repo)], jobs=1, cache_dir=str(cache))      # rewrites its own cache, keeps it
     assert own.exists()
 
 
@@ -195,41 +195,41 @@ def test_an_empty_cache_is_filled_in_one_pass_as_a_reading_pass_would_fill_it(
     file, and the input named the same way, so the next run is answered without parsing
     and a memo it keeps is found again."""
     (repo / "binary.yaml").write_bytes(b"kind: \x00\n")      # unreadable: a reading diagnostic
-    plain = batch.load([str(repo)], jobs=1, use_cache=False)
+    plain = loading.load([str(repo)], jobs=1, use_cache=False)
     aged(monkeypatch)           # no file racily clean: the stat index vouches for every one it lists
-    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(batch, "_chunk_size", lambda count, workers: 3)
+    monkeypatch.setattr(loading, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(loading, "_chunk_size", lambda count, workers: 3)
     shipped: list[int] = []
-    real_records = batch._keyed_records
+    real_records = loading._keyed_records
 
-    def records(blob: bytes) -> batch.KeyedShare:
+    def records(blob: bytes) -> loading.KeyedShare:
         out = real_records(blob)
         shipped.append(len(out[0]))
         return out
 
-    monkeypatch.setattr(batch, "_keyed_records", records)
+    monkeypatch.setattr(loading, "_keyed_records", records)
     cache = str(tmp_path / "cache")
-    with batch.scan([str(repo)], jobs=2, cache_dir=cache) as inputs:
+    with loading.scan([str(repo)], jobs=2, cache_dir=cache) as inputs:
         assert inputs.digest is None and not inputs.keys        # nothing read yet
-        reused: batch.Reused = {b"stale": batch.FileResult(batch.Program(), ())}
+        reused: loading.Reused = {b"stale": loading.FileResult(loading.Program(), ())}
         fresh = inputs.load(reused)
         named, files, keys = (inputs.digest, inputs.names_digest), inputs.files, inputs.keys
     assert shipped, "no worker's share came back"
     assert _fingerprint(fresh) == _fingerprint(plain)
     assert fresh.sources == plain.sources and fresh.files == plain.files == files
     assert len(keys) == len(files) == len(set(keys)) and "binary.yaml" not in " ".join(files)
-    assert len(batch.ParseCache(cache, [os.path.abspath(repo)]).index) == len(files)
+    assert len(loading.ParseCache(cache, [os.path.abspath(repo)]).index) == len(files)
     assert list(reused) == list(keys)       # the next load of the same caller (git mode) takes them from here
     parsed = spy_parses(monkeypatch)
     read: list[str] = []
-    real_read = batch.read_source
+    real_read = loading.read_source
 
     def reading(path: str, *args: object, **kwargs: object) -> object:
         read.append(str(path))
         return real_read(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(batch, "read_source", reading)
-    with batch.scan([str(repo)], jobs=2, cache_dir=cache) as again:     # the stat index vouches for each file
+    monkeypatch.setattr(loading, "read_source", reading)
+    with loading.scan([str(repo)], jobs=2, cache_dir=cache) as again:     # the stat index vouches for each file
         assert (again.digest, again.names_digest) == named and again.files == files and again.keys == keys
         assert _fingerprint(again.load()) == _fingerprint(plain)
     assert parsed == [] and read == [str(repo / "binary.yaml")]      # only the file it could not list

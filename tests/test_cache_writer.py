@@ -10,9 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-from intentc.frontend import FileResult, batch
+from intentc.frontend import FileResult
 from intentc.frontend.cache import KEPT_SHARE, ParseCache
 from intentc.ir import Program
+from intentc.pipeline import loading
 from tests.cache_support import deep, make_repo
 
 ROOT = Path(__file__).parents[1]
@@ -33,11 +34,12 @@ def test_the_program_writes_a_first_run_s_cache_in_a_child_and_waits_for_it(tmp_
     to the one a process that writes it itself leaves."""
     repo = make_repo(tmp_path)
     inline = tmp_path / "inline"
-    batch.load([str(repo)], jobs=1, cache_dir=str(inline))          # not the console: written in place
+    loading.load([str(repo)], jobs=1, cache_dir=str(inline))          # not the console: written in place
     script = textwrap.dedent("""
         import os, sys
         from intentc import collector
-        from intentc.frontend import batch, cache
+        from intentc.frontend import cache
+        from intentc.pipeline import loading
         collector.hold_until_exit()
         forked = []
         real = os.fork
@@ -47,10 +49,10 @@ def test_the_program_writes_a_first_run_s_cache_in_a_child_and_waits_for_it(tmp_
                 forked.append(pid)
             return pid
         os.fork = fork
-        with batch.scan([sys.argv[1]], jobs=1, cache_dir=sys.argv[2]) as inputs:
+        with loading.scan([sys.argv[1]], jobs=1, cache_dir=sys.argv[2]) as inputs:
             inputs.load()                   # not asked to: written in place
         print(len(forked), end=" ")
-        with batch.scan([sys.argv[1]], jobs=1, cache_dir=sys.argv[3]) as inputs:
+        with loading.scan([sys.argv[1]], jobs=1, cache_dir=sys.argv[3]) as inputs:
             inputs.load(behind=True)
         print(len(forked), len(cache._writers))
         collector.exit_held(0)
@@ -102,13 +104,13 @@ def test_kept_entries_are_copied_while_enough_of_their_pickle_is_wanted(tmp_path
 def test_a_damaged_chunk_costs_a_parse_of_its_files_only(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     cache = tmp_path / "cache"
-    plain = batch.load([str(repo)], jobs=1, use_cache=False)
-    batch.load([str(repo)], jobs=1, cache_dir=str(cache))
+    plain = loading.load([str(repo)], jobs=1, use_cache=False)
+    loading.load([str(repo)], jobs=1, cache_dir=str(cache))
     blobs = ParseCache(str(cache), [os.path.abspath(repo)])
     offset, length, _ = blobs.index.span(next(iter(blobs.index._row)))
     blobs.close()
     data = bytearray(blobs.file.read_bytes())
     data[offset:offset + length] = b"\0" * length                          # one pickle zeroed
     blobs.file.write_bytes(bytes(data))
-    again = batch.load([str(repo)], jobs=1, cache_dir=str(cache))
+    again = loading.load([str(repo)], jobs=1, cache_dir=str(cache))
     assert deep((again.program, again.diagnostics)) == deep((plain.program, plain.diagnostics))

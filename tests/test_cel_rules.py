@@ -16,12 +16,12 @@ import pytest
 from golden_support import assert_golden
 from intentc import ir
 from intentc.frontend.dsl import parse
+from intentc.frontend.sources import SourceFile
+from intentc.plan.cel_check import evaluate
 from intentc.plan.planner import make_plan
 from intentc.policy.catalogue import Policies
-from intentc.plan.cel_check import evaluate
 from intentc.policy.cel_rules import CelRule, RuleMatch, RuleSeverity, compile_diagnostics, reads
 from intentc.policy.load import policies_of
-from intentc.sources import SourceFile
 from intentc.topology.load import LoadedTopology
 from intentc.topology.nvsmi import default_matrix
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from intentc.pipeline import basis
-from intentc.frontend import batch
 from intentc.pipeline import Summary, summarize
+from intentc.pipeline import basis
+from intentc.pipeline import loading
 from tests.cache_support import make_repo
 
 # (file, pattern, replacement): edits no global pass can see
@@ -66,14 +66,14 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many times a run with the cache loaded every file (the full path; the
     cache-off checks the results are compared with are not counted)."""
     calls: list[int] = []
-    real = batch.Inputs.load
+    real = loading.Inputs.load
 
-    def spy(self: batch.Inputs, reuse: batch.Reused | None = None, behind: bool = False) -> batch.Loaded:
+    def spy(self: loading.Inputs, reuse: loading.Reused | None = None, behind: bool = False) -> loading.Loaded:
         if self._store is not None:     # a cache, filled or not yet
             calls.append(1)
         return real(self, reuse, behind)
 
-    monkeypatch.setattr(batch.Inputs, "load", spy)
+    monkeypatch.setattr(loading.Inputs, "load", spy)
     return calls
 
 

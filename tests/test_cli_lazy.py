@@ -109,8 +109,8 @@ def test_help_and_completion_are_the_same_lazily_and_with_every_command_loaded()
 # Packages `intentc check` of a DSL repository has no use for: the cluster, git,
 # the other commands, and what typer would convert parameters with.
 NOT_FOR_CHECK = ("kubernetes", "git", "networkx", "pydantic", "yaml", "jsonschema", "rich", "deepdiff",
-                 "watchfiles", "prometheus_client", "hypothesis", "intentc.kube", "intentc.gitrepo",
-                 "intentc.render", "intentc.reconcile", "intentc.daemon", "intentc.plan", "intentc.graph",
+                 "watchfiles", "prometheus_client", "hypothesis", "intentc.kube", "intentc.vcs",
+                 "intentc.render", "intentc.reconcile", "intentc.daemon", "intentc.plan", "intentc.graph.digraph",
                  "intentc.topology", "intentc.diff", "intentc.drift", "intentc.pipeline.stages", "intentc.cli.apply",
                  "intentc.cli.daemon", "intentc.cli.diff", "intentc.cli.topology")
 

@@ -3,7 +3,7 @@
 Three places turn a node's labels into topology: `intentc topology import` writes a
 Topology file, live planning adds the cluster's GPU nodes the file does not list
 (`plan/cluster_nodes.with_cluster_nodes`), and live occupancy names the GPU nodes it
-leaves out (`plan/live.occupancy`).  Each label spelling below goes through all three,
+leaves out (`plan/live_occupancy.occupancy`).  Each label spelling below goes through all three,
 and they must describe the same nodes: the file loaded back equals what live planning
 adds, and the count live occupancy goes by is the file's.
 """
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from intentc import ir
+from intentc.ir.quantity import parse_quantity
 from intentc.plan.cluster_nodes import with_cluster_nodes
-from intentc.plan.live import occupancy
-from intentc.quantity import parse_quantity
+from intentc.plan.live_occupancy import occupancy
 from intentc.topology.cluster_node import gpu_count, node_name, topology_node
 from intentc.topology.labels import (GPU_CLIQUE, GPU_COUNT, GPU_MEMORY, GPU_PRODUCT, GPU_RESOURCE, RACK_LABEL,
                                      ZONE_LABEL)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from intentc.codes import CODES
+from intentc.diagnostics.codes import CODES
 
 ROOT = Path(__file__).parents[1]
 
@@ -13,13 +13,13 @@ ROOT = Path(__file__).parents[1]
 def test_docs_list_every_code() -> None:
     doc = (ROOT / "docs" / "diagnostics.md").read_text(encoding="utf-8")
     documented = dict(re.findall(r"^\| `([EW]\d{4})` \| (.+) \|$", doc, re.M))
-    assert documented == CODES, "regenerate docs/diagnostics.md from intentc/codes.py"
+    assert documented == CODES, "regenerate docs/diagnostics.md from intentc/diagnostics/codes.py"
 
 
 def test_every_emitted_code_is_catalogued() -> None:
     emitted: set[str] = set()
     for path in (ROOT / "intentc").rglob("*.py"):
-        if path.name == "codes.py":
+        if path.name == "diagnostics/codes.py":
             continue
         emitted |= set(re.findall(r"""["']([EW]\d{4})["']""", path.read_text(encoding="utf-8")))
     assert emitted, "no codes found: the pattern is wrong"

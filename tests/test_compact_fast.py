@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from intentc import compact, diagnostics, ir
 from intentc.compact import Compact
 from intentc.frontend import parse_source
-from intentc.sources import SourceFile
+from intentc.frontend.sources import SourceFile
 from tests.ir_shape import shape
 from tests.speedups import assert_built_where_required, needs
 

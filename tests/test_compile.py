@@ -12,8 +12,8 @@ import yaml
 from typer.testing import CliRunner
 
 from intentc.cli import app
+from intentc.frontend.sources import OUTPUT_MARKER
 from intentc.pipeline import CommitError, compile_paths, resolve_commit
-from intentc.sources import OUTPUT_MARKER
 from tests.kube_schema import validate_manifest
 from intentc.plan.jsonio import plan_to_json
 

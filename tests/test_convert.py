@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from intentc.cli import app
-from intentc.convert import Surface, convert
 from intentc.frontend import parse_source
+from intentc.frontend.convert import Surface, convert
+from intentc.frontend.sources import SourceFile
 from intentc.ir import Program
-from intentc.sources import SourceFile
 
 ROOT = Path(__file__).parents[1]
 EXAMPLES = sorted(p for p in (ROOT / "intents").rglob("*") if p.suffix in (".intent", ".yaml"))

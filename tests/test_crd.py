@@ -188,9 +188,9 @@ def test_intent_objects_validate_against_the_schema_the_crd_comes_from() -> None
 
     from intentc.frontend import parse_source
     from intentc.frontend.schema import registry
+    from intentc.frontend.sources import SourceFile
     from intentc.plan.model import NodeAllocation, Placement
     from intentc.render.intent_object import intent_object, intent_status
-    from intentc.sources import SourceFile
 
     path = ROOT / "intents" / "nlp" / "inference.intent"
     program = parse_source(SourceFile(str(path), path.read_text())).program

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from intentc.cron import cron_problem
+from intentc.ir.cron import cron_problem
 
 # What robfig/cron's standard parser (Kubernetes' CronJob validation) accepts.
 ACCEPTED = [

@@ -8,9 +8,9 @@ from pathlib import Path
 import git
 import pytest
 
-from intentc import gitrepo
 from intentc.daemon.source import GitSource
 from intentc.render.capabilities import KubeVersion
+from intentc.vcs import gitrepo
 from tests.git_support import commit_change, fixture_repo
 
 

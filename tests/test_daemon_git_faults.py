@@ -21,11 +21,11 @@ import git
 import pytest
 
 from benchmarks.bench_daemon_git_files import FILES_AT_LIMIT, LIMIT_MB_AT_100K, measure
-from intentc import gitrepo
 from intentc.daemon.following import POLL_BACKOFF_CAP, poll_delay
 from intentc.daemon.outcome import rollback_refusal
 from intentc.daemon.source import GitSource
 from intentc.render.capabilities import KubeVersion
+from intentc.vcs import gitrepo
 from tests.git_support import commit_change, fixture_repo
 
 # A CI-sized commit: the bound is the soak's, carried down per file (bench_daemon_git_files.bound_mb)

@@ -26,9 +26,9 @@ import pytest
 from intentc.daemon.loop import Daemon, DaemonConfig
 from intentc.drift.quarantine import QUARANTINE_KEY, Quarantine
 from intentc.kube.client import KubeClient
+from intentc.objectmeta import ObjectRef
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.render.model import COMMIT_ANNOTATION
-from intentc.objectmeta import ObjectRef
 from tests.kube_env import KubeEnv, finished_job_status, free_port
 from tests.kube_support import sigterm
 from tests.test_drift_kube import DriftRepo, edit_as
@@ -310,9 +310,9 @@ def test_deploy_manifests_apply_and_their_role_is_enough(kube_env: KubeEnv, tmp_
     import yaml
 
     from intentc.drift import quarantine
-    from intentc.kube import events
     from intentc.drift.detect import DriftClass
-    from intentc.drift.live import heal, observe
+    from intentc.drift.managed import heal, observe
+    from intentc.kube import events
     from intentc.kube.errors import AccessDenied
     from intentc.kube.watch import Watch, list_objects
     from intentc.reconcile.sync import ApplyOptions, Reconciler

@@ -1,13 +1,13 @@
-"""The live-binding section of `intentc diff` (diff/live.py): text, JSON, markdown, github views."""
+"""The live-binding section of `intentc diff` (diff/binding_diff.py): text, JSON, markdown, github views."""
 
 from __future__ import annotations
 
 import json
 
 from intentc.diagnostics import Span
+from intentc.diff.binding_diff import LiveBindingDiff, Rebinding, Waiting
 from intentc.diff.format import render_report
 from intentc.diff.graph_diff import GraphDiff
-from intentc.diff.live import LiveBindingDiff, Rebinding, Waiting
 from intentc.diff.report import DiffReport
 from intentc.plan.model import NodeAllocation
 from intentc.plan.rebind import BindingChange, Blocked

@@ -19,16 +19,16 @@ import pytest
 from typer.testing import CliRunner
 
 from intentc.cli import app
-from intentc.pipeline import CompileResult, compile_paths
 from intentc.drift.detect import DriftClass, Finding, History, Report
-from intentc.drift.live import heal, observe
+from intentc.drift.managed import heal, observe
 from intentc.drift.policy import Policies, Verb, decide
 from intentc.kube.client import MERGE_PATCH, KubeClient
+from intentc.objectmeta import ObjectRef
+from intentc.pipeline import CompileResult, compile_paths
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import COMMIT_ANNOTATION, Manifest
-from intentc.objectmeta import ObjectRef
 from tests.kube_env import KubeEnv, finished_job_status
 
 pytestmark = pytest.mark.kube

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from intentc.diagnostics import Diagnostic, Span
 from intentc.frontend import dsl, lark_glue
 from intentc.frontend.dsl_errors import EXAMPLES, BadInput
+from intentc.frontend.sources import SourceFile
 from intentc.ir import FieldSpans, Located, Placed, Program
-from intentc.sources import SourceFile
 from tests.golden_support import assert_golden
 
 _PLACED = ("file", "line", "column", "end_line", "end_column")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from lark.exceptions import UnexpectedInput
 
 from intentc.frontend import dsl, dsl_errors
-from intentc.sources import SourceFile
+from intentc.frontend.sources import SourceFile
 from tests.ir_shape import shape
 from tests.speedups import assert_built_where_required, needs
 

@@ -14,7 +14,7 @@ from intentc.frontend.dsl import parse_full
 from intentc.frontend.dsl_print import format_program, format_source, quote, word
 from intentc.ir import (Action, Batch, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
                         Program, Ref, Tenant, Trigger)
-from intentc.sources import SourceFile
+from intentc.frontend.sources import SourceFile
 from tests.golden_support import assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "dsl"

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from intentc.cli import app
 from intentc.frontend import dsl
-from intentc.sources import SourceFile
+from intentc.frontend.sources import SourceFile
 
 # path:line:col: severity[CODE]: message
 _HEAD = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning)\[(?P<code>[EW]\d{4})\]: "

@@ -1,5 +1,5 @@
 """One duration notation: `check`, the graph, the planner, apply's timeouts and
-the fallback chain read every spelling the same way (intentc/duration.py)."""
+the fallback chain read every spelling the same way (intentc/ir/duration.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from intentc import graph, ir
-from intentc.duration import format_duration, parse_duration
+from intentc import ir
+from intentc.graph import digraph
+from intentc.ir.duration import format_duration, parse_duration
 from intentc.reconcile.timeouts import budget
 from intentc.render.fallback import active_deadline
 
@@ -47,8 +48,8 @@ def test_every_reader_agrees(text: str, seconds: int | None) -> None:
     budget all follow `parse_duration`: a spelling is a duration everywhere or
     nowhere (it was once 5,400 s for the timeouts and "no duration" for the plan)."""
     intent = _intent(text)
-    default = graph.DEFAULT_DURATIONS["batch"]
-    assert graph.duration_seconds(intent) == (default if seconds is None else seconds)
+    default = digraph.DEFAULT_DURATIONS["batch"]
+    assert digraph.duration_seconds(intent) == (default if seconds is None else seconds)
     assert (active_deadline(intent) is None) == (seconds is None)
     assert ("default duration" in budget(intent).derivation) == (seconds is None)
 

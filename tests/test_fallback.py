@@ -11,12 +11,12 @@ from intentc import ir
 from intentc.daemon.fallback import OBSERVATION_SECONDS, TaintChange, next_fallback, resumable, taint_changes
 from intentc.frontend.dsl import parse
 from tests.kube_schema import validate_manifest
+from intentc.frontend.sources import SourceFile
 from intentc.plan.observation import OBSERVATION_TAINT
 from intentc.plan.planner import make_plan
 from intentc.reconcile.health import HealthStatus, job_health
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
-from intentc.sources import SourceFile
 from intentc.topology.load import LoadedTopology
 from intentc.topology.nvsmi import default_matrix
 

@@ -24,7 +24,7 @@ from intentc.fleet.build import compile_cluster, compile_fleet, prepare
 from intentc.fleet.clusters import load_fleet
 from intentc.fleet.select import select
 from intentc.frontend import dsl, yaml as yaml_frontend
-from intentc.sources import SourceFile
+from intentc.frontend.sources import SourceFile
 
 FLEET = Path(__file__).parent / "fixtures" / "fleet"
 SHA = "f" * 40
@@ -171,8 +171,8 @@ def test_compile_writes_one_tree_per_cluster_deterministically(tmp_path: Path) -
 
 def test_a_cluster_output_is_the_single_cluster_compile_of_its_intents(tmp_path: Path) -> None:
     """Same bytes as `compile --topology T --render-target R` over the intents it selects."""
-    from intentc.pipeline import compile_paths
     from intentc.fleet.select import for_cluster
+    from intentc.pipeline import compile_paths
 
     fleet = load_fleet(FLEET / "clusters")
     result = compile_fleet([str(FLEET / "intents")], fleet, SHA)
@@ -256,8 +256,8 @@ def _fleet_dir(tmp: Path, servers: tuple[object, object], dead: str | None = Non
 @pytest.mark.kube
 def test_drift_clusters_gives_one_row_per_cluster_and_the_worst_exit(tmp_path: Path, two_servers) -> None:  # type: ignore[no-untyped-def]
     from intentc.kube.client import KubeClient
-    from intentc.reconcile import inventory_store
     from intentc.objectmeta import ObjectRef
+    from intentc.reconcile import inventory_store
 
     clusters = _fleet_dir(tmp_path, two_servers)
     for name in ("eu-1", "us-1"):          # `apply --cluster`: that cluster's intents, inventory target = its name
@@ -299,7 +299,7 @@ def test_two_targets_on_one_cluster_own_the_shared_objects_jointly(two_servers) 
     """us-1 and staging applied to one API server from commits each other's history does not
     hold: the PriorityClasses both render are neither foreign nor orphans to either."""
     from intentc.drift.detect import DriftClass, History
-    from intentc.drift.live import observe
+    from intentc.drift.managed import observe
     from intentc.kube.client import KubeClient
     from intentc.reconcile.sync import ApplyOptions, Reconciler
     from intentc.render.capabilities import KubeVersion
@@ -354,8 +354,8 @@ def test_the_daemon_runs_one_cluster_of_the_fleet(tmp_path: Path, two_servers) -
     import git
 
     from intentc.kube.client import KubeClient
-    from intentc.reconcile import inventory_store
     from intentc.objectmeta import ObjectRef
+    from intentc.reconcile import inventory_store
     from tests.git_support import commit
     from tests.kube_support import wait_for
 

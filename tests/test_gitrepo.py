@@ -9,7 +9,7 @@ import git
 import pytest
 from git_support import commit
 
-from intentc import gitrepo
+from intentc.vcs import gitrepo
 
 
 @pytest.fixture()

@@ -13,9 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from intentc import dependencies, graph, ir
+from intentc import ir
 from intentc.cli import app
 from intentc.diagnostics import Span
+from intentc.graph import dependencies
+from intentc.graph import digraph
 from tests.golden_support import assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "graph"
@@ -50,7 +52,7 @@ def codes(diags: list) -> list[str]:
 # --------------------------------------------------------------------------
 
 def test_after_edges_point_from_prerequisite_and_keep_the_clause_span() -> None:
-    g, diags = graph.build(program(intent("a"), intent("b", after=(ref("a", 7, 18),))))
+    g, diags = digraph.build(program(intent("a"), intent("b", after=(ref("a", 7, 18),))))
     assert diags == []
     assert list(g.edges) == [("a", "b")]
     data = g.edges["a", "b"]
@@ -60,7 +62,7 @@ def test_after_edges_point_from_prerequisite_and_keep_the_clause_span() -> None:
 
 
 def test_unknown_after_names_are_left_to_the_name_pass() -> None:
-    g, diags = graph.build(program(intent("b", after=(ref("ghost", 2),))))
+    g, diags = digraph.build(program(intent("b", after=(ref("ghost", 2),))))
     assert diags == [] and list(g.edges) == []
 
 
@@ -70,7 +72,7 @@ def test_data_edges_from_every_producer_and_declared_inputs_need_no_producer() -
         intent("embed", consumes=(ref("tokens", 9, 12),), produces=(ref("vectors"),)),
         intent("index", consumes=(ref("vectors", 14), ref("tokens", 15))),
         datasets=("raw",))
-    g, diags = graph.build(p)
+    g, diags = digraph.build(p)
     assert diags == []
     assert sorted(g.edges) == [("embed", "index"), ("tok", "embed"), ("tok", "index")]
     e = g.edges["tok", "embed"]
@@ -78,7 +80,7 @@ def test_data_edges_from_every_producer_and_declared_inputs_need_no_producer() -
 
 
 def test_after_wins_over_data_for_the_same_pair() -> None:
-    g, _ = graph.build(program(intent("a", produces=(ref("d"),)),
+    g, _ = digraph.build(program(intent("a", produces=(ref("d"),)),
                                intent("b", after=(ref("a", 2),), consumes=(ref("d", 3),))))
     assert g.edges["a", "b"]["reason"] == "after"
 
@@ -87,14 +89,14 @@ def test_unknown_consumed_dataset_is_left_to_the_names_pass() -> None:
     """One error per problem: `resolve_names` reports E0302; the graph adds no edge and no error."""
     p = program(intent("a", produces=(ref("corpus-tokens"),)),
                 intent("b", consumes=(ref("corpus-tokenz", 5, 13),)))
-    g, diags = graph.build(p)
+    g, diags = digraph.build(p)
     assert diags == [] and list(g.edges) == []
 
 
 def test_dataset_produced_twice_errs_at_the_second_producer() -> None:
     p = program(intent("writer-b", produces=(ref("out", 9),)), intent("writer-a", produces=(ref("out", 3),)),
                 intent("reader", consumes=(ref("out", 12),)))
-    g, diags = graph.build(p)
+    g, diags = digraph.build(p)
     assert codes(diags) == ["E0503"]
     d = diags[0]
     # Producers are ordered by name, so "writer-a" is the first one whatever the file order.
@@ -104,7 +106,7 @@ def test_dataset_produced_twice_errs_at_the_second_producer() -> None:
 
 
 def test_listing_a_dataset_twice_in_one_intent_is_not_two_producers() -> None:
-    _, diags = graph.build(program(intent("a", produces=(ref("d"), ref("d")))))
+    _, diags = digraph.build(program(intent("a", produces=(ref("d"), ref("d")))))
     assert diags == []
 
 
@@ -117,7 +119,7 @@ def test_cycle_lists_every_intent_and_points_at_every_clause() -> None:
                 intent("a", after=(ref("c", 10),)),
                 intent("b", consumes=(ref("ds", 20),)),
                 intent("x", produces=(ref("ds"),), after=(ref("a", 40),)))
-    _g, diags = graph.build(p)
+    _g, diags = digraph.build(p)
     assert codes(diags) == ["E0501"]
     d = diags[0]
     assert d.message == "dependency cycle: a → x → b → c → a"
@@ -128,14 +130,14 @@ def test_cycle_lists_every_intent_and_points_at_every_clause() -> None:
 
 
 def test_self_dependency_is_a_cycle() -> None:
-    _, diags = graph.build(program(intent("a", after=(ref("a", 4),))))
+    _, diags = digraph.build(program(intent("a", after=(ref("a", 4),))))
     assert codes(diags) == ["E0501"]
     assert diags[0].message == "dependency cycle: a → a"
     assert diags[0].span == span(4, 3, 1)
 
 
 def test_consuming_what_you_produce_is_a_cycle() -> None:
-    _, diags = graph.build(program(intent("a", consumes=(ref("d", 2),), produces=(ref("d", 3),))))
+    _, diags = digraph.build(program(intent("a", consumes=(ref("d", 2),), produces=(ref("d", 3),))))
     assert codes(diags) == ["E0501"]
 
 
@@ -143,7 +145,7 @@ def test_a_long_cycle_names_its_ends_and_counts_the_middle() -> None:
     n = 45
     names = [f"i{k:02d}" for k in range(n)]
     p = program(*(intent(names[k], after=(ref(names[k - 1], k + 1),)) for k in range(n)))
-    _g, diags = graph.build(p)
+    _g, diags = digraph.build(p)
     assert codes(diags) == ["E0501"]
     d = diags[0]
     half = dependencies.MAX_CYCLE_SHOWN // 2
@@ -155,7 +157,7 @@ def test_a_long_cycle_names_its_ends_and_counts_the_middle() -> None:
     assert d.related[-1].message == '"i00" runs after "i44"'
     m = dependencies.MAX_CYCLE_SHOWN
     exact = program(*(intent(names[k], after=(ref(names[(k - 1) % m], k + 1),)) for k in range(m)))
-    shown = graph.build(exact)[1][0]
+    shown = digraph.build(exact)[1][0]
     assert "…" not in shown.message and len(shown.related) == m
 
 
@@ -163,18 +165,18 @@ def test_each_elementary_cycle_is_reported_once_in_a_fixed_order() -> None:
     # two cycles sharing b: a ⇄ b and b ⇄ c, plus the big one is not elementary
     p = program(intent("a", after=(ref("b", 1),)), intent("b", after=(ref("a", 2), ref("c", 3))),
                 intent("c", after=(ref("b", 4),)))
-    _g, diags = graph.build(p)
+    _g, diags = digraph.build(p)
     assert [d.message for d in diags] == ["dependency cycle: a → b → a", "dependency cycle: b → c → b"]
     shuffled = program(*reversed(p.intents))
-    assert [d.message for d in graph.build(shuffled)[1]] == [d.message for d in diags]
+    assert [d.message for d in digraph.build(shuffled)[1]] == [d.message for d in diags]
 
 
 def test_cycle_members_are_left_out_of_waves_but_their_dependents_are_not() -> None:
     p = program(intent("a", after=(ref("b", 1),)), intent("b", after=(ref("a", 2),)),
                 intent("after-cycle", after=(ref("a", 3),)), intent("free"))
-    g, _ = graph.build(p)
-    assert graph.nodes_in_cycles(g) == {"a", "b"}
-    assert graph.waves(g) == (("after-cycle", "free"),)
+    g, _ = digraph.build(p)
+    assert digraph.nodes_in_cycles(g) == {"a", "b"}
+    assert digraph.waves(g) == (("after-cycle", "free"),)
 
 
 @settings(max_examples=300, deadline=None)
@@ -189,7 +191,7 @@ def test_cycles_are_every_elementary_cycle_when_under_the_cap(graph_spec: tuple[
     g.add_edges_from(sorted({(f"n{u}", f"n{v}") for u, v in edge_list}))
     everything = sorted({dependencies._canonical_cycle(c) for c in nx.simple_cycles(g)}, key=lambda c: (len(c), c))
     assert dependencies.cycles(g, limit=10**6) == everything
-    assert graph.nodes_in_cycles(g) == frozenset(x for c in everything for x in c)
+    assert digraph.nodes_in_cycles(g) == frozenset(x for c in everything for x in c)
 
 
 def test_a_loop_through_thousands_of_intents_is_read_off_whole() -> None:
@@ -206,7 +208,7 @@ def test_cycle_enumeration_is_capped() -> None:
     # a complete digraph on 7 nodes has thousands of elementary cycles
     names = [f"n{i}" for i in range(7)]
     p = program(*(intent(n, after=tuple(ref(m, 1) for m in names if m != n)) for n in names))
-    _, diags = graph.build(p)
+    _, diags = digraph.build(p)
     assert len(diags) == dependencies.MAX_CYCLES_REPORTED
     assert "only the first" in (diags[-1].hint or "")
 
@@ -230,12 +232,12 @@ def any_program(draw: st.DrawFn) -> ir.Program:
 def test_check_reports_what_the_graph_does_without_building_it(p: ir.Program) -> None:
     """`pipeline.check` takes E0501/E0503 from `dependencies.diagnostics`, which builds
     the networkx graph only when its own count finds a cycle: the same diagnostics, in order."""
-    g, diags = graph.build(p)
+    g, diags = digraph.build(p)
     assert dependencies.diagnostics(p) == diags
     intents = dependencies.unique_intents(p)
     produced = dependencies.producers(intents)[0]
     links = dependencies.edges(intents, produced)
-    assert dependencies.has_cycle(dependencies.links(intents, produced)) == bool(graph.nodes_in_cycles(g))
+    assert dependencies.has_cycle(dependencies.links(intents, produced)) == bool(digraph.nodes_in_cycles(g))
     assert set(dependencies.links(intents, produced)) == set(links)
     assert links == {(u, v): dependencies.Edge(d["reason"], d["dataset"], d["span"]) for u, v, d in g.edges(data=True)}
 
@@ -247,8 +249,8 @@ def test_check_reports_what_the_graph_does_without_building_it(p: ir.Program) ->
 def test_waves_are_generations_sorted_by_name() -> None:
     p = program(intent("z-prep"), intent("a-prep"), intent("train", after=(ref("z-prep", 1), ref("a-prep", 1))),
                 intent("eval", after=(ref("train", 2),)), intent("serve", after=(ref("train", 3),)))
-    g, _ = graph.build(p)
-    assert graph.waves(g) == (("a-prep", "z-prep"), ("train",), ("eval", "serve"))
+    g, _ = digraph.build(p)
+    assert digraph.waves(g) == (("a-prep", "z-prep"), ("train",), ("eval", "serve"))
 
 
 @st.composite
@@ -274,19 +276,19 @@ def _dag_program(names: list[str], edges: set[tuple[str, str]], seed: int) -> ir
 def test_waves_and_critical_path_are_independent_of_program_order(
         dag: tuple[list[str], set[tuple[str, str]]], seed: int) -> None:
     names, edges = dag
-    g1, d1 = graph.build(_dag_program(names, edges, seed))
-    g2, _ = graph.build(_dag_program(names, edges, seed + 1))
+    g1, d1 = digraph.build(_dag_program(names, edges, seed))
+    g2, _ = digraph.build(_dag_program(names, edges, seed + 1))
     assert d1 == []
-    w = graph.waves(g1)
-    assert w == graph.waves(g2)
+    w = digraph.waves(g1)
+    assert w == digraph.waves(g2)
     wave_of = {n: i for i, wave in enumerate(w) for n in wave}
     assert sorted(wave_of) == sorted(names)
     assert all(wave_of[u] < wave_of[v] for u, v in edges)
     assert all(list(wave) == sorted(wave) for wave in w)
 
-    durations = graph.durations_of(g1)
-    path, makespan = graph.critical_path(g1, durations)
-    assert (path, makespan) == graph.critical_path(g2, graph.durations_of(g2))
+    durations = digraph.durations_of(g1)
+    path, makespan = digraph.critical_path(g1, durations)
+    assert (path, makespan) == digraph.critical_path(g2, digraph.durations_of(g2))
     assert all(g1.has_edge(u, v) for u, v in itertools.pairwise(path))
     assert sum(durations[n] for n in path) == makespan
     # brute force: no path is longer
@@ -298,19 +300,19 @@ def test_waves_and_critical_path_are_independent_of_program_order(
 
 def test_critical_path_ties_go_to_the_smallest_name() -> None:
     p = program(intent("b"), intent("a"), intent("end", after=(ref("a", 1), ref("b", 1))))
-    g, _ = graph.build(p)
-    assert graph.critical_path(g, graph.durations_of(g)) == (("a", "end"), 3600)
-    assert graph.critical_path(nx.DiGraph(), {}) == ((), 0)
+    g, _ = digraph.build(p)
+    assert digraph.critical_path(g, digraph.durations_of(g)) == (("a", "end"), 3600)
+    assert digraph.critical_path(nx.DiGraph(), {}) == ((), 0)
 
 
 def test_duration_defaults_per_action_kind() -> None:
-    assert graph.duration_seconds(intent("a", kind="batch")) == 1800
-    assert graph.duration_seconds(intent("a", kind="training")) == 14400
-    assert graph.duration_seconds(intent("a", kind="inference")) == 3600
-    assert graph.duration_seconds(intent("a", kind="serve")) == 0
-    assert graph.duration_seconds(intent("a", kind="training", duration="45m")) == 2700
+    assert digraph.duration_seconds(intent("a", kind="batch")) == 1800
+    assert digraph.duration_seconds(intent("a", kind="training")) == 14400
+    assert digraph.duration_seconds(intent("a", kind="inference")) == 3600
+    assert digraph.duration_seconds(intent("a", kind="serve")) == 0
+    assert digraph.duration_seconds(intent("a", kind="training", duration="45m")) == 2700
     # an invalid duration is the domain pass's E0415; the estimate falls back to the default
-    assert graph.duration_seconds(intent("a", kind="training", duration="soon")) == 14400
+    assert digraph.duration_seconds(intent("a", kind="training", duration="soon")) == 14400
 
 
 # --------------------------------------------------------------------------
@@ -332,25 +334,25 @@ def _pipeline_program() -> ir.Program:
 
 def test_renderings_are_golden_and_order_independent() -> None:
     p = _pipeline_program()
-    g, diags = graph.build(p)
+    g, diags = digraph.build(p)
     assert diags == []
-    w = graph.waves(g)
-    assert_golden(GOLDEN / "pipeline.dot", graph.to_dot(g))
-    assert_golden(GOLDEN / "pipeline.mmd", graph.to_mermaid(g))
-    assert_golden(GOLDEN / "pipeline.json", graph.to_json(g, w))
-    g2, _ = graph.build(program(*reversed(p.intents), datasets=("labels", "corpus-raw")))
-    assert graph.to_dot(g2) == graph.to_dot(g)
-    assert graph.to_mermaid(g2) == graph.to_mermaid(g)
-    assert graph.to_json(g2, graph.waves(g2)) == graph.to_json(g, w)
-    doc = json.loads(graph.to_json(g, w))
+    w = digraph.waves(g)
+    assert_golden(GOLDEN / "pipeline.dot", digraph.to_dot(g))
+    assert_golden(GOLDEN / "pipeline.mmd", digraph.to_mermaid(g))
+    assert_golden(GOLDEN / "pipeline.json", digraph.to_json(g, w))
+    g2, _ = digraph.build(program(*reversed(p.intents), datasets=("labels", "corpus-raw")))
+    assert digraph.to_dot(g2) == digraph.to_dot(g)
+    assert digraph.to_mermaid(g2) == digraph.to_mermaid(g)
+    assert digraph.to_json(g2, digraph.waves(g2)) == digraph.to_json(g, w)
+    doc = json.loads(digraph.to_json(g, w))
     assert doc["critical_path"] == {"intents": ["tokenize-corpus", "embed-corpus", "train-ranker",
                                                 "serve-ranker"], "makespan_s": 2700 + 3600 + 6 * 3600}
 
 
 def test_renderings_quote_names() -> None:
-    g, _ = graph.build(program(intent('odd"name')))
-    assert '"odd\\"name"' in graph.to_dot(g)
-    assert '["odd#quot;name"]' in graph.to_mermaid(g)
+    g, _ = digraph.build(program(intent('odd"name')))
+    assert '"odd\\"name"' in digraph.to_dot(g)
+    assert '["odd#quot;name"]' in digraph.to_mermaid(g)
 
 
 # --------------------------------------------------------------------------

@@ -17,16 +17,16 @@ import pytest
 from git_support import commit
 from typer.testing import CliRunner
 
-from intentc import gitrepo
 from intentc.cli import app
-from intentc.convert import Surface, convert
 from intentc.diff.format import render_report
 from intentc.diff.impact import ImpactClass
 from intentc.diff.intents import Status
 from intentc.diff.report import DiffReport, diff_trees
 from intentc.diff.sides import Tree
-from intentc.sources import SOURCE_SUFFIXES, SourceFile
+from intentc.frontend.convert import Surface, convert
+from intentc.frontend.sources import SOURCE_SUFFIXES, SourceFile
 from intentc.topology.load import load_topology
+from intentc.vcs import gitrepo
 
 TENANTS = """\
 tenant team-a {

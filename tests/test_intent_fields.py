@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from intentc.frontend import parse_source
+from intentc.frontend.sources import SourceFile
 from intentc.passes.domain import check_domain
-from intentc.sources import SourceFile
 
 BASE = """\
 tenant t {{ tier: gold }}

@@ -163,7 +163,7 @@ def test_a_write_cut_off_before_the_index_loses_nothing(kube_env: KubeEnv) -> No
 def test_apply_drift_and_prune_read_a_sharded_inventory(kube_env: KubeEnv) -> None:
     """The readers: the reconciler's own inventory, another target's objects (never orphans
     of ours), the shards themselves as plumbing."""
-    from intentc.drift.live import read_managed
+    from intentc.drift.managed import read_managed
     from intentc.reconcile.sync import Reconciler, ApplyOptions
 
     c = _client(kube_env)

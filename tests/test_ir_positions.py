@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from intentc.diagnostics import Span
 from intentc.frontend import parse_source
+from intentc.frontend.sources import SourceFile
 from intentc.ir import NO_SPAN, Constraints, FieldSpans, Ref, Trigger, span_of
-from intentc.sources import SourceFile
 
 positions = st.tuples(*(st.integers(0, 2**32 - 1),) * 4)
 

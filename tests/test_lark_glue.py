@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from intentc.frontend import dsl, lark_glue
-from intentc.sources import SourceFile
+from intentc.frontend.sources import SourceFile
 
 ROOT = Path(__file__).resolve().parent.parent
 

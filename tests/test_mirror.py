@@ -12,10 +12,10 @@ from intentc.daemon import mirror as mirror_module
 from intentc.daemon.mirror import MIRROR_LABEL, IntentMirror
 from intentc.daemon.source import Desired
 from intentc.frontend.dsl import parse
+from intentc.frontend.sources import SourceFile
 from intentc.ir import Program
 from intentc.kube.errors import NotFound
 from intentc.objectmeta import ObjectRef
-from intentc.sources import SourceFile
 
 TEXT = """
 tenant team-a { tier: gold }

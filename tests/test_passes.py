@@ -10,7 +10,7 @@ import pytest
 from golden_support import assert_golden
 from intentc.diagnostics import format_text, sorted_diagnostics
 from intentc.frontend import merge, parse_source
-from intentc.sources import discover, read_source
+from intentc.frontend.sources import discover, read_source
 from intentc.passes import PASSES, run_passes
 
 GOLDEN = Path(__file__).parent / "golden" / "passes"

@@ -30,7 +30,7 @@ import networkx as nx
 import pytest
 
 from benchmarks.plan_workload import SEED, build_cluster, build_dag_workload
-from intentc import graph
+from intentc.graph import digraph
 from intentc.pipeline import check
 from intentc.plan.html import FONT, PAD, SCRIPT_HASH, render_html, text_width, waits_for
 from intentc.plan.model import Plan, Unplaced
@@ -212,7 +212,7 @@ out.background = state();
 
 
 def test_a_click_marks_exactly_what_the_intent_waits_for_and_what_waits_for_it(big: Big) -> None:
-    g = graph.dependencies(big.program)
+    g = digraph.dependencies(big.program)
     barred = {p.intent for p in big.plan.placements if p.allocations}
     # the intents with the most upstream and downstream (deepest pipelines), and one on its own
     ranked = sorted(barred, key=lambda n: (-len(nx.ancestors(g, n)) * len(nx.descendants(g, n)), n))

@@ -23,9 +23,10 @@ import networkx as nx
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from intentc import graph, ir
+from intentc import ir
+from intentc.graph import digraph
 from intentc.plan import metrics as plan_metrics
-from intentc.plan.batch import size_batches
+from intentc.plan.batch_size import size_batches
 from intentc.plan.incremental import Fallback, PlanIndex, Replanned
 from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
@@ -39,7 +40,7 @@ SERVE = ir.ActionKind.SERVE.value
 
 def _index(program: ir.Program, topo: LoadedTopology) -> tuple[Plan, PlanIndex]:
     plan, _ = make_plan(program, topo)
-    g, _ = graph.build(program)
+    g, _ = digraph.build(program)
     return plan, PlanIndex(program, plan, g, topo, 0, BUILTIN)
 
 
@@ -94,8 +95,8 @@ def _check_paths(program: ir.Program, plan: Plan, full: Plan) -> None:
     """The critical path over the intents `plan` runs and its longest refused chain: those
     of the one definition (`metrics.critical_paths`) over the edited program, and the full
     plan's own where it refuses the same intents."""
-    g = graph.dependencies(program)
-    durations = {n: graph.duration_seconds(i) for n, i in graph.unique_intents(program).items()}
+    g = digraph.dependencies(program)
+    durations = {n: digraph.duration_seconds(i) for n, i in digraph.unique_intents(program).items()}
     refused = {u.intent for u in plan.unplaced}
     assert _paths(plan) == plan_metrics.critical_paths(list(nx.topological_sort(g)),
                                                        lambda n: tuple(g.predecessors(n)), durations, refused)
@@ -184,7 +185,7 @@ def test_edits_in_a_row_keep_the_index_in_step(topo: LoadedTopology, program: ir
     for program, got in _applied(index, program, data, 3):
         _check_invariants(program, topo, got.plan)
         _check_derived(program, topo, got.plan)
-        g, _ = graph.build(program)
+        g, _ = digraph.build(program)
         fresh = PlanIndex(program, got.plan, g, topo, 0, BUILTIN)
         assert (fresh.holds, fresh.total, fresh.ends, fresh.held0, fresh.used) == \
                (index.holds, index.total, index.ends, index.held0, index.used)
@@ -212,7 +213,7 @@ def test_an_index_rebased_on_the_full_plan_equals_one_built_for_it(topo: LoadedT
     if full.unplaced:               # refused by the full planner: never swapped in
         return
     index.rebase(full)
-    fresh = PlanIndex(program, full, graph.dependencies(program), topo, 0, BUILTIN)
+    fresh = PlanIndex(program, full, digraph.dependencies(program), topo, 0, BUILTIN)
     assert index.plan is full
     for attr in ("holds", "total", "ends", "held0", "used", "wave", "preds", "succs", "producers", "consumers",
                  "dist", "prev", "terms", "intents", "exclusive"):
@@ -230,11 +231,11 @@ def test_an_index_rebased_on_the_full_plan_equals_one_built_for_it(topo: LoadedT
 @PROPS
 def test_an_index_from_the_bare_dependency_graph_equals_one_from_the_full_graph(
         topo: LoadedTopology, program: ir.Program) -> None:
-    """The Reloader builds the index from `graph.dependencies` (no attributes, no findings):
-    the index must be the one `graph.build`'s graph gives."""
+    """The Reloader builds the index from `digraph.dependencies` (no attributes, no findings):
+    the index must be the one `digraph.build`'s graph gives."""
     plan, from_build = _index(program, topo)
-    bare = graph.dependencies(program)
-    full, _ = graph.build(program)
+    bare = digraph.dependencies(program)
+    full, _ = digraph.build(program)
     assert list(bare.nodes) == list(full.nodes) and list(bare.edges) == list(full.edges)
     index = PlanIndex(program, plan, bare, topo, 0, BUILTIN)
     for attr in ("preds", "succs", "dist", "prev", "longest", "holds", "timeline", "ends", "used"):

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, assume, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
-from intentc import graph, ir
+from intentc import ir
+from intentc.graph import digraph
 from intentc.plan.incremental import Fallback, PlanIndex, Replanned
 from intentc.plan.jsonio import plan_to_obj
 from intentc.plan.model import Plan
@@ -171,7 +172,7 @@ def check(topo: LoadedTopology, plan: Plan, index: PlanIndex, shape: Shape) -> R
         event("fallback: " + got.reason.split('"')[-1] if isinstance(got, Fallback) else
               "refused" if got.plan.unplaced else "replanned, moved" if got.moved else "replanned, nothing moved")
     if isinstance(got, Fallback):
-        g = graph.dependencies(edited)
+        g = digraph.dependencies(edited)
         if "cycle" in got.reason:
             assert not nx.is_directed_acyclic_graph(g)
         elif "quota" in got.reason:
@@ -181,9 +182,9 @@ def check(topo: LoadedTopology, plan: Plan, index: PlanIndex, shape: Shape) -> R
         else:
             assert "no room" in got.reason, got
         return None
-    assert nx.is_directed_acyclic_graph(graph.dependencies(edited))
+    assert nx.is_directed_acyclic_graph(digraph.dependencies(edited))
     _check_invariants(edited, topo, got.plan)
-    g = graph.dependencies(edited)
+    g = digraph.dependencies(edited)
     # dependencies in time, data edges included
     assert order_violations(plan_to_obj(got.plan), {v: sorted(g.predecessors(v)) for v in g}) == []
     assert got.plan.waves == full.waves
@@ -213,7 +214,7 @@ def check(topo: LoadedTopology, plan: Plan, index: PlanIndex, shape: Shape) -> R
 
 def in_step(index: PlanIndex, program: ir.Program, topo: LoadedTopology, plan: Plan) -> None:
     """The index after `apply` equals one built from scratch for `plan`."""
-    fresh = PlanIndex(program, plan, graph.dependencies(program), topo, 0, BUILTIN)
+    fresh = PlanIndex(program, plan, digraph.dependencies(program), topo, 0, BUILTIN)
     for attr in ("holds", "total", "ends", "held0", "used", "preds", "succs", "producers", "consumers", "wave",
                  "dist", "prev", "terms", "intents"):
         assert getattr(fresh, attr) == getattr(index, attr), attr

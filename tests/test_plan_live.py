@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from intentc import ir
-from intentc.plan.live import occupancy
+from intentc.plan.live_occupancy import occupancy
 from intentc.plan.model import Busy
 
 TOPOLOGY = ir.Topology("t", nodes=tuple(ir.TopologyNode(f"n{i}", gpu_count=8, gpu_product="H100-80GB")

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from intentc import ir
+from intentc.ir.quantity import parse_quantity
 from intentc.plan.jsonio import plan_to_json, plan_to_obj
 from intentc.plan.model import Plan
 from intentc.plan.planner import make_plan
-from intentc.quantity import parse_quantity
 from intentc.topology.load import LoadedTopology
 from intentc.topology.matrix import GpuInfo, GpuMatrix, Link, LinkInfo
 from intentc.topology.nvsmi import default_matrix

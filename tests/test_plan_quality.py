@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from intentc import ir
 from intentc.frontend.dsl import parse
+from intentc.frontend.sources import SourceFile
 from intentc.plan.model import Placement, Plan
 from intentc.plan.planner import make_plan
-from intentc.sources import SourceFile
 from intentc.topology.load import LoadedTopology
 from intentc.topology.nvsmi import default_matrix
 from tests.test_plan import job, loaded, node, program

@@ -16,7 +16,8 @@ import random
 import pytest
 
 from intentc import collector
-from intentc import graph, ir
+from intentc import ir
+from intentc.graph import digraph
 from intentc.plan.cluster import Cluster, Filter, View
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.plan.placer import Placer, Request
@@ -81,12 +82,12 @@ def _job(name: str, after: tuple[str, ...] = ()) -> ir.Intent:
 def test_waves_and_critical_path_are_the_same_given_the_cyclic_intents() -> None:
     program = ir.Program(intents=(_job("a"), _job("b", ("a",)), _job("c", ("b", "d")), _job("d", ("c",)),
                                   _job("e", ("b",)), _job("f", ("e", "c"))))
-    g, _ = graph.build(program)
-    cyclic = graph.nodes_in_cycles(g)
+    g, _ = digraph.build(program)
+    cyclic = digraph.nodes_in_cycles(g)
     assert cyclic == {"c", "d"}
     durations = {n: 60 * (i + 1) for i, n in enumerate(sorted(g))}
-    assert graph.waves(g, cyclic) == graph.waves(g)
-    assert graph.critical_path(g, durations, cyclic) == graph.critical_path(g, durations)
+    assert digraph.waves(g, cyclic) == digraph.waves(g)
+    assert digraph.critical_path(g, durations, cyclic) == digraph.critical_path(g, durations)
 
 
 @pytest.mark.parametrize("was_on", [True, False])

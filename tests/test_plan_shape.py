@@ -1,5 +1,5 @@
 """`plan.shape`: the planner's view of the dependency graph, without networkx where the
-graph is acyclic, is what the networkx graph (`graph.checked`) gives: each intent's
+graph is acyclic, is what the networkx graph (`digraph.checked`) gives: each intent's
 dependencies, the waves, the critical path, the intents on cycles and the findings."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from intentc import graph, ir
+from intentc import ir
+from intentc.graph import digraph
 from intentc.plan.shape import shape
 from tests.test_plan import job, program
 
@@ -34,19 +35,19 @@ def _random_program(seed: int, cycles: bool) -> ir.Program:
 
 
 def _by_networkx(p: ir.Program, durations: dict[str, int]) -> tuple[object, ...]:
-    g, diags = graph.checked(p)
-    cyclic = graph.nodes_in_cycles(g)
-    waves = graph.waves(g, cyclic)
+    g, diags = digraph.checked(p)
+    cyclic = digraph.nodes_in_cycles(g)
+    waves = digraph.waves(g, cyclic)
     after = {n: () if n in cyclic else tuple(sorted(u for u in g.predecessors(n) if u not in cyclic))
              for n in sorted(g)}
-    return after, waves, cyclic, graph.critical_path(g, durations, cyclic), diags
+    return after, waves, cyclic, digraph.critical_path(g, durations, cyclic), diags
 
 
 @pytest.mark.parametrize("cycles", [False, True])
 @pytest.mark.parametrize("seed", range(60))
 def test_the_shape_is_the_networkx_graphs(seed: int, cycles: bool) -> None:
     p = _random_program(seed, cycles)
-    durations = {i.name: graph.duration_seconds(i) for i in p.intents}
+    durations = {i.name: digraph.duration_seconds(i) for i in p.intents}
     got, diags = shape(p, durations)
     after, waves, cyclic, (path, path_s), want_diags = _by_networkx(p, durations)
     assert got.after == after

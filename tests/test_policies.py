@@ -12,12 +12,12 @@ from typing import Any
 
 from intentc import ir
 from intentc.frontend.dsl import parse
+from intentc.frontend.sources import SourceFile
 from intentc.plan.planner import make_plan
 from intentc.policy import BUILTIN, Requirement
 from intentc.policy.load import load_policies
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
-from intentc.sources import SourceFile
 from intentc.topology.load import LoadedTopology
 from intentc.topology.nvsmi import default_matrix
 

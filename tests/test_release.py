@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from intentc import ir
-from intentc.plan.live import occupancy
+from intentc.plan.live_occupancy import occupancy
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.plan.planner import make_plan
 from intentc.plan.rebind import blocked, unfit

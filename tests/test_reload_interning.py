@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from intentc.compact import intern_strings
 from intentc.frontend import parse_source
-from intentc.sources import SourceFile
+from intentc.frontend.sources import SourceFile
 
 
 def job(i: int) -> str:

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from intentc.frontend import parse_source
+from intentc.frontend.sources import SourceFile, decode
 from intentc.passes import run_passes
-from intentc.sources import SourceFile, decode
 
 EXAMPLES = sorted((Path(__file__).parents[1] / "intents").rglob("*"))
 VALID = [(p.name, p.read_bytes()) for p in EXAMPLES if p.suffix in (".intent", ".yaml")]

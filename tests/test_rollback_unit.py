@@ -9,18 +9,18 @@ from pathlib import Path
 import git
 import pytest
 
-from intentc.pipeline import compile_paths
 from intentc.drift.consistency import check_rollout
 from intentc.drift.detect import DriftClass, Finding, History, Report
 from intentc.drift.policy import Policies, Verb, asking_for_rollback, decide
 from intentc.drift.quarantine import Entry, Quarantine
 from intentc.drift.rollback import RepoSource, compile_revision
-from intentc.render.packed import PackedBody
 from intentc.frontend import parse_source
+from intentc.frontend.sources import SourceFile
 from intentc.ir import DriftPolicy, Program
-from intentc.render.model import Manifest
 from intentc.objectmeta import ObjectRef
-from intentc.sources import SourceFile
+from intentc.pipeline import compile_paths
+from intentc.render.model import Manifest
+from intentc.render.packed import PackedBody
 from tests.git_support import commit_change, fixture_repo
 
 
@@ -201,8 +201,8 @@ def test_each_export_writes_only_what_the_commit_changed(history_repo: tuple[git
     """A commit's files are exported over the last commit's: unchanged files keep their
     stat (the parse cache's stat index vouches for them), a removed file goes, a file
     that became a folder is handled, and the folder always equals the commit's tree."""
-    from intentc import gitrepo
     from intentc.drift.rollback import _export
+    from intentc.vcs import gitrepo
     repo, first, second = history_repo
     root = str(repo.working_tree_dir)
     kept_file = next(p for p in gitrepo.list_tree(root, first, ("intents",)) if not p.endswith("pipeline.intent"))

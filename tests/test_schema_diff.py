@@ -3,7 +3,7 @@
 Each row of RULE_CASES is (rule name, base `spec` schema, head `spec` schema,
 a base document's `spec`, how many documents the change must affect).  The
 schemas are committed to a temporary repository made with GitPython (base
-commit, then head commit) and read back through `intentc.gitrepo`, so the
+commit, then head commit) and read back through `intentc.vcs.gitrepo`, so the
 rows exercise the real revision reading as well as the classifier.
 """
 
@@ -18,11 +18,11 @@ import pytest
 from git_support import commit
 from typer.testing import CliRunner
 
-from intentc import gitrepo
 from intentc.cli import app
 from intentc.diff.schema_format import render
 from intentc.diff.schema_report import SchemaReport, parse_acknowledgements, schema_diff
 from intentc.diff.schema_rules import BY_NAME, RULES, Level, catalogue_markdown
+from intentc.vcs import gitrepo
 
 ABSENT = object()          # the schema file does not exist on that side
 

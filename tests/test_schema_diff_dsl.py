@@ -16,13 +16,13 @@ import pytest
 from git_support import commit
 from typer.testing import CliRunner
 
-from intentc import gitrepo
 from intentc.cli import app
-from intentc.convert import Surface, convert
 from intentc.diff.schema_format import render
 from intentc.diff.schema_report import SchemaReport, schema_diff
 from intentc.diff.schema_rules import Level
-from intentc.sources import SourceFile
+from intentc.frontend.convert import Surface, convert
+from intentc.frontend.sources import SourceFile
+from intentc.vcs import gitrepo
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Parallel parsing with the parent as one of the parsers (intentc.frontend.share)."""
+"""Parallel parsing with the parent as one of the parsers (intentc.pipeline.parallel)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from intentc.frontend import batch
-from intentc.frontend.share import shared_map
+from intentc.pipeline import loading
+from intentc.pipeline.parallel import shared_map
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,12 +60,12 @@ def test_shared_parsing_with_a_cache_gives_the_plain_result(tmp_path: Path, monk
     """The cache-filling path: results arrive out of order, each stored under its own file's key."""
     tree = tmp_path / "repo"
     shutil.copytree(ROOT / "intents", tree)
-    plain = batch.load([str(tree)], jobs=1, use_cache=False)
-    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(batch, "_chunk_size", lambda count, participants: 2)
+    plain = loading.load([str(tree)], jobs=1, use_cache=False)
+    monkeypatch.setattr(loading, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(loading, "_chunk_size", lambda count, participants: 2)
     cache = str(tmp_path / "cache")
-    filled = batch.load([str(tree)], jobs=2, cache_dir=cache)
-    warm = batch.load([str(tree)], jobs=2, cache_dir=cache)
+    filled = loading.load([str(tree)], jobs=2, cache_dir=cache)
+    warm = loading.load([str(tree)], jobs=2, cache_dir=cache)
     for other in (filled, warm):
         assert other.program == plain.program
         assert other.diagnostics == plain.diagnostics
@@ -78,16 +78,16 @@ def test_new_files_beside_a_filled_cache_are_parsed_in_shares(tmp_path: Path, mo
     tree = tmp_path / "repo"
     shutil.copytree(ROOT / "intents", tree)
     cache = str(tmp_path / "cache")
-    batch.load([str(tree)], jobs=1, cache_dir=cache)            # fills the empty cache
+    loading.load([str(tree)], jobs=1, cache_dir=cache)            # fills the empty cache
     for k in range(9):
         (tree / f"extra-{k}.intent").write_text(f'dataset extra-{k} {{ uri: "s3://x/{k}" }}\n')
     target = tree / "nlp" / "pretrain.intent"
     target.write_text(target.read_text().replace("duration 45m", "duration 50m"))
-    plain = batch.load([str(tree)], jobs=1, use_cache=False)
-    monkeypatch.setattr(batch, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(batch, "_chunk_size", lambda count, participants: 2)
-    shared = batch.load([str(tree)], jobs=2, cache_dir=cache)
-    again = batch.load([str(tree)], jobs=2, cache_dir=cache)
+    plain = loading.load([str(tree)], jobs=1, use_cache=False)
+    monkeypatch.setattr(loading, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(loading, "_chunk_size", lambda count, participants: 2)
+    shared = loading.load([str(tree)], jobs=2, cache_dir=cache)
+    again = loading.load([str(tree)], jobs=2, cache_dir=cache)
     for other in (shared, again):
         assert other.program == plain.program and other.diagnostics == plain.diagnostics
         assert other.files == plain.files

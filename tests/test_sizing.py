@@ -1,4 +1,4 @@
-"""`batch: auto` sized at plan time (plan/batch.py): the rule, its inputs, its outputs."""
+"""`batch: auto` sized at plan time (plan/batch_size.py): the rule, its inputs, its outputs."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 
 from intentc import ir
 from intentc.frontend.dsl import parse
-from intentc.plan.batch import human_bytes, size_batches
+from intentc.frontend.sources import SourceFile
+from intentc.plan.batch_size import human_bytes, size_batches
 from intentc.plan.html import render_html
 from intentc.plan.jsonio import plan_from_json, plan_to_json
 from intentc.plan.planner import make_plan
 from intentc.plan.text import render_text
 from intentc.render import render
-from intentc.sources import SourceFile
 from intentc.topology.load import LoadedTopology
 from intentc.topology.nvsmi import default_matrix
 
@@ -167,10 +167,10 @@ def test_human_bytes() -> None:
     assert human_bytes(512) == "512B"
 
 
-# -- the decision table (intentc/tolerance.py, plan/strategy.py) ---------------
+# -- the decision table (intentc/ir/tolerance.py, plan/strategy.py) ---------------
 
 def test_allowed_precisions_follow_tolerance_and_sla() -> None:
-    from intentc.tolerance import allowed_precisions
+    from intentc.ir.tolerance import allowed_precisions
     full = ("fp32", "tf32", "bf16", "fp16")
     assert allowed_precisions("P2", 0.995) == full
     assert allowed_precisions("P2", 0.99) == (*full, "fp8")

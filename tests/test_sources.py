@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from intentc.sources import OUTPUT_MARKER, _read_at_most, discover, mark_output, read_guarded, read_source
+from intentc.frontend.sources import OUTPUT_MARKER, _read_at_most, discover, mark_output, read_guarded, read_source
 
 
 def make(root: Path, *names: str) -> None:

@@ -528,8 +528,8 @@ def test_the_importer_and_live_planning_read_a_node_alike(tmp_path: Path) -> Non
     one reader (`topology/cluster_node.topology_node`), so the imported file loaded back
     equals what `with_cluster_nodes` adds to an empty topology on the file's levels."""
     from intentc import ir
+    from intentc.ir.quantity import parse_quantity
     from intentc.plan.cluster_nodes import with_cluster_nodes
-    from intentc.quantity import parse_quantity
     from intentc.topology.load import LoadedTopology
 
     text, _ = nodes_import.import_nodes(_nodes(), "eu-west")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from intentc.pipeline import compile_paths
 from intentc.daemon.reload import Reloader, write_changed
-from intentc.sources import OUTPUT_MARKER
+from intentc.frontend.sources import OUTPUT_MARKER
+from intentc.pipeline import compile_paths
 
 REPO = Path(__file__).resolve().parents[1]
 COMMIT = "c" * 40

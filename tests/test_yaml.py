@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, format_text
+from intentc.frontend.sources import SourceFile
 from intentc.frontend.yaml import parse
-from intentc.frontend.yaml_read import MAX_ALIAS_EXPANSION, MAX_DEPTH
 from intentc.frontend.yaml_emit import dump_program
-from intentc.sources import SourceFile
+from intentc.frontend.yaml_read import MAX_ALIAS_EXPANSION, MAX_DEPTH
 
 GOLDEN = Path(__file__).parent / "golden" / "yaml"
 INPUTS = sorted(GOLDEN.glob("*.yaml"))

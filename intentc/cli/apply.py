@@ -124,13 +124,13 @@ def apply(
     clusters: Optional[Path] = typer.Option(None, "--clusters", metavar="DIR", help="The fleet's Cluster files."),
 ) -> None:
     """Compile, then server-side apply the result to a cluster, each intent as its prerequisites end."""
-    from intentc.pipeline import Driver, Request
     from intentc.kube.cluster_state import read_cluster_state
-    from intentc.provenance import stamped
+    from intentc.pipeline import Driver, Request
+    from intentc.pipeline.provenance import stamped
     from intentc.policy import BUILTIN
     from intentc.reconcile.live_binding import LiveBinder
-    from intentc.reconcile.sync import ApplyOptions, Reconciler
     from intentc.reconcile.release import WAVES, release_order
+    from intentc.reconcile.sync import ApplyOptions, Reconciler
     from intentc.reconcile.timeouts import wave_budgets
 
     paths_or_exit(paths, to_stderr=format is ApplyFormat.JSON)

@@ -36,9 +36,9 @@ def check(
     exclude: Exclude = None,
 ) -> None:
     """Parse and validate intents; exit 1 when any error is found, 2 when a path cannot be read."""
+    from intentc.frontend.sources import texts_for_carets
     from intentc.pipeline import Driver, Summary
     from intentc.policy.tags import with_rules
-    from intentc.sources import texts_for_carets
 
     with StderrProgress() as progress:
         driver = Driver(paths, jobs or None, exclude or (), progress=progress)

@@ -27,7 +27,7 @@ from intentc.diagnostics import OutputFormat
 if TYPE_CHECKING:
     from intentc.kube.client import KubeClient
     from intentc.pipeline import Driver
-    from intentc.provenance import Stamp
+    from intentc.pipeline.provenance import Stamp
     from intentc.render.capabilities import KubeVersion
 
 
@@ -115,9 +115,9 @@ InventoryTarget = Annotated[str, typer.Option(
     "--target", metavar="NAME", help="Inventory name (one per cluster target).")]
 def seconds_parser(option: str, minimum: float = 0.0, whole: bool = False) -> Any:
     """The parser of a time option (`--timeout 5m`, `90s`, `1h30m`, or plain seconds),
-    through the one duration notation (`intentc.duration`): seconds as a float (an int
+    through the one duration notation (`intentc.ir.duration`): seconds as a float (an int
     with `whole`), a usage error below `minimum` or not a duration."""
-    from intentc.duration import parse_seconds
+    from intentc.ir.duration import parse_seconds
 
     def parse(text: str | float) -> float:
         if isinstance(text, (int, float)):      # a default, already in seconds
@@ -176,9 +176,9 @@ STDIN = "-"
 
 
 def read_input(path: str) -> tuple[Any, list[Any]]:
-    """A `-f FILE` input as `intentc.sources.read_source` reads it, `-` being standard
+    """A `-f FILE` input as `intentc.frontend.sources.read_source` reads it, `-` being standard
     input (shown as <stdin>); (None, diagnostics) when it cannot be read."""
-    from intentc.sources import SourceFile, decode, read_source
+    from intentc.frontend.sources import SourceFile, decode, read_source
 
     if path != STDIN:
         return read_source(Path(path))
@@ -211,7 +211,7 @@ def live_occupancy_or_exit(kubeconfig: str | None, context: str | None, only_fil
     from intentc.kube.cluster_state import read_cluster_state
     from intentc.kube.errors import KubeError
     from intentc.plan.cluster_nodes import with_cluster_nodes
-    from intentc.plan.live import occupancy
+    from intentc.plan.live_occupancy import occupancy
 
     try:
         client = KubeClient.connect(kubeconfig, context)
@@ -281,7 +281,7 @@ def paths_or_exit(paths: Sequence[str | Path], fmt: OutputFormat = OutputFormat.
     """Exit 2, with the E0001 diagnostic `intentc check` gives, when any of `paths`
     does not exist: before the work, so that a command never reports on nothing (an
     empty graph, a commit lookup in a folder that is not there) for a mistyped path."""
-    from intentc.sources import missing_paths
+    from intentc.frontend.sources import missing_paths
 
     diags = missing_paths(str(p) for p in paths)
     if diags:
@@ -321,11 +321,11 @@ def cannot_write(out: str | Path, e: OSError) -> str:
 
 def stamp_or_exit(paths: Sequence[str], also: Sequence[str | Path], explicit: str | None, allow_dirty: bool,
                   exclude: Sequence[str] = ()) -> Stamp:
-    """The commit stamp of `compile` / `apply` (`intentc.provenance`): --commit or git HEAD,
+    """The commit stamp of `compile` / `apply` (`intentc.pipeline.provenance`): --commit or git HEAD,
     refused with exit 2 when the inputs have uncommitted changes and `allow_dirty` is not
     set (the SHA would claim content no commit holds)."""
     from intentc.pipeline.commit import CommitError
-    from intentc.provenance import stamp_for
+    from intentc.pipeline.provenance import stamp_for
 
     try:
         return stamp_for(paths, also, explicit, allow_dirty, exclude)

@@ -90,7 +90,7 @@ def compile(
     tenants' manifests are written and the exit code is still 1.  Any other error
     (syntax, cycles, topology) writes nothing."""
     from intentc.pipeline import Driver, Request, Stage
-    from intentc.provenance import stamped
+    from intentc.pipeline.provenance import stamped
     from intentc.render.capabilities import DEFAULT_KUBE_VERSION
     from intentc.render.model import short_stamp
 

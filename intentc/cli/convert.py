@@ -9,9 +9,9 @@ import typer
 
 from intentc.cli.app import EXIT_FINDINGS, app, emit_diagnostics, usage_error
 from intentc.cli.common import format_option, paths_or_exit, write_output_or_exit
-from intentc.convert import Surface
 from intentc.diagnostics import OutputFormat
-from intentc.sources import read_source
+from intentc.frontend.convert import Surface
+from intentc.frontend.sources import read_source
 
 
 @app.command(epilog="""Examples:
@@ -34,7 +34,7 @@ def convert(
     if source is None:
         emit_diagnostics(diags, format, {}, to_stderr=True)
         raise typer.Exit(EXIT_FINDINGS)
-    from intentc.convert import (
+    from intentc.frontend.convert import (
         convert as run_convert,  # printers load only when converting
     )
     text, diags = run_convert(source, to)

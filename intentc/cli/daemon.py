@@ -145,13 +145,13 @@ def daemon(
                                           "Time between attempts to take or renew the Lease.", minimum=0.1),
 ) -> None:
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
-    from intentc.pipeline.commit import CommitError, resolve_commit
     from intentc.daemon.http import parse_listen
     from intentc.daemon.leader import Timing
     from intentc.daemon.loop import Daemon, DaemonConfig, ListenError
-    from intentc.gitrepo import GitError
     from intentc.kube.client import KubeClient
     from intentc.kube.errors import KubeError
+    from intentc.pipeline.commit import CommitError, resolve_commit
+    from intentc.vcs.gitrepo import GitError
 
     selected: tuple[str, tuple[tuple[str, str], ...]] | None = None
     if cluster is not None or clusters is not None:

@@ -1,6 +1,6 @@
 """`intentc diff` and `intentc schema-diff`: what a pull request changes, for reviewers.
 
-Both read two revisions through `intentc.gitrepo` (object database, no
+Both read two revisions through `intentc.vcs.gitrepo` (object database, no
 checkout; the working tree when --head is omitted) and hand plain data to
 `intentc.diff`.
 """
@@ -29,11 +29,11 @@ from intentc.cli.common import (BaseRevision, Exclude, HeadRevision, Jobs, Kubec
                                 OnlyTopologyNodes, RenderTarget, Seed, STDIN, check_render_target, format_option,
                                 paths_or_exit, the_topology)
 from intentc.diagnostics import OutputFormat, has_errors
+from intentc.frontend.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
 from intentc.render.targets import DEFAULT_TARGET
-from intentc.sources import DSL_SUFFIXES, SOURCE_SUFFIXES, decode
 
 if TYPE_CHECKING:
-    from intentc.diff.live import LiveBindingDiff
+    from intentc.diff.binding_diff import LiveBindingDiff
     from intentc.pipeline import Driver
 
 # The diff machinery (GitPython, deepdiff, jsonschema, the renderer, the planner)
@@ -67,7 +67,7 @@ def _live_binding(driver: "Driver", topology: str, kubeconfig: str | None, conte
     """The head's preview (its program and tag rules are `driver`'s) compiled and bound on the
     cluster as `apply --dry-run` binds it; exit 2 when the cluster cannot be read."""
     from intentc.cli.common import connect_or_exit
-    from intentc.diff.live import LiveBindingDiff, Rebinding, Waiting
+    from intentc.diff.binding_diff import LiveBindingDiff, Rebinding, Waiting
     from intentc.kube.cluster_state import read_cluster_state
     from intentc.kube.errors import KubeError
     from intentc.pipeline import Request
@@ -102,8 +102,8 @@ def _live_binding(driver: "Driver", topology: str, kubeconfig: str | None, conte
 def _policies_at(root: Path, sha: str | None, prefixes: tuple[str, ...]) -> dict[str, Any]:
     """The tag rules of one revision (None: the working tree), found as `compile` finds
     them (the nearest `policies/` at or above the first path), as `Tree` fields."""
-    from intentc import gitrepo
     from intentc.policy.load import policies_of, policy_folders
+    from intentc.vcs import gitrepo
 
     start = prefixes[0] if prefixes else "intents"
     for folder in policy_folders(start):
@@ -131,7 +131,7 @@ def _label(rev: str | None, sha: str | None) -> str:
 
 def _revisions(root: Path, base: str, head: str | None, merge_base: bool) -> tuple[str, str | None, str, str]:
     """(base sha, head sha or None for the working tree, base label, head label)."""
-    from intentc import gitrepo
+    from intentc.vcs import gitrepo
 
     head_sha = gitrepo.resolve(root, head) if head is not None else None
     base_sha = gitrepo.resolve(root, base)
@@ -147,8 +147,8 @@ def _paths_at_either(root: Path, given: List[str], base_sha: str, head_sha: str 
     """Exit 2 when a path is in neither revision: a typo would otherwise compare nothing
     with nothing and report no change.  A path the change adds or deletes is in one of
     them, and that is a legitimate diff."""
-    from intentc import gitrepo
-    from intentc.sources import no_such_path
+    from intentc.frontend.sources import no_such_path
+    from intentc.vcs import gitrepo
 
     head_named = head_label if head_sha is not None else f"the {head_label}"
     missing = [no_such_path(raw, f" (in neither {base_label} nor {head_named})") for raw in given
@@ -187,11 +187,11 @@ def schema_diff(
 ) -> None:
     """Classify every change to the JSON Schemas between two revisions (ERR breaking,
     WARN maybe-breaking, INFO compatible) and count the base documents each one breaks."""
-    from intentc import gitrepo
     from intentc.diff.schema_format import render as render_schema_report
     from intentc.diff.schema_report import parse_acknowledgements
     from intentc.diff.schema_report import schema_diff as run_schema_diff
     from intentc.diff.schema_rules import Level
+    from intentc.vcs import gitrepo
 
     try:
         root = gitrepo.repo_root(".")
@@ -271,12 +271,12 @@ def diff(
     (field by field, with positions), the dependency graph and, with --topology, the plan;
     with --kubeconfig/--context, where the live binding differs from the preview.
     Exit 0 when nothing changes, 1 when something does, 2 on errors."""
-    from intentc import gitrepo
     from intentc.diff.format import render_report
     from intentc.diff.report import diff_trees
     from intentc.diff.sides import Tree
-    from intentc.frontend.batch import default_cache_dir
     from intentc.pipeline import Checked, Driver
+    from intentc.pipeline.loading import default_cache_dir
+    from intentc.vcs import gitrepo
 
     # A short-lived process holding two whole programs: the cyclic collector
     # would only rescan them (the IR has no cycles), during the run and at exit;

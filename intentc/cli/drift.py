@@ -63,8 +63,8 @@ class DriftFormat(str, enum.Enum):
 
 def _history(paths: list[str], sha: str) -> History | None:
     """The branch history behind `sha`, when the inputs live in a git repository."""
-    from intentc import gitrepo
     from intentc.drift.detect import History
+    from intentc.vcs import gitrepo
 
     first = Path(paths[0]) if paths else Path(".")
     where = first if first.is_dir() else first.parent
@@ -116,7 +116,7 @@ def report_github(report: Report, target: str, commit: str, program: Program | N
     of the intent (or tenant) it was rendered from; objects that belong to
     neither (orphans) go on the run.  An object changed, missing or from an
     unknown commit is an error; an orphan or a stale one a warning."""
-    from intentc import annotations as gh
+    from intentc.diagnostics import github as gh
     from intentc.drift.detect import DriftClass
 
     warn = {DriftClass.ORPHAN, DriftClass.STALE}
@@ -169,8 +169,8 @@ def drift(
              "one row per cluster, exit code the worst (docs/fleets.md)."),
 ) -> None:
     """Compare the cluster with the compiled intents (read-only); exit 1 on drift."""
+    from intentc.drift.managed import observe
     from intentc.pipeline import Driver, Request
-    from intentc.drift.live import observe
 
     paths_or_exit(paths, to_stderr=True)
     if clusters is not None:
@@ -248,10 +248,10 @@ def rollback(
     format: ReportFormat = format_option(ReportFormat.TEXT),
 ) -> None:
     """Apply an earlier commit (default: the last known-good one) and quarantine the current one."""
-    from intentc import gitrepo
     from intentc.drift.rollback import RepoSource, RollbackError
     from intentc.drift.rollback import rollback as run_rollback
     from intentc.reconcile.sync import ApplyOptions
+    from intentc.vcs import gitrepo
 
     check_render_target(render_target)
     paths_or_exit([repo], to_stderr=True)

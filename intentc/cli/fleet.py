@@ -37,7 +37,7 @@ def load_fleet_or_exit(directory: Path, fmt: OutputFormat = OutputFormat.TEXT) -
 
 
 def pick_cluster(fleet: "Fleet", name: str) -> "Cluster":
-    from intentc.suggest import did_you_mean
+    from intentc.diagnostics.suggest import did_you_mean
 
     cluster = fleet.get(name)
     if cluster is None:
@@ -63,7 +63,7 @@ def compile_fleet_command(paths: Sequence[str], directory: Path, out: Path, comm
     import dataclasses
 
     from intentc.fleet.build import compile_fleet, write_fleet
-    from intentc.provenance import stamped
+    from intentc.pipeline.provenance import stamped
     from intentc.render.model import short_stamp
 
     fleet = load_fleet_or_exit(directory, fmt)
@@ -108,7 +108,7 @@ def _observe_cluster(prep: "Prepared", cluster: "Cluster", sha: str, seed: int, 
                      kube_version: str | None) -> "Row":
     """One row of the fleet summary: connect, compile for the server's version, detect."""
     from intentc.drift.detect import DRIFT_CLASSES, DriftClass
-    from intentc.drift.live import observe
+    from intentc.drift.managed import observe
     from intentc.fleet.build import compile_cluster
     from intentc.fleet.summary import Row
     from intentc.kube.client import KubeClient
@@ -169,7 +169,7 @@ def drift_fleet_command(paths: Sequence[str], directory: Path, sha: str, seed: i
 def repo_topology(repo: str, cluster: "Cluster") -> str:
     """The cluster's topology as the daemon reads it: a path in the repository when the file
     is inside a local `repo`, else the file itself."""
-    from intentc import gitrepo
+    from intentc.vcs import gitrepo
 
     topology = Path(cluster.topology).resolve()
     try:

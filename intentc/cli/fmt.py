@@ -11,7 +11,7 @@ from intentc.atomic import write_atomic
 from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics, usage_error
 from intentc.cli.common import Exclude, cannot_write, format_option
 from intentc.diagnostics import OutputFormat
-from intentc.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_path, read_guarded
+from intentc.frontend.sources import DSL_SUFFIXES, SourceFile, decode, discover, display_path, read_guarded
 
 
 @app.command(epilog="""Examples:

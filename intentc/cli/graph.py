@@ -35,7 +35,7 @@ def graph(
 ) -> None:
     """Print the dependency graph (edges from `after` and from datasets) with waves and the
     critical path; cycles and missing datasets are reported on stderr and exit 1."""
-    from intentc import graph as depgraph
+    from intentc.graph import digraph as depgraph
     from intentc.pipeline import Driver
 
     paths_or_exit(paths, diagnostics_format, to_stderr=True)     # no graph of nothing on stdout

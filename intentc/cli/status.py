@@ -10,7 +10,6 @@ round, and handed to the forecast.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import json
 import time
@@ -23,7 +22,6 @@ from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, KubeContext, K
                                 Seed, TopologyFile, declared, duration_option, format_option, no_intents_or_exit,
                                 paths_or_exit)
 from intentc.diagnostics import OutputFormat, has_errors, sorted_diagnostics
-from intentc.sources import read_text
 
 
 class StatusFormat(str, enum.Enum):
@@ -69,36 +67,25 @@ def status(
 ) -> None:
     """Show every intent's phase, planned and actual start, ETA and how far behind plan it is, from
     the cluster, re-planning what has not started on what the cluster has now."""
-    from intentc.pipeline import check as run_check
-    from intentc.pipeline import texts_for_carets
-    from intentc.plan.planner import make_plan
-    from intentc.policy.load import load_policies
-    from intentc.policy.tags import with_rules
-    from intentc.topology.load import load_topology
+    from intentc.pipeline import Driver, Request, Stage
 
     paths_or_exit(paths, diagnostics_format, to_stderr=True)
-    loaded, topo_diags = load_topology(str(topology))
-    sources: dict[str, str] = {}
-    topo_text = read_text(topology)
-    if topo_text is not None:
-        sources[topology.as_posix()] = topo_text
-    if loaded is None:
-        emit_diagnostics(sorted_diagnostics(topo_diags), diagnostics_format, sources, to_stderr=True)
-        unreadable = any(d.code.startswith("E00") for d in topo_diags) or not topology.is_file()
-        raise typer.Exit(EXIT_USAGE if unreadable else EXIT_FINDINGS)
-    result = run_check(paths, jobs=jobs or None, exclude=exclude or ())
-    sources.update(result.sources)
-    policies, policy_diags, policy_texts = load_policies(paths)
-    sources.update(policy_texts)
-    the_plan, plan_diags = make_plan(result.program, loaded, seed, None, policies)
-    diags = sorted_diagnostics(with_rules(result.diagnostics, policies, result.program) + topo_diags + policy_diags
-                               + plan_diags)
-    sources = texts_for_carets(diags, sources)
-    emit_diagnostics(diags, diagnostics_format, sources, to_stderr=True)
-    no_intents_or_exit(paths, declared(result.program), diags)
+    driver = Driver(paths, jobs or None, exclude or ())
+    topo = driver.topology(str(topology))       # read before the check: an unreadable one ends the run
+    if topo.loaded is None:
+        sources = {topology.as_posix(): topo.text} if topo.text is not None else {}
+        emit_diagnostics(sorted_diagnostics(topo.diagnostics), diagnostics_format, sources, to_stderr=True)
+        raise typer.Exit(EXIT_USAGE if topo.unreadable else EXIT_FINDINGS)
+    result = driver.run(Request(str(topology), seed=seed), Stage.PLAN).result
+    assert result is not None and result.program is not None and result.plan is not None
+    assert result.topology is not None and result.policies is not None
+    program, the_plan, loaded, policies = result.program, result.plan, result.topology, result.policies
+    diags = list(result.diagnostics)
+    emit_diagnostics(diags, diagnostics_format, result.sources, to_stderr=True)
+    no_intents_or_exit(paths, declared(program), diags)
 
     def once() -> int:
-        forecast = _read_and_forecast(kubeconfig, context, only_topology_nodes, result.program, the_plan, loaded,
+        forecast = _read_and_forecast(kubeconfig, context, only_topology_nodes, program, the_plan, loaded,
                                       seed, policies)
         typer.echo(_render(forecast, format), nl=False)
         troubled = any(f.phase.value in ("Failed", "Blocked") for f in forecast.intents)
@@ -125,12 +112,10 @@ def _read_and_forecast(kubeconfig: str | None, context: str | None, only_topolog
                        the_plan: Any, loaded: Any, seed: int, policies: Any) -> Any:
     """Read the cluster once (exit 2 when it cannot be read) and forecast on it, `now` being
     the moment the read ended."""
-    from intentc.forecast.core import forecast
-    from intentc.forecast.observe import observe
+    from intentc.forecast.core import on_cluster
     from intentc.kube.client import KubeClient
     from intentc.kube.errors import KubeError
     from intentc.kube.forecast_state import read_forecast_state
-    from intentc.plan.cluster_nodes import with_cluster_nodes
 
     try:
         client = KubeClient.connect(kubeconfig, context)
@@ -140,16 +125,8 @@ def _read_and_forecast(kubeconfig: str | None, context: str | None, only_topolog
             client.close()
     except KubeError as e:
         usage_error(f"cannot read the cluster: {e.message}")
-    now = time.time()
-    live = loaded
-    notes: tuple[str, ...] = ()
-    if not only_topology_nodes:
-        live, notes = with_cluster_nodes(loaded, state.nodes)
-    observed = observe(program, live.topology, state.nodes, state.pods, state.jobs, state.workloads)
-    made = forecast(program, the_plan, live, observed, now, seed, policies)
-    if notes:
-        made = dataclasses.replace(made, notes=notes + made.notes)
-    return made
+    return on_cluster(program, the_plan, loaded, state.nodes, state.pods, state.jobs, state.workloads, time.time(),
+                      seed, policies, only_topology_nodes)
 
 
 def _render(forecast: Any, format: StatusFormat) -> str:

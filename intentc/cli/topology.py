@@ -196,7 +196,7 @@ def inspect(
 def _inspect_topology(path: str, format: InspectFormat) -> NoReturn:
     """`inspect --topology`: the file's nodes and GPU products, each with the short name intents
     use for it (`NVIDIA-H100-80GB-HBM3 (matches intents' H100-80GB)`); exits."""
-    from intentc.sources import read_text
+    from intentc.frontend.sources import read_text
     from intentc.topology.load import load_topology
     from intentc.topology.products import offered, short_name, tally
 

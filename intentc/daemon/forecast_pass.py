@@ -28,14 +28,12 @@ from typing import Any, Callable
 
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.source import Desired
-from intentc.forecast.core import forecast
+from intentc.forecast.core import on_cluster
 from intentc.forecast.model import Forecast
-from intentc.forecast.observe import observe
 from intentc.forecast.text import status_of
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.kube.forecast_state import ForecastState, read_forecast_state
-from intentc.plan.cluster_nodes import with_cluster_nodes
 
 log = logging.getLogger("intentc.daemon")
 Statuses = dict[tuple[str, str], dict[str, Any]]      # (tenant, intent) -> the status's `forecast`
@@ -47,11 +45,8 @@ def decide(desired: Desired, state: ForecastState, now: float, seed: int = 0,
     preview = desired.preview
     if preview is None:
         return None
-    live = preview.topology
-    if not only_topology_nodes:
-        live, _ = with_cluster_nodes(live, state.nodes)
-    observed = observe(desired.program, live.topology, state.nodes, state.pods, state.jobs, state.workloads)
-    return forecast(desired.program, preview.plan, live, observed, now, seed, preview.policies)
+    return on_cluster(desired.program, preview.plan, preview.topology, state.nodes, state.pods, state.jobs,
+                      state.workloads, now, seed, preview.policies, only_topology_nodes)
 
 
 def statuses(made: Forecast) -> Statuses:

@@ -6,7 +6,7 @@ reactor's thread.  `drift_pass` decides what the pass covers and which heals
 run; the detector (`drift.detect`) and the policies (`drift.policy`) are pure;
 the ledger (`ledger.py`) says each drift once and backs heals off.  What acts:
 
-* a heal is one server-side apply (`drift.live.heal`), said three ways — a
+* a heal is one server-side apply (`drift.managed.heal`), said three ways — a
   log line, `intentc_heals_total` and a `DriftHealed` Event — and told to the
   Intent mirror (its status shows the last heal);
 * after the heals, the GPU-failure reactor (`failures.py`) and the Intent
@@ -33,13 +33,13 @@ from intentc.daemon.reads import LiveReads, Safe
 from intentc.daemon.rollouts import Stopped
 from intentc.daemon.source import Desired
 from intentc.daemon.state import ReactorState
-from intentc.kube import events
 from intentc.drift.detect import Report, detect
-from intentc.drift.live import heal, own_plumbing
+from intentc.drift.managed import heal, own_plumbing
 from intentc.drift.policy import Decision, Policies, decide
+from intentc.kube import events
 from intentc.kube.client import KubeClient
-from intentc.render.model import Manifest
 from intentc.objectmeta import ObjectRef
+from intentc.render.model import Manifest
 
 log = logging.getLogger("intentc.daemon")
 

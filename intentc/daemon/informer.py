@@ -16,7 +16,7 @@ import threading
 from typing import Any, Callable
 
 from intentc.daemon.metrics import DaemonMetrics
-from intentc.drift.live import SELECTOR
+from intentc.drift.managed import SELECTOR
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError, NotFound
 from intentc.kube.watch import Expired, Watch, list_objects

@@ -40,8 +40,8 @@ from intentc.daemon.branch import Step, decide_head
 from intentc.daemon.config import DaemonConfig
 from intentc.daemon.election import Elector
 from intentc.daemon.failures import FailureReactor, Observed
-from intentc.daemon.forecast_pass import ForecastPass
 from intentc.daemon.following import OnReload, follower_adopts, on_leading, on_reload, poll_delay, wait_seconds
+from intentc.daemon.forecast_pass import ForecastPass
 from intentc.daemon.healing import DriftReactor
 from intentc.daemon.http import HealthServer
 from intentc.daemon.ledger import DriftLedger
@@ -60,17 +60,17 @@ from intentc.daemon.settling import Settler
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile, say_held, say_not_compiled
 from intentc.daemon.state import Leadership, ReactorState
 from intentc.daemon.tls import CERT_FILE, KEY_FILE, CertError, ServingCert
-from intentc.kube import events
 from intentc.drift.consistency import Verdict
-from intentc.drift.live import read_managed
+from intentc.drift.managed import read_managed
 from intentc.drift.rollback import RollbackError
-from intentc.gitrepo import GitError, resolve
+from intentc.kube import events
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
+from intentc.objectmeta import ObjectRef
 from intentc.plan.model import Plan
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.render.model import Manifest
-from intentc.objectmeta import ObjectRef
+from intentc.vcs.gitrepo import GitError, resolve
 
 __all__ = ["Daemon", "DaemonConfig", "Leadership", "ListenError"]
 log = logging.getLogger("intentc.daemon")

@@ -18,12 +18,12 @@ from intentc.daemon.failures import FailureReactor
 from intentc.daemon.informer import Informer
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.source import Desired
-from intentc.drift.live import complete
+from intentc.drift.managed import complete
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
+from intentc.objectmeta import ObjectRef
 from intentc.reconcile.inventory import Inventory
 from intentc.render.capabilities import KubeVersion
-from intentc.objectmeta import ObjectRef
 
 log = logging.getLogger("intentc.daemon")
 Safe = Callable[[str, Callable[[], Any]], Any]      # the reactor's `_safe`: count and log a failed step

@@ -13,22 +13,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
-from intentc import collector, gitrepo
-from intentc.pipeline.result import CompileResult
-from intentc.diagnostics import format_text
+from intentc import collector
 from intentc.daemon.reload import Reloader, ReloadResult
+from intentc.diagnostics import format_text
 from intentc.drift.detect import History
 from intentc.drift.rollback import RepoSource, compile_revision
-from intentc.frontend.batch import Reused
 from intentc.ir import Program
+from intentc.objectmeta import ObjectRef
+from intentc.pipeline.loading import Reused
+from intentc.pipeline.result import CompileResult
 from intentc.plan.model import Placement, Plan
 from intentc.policy import BUILTIN, Policies
 from intentc.reconcile.timeouts import Budget, WaveBudgets
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import Manifest, Rendered
-from intentc.objectmeta import ObjectRef
 from intentc.render.packed import BodyCodec, PackedBody
 from intentc.topology.load import LoadedTopology
+from intentc.vcs import gitrepo
 
 log = logging.getLogger("intentc.daemon")
 HISTORY_DEPTH = 5000      # commits of the branch kept for stale / foreign checks
@@ -74,7 +75,7 @@ class Desired:
 
 def from_compile(result: CompileResult, origin: str) -> Desired | None:
     """What to roll out; a commit whose errors each belong to one tenant rolls
-    out for the other tenants (intentc.holdback), as `intentc apply` does."""
+    out for the other tenants (intentc.pipeline.holdback), as `intentc apply` does."""
     if result.rendered is None or result.program is None or (not result.ok and not result.held_tenants):
         return None
     desired = Desired.of(result.rendered.commit, result.rendered.manifests, result.program, origin,
@@ -100,7 +101,7 @@ class GitSource:
         self.path = str(Path(repo).expanduser()) if self.local else str(gitrepo.mirror_path(repo, self.workdir))
         self.source = RepoSource(self.path, paths, topology, render_target=render_target, seed=seed, cluster=cluster)
         # the parse results of the last commit compiled: the next commit's unchanged files
-        # share them (`frontend.batch.load`'s `reuse`), as the commit in force still holds them
+        # share them (`pipeline.loading.load`'s `reuse`), as the commit in force still holds them
         self._reuse: Reused = {}
 
     def poll(self) -> str:
@@ -124,7 +125,7 @@ class GitSource:
             return compile_revision(replace(self.source, kube_version=kube_version), sha, self.workdir, self._reuse,
                                     in_force, codec)
         finally:
-            # Loading the files freezes the heap it leaves (`frontend.batch`, `collector.After.FREEZE`:
+            # Loading the files freezes the heap it leaves (`pipeline.loading`, `collector.After.FREEZE`:
             # right for a one-shot CLI run).  Frozen objects are never collected, so in a
             # daemon compiling every commit each freeze kept whatever cyclic garbage was
             # pending then (open git repositories with their `cat-file` processes, drift

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from intentc.daemon.source import Desired
 from intentc.drift.detect import History
-from intentc.drift.live import Managed
+from intentc.drift.managed import Managed
 from intentc.reconcile.inventory import Inventory
 
 

@@ -1,7 +1,7 @@
 """What a pull request changes, for reviewers: `intentc diff` and `intentc schema-diff`.
 
 Pure: every function here takes plain data (file contents, blob listings,
-compiled programs); reading revisions is `intentc.gitrepo`'s job.
+compiled programs); reading revisions is `intentc.vcs.gitrepo`'s job.
 
   sides.py, cache.py      compile two trees, parsing each git blob once (cached by blob SHA)
   intents.py              semantic IR diff of declarations (deepdiff), renames, positions

@@ -25,8 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from intentc import collector
 from intentc import __version__
+from intentc import collector
 from intentc.cachetrust import make_private_folder, read_trusted
 from intentc.frontend import FileResult
 
@@ -34,8 +34,8 @@ BlobKey = tuple[str, str]          # (repository-relative path, blob SHA)
 
 # What a cached result depends on: the surfaces, the IR, decoding, the grammar /
 # schemas they load, and (for the graph views) the graph module and its consumer.
-_FRONTEND_FILES = ("frontend", "ir.py", "sources.py", "diagnostics.py", "quantity.py", "codes.py", "graph.py",
-                   "diff/graph_diff.py")
+_FRONTEND_FILES = ("frontend", "ir/__init__.py", "ir/quantity.py", "diagnostics/__init__.py", "diagnostics/codes.py",
+                   "graph/digraph.py", "diff/graph_diff.py")
 
 
 def frontend_fingerprint() -> str:

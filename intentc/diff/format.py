@@ -9,13 +9,13 @@ from dataclasses import asdict
 from typing import Any
 
 from intentc.diagnostics import Span
+from intentc.diff.binding_diff import github_commands, markdown_lines, text_lines
+from intentc.diff.binding_diff import to_json_obj as binding_json
+from intentc.diff.cel_diff import CelRuleChange
 from intentc.diff.graph_diff import Edge
 from intentc.diff.impact import ImpactClass
 from intentc.diff.intents import DeclChange, FieldChange, Status
-from intentc.diff.live import github_commands, markdown_lines, text_lines
-from intentc.diff.live import to_json_obj as binding_json
 from intentc.diff.report import DiffReport
-from intentc.diff.cel_diff import CelRuleChange
 from intentc.diff.rules import RuleChange, RuleStatus
 
 SHOWN = 50           # list items shown per section in text/markdown; JSON has everything
@@ -269,7 +269,7 @@ def format_github(report: DiffReport) -> str:
     so it goes on the run), its field changes in the message.  Intents whose
     impact is capacity or reschedule, and intents no longer placeable, are
     warnings; new dependency cycles are errors; the rest are notices."""
-    from intentc import annotations as gh
+    from intentc.diagnostics import github as gh
 
     impact = {i.intent: i for i in report.impacts}
     out = [gh.command(gh.Level.NOTICE, f"{report.base} .. {report.head}: {_counts(report)}", title="intentc diff")]

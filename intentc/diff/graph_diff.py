@@ -1,9 +1,9 @@
 """What a change does to the dependency graph: edges, cycles, waves.
 
-Both graphs come from `intentc.graph.build`, the same function the compiler
+Both graphs come from `intentc.graph.digraph.build`, the same function the compiler
 and the planner use, so "an edge" means exactly what it means everywhere
 else (an `after` clause, or a dataset one intent produces and another
-consumes).  Waves are the planner's waves (`Plan.waves` is `graph.waves`),
+consumes).  Waves are the planner's waves (`Plan.waves` is `digraph.waves`),
 so they are reported here even when no topology is given.
 """
 
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from intentc import dependencies, graph
+from intentc.graph import dependencies
+from intentc.graph import digraph
 from intentc.ir import Program
 
 
@@ -55,13 +56,13 @@ class GraphView:
 
 
 def view(program: Program) -> GraphView:
-    g, _ = graph.build(program)       # diagnostics are the compiler's to report, not the diff's
+    g, _ = digraph.build(program)       # diagnostics are the compiler's to report, not the diff's
     return view_of(g)
 
 
 def view_of(g: nx.DiGraph) -> GraphView:
     edges = frozenset(Edge(u, v, str(d.get("reason", "")), d.get("dataset")) for u, v, d in g.edges(data=True))
-    waves = graph.waves(g)
+    waves = digraph.waves(g)
     cycles = frozenset() if nx.is_directed_acyclic_graph(g) else frozenset(dependencies.cycles(g))
     return GraphView(edges, cycles, {n: i for i, w in enumerate(waves) for n in w})
 

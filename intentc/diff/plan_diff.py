@@ -40,7 +40,7 @@ class ShareChange:
 
 @dataclass(frozen=True)
 class BatchChange:
-    """The planner's `batch: auto` size changed (plan/batch.py): another placement, or other inputs."""
+    """The planner's `batch: auto` size changed (plan/batch_size.py): another placement, or other inputs."""
 
     intent: str
     old: int

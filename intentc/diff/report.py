@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from intentc import collector
 from intentc.collector import After
 from intentc.diagnostics import Diagnostic, Severity
+from intentc.diff.binding_diff import LiveBindingDiff
 from intentc.diff.cache import BlobCache
 from intentc.diff.cel_diff import CelRuleChange, diff_cel_rules
 from intentc.diff.creates import IntentObjects, target_objects
 from intentc.diff.graph_diff import GraphDiff, GraphView, diff_graphs, view
 from intentc.diff.impact import Impact, SideState, classify
 from intentc.diff.intents import DeclChange, diff_programs
-from intentc.diff.live import LiveBindingDiff
 from intentc.diff.plan_diff import PlanDiff, diff_plans
 from intentc.diff.rules import RuleChange, diff_rules, tagged
 from intentc.diff.sides import CompileStats, Side, Tree, compile_sides
@@ -44,7 +44,7 @@ class DiffReport:
     stats: CompileStats | None = None
     target: str = DEFAULT_TARGET
     creates: tuple[IntentObjects, ...] = ()      # what `target` makes for each added/changed intent
-    binding: LiveBindingDiff | None = None       # with a cluster: where apply's live binding differs (diff/live.py)
+    binding: LiveBindingDiff | None = None       # with a cluster: where apply's live binding differs (binding_diff.py)
     rules: tuple[RuleChange, ...] = ()           # tag rules (policies/) that differ
     cel_rules: tuple[CelRuleChange, ...] = ()    # organisation rules (policies/ `rules:`) that differ
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from intentc.diagnostics import Span
-from intentc.diff.schema_refs import canonical_json
 from intentc.diff.schema_impact import Affected
+from intentc.diff.schema_refs import canonical_json
 from intentc.diff.schema_report import Entry, SchemaReport
 from intentc.diff.schema_rules import Level
 
@@ -176,7 +176,7 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
 def format_github(report: SchemaReport, threshold: Level) -> str:
     """Workflow commands: one annotation per finding on the schema line; only
     head-side positions can be annotated on the pull request's files."""
-    from intentc import annotations as gh
+    from intentc.diagnostics import github as gh
 
     kinds = {Level.ERR: gh.Level.ERROR, Level.WARN: gh.Level.WARNING, Level.INFO: gh.Level.NOTICE}
     out = []

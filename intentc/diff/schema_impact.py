@@ -37,7 +37,7 @@ from referencing.jsonschema import DRAFT202012
 
 from intentc.diff.schema_diff import CheckKind, DataPath, SchemaFinding, Use
 from intentc.diff.schema_refs import Json, SchemaSet, canonical_json, effective
-from intentc.sources import DSL_SUFFIXES
+from intentc.frontend.sources import DSL_SUFFIXES
 
 Path_ = tuple[str | int, ...]
 YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -101,8 +101,8 @@ def dsl_documents(path: str, text: str) -> list[Document]:
     import json
 
     from intentc.frontend.dsl import parse
+    from intentc.frontend.sources import SourceFile
     from intentc.frontend.yaml_emit import documents
-    from intentc.sources import SourceFile
 
     program, diags = parse(SourceFile(path, text))
     if any(d.is_error for d in diags):

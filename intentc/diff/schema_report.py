@@ -1,7 +1,7 @@
 """`intentc schema-diff` as a library call: two schema directories in, a report out.
 
 Everything here takes plain data (file path -> bytes / text), so the CLI
-reads the revisions through `intentc.gitrepo` and tests can call it directly.
+reads the revisions through `intentc.vcs.gitrepo` and tests can call it directly.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from intentc.diff.schema_limits import MAX_DEPTH, hostile
 from intentc.diff.schema_refs import Json, SchemaSet
 from intentc.diff.schema_rules import Level
 from intentc.diff.schema_verdict import STILL_ACCEPTED, compare_schemas
-from intentc.sources import decode
+from intentc.frontend.sources import decode
 
 
 # Rules whose affected documents are the ones that set / lack the property the change is about.

@@ -103,7 +103,7 @@ def _isolated() -> Iterator[None]:
 
     from hypothesis import configuration
 
-    from intentc.frontend.batch import default_cache_dir
+    from intentc.pipeline.loading import default_cache_dir
 
     try:
         providers: Any = importlib.import_module("hypothesis.internal.conjecture.providers")

@@ -16,12 +16,12 @@ from typing import Callable, Mapping, Sequence
 from intentc.diagnostics import Diagnostic, sorted_diagnostics
 from intentc.diff.cache import BlobCache, BlobKey, listing_digest
 from intentc.frontend import FileResult, merge
-from intentc.frontend.batch import parse_all
+from intentc.frontend.sources import SourceFile, decode
 from intentc.ir import Program
 from intentc.pipeline.checked import global_pass_findings
 from intentc.pipeline.findings import prefer_specific
+from intentc.pipeline.loading import parse_all
 from intentc.policy import BUILTIN, Policies
-from intentc.sources import SourceFile, decode
 
 Reader = Callable[[Sequence[str]], Mapping[str, bytes]]
 

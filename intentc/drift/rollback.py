@@ -20,26 +20,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Sequence
 
-from intentc import gitrepo
 from intentc.atomic import write_atomic
-from intentc.pipeline.driver import compile_paths
-from intentc.pipeline.result import CompileResult
 from intentc.diagnostics import Diagnostic, Related, Span
 from intentc.drift import quarantine
-from intentc.kube import events
 from intentc.fleet.select import for_cluster
-from intentc.frontend.batch import Reused
-from intentc.plan.model import Plan
+from intentc.kube import events
 from intentc.kube.client import KubeClient
+from intentc.objectmeta import ObjectRef
+from intentc.pipeline.driver import compile_paths
+from intentc.pipeline.loading import Reused
+from intentc.pipeline.result import CompileResult
+from intentc.plan.model import Plan
 from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import LAST_GOOD, Inventory, inventory_ref
 from intentc.reconcile.result import ApplyResult
 from intentc.reconcile.sync import ApplyOptions, Reconciler
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.model import is_commit_stamp, short_stamp
-from intentc.objectmeta import ObjectRef
 from intentc.render.packed import BodyCodec
 from intentc.render.targets import DEFAULT_TARGET
+from intentc.vcs import gitrepo
 
 log = logging.getLogger("intentc.drift")
 

@@ -15,10 +15,10 @@ from typing import Mapping
 
 from intentc.diagnostics import Diagnostic, Related, Span, error
 from intentc.frontend.schema import API_VERSION, CLUSTER_KIND, YMap, schema_diagnostics, to_span
+from intentc.frontend.sources import read_source
 from intentc.frontend.yaml_read import Reader
 from intentc.ir import FieldSpans
 from intentc.render.targets import DEFAULT_TARGET
-from intentc.sources import read_source
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from intentc.diagnostics import Diagnostic, error, warning
+from intentc.diagnostics.suggest import did_you_mean
 from intentc.fleet.clusters import Fleet
 from intentc.ir import ClusterSelector, Intent, Program
-from intentc.suggest import did_you_mean
 
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _PREFIX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"

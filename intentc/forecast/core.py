@@ -27,7 +27,7 @@ a program in which the past is fixed:
 * nodes the observation says are unusable (NotReady, cordoned, tainted —
   the GPU-observation taint of the fallback chain included — or gone) are
   unavailable, and GPUs held by pods outside the program are busy for good,
-  exactly as live planning treats them (`plan/live.py`).  An intent planned
+  exactly as live planning treats them (`plan/live_occupancy.py`).  An intent planned
   onto such a node is therefore re-placed by the planner, and its ETA moves
   with where it now fits.
 
@@ -42,11 +42,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any, Mapping, Sequence
 
 from intentc import ir
-from intentc.duration import format_duration
 from intentc.forecast.model import Forecast, IntentForecast, JobObservation, Observation, Phase
-from intentc.graph import duration_seconds
+from intentc.forecast.observe import observe
+from intentc.graph.digraph import duration_seconds
+from intentc.ir.duration import format_duration
+from intentc.plan.cluster_nodes import with_cluster_nodes
 from intentc.plan.model import Busy, Occupancy, Placement, Plan
 from intentc.plan.planner import make_plan, unique_intents
 from intentc.plan.shape import shape
@@ -231,6 +234,21 @@ def forecast(program: ir.Program, plan: Plan, topology: LoadedTopology, observat
             pushed.setdefault(d, []).append(f.intent)
     out = [_with_knock_on(f, pushed[f.intent], out) if f.intent in pushed else f for f in out]
     return Forecast(epoch, now_s, tuple(out), observation.notes)
+
+
+def on_cluster(program: ir.Program, plan: Plan, loaded: LoadedTopology, nodes: Sequence[Mapping[str, Any]],
+               pods: Sequence[Mapping[str, Any]], jobs: Sequence[Mapping[str, Any]],
+               workloads: Sequence[Mapping[str, Any]], now: float, seed: int = 0, policies: Policies = BUILTIN,
+               only_topology_nodes: bool = False) -> Forecast:
+    """`forecast` on what the API server shows: the topology with the cluster's GPU nodes it
+    does not list (`plan.cluster_nodes`; not with `only_topology_nodes`), the workloads
+    observed on it, the rest re-planned.  `intentc status` and the daemon's forecast pass
+    both forecast through here, so the two cannot come to read a cluster differently.  The
+    notes on the nodes taken from the cluster come before the observation's."""
+    live, notes = (loaded, ()) if only_topology_nodes else with_cluster_nodes(loaded, nodes)
+    observed = observe(program, live.topology, nodes, pods, jobs, workloads)
+    made = forecast(program, plan, live, observed, now, seed, policies)
+    return replace(made, notes=notes + made.notes) if notes else made
 
 
 def _with_knock_on(late: IntentForecast, names: list[str], records: list[IntentForecast]) -> IntentForecast:

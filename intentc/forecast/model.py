@@ -68,7 +68,7 @@ class JobObservation:
 class NodeObservation:
     """A node of the cluster and why the planner may not use it (None: usable).
 
-    The reasons are those of live planning (`plan/live.py`): cordoned,
+    The reasons are those of live planning (`plan/live_occupancy.py`): cordoned,
     NotReady, a taint intentc's pods do not tolerate — the GPU-observation
     taint the fallback chain sets included."""
 

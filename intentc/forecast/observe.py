@@ -20,7 +20,7 @@ lists them) — and nothing from intentc's inventory or plan:
   the scheduler put it, else as many of the node's highest indices as it
   asks for (the device plugin does not say which);
 * nodes and foreign GPUs are read exactly as live planning reads them
-  (`plan/live.py`): the same problems, the same pods counted as foreign;
+  (`plan/live_occupancy.py`): the same problems, the same pods counted as foreign;
 * the epoch (plan time 0) is when the first of the program's Jobs was
   created: the moment `apply` released the plan's first wave.
 """
@@ -32,10 +32,10 @@ from typing import Any, Iterable, Mapping
 
 from intentc import ir
 from intentc.forecast.model import JobObservation, NodeObservation, Observation
-from intentc.plan.live import node_problem, occupancy, pod_gpus
+from intentc.objectmeta import INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from intentc.plan.live_occupancy import node_problem, occupancy, pod_gpus
 from intentc.plan.model import Busy
 from intentc.render.fallback import chains, is_standby
-from intentc.objectmeta import INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from intentc.duration import format_duration
 from intentc.forecast.model import Forecast, IntentForecast, Phase
+from intentc.ir.duration import format_duration
 
 COLUMNS = ("NAME", "TENANT", "PHASE", "PLANNED START", "START", "ETA", "BEHIND", "REASON")
 

@@ -3,7 +3,7 @@
 `load` is the one entry point later stages use: it discovers files, decodes
 them, dispatches on the suffix and merges the per-file programs in a
 canonical order.  Per-file results are independent, which is what makes the
-content-hash cache and the process pool in `intentc.frontend.batch` possible.
+content-hash cache and the process pool in `intentc.pipeline.loading` possible.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from intentc.diagnostics import Diagnostic
+from intentc.frontend.sources import SourceFile
 from intentc.ir import Dataset, Intent, Program, Tenant, Topology
-from intentc.sources import SourceFile
 
 
 @dataclass(frozen=True)

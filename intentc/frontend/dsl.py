@@ -42,10 +42,10 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from intentc.compact import compiled_module
 from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend import dsl_errors, lark_glue
-from intentc.frontend.lark_glue import TextSlice
 from intentc.frontend.dsl_lower import Lowering
+from intentc.frontend.lark_glue import TextSlice
+from intentc.frontend.sources import SourceFile
 from intentc.ir import Dataset, Intent, Program, Tenant
-from intentc.sources import SourceFile
 
 
 def grammar_text() -> str:

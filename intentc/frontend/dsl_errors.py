@@ -23,9 +23,9 @@ from typing import Any, Mapping
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from intentc.diagnostics import Diagnostic, Related, Span, error, excerpt
+from intentc.diagnostics.suggest import did_you_mean
 from intentc.frontend import lark_glue
 from intentc.frontend.lark_glue import Shift, Token
-from intentc.suggest import did_you_mean
 
 
 @dataclass(frozen=True)

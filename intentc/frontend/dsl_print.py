@@ -29,7 +29,7 @@ from intentc.diagnostics import Diagnostic, Span, error
 from intentc.frontend.dsl import Comment, parse_full
 from intentc.ir import (CONSTRAINT_KEYS, SETTING_KEYS, Action, Batch, ClusterSelector, Constraints, Context, Dataset, GpuRequest, Intent, ModelSettings,
                         Program, Tenant, Trigger)
-from intentc.sources import SourceFile
+from intentc.frontend.sources import SourceFile
 
 # Must accept exactly what the grammar's WORD terminal accepts.
 _WORD = re.compile(r"[A-Za-z0-9_.\-]+")

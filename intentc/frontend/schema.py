@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from referencing import Registry
 
 from intentc.diagnostics import Diagnostic, Span, error, excerpt, make_span
-from intentc.suggest import did_you_mean
+from intentc.diagnostics.suggest import did_you_mean
 
 _fast: Any
 try:  # a compiled validator answers "is this valid?" without Python per node; jsonschema explains why not

@@ -49,9 +49,9 @@ from intentc.ir import (
     Trigger,
     placed,
 )
+from intentc.diagnostics.suggest import did_you_mean
+from intentc.frontend.sources import SourceFile
 from intentc.ir import batch as make_batch
-from intentc.sources import SourceFile
-from intentc.suggest import did_you_mean
 
 # --------------------------------------------------------------------------
 # Documents → IR

@@ -1,7 +1,7 @@
 """What the cluster holds right now, read for planning: nodes and the pods that run.
 
 Reading only; the decision (which nodes are usable, which GPUs are taken)
-is `intentc.plan.live`, a pure function of what this returns.  Two LISTs:
+is `intentc.plan.live_occupancy`, a pure function of what this returns.  Two LISTs:
 every Node, and every Pod that is not finished (a field selector on the
 phase, so a cluster with many completed Jobs costs nothing extra).
 """

@@ -101,7 +101,7 @@ def first_current_context(files: tuple[str, ...]) -> str | None:
 
 
 def _unknown_context(what: str, context: str, files: tuple[str, ...], names: list[str]) -> ConfigError:
-    from intentc.suggest import did_you_mean
+    from intentc.diagnostics.suggest import did_you_mean
 
     available = f"available: {', '.join(names)}" if names else "it defines no contexts"
     return ConfigError(f"{what} {context} not found in {os.pathsep.join(files)}{did_you_mean(context, names)} "

@@ -12,13 +12,13 @@ import re
 from typing import Iterator
 
 from intentc.diagnostics import EXCERPT_CHARS, Diagnostic, Span, error, excerpt, warning
-from intentc.duration import parse_duration
+from intentc.ir.duration import parse_duration
 from intentc.ir import (NO_FIELD_SPANS, ActionKind, DriftPolicy, Fallback, FieldSpans, Intent, KvCache, Located, Placed,
                         ModelSettings, Precision, Program, Scope, SlaClass, Tenant, ThroughputMode, Tier,
                         TriggerKind, Where, span_of, vocabulary)
-from intentc.suggest import did_you_mean, one_of
-from intentc.tolerance import DEFAULT_SLA, allowed_precisions
-from intentc.quantity import parse_parameters, parse_quantity
+from intentc.diagnostics.suggest import did_you_mean, one_of
+from intentc.ir.quantity import parse_parameters, parse_quantity
+from intentc.ir.tolerance import DEFAULT_SLA, allowed_precisions
 
 BATCH_MAX = 2048
 SEQ_LEN_MAX = 32768

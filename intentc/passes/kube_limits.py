@@ -13,7 +13,7 @@ limits, each at the position of the value:
   resource.Quantity) — larger ones are capped and finer ones rounded up,
   without a word, so both are errors here;
 * cron schedules (E0417): what a CronJob's `spec.schedule` accepts
-  (`intentc.cron`).
+  (`intentc.ir.cron`).
 
 The lower bounds (zero, negative, port 65535) are the domain pass's.
 """
@@ -23,10 +23,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Iterator
 
-from intentc.cron import cron_problem
 from intentc.diagnostics import Diagnostic, error, excerpt
 from intentc.ir import Intent, Program, Tenant, TriggerKind, Where, span_of
-from intentc.quantity import parse_quantity
+from intentc.ir.cron import cron_problem
+from intentc.ir.quantity import parse_quantity
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1

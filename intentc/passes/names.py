@@ -8,8 +8,8 @@ declares it (external data) or some intent produces it.
 from __future__ import annotations
 
 from intentc.diagnostics import Diagnostic, error, excerpt
+from intentc.diagnostics.suggest import did_you_mean
 from intentc.ir import Program, Ref
-from intentc.suggest import did_you_mean
 
 
 def _dangling(ref: Ref, known: set[str]) -> bool:

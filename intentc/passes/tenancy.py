@@ -4,7 +4,7 @@ Tenants share one cluster, so the repository must not let one of them take
 what belongs to the cluster or to another tenant:
 
 * E0901 — a tenant named after a namespace the cluster or intentc owns
-  (`kube-system`, `default`, `intentc-system`, ...: `intentc.reserved`);
+  (`kube-system`, `default`, `intentc-system`, ...: `intentc.ir.reserved`);
 * E0902 — a tenant group Kubernetes gives to its own components
   (`system:authenticated` would bind `edit` for every user);
 * E0903 — a `serve` whose GPU count (the total across replicas) does not
@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import Iterator
 
 from intentc.diagnostics import Diagnostic, error
+from intentc.diagnostics.suggest import did_you_mean, one_of
 from intentc.ir import ActionKind, Intent, Program, SlaClass, Tenant, Tier, vocabulary
-from intentc.reserved import reserved_group, reserved_namespace
-from intentc.suggest import did_you_mean, one_of
+from intentc.ir.reserved import reserved_group, reserved_namespace
 
 DEFAULT_TIER = Tier.SILVER      # as in fair share: a tenant without a tier is silver
 

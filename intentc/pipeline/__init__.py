@@ -16,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from intentc.frontend.sources import texts_for_carets
     from intentc.pipeline.checked import Checked, check_loaded, global_findings, global_pass_findings
     from intentc.pipeline.commit import CommitError, resolve_commit
     from intentc.pipeline.driver import Driver, check, compile_paths
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from intentc.pipeline.outputs import write_outputs
     from intentc.pipeline.result import MANIFESTS_DIR, CompileResult, LiveReader
     from intentc.pipeline.stages import STAGES, Request, Stage, TopologyFile, Unit, load_file
-    from intentc.sources import texts_for_carets
 
 _HOME = {
     "Checked": "checked", "check_loaded": "checked", "global_findings": "checked",
@@ -44,7 +44,7 @@ __all__ = sorted([*_HOME, "texts_for_carets"])
 
 def __getattr__(name: str) -> Any:
     if name == "texts_for_carets":
-        from intentc.sources import texts_for_carets
+        from intentc.frontend.sources import texts_for_carets
 
         return texts_for_carets
     home = _HOME.get(name)

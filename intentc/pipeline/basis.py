@@ -32,7 +32,7 @@ from intentc.diagnostics import Diagnostic
 from intentc.pipeline.findings import Counts, report
 
 if TYPE_CHECKING:
-    from intentc.frontend.batch import Inputs
+    from intentc.pipeline.loading import Inputs
 
 _FORMAT = 1
 MAX_EDITED = 256        # more edited files than this: a full check is as quick

@@ -1,6 +1,6 @@
 """The check stage: files loaded → the global passes → what `check` reports.
 
-The local passes run per file while loading (`frontend.batch`), so this stage
+The local passes run per file while loading (`pipeline.loading`), so this stage
 is what needs the whole repository: the global passes and the dependency
 findings.  The daemon's reloader runs the same passes over its file table
 (`global_pass_findings`) and patches their findings edit by edit; `intentc
@@ -13,13 +13,13 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from intentc import dependencies
 from intentc.diagnostics import Diagnostic
 from intentc.frontend import Loaded
+from intentc.frontend.sources import texts_for_carets
+from intentc.graph import dependencies
 from intentc.ir import Program
 from intentc.passes import GLOBAL_PASSES, run_passes
 from intentc.pipeline.findings import report
-from intentc.sources import texts_for_carets
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -36,9 +36,9 @@ class Checked:
     def graph(self) -> nx.DiGraph:
         """The dependency graph, built when first asked for: `check` reports its
         findings (`dependencies.diagnostics`) without it, or networkx."""
-        from intentc import graph
+        from intentc.graph import digraph
 
-        return graph.build(self.program)[0]
+        return digraph.build(self.program)[0]
 
 
 def global_pass_findings(program: Program) -> list[Diagnostic]:

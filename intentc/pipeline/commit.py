@@ -25,7 +25,7 @@ def resolve_commit(paths: Sequence[str], explicit: str | None = None) -> str:
         if not _SHA.match(sha):
             raise CommitError(f"--commit must be a full 40-hex commit SHA, got {explicit!r}")
         return sha
-    from intentc.gitrepo import head_commit    # importing GitPython is start-up every run pays; CI passes --commit
+    from intentc.vcs.gitrepo import head_commit    # importing GitPython is start-up every run pays; CI passes --commit
 
     where = Path(paths[0]) if paths else Path(".")
     sha_found = head_commit(where if where.is_dir() else where.parent)

@@ -2,7 +2,7 @@
 
 Every command, the fleet and the daemon's reloader go through a `Driver`: it
 holds the run's inputs and what is made once for them — the parse cache and
-its memo (through `frontend.batch`), the check, the repository's tag rules,
+its memo (through `pipeline.loading`), the check, the repository's tag rules,
 each Topology file read — and walks the stages (`stages.STAGES`) as far as a
 command needs.  So finding the one Topology file among the inputs and then
 compiling is one check, not two, and a fleet plans every cluster on one.
@@ -21,9 +21,9 @@ from intentc.progress import Progress, silent
 if TYPE_CHECKING:
     from intentc.diagnostics import Diagnostic
     from intentc.frontend import Loaded
-    from intentc.frontend.batch import Reused
     from intentc.ir import Intent
     from intentc.pipeline.checked import Checked
+    from intentc.pipeline.loading import Reused
     from intentc.pipeline.memo import Summary
     from intentc.pipeline.result import CompileResult, LiveReader
     from intentc.pipeline.stages import Request, Stage, TopologyFile, Unit
@@ -44,7 +44,7 @@ class Driver:
                  cache_dir: str | None = None, use_cache: bool = True, progress: Progress = silent,
                  reuse: Reused | None = None, checked: Checked | None = None,
                  policy: PolicyFiles | None = None) -> None:
-        """`reuse`: see `frontend.batch.load`; `checked`: a program checked already (a
+        """`reuse`: see `pipeline.loading.load`; `checked`: a program checked already (a
         revision's, `intentc diff`); `policy`: its tag rules (default: read from `paths`)."""
         self.paths = tuple(paths)
         self.jobs = jobs
@@ -75,7 +75,7 @@ class Driver:
 
     def load(self) -> Loaded:
         """The load stage: the files read, parsed and checked one by one, through the parse cache."""
-        from intentc.frontend.batch import load
+        from intentc.pipeline.loading import load
 
         return load(self.paths, jobs=self.jobs, cache_dir=self.cache_dir, use_cache=self.use_cache,
                     progress=self.progress, exclude=self.exclude, reuse=self.reuse)
@@ -110,8 +110,8 @@ class Driver:
         """The Topology file at `path`, read once (`fresh`: again, it changed)."""
         known = self._topologies.get(path)
         if known is None or fresh:
+            from intentc.frontend.sources import read_text
             from intentc.pipeline.stages import TopologyFile
-            from intentc.sources import read_text
             from intentc.topology.load import load_topology
 
             loaded, diags = load_topology(path)
@@ -147,7 +147,7 @@ def check(paths: Sequence[str], jobs: int | None = None, cache_dir: str | None =
           reuse: Reused | None = None) -> Checked:
     """Everything `intentc check` reports: parse, semantic passes, dependency findings (files
     matching `exclude` left out).  `progress` hears how parsing, the long part, advances;
-    `reuse`: see `frontend.batch.load`."""
+    `reuse`: see `pipeline.loading.load`."""
     return Driver(paths, jobs, exclude, cache_dir, use_cache, progress, reuse).check()
 
 

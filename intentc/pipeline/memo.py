@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Sequence
 
 from intentc import collector
 from intentc.diagnostics import Diagnostic
-from intentc.frontend.batch import PARSING, Inputs, scan
+from intentc.frontend.sources import texts_for_carets
 from intentc.pipeline import basis
 from intentc.pipeline.findings import Counts, report
+from intentc.pipeline.loading import PARSING, Inputs, scan
 from intentc.progress import Progress, silent
-from intentc.sources import texts_for_carets
 
 if TYPE_CHECKING:
     from intentc.pipeline.checked import Checked

@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 
 from intentc.atomic import output_dir, write_atomic
+from intentc.frontend.sources import mark_output
 from intentc.pipeline.result import MANIFESTS_DIR, CompileResult
 from intentc.render.output import KUSTOMIZATION, kustomization, manifest_names, to_yaml
-from intentc.sources import mark_output
 
 
 def write_outputs(result: CompileResult, out_dir: str | Path) -> list[str]:

@@ -3,7 +3,7 @@
 `files()` is what the write stage puts on disk; plan.json and graph.json are
 made from it on demand, since `apply` and the daemon's git mode never read
 them.  Errors that belong to one tenant hold back only that tenant
-(`intentc.holdback`): the others are rendered, the result is not `ok`.
+(`intentc.pipeline.holdback`): the others are rendered, the result is not `ok`.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from intentc import graph
 from intentc.diagnostics import Diagnostic, Span, has_errors
+from intentc.frontend.sources import OUTPUT_MANIFESTS
+from intentc.graph import digraph
 from intentc.ir import Program
 from intentc.plan.jsonio import plan_to_json
 from intentc.plan.model import Occupancy, Plan
 from intentc.policy.catalogue import Policies
 from intentc.render.model import Rendered
 from intentc.render.output import KUSTOMIZATION, kustomization, manifest_files, manifest_names
-from intentc.sources import OUTPUT_MANIFESTS
 from intentc.topology.load import LoadedTopology
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ class CompileResult:
         program, beside the plan in force."""
         if self.rendered is None or self.program is None:
             return None
-        g = graph.build(self.program)[0]
+        g = digraph.build(self.program)[0]
         if self.files_under:
             for _u, _v, data in g.edges(data=True):
                 span = data.get("span")
@@ -71,7 +71,7 @@ class CompileResult:
     @property
     def graph_json(self) -> str:
         """Made on demand: `apply` never needs the JSON documents."""
-        return graph.to_json(self.dag, graph.waves(self.dag)) if self.dag is not None else ""
+        return digraph.to_json(self.dag, digraph.waves(self.dag)) if self.dag is not None else ""
 
     @property
     def ok(self) -> bool:

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Callable
 from intentc.compact import intern_strings
 from intentc.diagnostics import Diagnostic, has_errors, sorted_diagnostics
 from intentc.frontend import Loaded, parse_source
-from intentc.graph import dependencies as dependency_graph
-from intentc.holdback import holdback
+from intentc.frontend.sources import SourceFile, texts_for_carets
+from intentc.graph.digraph import dependencies as dependency_graph
 from intentc.ir import Intent, Program
 from intentc.passes import LOCAL_PASSES, run_passes
 from intentc.pipeline.checked import Checked
+from intentc.pipeline.holdback import holdback
 from intentc.pipeline.outputs import write_outputs
 from intentc.pipeline.result import CompileResult, LiveReader
 from intentc.plan.incremental import PlanIndex
@@ -39,7 +40,6 @@ from intentc.render import render as render_objects
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.packed import BodyCodec
 from intentc.render.targets import DEFAULT_TARGET
-from intentc.sources import SourceFile, texts_for_carets
 from intentc.topology.load import LoadedTopology
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def load_file(source: SourceFile) -> FileLoad:
 
 
 def load(driver: Driver, unit: Unit) -> Unit:
-    """Read and parse the files, the local passes run per file (`frontend.batch.load`,
+    """Read and parse the files, the local passes run per file (`pipeline.loading.load`,
     through the driver's parse cache); nothing when the driver has checked them already."""
     if driver.has_checked:
         return unit
@@ -201,7 +201,7 @@ def index_plan(program: Program, placed: Plan, loaded: LoadedTopology, seed: int
 
 def render(driver: Driver, unit: Unit) -> Unit:
     """The objects of the plan, for the request's Kubernetes version and render target;
-    errors that belong to one tenant hold back that tenant only (`intentc.holdback`),
+    errors that belong to one tenant hold back that tenant only (`intentc.pipeline.holdback`),
     any other writes nothing."""
     request, checked, planned = unit.request, unit.checked, unit.result
     assert checked is not None and planned is not None and planned.plan is not None

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from intentc.duration import parse_duration
 from intentc.ir import Dataset, Intent, Program, Tenant
+from intentc.ir.duration import parse_duration
 from intentc.plan.model import Placement
 
 

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from intentc import ir
+from intentc.ir.quantity import parse_quantity
 from intentc.plan.branchindex import BranchIndex
 from intentc.plan.gpuset import GpuChooser
-from intentc.quantity import parse_quantity
-from intentc.topology.products import product_key
 from intentc.topology.matrix import GpuMatrix
+from intentc.topology.products import product_key
 
 ROOT_LEVEL = "cluster"
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from html import escape
 
 from intentc import ir
-from intentc.dependencies import links, producers, unique_intents
-from intentc.duration import format_duration
+from intentc.graph.dependencies import links, producers, unique_intents
+from intentc.ir.duration import format_duration
 from intentc.plan.model import Plan
 from intentc.plan.text import plan_time, gpus_cell, links_cell, scope_cell   # the text output's cells, word for word
 

@@ -67,10 +67,11 @@ from typing import Any
 
 import networkx as nx
 
-from intentc import graph, ir
+from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, error
+from intentc.graph import digraph
 from intentc.plan.admission import TenantTerms, sla_name, sla_rank, tenant_weight
-from intentc.plan.batch import size_batches
+from intentc.plan.batch_size import size_batches
 from intentc.plan.cluster import Cluster, NodeState
 from intentc.plan.metrics import critical_paths, jain_index
 from intentc.plan.model import BatchSizing, Placement, Plan, Strategy, TenantShare, Unplaced
@@ -200,7 +201,7 @@ class PlanIndex:
         self.cluster = Cluster(loaded.topology, matrix_source(loaded), seed)
         self.placer = Placer(self.cluster)
         self.policies = policies
-        self.intents: dict[str, ir.Intent] = graph.unique_intents(program)
+        self.intents: dict[str, ir.Intent] = digraph.unique_intents(program)
         self.terms: dict[str, TenantTerms] = tenant_terms(program, list(self.intents.values()))
         self.preds = {n: tuple(sorted(g.predecessors(n))) for n in g if g.in_degree(n)}
         self.succs = {n: tuple(sorted(g.successors(n))) for n in g if g.out_degree(n)}
@@ -218,7 +219,8 @@ class PlanIndex:
         self.consumers = {d: frozenset(cs) for d, cs in consumers.items()}
         self.exclusive = frozenset(n for n, i in self.intents.items()
                                    if policies.requires(i, Requirement.EXCLUSIVE_DOMAIN))
-        self.dist, self.prev = graph.longest_chains(g, {n: graph.duration_seconds(i) for n, i in self.intents.items()})
+        durations = {n: digraph.duration_seconds(i) for n, i in self.intents.items()}
+        self.dist, self.prev = digraph.longest_chains(g, durations)
         # chain ends, longest first (ties: smallest name): the critical path's end is the first
         # entry whose length is still the intent's (entries of changed lengths are dropped lazily)
         self.longest: list[tuple[int, str]] = [(-d, n) for n, d in self.dist.items()]
@@ -322,7 +324,7 @@ class PlanIndex:
 
     # -- one intent --------------------------------------------------------------------
     def _place(self, intent: ir.Intent, ready: int) -> Placement | Refusal | Fallback:
-        duration = None if intent.action.kind == ir.ActionKind.SERVE.value else graph.duration_seconds(intent)
+        duration = None if intent.action.kind == ir.ActionKind.SERVE.value else digraph.duration_seconds(intent)
         sla = sla_name(intent)
         if intent.gpu_count <= 0:
             end = None if duration is None else ready + duration
@@ -402,7 +404,7 @@ class PlanIndex:
         return out
 
     def _edges(self, fresh: Mapping[str, ir.Intent], gone: frozenset[str]) -> Edges:
-        """The edges `graph.dependencies` would give the edited program, for the intents whose
+        """The edges `digraph.dependencies` would give the edited program, for the intents whose
         edges can have changed: the edited, new and removed ones, the consumers of a dataset
         whose producers changed, and what waited for a removed intent."""
         changed = fresh.keys() | gone
@@ -638,7 +640,7 @@ class PlanIndex:
                          fresh, dict(new), dist, prev, gone, edit.edges, wave_of, edit.terms)
 
     def _waves(self, order: list[str], edit: Edit) -> tuple[tuple[tuple[str, ...], ...], dict[str, int]]:
-        """`graph.waves` of the edited program: the touched intents' waves made again (the
+        """`digraph.waves` of the edited program: the touched intents' waves made again (the
         others' ancestors are all kept), the removed ones dropped; only the waves that
         change are copied."""
         wave_of: dict[str, int] = {}
@@ -671,7 +673,7 @@ class PlanIndex:
 
     def _chains(self, order: list[str], intent_of: Callable[[str], ir.Intent],
                 preds: Mapping[str, tuple[str, ...]]) -> tuple[dict[str, int], dict[str, str | None]]:
-        """The longest chains ending with each touched intent (`graph.longest_chains`, redone
+        """The longest chains ending with each touched intent (`digraph.longest_chains`, redone
         for those only: the others' chains do not pass through them)."""
         dist: dict[str, int] = {}
         prev: dict[str, str | None] = {}
@@ -681,7 +683,7 @@ class PlanIndex:
             for u in preds.get(v, ()):
                 if best is None or (-chain[u], u) < (-chain[best], best):
                     best = u
-            dist[v] = graph.duration_seconds(intent_of(v)) + (chain[best] if best else 0)
+            dist[v] = digraph.duration_seconds(intent_of(v)) + (chain[best] if best else 0)
             prev[v] = best
         return dist, prev
 
@@ -692,12 +694,12 @@ class PlanIndex:
         the whole edited program (a pass over every intent: only plans with refusals pay it)."""
         order = [n for wave in waves for n in wave]
         after = ChainMap(dict(preds), self.preds)
-        durations = {n: graph.duration_seconds(intent_of(n)) for n in order}
+        durations = {n: digraph.duration_seconds(intent_of(n)) for n in order}
         return critical_paths(order, lambda n: after.get(n, ()), durations, refused)
 
     def _critical(self, dist: dict[str, int], prev: dict[str, str | None],
                   gone: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], int]:
-        """`graph.critical_path` over the kept chains and the redone ones (`dist`), without
+        """`digraph.critical_path` over the kept chains and the redone ones (`dist`), without
         the `gone` intents'."""
         best: tuple[int, str] | None = min(((-d, n) for n, d in dist.items()), default=None)
         heap, skipped = self.longest, []
@@ -715,7 +717,7 @@ class PlanIndex:
             heapq.heappush(heap, entry)
         if best is None:
             return (), 0
-        return graph.chain_end(ChainMap(prev, self.prev), best[1]), -best[0]
+        return digraph.chain_end(ChainMap(prev, self.prev), best[1]), -best[0]
 
     def _shares(self, edit: Edit, old: dict[str, Placement], new: dict[str, Placement]
                 ) -> tuple[TenantShare, ...]:

@@ -48,7 +48,7 @@ def longest_chain(order: Iterable[str], after: Callable[[str], Sequence[str]], d
                   among: Collection[str]) -> tuple[tuple[str, ...], int]:
     """The longest chain by summed durations through the intents of `among` only
     (`order`: a topological order; `after`: what an intent waits for), ties to the
-    smallest name as `graph.critical_path` breaks them, so a plan with nothing left
+    smallest name as `digraph.critical_path` breaks them, so a plan with nothing left
     out reports the very chain the whole graph has."""
     dist: dict[str, int] = {}
     prev: dict[str, str | None] = {}
@@ -75,7 +75,7 @@ def critical_paths(order: Sequence[str], after: Callable[[str], Sequence[str]], 
     """The plan's critical path and its length over the intents that run (those of `order`
     not in `refused`), then the longest refused chain and its length: the one definition
     the full planner and the incremental one (plan/incremental.py) both report.  With
-    nothing refused the critical path is the whole graph's (`graph.critical_path`), which
+    nothing refused the critical path is the whole graph's (`digraph.critical_path`), which
     both planners already have and pass on without calling this."""
     runs = {n for n in order if n not in refused}
     path, path_s = longest_chain(order, after, durations, runs)

@@ -111,7 +111,7 @@ class Occupancy:
 
 @dataclass(frozen=True, slots=True)
 class BatchSizing:
-    """The concrete batch of a `batch: auto` intent for the GPUs it was given (plan/batch.py)."""
+    """The concrete batch of a `batch: auto` intent for the GPUs it was given (plan/batch_size.py)."""
 
     intent: str
     size: int                           # what INTENTC_BATCH carries
@@ -122,7 +122,7 @@ class BatchSizing:
 
 @dataclass(frozen=True, slots=True)
 class Strategy:
-    """The batching decision for a placed GPU intent (intentc/tolerance.py, plan/strategy.py)."""
+    """The batching decision for a placed GPU intent (intentc/ir/tolerance.py, plan/strategy.py)."""
 
     intent: str
     strategy: str                       # latency | throughput | elastic

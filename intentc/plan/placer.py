@@ -27,10 +27,10 @@ from functools import lru_cache
 from decimal import Decimal
 
 from intentc import ir
+from intentc.ir.quantity import parse_quantity
 from intentc.plan.cluster import ROOT_LEVEL, Cluster, Domain, Filter, NodeState, View
 from intentc.plan.gpuset import Choice
 from intentc.plan.model import NodeAllocation
-from intentc.quantity import parse_quantity
 from intentc.topology.products import nearest, product_key, short_name
 
 SCOPES = frozenset(ir.vocabulary(ir.Scope))

@@ -22,17 +22,18 @@ from dataclasses import replace
 from typing import TypeVar
 
 from intentc import collector
-from intentc import graph, ir
-from intentc.duration import format_duration, parse_duration
+from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, sorted_diagnostics, warning
+from intentc.graph import digraph
+from intentc.ir.duration import format_duration, parse_duration
 from intentc.plan import metrics
+from intentc.plan import policy_check
 from intentc.plan.admission import TenantTerms, sla_name, tenant_weight
-from intentc.plan.batch import size_batches
+from intentc.plan.batch_size import size_batches
 from intentc.plan.cluster import Cluster
 from intentc.plan.model import BatchSizing, Occupancy, Placement, Plan, Strategy, TenantShare
 from intentc.plan.observation import without_observed
 from intentc.plan.placer import Placer, Request
-from intentc.plan import policy_check
 from intentc.plan.schedule import Job, Outcome, Simulation
 from intentc.plan.shape import shape
 from intentc.plan.strategy import decide
@@ -105,7 +106,7 @@ def duration_warning(intent: ir.Intent, seconds: int | None = None) -> Diagnosti
     if intent.gpu_count <= 0 or intent.action.kind == ir.ActionKind.SERVE.value or given:
         return None
     if seconds is None:
-        seconds = graph.duration_seconds(intent)
+        seconds = digraph.duration_seconds(intent)
     return warning("W0602", f'"{intent.name}" has no `duration`: planned as {format_duration(seconds)}, the '
                             f"default for {intent.action.kind}", intent.span,
                    hint="give it a `duration:` estimate so the plan knows when its GPUs are free again")
@@ -255,7 +256,7 @@ def _make_plan(program: ir.Program, topology: LoadedTopology, seed: int, occupie
                policies: Policies, previous: Plan | None) -> tuple[Plan, list[Diagnostic]]:
     topology = without_observed(topology)    # nodes whose GPU failed recently (daemon/fallback.py)
     intents = unique_intents(program)
-    durations = {i.name: graph.duration_seconds(i) for i in intents}
+    durations = {i.name: digraph.duration_seconds(i) for i in intents}
     # the graph's shape only, no networkx graph unless there is a cycle to describe (plan/shape.py)
     shaped, diags = shape(program, durations)
     waves, wave_of, path, path_s = shaped.waves, shaped.wave_of, shaped.path, shaped.path_s

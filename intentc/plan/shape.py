@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from intentc import graph, ir
-from intentc.dependencies import links, producers, unique_intents
+from intentc import ir
 from intentc.diagnostics import Diagnostic
+from intentc.graph import digraph
+from intentc.graph.dependencies import links, producers, unique_intents
 from intentc.plan.metrics import longest_chain
 
 NONE: tuple[str, ...] = ()
@@ -37,7 +38,7 @@ class Shape:
 
 
 def shape(program: ir.Program, durations: Mapping[str, int]) -> tuple[Shape, list[Diagnostic]]:
-    """The plan's view of the dependency graph, and `graph.checked`'s findings (E0503, E0501)."""
+    """The plan's view of the dependency graph, and `digraph.checked`'s findings (E0503, E0501)."""
     intents = unique_intents(program)
     produced, diags = producers(intents)
     waits: dict[str, list[str]] = {}      # lists, not sets: most intents wait for one or none
@@ -97,17 +98,17 @@ def _depths(intents: Mapping[str, object], after: Mapping[str, tuple[str, ...]])
 
 def _critical_path(waves: tuple[tuple[str, ...], ...], after: Mapping[str, tuple[str, ...]],
                    durations: Mapping[str, int]) -> tuple[tuple[str, ...], int]:
-    """`graph.critical_path` over an acyclic shape: the longest chain by summed durations,
+    """`digraph.critical_path` over an acyclic shape: the longest chain by summed durations,
     ties to the smallest name (the answer does not depend on the visiting order)."""
     return longest_chain((v for wave in waves for v in wave), after.__getitem__, durations, after)
 
 
 def _with_cycles(program: ir.Program, durations: Mapping[str, int]) -> tuple[Shape, list[Diagnostic]]:
     """A program with a cycle: networkx describes the cycles and finds who is on one."""
-    g, diags = graph.checked(program)
-    cyclic = graph.nodes_in_cycles(g)
-    waves = graph.waves(g, cyclic)
-    path, path_s = graph.critical_path(g, durations, cyclic)
+    g, diags = digraph.checked(program)
+    cyclic = digraph.nodes_in_cycles(g)
+    waves = digraph.waves(g, cyclic)
+    path, path_s = digraph.critical_path(g, durations, cyclic)
     after = {name: NONE if name in cyclic else tuple(sorted(u for u in g.predecessors(name) if u not in cyclic))
              for name in sorted(g)}
     g.clear()                   # its views refer back to it: emptied now, the collector is paused

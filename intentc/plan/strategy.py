@@ -1,6 +1,6 @@
 """The decision table applied to the plan: each placed GPU intent's strategy.
 
-The table itself is `intentc/tolerance.py`; what only the plan knows is
+The table itself is `intentc/ir/tolerance.py`; what only the plan knows is
 how fragmented the domain it chose is: the share of that domain's GPUs
 left free on nodes that are partly used (free GPUs on untouched nodes are
 whole nodes, not fragments).  The domain is the innermost level the gang
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from intentc import ir
+from intentc.ir.tolerance import allowed_precisions, strategy
 from intentc.plan.model import Placement, Strategy
-from intentc.tolerance import allowed_precisions, strategy
 
 
 def chosen(p: Placement) -> tuple[str, str]:

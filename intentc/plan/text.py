@@ -12,7 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from intentc.duration import format_duration
+from intentc.ir.duration import format_duration
 from intentc.plan.model import Placement, Plan
 
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from intentc.diagnostics import Diagnostic, Span, error, excerpt, make_span
+from intentc.diagnostics.suggest import closest
 from intentc.ir import NO_SPAN
-from intentc.suggest import closest
 
 # Bounds on a rule's cost, checked before it is compiled.  CEL has no loops
 # or recursion: an evaluation's cost is bounded by the expression's size and

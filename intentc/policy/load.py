@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Sequence
 
 from intentc.diagnostics import Diagnostic
+from intentc.frontend.sources import read_source
 from intentc.policy.catalogue import BUILTIN, Policies, Requirement, Rule
 from intentc.policy.cel_rules import CelRule, rules_of
 from intentc.policy.policy_files import checked_rules, not_a_policy
-from intentc.sources import read_source
 
 POLICY_DIR = "policies"
 

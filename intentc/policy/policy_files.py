@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from intentc.diagnostics import Diagnostic, Related, error, excerpt
+from intentc.diagnostics.suggest import did_you_mean
 from intentc.policy.cel_rules import CelRule, compile_diagnostics
-from intentc.suggest import did_you_mean
 
 
 def not_a_policy(root: Any, shown: str) -> list[Diagnostic]:

@@ -23,9 +23,9 @@ import re
 from typing import Iterable, Iterator, Sequence
 
 from intentc.diagnostics import Diagnostic, excerpt, warning
+from intentc.diagnostics.suggest import closest
 from intentc.ir import Intent, Program
 from intentc.policy.catalogue import BUILTIN_RULES, Policies
-from intentc.suggest import closest
 
 BUILTIN_TAGS: frozenset[str] = frozenset(r.tag for r in BUILTIN_RULES)
 

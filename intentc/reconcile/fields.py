@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterator, Mapping
 
-from intentc.quantity import parse_quantity
+from intentc.ir.quantity import parse_quantity
 from intentc.render.model import (COMMIT_ANNOTATION, CONTENT_DIGEST_ANNOTATION, HANDED_OVER_ANNOTATION,
                                   SPEC_HASH_ANNOTATION)
 

@@ -36,11 +36,11 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from intentc.ir.reserved import INTENTC_NAMESPACE
+from intentc.objectmeta import ObjectRef
 from intentc.reconcile import inventory_schema
 from intentc.render.meta import labels
 from intentc.render.model import is_commit_stamp
-from intentc.objectmeta import ObjectRef
-from intentc.reserved import INTENTC_NAMESPACE
 
 INVENTORY_NAMESPACE = INTENTC_NAMESPACE
 INVENTORY_KEY = "inventory.json"

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from intentc.ir.reserved import INTENTC_NAMESPACE
 from intentc.objectmeta import ObjectRef
-from intentc.reserved import INTENTC_NAMESPACE
 
 if TYPE_CHECKING:
     from intentc.kube.client import KubeClient

@@ -3,7 +3,7 @@
 `apply` compiles the preview (the same bytes CI wrote) and hands the
 reconciler a `LiveBinder`.  The binder reads the cluster (Nodes and
 running Pods, `intentc.kube.cluster_state`), turns it into an `Occupancy`
-(`intentc.plan.live`) and binds:
+(`intentc.plan.live_occupancy`) and binds:
 
 * `whole()` — every intent on what is free when the apply starts
   (`apply --no-wait` creates every wave from this);
@@ -42,8 +42,9 @@ from typing import Any, Callable, Mapping, Sequence
 from intentc import ir
 from intentc.kube.cluster_state import ClusterState
 from intentc.kube.errors import AccessDenied, NotFound
+from intentc.objectmeta import ObjectRef
 from intentc.plan.cluster_nodes import with_cluster_nodes
-from intentc.plan.live import occupancy
+from intentc.plan.live_occupancy import occupancy
 from intentc.plan.model import Busy, NodeAllocation, Occupancy, Plan
 from intentc.plan.planner import make_plan
 from intentc.plan.rebind import BindingChange, Blocked, blocked, changes, holding, merged, unfit, wave_program
@@ -51,7 +52,6 @@ from intentc.policy import BUILTIN, Policies
 from intentc.render import render
 from intentc.render.capabilities import KubeVersion
 from intentc.render.model import PREVIEW_HASH_ANNOTATION, SETUP_STEPS, SPEC_HASH_ANNOTATION, Manifest, Rendered
-from intentc.objectmeta import ObjectRef
 from intentc.render.stamp import content_digest_of, with_content_digest
 from intentc.topology.load import LoadedTopology
 

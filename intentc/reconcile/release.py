@@ -9,7 +9,7 @@ reconciler (`reconcile/sync.py`, used alike by `intentc apply` and the
 daemon's rollouts) creates an intent's objects as soon as
 
 * every intent it depends on in the graph (`after`, and the producers of the
-  datasets it `consumes`: `graph.dependencies`) has *succeeded* (its objects
+  datasets it `consumes`: `digraph.dependencies`) has *succeeded* (its objects
   healthy: a Job complete, a Deployment available, a CronJob present); a
   prerequisite that failed holds back its dependants, transitively, and
   nothing else; and
@@ -34,7 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from intentc import graph, ir
+from intentc import ir
+from intentc.graph import digraph
 from intentc.plan.model import Placement
 
 
@@ -63,7 +64,7 @@ WAVES = ReleaseOrder(waves=True)
 
 def prerequisites(program: ir.Program) -> dict[str, tuple[str, ...]]:
     """intent -> the intents it depends on (`after` + datasets), sorted."""
-    g = graph.dependencies(program)
+    g = digraph.dependencies(program)
     return {v: tuple(sorted(g.predecessors(v))) for v in sorted(g.nodes) if g.in_degree(v)}
 
 

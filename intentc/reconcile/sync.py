@@ -61,10 +61,10 @@ from intentc.reconcile.release import ReleaseOrder
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
 from intentc.reconcile.timeouts import Budget, wave_timeout
 from intentc.reconcile.watched import WATCHED_KINDS, WatchedObjects
-from intentc.duration import format_duration
+from intentc.ir.duration import format_duration
 from intentc.kube import events
 from intentc.render.meta import labels
-from intentc.reserved import reserved_namespace
+from intentc.ir.reserved import reserved_namespace
 from intentc.render.model import COMMIT_ANNOTATION, SETUP_STEPS, Manifest, Rendered, step_label
 from intentc.objectmeta import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
 

@@ -30,8 +30,9 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Mapping
 
-from intentc import graph, ir
-from intentc.duration import format_duration, parse_duration
+from intentc import ir
+from intentc.graph import digraph
+from intentc.ir.duration import format_duration, parse_duration
 from intentc.plan.model import Placement, Plan
 from intentc.render.fallback import DEFAULT_SLACK
 
@@ -60,7 +61,7 @@ def budget(intent: ir.Intent, queued_s: int = 0) -> Budget:
                                                   f"{format_duration(START_GRACE_S)}")
     c = intent.constraints
     given = parse_duration(c.duration) if c.duration else None
-    seconds = given if given is not None else graph.duration_seconds(intent)
+    seconds = given if given is not None else digraph.duration_seconds(intent)
     slack = DEFAULT_SLACK if c.slack is None else c.slack
     run = math.ceil(seconds * (1 + slack))
     source = f"duration {format_duration(seconds)}" if given is not None else \

@@ -31,8 +31,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from intentc.duration import parse_duration
 from intentc.ir import Fallback, Intent
+from intentc.ir.duration import parse_duration
 from intentc.render.binding import HOSTNAME_LABEL, PodBinding
 from intentc.render.capabilities import KubeVersion
 from intentc.topology.labels import GPU_PRODUCT

@@ -35,7 +35,7 @@ from typing import Any, Sequence
 
 from intentc.ir import Intent, Program, Scope, SlaClass, Tenant, Topology, TopologyNode
 from intentc.plan.admission import tenant_weight
-from intentc.quantity import parse_quantity
+from intentc.ir.quantity import parse_quantity
 from intentc.render.binding import (HOSTNAME_LABEL, BindRequest, PodBinding, Requirement, TargetDefaults,
                                     gpu_toleration, node_products, plan_annotations)
 from intentc.render.meta import metadata

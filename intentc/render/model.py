@@ -59,7 +59,7 @@ HANDED_OVER_ANNOTATION = "intentc.dev/handed-over"
 # preview (drift, the daemon, apply without live binding) treats it as that object, bound live.
 PREVIEW_HASH_ANNOTATION = "intentc.dev/preview-spec-hash"
 # On a Job's pod template: how long the plan lets the intent run (its `duration`, else its kind's
-# default; `graph.duration_seconds`), the time the plan's schedule is made of.  Read by whoever
+# default; `digraph.duration_seconds`), the time the plan's schedule is made of.  Read by whoever
 # compares the cluster with the plan: the test bed's kwok stage holds each pod Running for it,
 # scaled (benchmarks/bench_fidelity.py, tests/test_release_kube.py).
 PLANNED_DURATION_ANNOTATION = "intentc.dev/planned-duration-seconds"
@@ -177,7 +177,7 @@ class Rendered:
     choices: tuple[Choice, ...] = ()
     # Tenants left out because their intents have errors: nothing of theirs
     # is rendered, and the reconciler neither applies nor prunes what they
-    # already run (intentc.holdback).
+    # already run (intentc.pipeline.holdback).
     held_tenants: tuple[str, ...] = ()
 
     def by_ref(self) -> dict[ObjectRef, Manifest]:

@@ -13,17 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from intentc.graph import duration_seconds
+from intentc.graph.digraph import duration_seconds
 from intentc.ir import ActionKind, Intent, Topology, TriggerKind
 from intentc.plan.model import NodeAllocation, Placement
-from intentc.render.binding import BindRequest, PodBinding, RenderTarget, node_products
 from intentc.render.autoscale import autoscaler, batch_growth
+from intentc.render.binding import BindRequest, PodBinding, RenderTarget, node_products
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.fallback import (FALLBACK_OF, FALLBACK_STEP, GPU_FAILURE_EXIT_CODES, Variant,
                                      failure_spec, released_from_nodes, variants)
+from intentc.objectmeta import INTENT_LABEL, TENANT_LABEL
 from intentc.render.meta import labels, metadata
 from intentc.render.model import HANDED_OVER_ANNOTATION, PLANNED_DURATION_ANNOTATION, Choice
-from intentc.objectmeta import INTENT_LABEL, TENANT_LABEL
 from intentc.render.nccl import nccl_env
 from intentc.render.tenants import priority_class_name
 
@@ -63,7 +63,7 @@ def _env_list(plain: Mapping[str, str], refs: Mapping[str, str]) -> list[dict[st
 
 def effective_batch(intent: Intent, resolved: int | None) -> int | None:
     """The batch the workload runs with: the fixed size, or the planner's size for
-    `batch: auto` (plan/batch.py; 1 when the plan did not size it); None without a batch."""
+    `batch: auto` (plan/batch_size.py; 1 when the plan did not size it); None without a batch."""
     s = intent.action.settings
     if s is None or s.batch is None:
         return None

@@ -15,7 +15,7 @@ from pathlib import Path
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Related, Span, error, has_errors
 from intentc.frontend import parse_source
-from intentc.sources import display_path, read_source, root_of
+from intentc.frontend.sources import display_path, read_source, root_of
 from intentc.topology import nvsmi
 from intentc.topology.matrix import GpuMatrix
 

@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from intentc import ir
-from intentc.suggest import closest
+from intentc.diagnostics.suggest import closest
 
 _PREFIXES = ("NVIDIA-", "TESLA-")
 # form factors and memory types, in NVML's device names

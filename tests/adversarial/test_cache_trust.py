@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from intentc import cachetrust
-from intentc.frontend import batch
+from intentc.pipeline import loading
 from tests.adversarial import run_intentc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,16 +127,16 @@ def test_a_symbolic_link_is_not_followed(tmp_path: Path) -> None:
 
 def test_the_loader_parses_again_rather_than_read_an_untrusted_cache(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    first = batch.load([str(repo)], jobs=1, cache_dir=str(cache))
+    first = loading.load([str(repo)], jobs=1, cache_dir=str(cache))
     (store,) = cache.glob("*.cache")
     store.chmod(0o666)
-    again = batch.load([str(repo)], jobs=1, cache_dir=str(cache))
+    again = loading.load([str(repo)], jobs=1, cache_dir=str(cache))
     assert again.program == first.program and again.diagnostics == first.diagnostics
 
 
 def test_new_cache_folders_are_private(repo: Path, tmp_path: Path) -> None:
     cache = tmp_path / "deep" / "cache"
-    batch.load([str(repo)], jobs=1, cache_dir=str(cache))
+    loading.load([str(repo)], jobs=1, cache_dir=str(cache))
     assert cache.stat().st_mode & 0o777 == 0o700
 
 

@@ -22,7 +22,7 @@ def planning_key(intent: Intent) -> tuple[Any, ...]:
 
     Image, command, port and drift policy are absent: changing them cannot
     move a placement or a wave.  Model settings and replicas size `batch: auto`
-    (plan/batch.py); tags carry the planner's tag rules (intentc/policy)."""
+    (plan/batch_size.py); tags carry the planner's tag rules (intentc/policy)."""
     return (intent.name, intent.tenant, intent.trigger, intent.action.kind, intent.constraints,
             intent.consumes, intent.produces, intent.action.settings, intent.action.replicas,
             intent.context.tags)

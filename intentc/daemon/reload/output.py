@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Mapping
 
 from intentc.atomic import write_atomic
-from intentc.pipeline.result import MANIFESTS_DIR
 from intentc.daemon.reload.state import Snapshot
+from intentc.frontend.sources import mark_output
+from intentc.pipeline.result import MANIFESTS_DIR
 from intentc.render.output import KUSTOMIZATION
-from intentc.sources import mark_output
 
 
 def write_changed(snapshot: Snapshot, out_dir: str | Path, previous: Mapping[str, str] | None = None

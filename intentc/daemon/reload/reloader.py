@@ -19,10 +19,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 
 from intentc import collector
-from intentc import graph
-from intentc.pipeline.result import MANIFESTS_DIR
 from intentc.daemon.reload import references
 from intentc.daemon.reload.files import FileTable
+from intentc.graph import digraph
+from intentc.pipeline.result import MANIFESTS_DIR
 from intentc.daemon.reload.keys import (
     declares,
     plan_inputs,
@@ -48,7 +48,7 @@ from intentc.policy.tags import with_rules
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
 from intentc.render.packed import PackedText
 from intentc.render.targets import DEFAULT_TARGET
-from intentc.sources import (
+from intentc.frontend.sources import (
     OUTPUT_MARKER,
     SOURCE_SUFFIXES,
     Exclusions,
@@ -65,8 +65,8 @@ def _digest(text: str) -> bytes:
 
 
 def _graph_json(program: Program) -> str:
-    g = graph.build(program)[0]
-    return graph.to_json(g, graph.waves(g))
+    g = digraph.build(program)[0]
+    return digraph.to_json(g, digraph.waves(g))
 
 
 def _same(changes: Sequence[Change], project: Callable[[FileState | None], Any]) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from intentc.diagnostics import Diagnostic
-from intentc.sources import read_source
+from intentc.frontend.sources import read_source
 
 
 def files_of(diagnostics: Iterable[Diagnostic]) -> frozenset[str]:

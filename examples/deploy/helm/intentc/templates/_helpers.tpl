@@ -1,4 +1,4 @@
-{{/* intentc keeps its inventories, apply locks and leader-election Leases in this namespace (intentc/reserved.py). */}}
+{{/* intentc keeps its inventories, apply locks and leader-election Leases in this namespace (intentc/ir/reserved.py). */}}
 {{- define "intentc.namespace" -}}
 intentc-system
 {{- end }}

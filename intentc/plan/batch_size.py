@@ -30,8 +30,8 @@ from typing import Iterable, Mapping
 
 from intentc import ir
 from intentc.diagnostics import Diagnostic, Span, error, warning
+from intentc.ir.quantity import parse_parameters, parse_quantity
 from intentc.plan.model import BatchSizing, Placement
-from intentc.quantity import parse_parameters, parse_quantity
 
 SLOT_BYTES = 128 * 2**20
 REFERENCE_SEQ_LEN = 1024

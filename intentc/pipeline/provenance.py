@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
+from intentc.frontend.sources import SOURCE_SUFFIXES, Exclusions, discover_named
 from intentc.pipeline.commit import CommitError, resolve_commit
 from intentc.pipeline.result import CompileResult
 from intentc.render.model import dirty_stamp
 from intentc.render.stamp import with_content_digest
-from intentc.sources import SOURCE_SUFFIXES, Exclusions, discover_named
 
 # How many uncommitted files a refusal names; the rest are counted.
 SHOWN_FILES = 5
@@ -109,7 +109,7 @@ def content_digest(files: Sequence[str], root: Path) -> str:
 
 def _repository_of(paths: Sequence[str]) -> Path | None:
     """The working tree holding the first path (the one `resolve_commit` asks), or None."""
-    from intentc import gitrepo
+    from intentc.vcs import gitrepo
 
     where = Path(paths[0]) if paths else Path(".")
     try:
@@ -129,7 +129,7 @@ def _prefixes(root: Path, paths: Sequence[str], also: Sequence[str | Path]) -> l
 
 
 def _uncommitted(root: Path, prefixes: Sequence[str]) -> tuple[str, ...]:
-    from intentc import gitrepo
+    from intentc.vcs import gitrepo
 
     return gitrepo.uncommitted(root, prefixes) if prefixes else ()
 

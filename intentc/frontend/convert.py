@@ -16,7 +16,7 @@ import enum
 from intentc.diagnostics import Diagnostic
 from intentc.frontend import parse_source
 from intentc.frontend.dsl import Comment, parse_full
-from intentc.sources import DSL_SUFFIXES, SourceFile
+from intentc.frontend.sources import DSL_SUFFIXES, SourceFile
 
 
 class Surface(str, enum.Enum):

@@ -7,6 +7,11 @@ so the user can jump to the offending text; the output formats
 
 Lines and columns are 1-based, end positions are exclusive columns on the
 end line (as editors and SARIF count them).
+
+The package holds what every stage reports with: `codes` (the catalogue),
+`github` (the one writer of GitHub workflow commands) and `suggest`
+(did-you-mean).  The diagnostic itself lives here, in the package's face,
+because every module names it and the parse cache pickles it by this path.
 """
 
 from __future__ import annotations
@@ -269,7 +274,7 @@ def format_json(diags: Sequence[Diagnostic]) -> str:
 
 def format_github(diags: Sequence[Diagnostic]) -> str:
     """GitHub Actions workflow commands (`::error file=...::message`)."""
-    from intentc.annotations import Level, command, lines
+    from intentc.diagnostics.github import Level, command, lines
 
     kinds = {Severity.ERROR: Level.ERROR, Severity.WARNING: Level.WARNING, Severity.NOTE: Level.NOTICE}
     return lines([command(kinds[d.severity], d.message + (f"\nhint: {d.hint}" if d.hint else ""), d.span, d.code)
@@ -281,7 +286,7 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 def format_sarif(diags: Sequence[Diagnostic], tool_version: str,
                  rule_help: Mapping[str, str] | None = None) -> str:
-    from intentc.codes import CODES   # the catalogue names each rule in SARIF viewers
+    from intentc.diagnostics.codes import CODES   # the catalogue names each rule in SARIF viewers
 
     levels = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
     codes = sorted({d.code for d in diags})

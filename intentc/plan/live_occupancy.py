@@ -31,10 +31,10 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from intentc import ir
-from intentc.plan.model import Busy, Occupancy
-from intentc.quantity import parse_quantity
-from intentc.topology.cluster_node import gpu_count
+from intentc.ir.quantity import parse_quantity
 from intentc.objectmeta import GPU_INDICES_ANNOTATION, INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from intentc.plan.model import Busy, Occupancy
+from intentc.topology.cluster_node import gpu_count
 from intentc.topology.labels import GPU_RESOURCE
 
 TOLERATED_TAINTS = frozenset({GPU_RESOURCE})

@@ -1,7 +1,7 @@
 """Which intent waits for which, and what `intentc check` reports about it,
 without building a graph.
 
-`intentc.graph` turns these edges into a networkx `DiGraph` for everything
+`intentc.graph.digraph` turns these edges into a networkx `DiGraph` for everything
 that walks the graph (waves, the critical path, the plan, the renderings).
 `check` needs only the two findings: a dataset produced twice (E0503) and
 dependency cycles (E0501).  Importing networkx is a large part of what
@@ -78,7 +78,7 @@ def producers(intents: Mapping[str, ir.Intent]) -> tuple[dict[str, list[tuple[st
 
 def edges(intents: Mapping[str, ir.Intent],
           produced: Mapping[str, list[tuple[str, ir.Ref]]]) -> dict[tuple[str, str], Edge]:
-    """(u, v) → why v waits for u, in the order `graph.build` adds them (so that cycles
+    """(u, v) → why v waits for u, in the order `digraph.build` adds them (so that cycles
     are enumerated in a fixed order): every `after` first, then data.
 
     Unknown names in `after` and consumed datasets that nothing produces or
@@ -136,7 +136,7 @@ def has_cycle(links: Iterable[tuple[str, str]]) -> bool:
 
 
 def diagnostics(program: ir.Program) -> list[Diagnostic]:
-    """What `graph.build` reports (E0503, then E0501 per cycle), the graph built only
+    """What `digraph.build` reports (E0503, then E0501 per cycle), the graph built only
     when there is a cycle to describe."""
     intents = unique_intents(program)
     produced, diags = producers(intents)

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 import networkx as nx
 
 from intentc import ir
-from intentc.dependencies import cycle_diagnostics, cyclic_components, edges, producers, unique_intents
 from intentc.diagnostics import Diagnostic, Span
-from intentc.duration import parse_duration
+from intentc.graph.dependencies import cycle_diagnostics, cyclic_components, edges, producers, unique_intents
+from intentc.ir.duration import parse_duration
 
 # Defaults when an intent gives no `duration` (seconds).  Serving is
 # long-running and never "finishes", so it adds nothing to the makespan.

@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import git
 
-from intentc.sources import Exclusions, read_guarded, walk
+from intentc.frontend.sources import Exclusions, read_guarded, walk
 
 
 def head_commit(path: str | Path = ".") -> str | None:

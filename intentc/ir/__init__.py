@@ -13,6 +13,12 @@ Two rules shape this file:
   for its individual values.  Spans never take part in equality
   (``compare=False``), so the same intent written in DSL and in YAML is
   *equal* — the property the ``convert`` round trip relies on.
+
+The nodes live here, in the package's face, because every stage names them
+and the parse cache pickles them by this path.  Beside them, what the IR's
+values mean, read the same way by the checks, the planner and the cluster
+side: `duration`, `quantity`, `cron`, `reserved` (names a tenant may not
+take) and `tolerance` (what a declared tolerance allows).
 """
 
 from __future__ import annotations
@@ -25,8 +31,8 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, ClassVar, Iterator, Mapping
 
-from intentc.compact import FAST as _FAST
 from intentc.compact import Compact, compiled_as
+from intentc.compact import FAST as _FAST
 from intentc.diagnostics import Span, make_span
 
 NO_SPAN = Span("<none>", 0, 0, 0, 0)

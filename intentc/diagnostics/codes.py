@@ -131,7 +131,7 @@ CODES: dict[str, str] = {
     "E1125": "no Cluster documents in the clusters directory",
     "E1126": "cluster kubeconfig file not found",
     "W1130": "intent selects no cluster",
-    # tenancy (intentc.passes.tenancy, intentc.holdback)
+    # tenancy (intentc.passes.tenancy, intentc.pipeline.holdback)
     "E0901": "tenant name is a reserved namespace",
     "E0902": "tenant group is a Kubernetes system group",
     "E0903": "serve GPU count does not divide into its replicas",

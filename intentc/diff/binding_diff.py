@@ -104,7 +104,7 @@ def markdown_lines(b: LiveBindingDiff) -> list[str]:
 
 def github_commands(b: LiveBindingDiff) -> list[str]:
     """The headline on the run; one warning per intent that moves or waits, at its declaration."""
-    from intentc import annotations as gh
+    from intentc.diagnostics import github as gh
 
     out = [gh.command(gh.Level.NOTICE, b.headline(), title="intentc diff: live binding")]
     out += [gh.command(gh.Level.WARNING, f"live binding differs from the preview: {r.change.text()}", r.span,

@@ -15,11 +15,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from intentc.drift.detect import History, Report, detect
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import ApplyConflict, Invalid, KubeError, NotFound
+from intentc.objectmeta import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
 from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import INVENTORY_NAMESPACE, Inventory, inventory_ref
 from intentc.reconcile.sync import REPLACEABLE_KINDS
 from intentc.render.model import Manifest
-from intentc.objectmeta import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
 
 SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
 

@@ -41,7 +41,7 @@ SWITCH_INTERVAL = 0.0005
 
 
 def warm() -> None:
-    """Import what parsing needs, so that forked workers start with it."""
+    """Import what parsing and the local passes need, so that forked workers start with it."""
     from intentc.frontend import dsl, yaml  # noqa: F401
     from intentc.passes import LOCAL_PASSES  # noqa: F401
 

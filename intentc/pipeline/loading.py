@@ -1,14 +1,17 @@
-"""Loading many files: discovery, decoding, parsing, merging — fast.
+"""The load stage: many files discovered, decoded, parsed, locally checked and merged — fast.
 
-Per-file parsing is pure, so this module can do three things the surfaces
-never need to know about:
+Each file is parsed (`intentc.frontend`) and the local passes run on it
+(`intentc.passes.LOCAL_PASSES`) in one step, so their findings are cached with
+the file's program and computed in the workers too; that is why this stage
+lives in the pipeline, above both.  Per-file work is pure, so this module can
+do three things the surfaces and the passes never need to know about:
 
 * a content-hash cache (`intentc.frontend.cache`): a file whose path, bytes
   and compiler are unchanged is not parsed again, a file whose `lstat` is
   unchanged is not even read (`stat_index`), and a result computed from
   all the files together can be kept for a run with the very same inputs
   (`scan`, `Inputs.digest`; `pipeline.memo` keeps `intentc check`'s report);
-* parallel parsing (`intentc.frontend.share`): cold parses of large
+* parallel parsing (`intentc.pipeline.parallel`): cold parses of large
   repositories use every core, the parent's included;
 * the cyclic garbage collector is paused while the IR is built.  Parsing and
   unpickling allocate hundreds of thousands of small objects and no cycles;
@@ -37,11 +40,11 @@ from intentc.compact import intern_strings
 from intentc.diagnostics import Diagnostic, Span, capped, error
 from intentc.frontend import FileResult, Loaded, merge, parse_source
 from intentc.frontend.cache import CACHE_ENV, Memo, ParseCache, Store, default_cache_dir
-from intentc.frontend.share import shared_map
+from intentc.frontend.sources import SourceFile, discover_named, max_file_bytes, read_source
 from intentc.frontend.stat_index import KEY_BYTES, UNVOUCHED, Observed, Row, index_of, observe, row_of
 from intentc.ir import Program
+from intentc.pipeline.parallel import shared_map
 from intentc.progress import Progress, silent
-from intentc.sources import SourceFile, discover_named, max_file_bytes, read_source
 
 __all__ = ["CACHE_ENV", "PARALLEL_THRESHOLD", "PARSING", "Inputs", "Loaded", "ParseCache", "default_cache_dir",
            "load", "parse_all", "scan"]
@@ -203,7 +206,7 @@ def _key(source: SourceFile) -> bytes:
 
 
 def _chunk_size(count: int, participants: int) -> int:
-    """Files per chunk handed out (`intentc.frontend.share`): some eight chunks per
+    """Files per chunk handed out (`intentc.pipeline.parallel`): some eight chunks per
     participant, so that they finish together (a participant waits at most about
     one chunk for the others at the end), never over 100 files (a short wait at the
     end) nor under 25, so the cost per chunk stays small."""
