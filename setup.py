@@ -1,8 +1,10 @@
 """The compiled modules, each the common case of a parser kept in Python:
 
 * `intentc/frontend/_yamlfast.pyx`: libyaml's events walked in C (`yaml_read.Reader`);
-* `intentc/frontend/_dslfast.pyx`: a `.intent` file's lexer and LALR loop (`dsl._run`);
-* `intentc/_compactfast.pyx`: the IR's pickling, interning and position packing (`compact`).
+* `intentc/frontend/_dslfast.pyx`: a `.intent` file's lexer and LALR loop (`dsl._run`).
+
+Each is kept only while it buys what a second implementation must buy on the
+command it exists for (docs/benchmarks.md, "The compiled modules").
 
 Optional, as PyYAML's own libyaml binding is: without Cython, a C compiler or
 libyaml's headers the package installs without them and parses in Python,
@@ -37,8 +39,7 @@ class OptionalBuildExt(build_ext):
 
 def extensions() -> list[Extension]:
     exts = [Extension("intentc.frontend._yamlfast", ["intentc/frontend/_yamlfast.pyx"], libraries=["yaml"]),
-            Extension("intentc.frontend._dslfast", ["intentc/frontend/_dslfast.pyx"]),
-            Extension("intentc._compactfast", ["intentc/_compactfast.pyx"])]
+            Extension("intentc.frontend._dslfast", ["intentc/frontend/_dslfast.pyx"])]
     try:
         from Cython.Build import cythonize
     except ImportError:

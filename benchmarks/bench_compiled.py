@@ -2,20 +2,16 @@
 
     python benchmarks/bench_compiled.py [--intents 10000] [--repeat 3]
 
-intentc keeps three optional compiled modules, each beside the plain Python it
-stands in for (`intentc/frontend/_dslfast.pyx`, `intentc/frontend/_yamlfast.pyx`,
-`intentc/_compactfast.pyx`).  A module earns its place only by what a user
+intentc keeps two optional compiled modules, each beside the plain Python it
+stands in for (`intentc/frontend/_dslfast.pyx`, `intentc/frontend/_yamlfast.pyx`).  A module earns its place only by what a user
 gains, so each one is measured on the repository where it matters, against the
-same command with only that module off (`INTENTC_PURE_DSL`, `_YAML`, `_IR`),
+same command with only that module off (`INTENTC_PURE_DSL`, `INTENTC_PURE_YAML`),
 the two runs taken in turn (`proc.alternating`) so their ratio is measured
 under one load:
 
 * the DSL module: `check` of a repository written in the DSL, cold;
 * the YAML module: `check` of a repository written in YAML, cold;
-* the IR module (slotted IR's construction, pickling, interning): `check` of
-  the mixed repository, cold (workers pickle what they parsed) and cached
-  (the parse cache is unpickled);
-* all three off against all on, on the mixed repository, cold.
+* both off against both on, on the mixed repository, cold.
 
 The repositories are bench_frontend's (seeded): half DSL and half YAML, all DSL,
 all YAML (the tenants and datasets in one DSL file in each).  Writes
@@ -41,7 +37,7 @@ from benchmarks.proc import alternating  # noqa: E402
 from benchmarks.results import write_results  # noqa: E402
 
 
-CASES = ("dsl", "yaml", "ir_cold", "ir_cached", "all")
+CASES = ("dsl", "yaml", "all")
 
 
 def _ratio(off: dict[str, Any], on: dict[str, Any], key: str) -> float:
@@ -63,30 +59,22 @@ def bench(n: int, repeat: int, only: list[str] | None = None) -> dict[str, Any]:
         def clear() -> None:
             shutil.rmtree(cache, ignore_errors=True)
 
-        def warm() -> None:   # the cache as the compiled modules write it, then the cached run
-            clear()
-            alternating({"fill": (check(work / "repo"), env, None)}, 1)
-
         cases: dict[str, tuple[list[str], str | None, Any]] = {
             "dsl": (check(dsl_dir), "INTENTC_PURE_DSL", clear),
             "yaml": (check(work / "yaml-only"), "INTENTC_PURE_YAML", clear),
-            "ir_cold": (check(work / "repo"), "INTENTC_PURE_IR", clear),
-            "ir_cached": (check(work / "repo"), "INTENTC_PURE_IR", None),
             "all": (check(work / "repo"), None, clear),
         }
         row: dict[str, Any] = {"intents": n, "repeat": repeat, "modules": {}}
         for name, (cmd, switch, before) in cases.items():
             if only and name not in only:
                 continue
-            if before is None:
-                warm()
             off_env = {**env, switch: "1"} if switch else {**env, **PURE}
             got = alternating({"on": (cmd, env, before), "off": (cmd, off_env, before)}, repeat)
             on, off = got["on"], got["off"]
             for run in (on, off):
                 if run["exit"] != 0:
                     raise SystemExit(f"{name}: check exited {run['exit']}: the generated repository no longer checks")
-            row["modules"][name] = {"on": on, "off": off, "switch": switch or "INTENTC_PURE_YAML/DSL/IR",
+            row["modules"][name] = {"on": on, "off": off, "switch": switch or "INTENTC_PURE_YAML/DSL",
                                     "wall_ratio": _ratio(off, on, "wall_s"), "cpu_ratio": _ratio(off, on, "cpu_s")}
         return row
     finally:

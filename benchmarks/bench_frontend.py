@@ -11,7 +11,7 @@ and datasets), then measures, in the same run and on the same files:
   on the YAML half only (schema validation alone: no DSL, no positions
   beyond the schema error, no cross-file semantic passes);
 * the same cold check with the compiled modules off (`INTENTC_PURE_YAML`,
-  `_DSL`, `_IR` = 1: their Python counterparts run), the baseline of what
+  `_DSL` = 1: their Python counterparts run), the baseline of what
   the compiled common cases gain;
 * the floor issue 17 names (benchmarks/frontend_floor.py): libyaml composing
   the YAML half and lark-cython parsing the DSL half with lark's own lexer,
@@ -54,7 +54,7 @@ PRODUCTS = ["H100-80GB", "A100-80GB", "L40S"]
 
 
 # Each compiled module off (its Python counterpart runs): the baseline the compiled ones are measured against.
-PURE = {"INTENTC_PURE_YAML": "1", "INTENTC_PURE_DSL": "1", "INTENTC_PURE_IR": "1"}
+PURE = {"INTENTC_PURE_YAML": "1", "INTENTC_PURE_DSL": "1"}
 
 def dsl_intent(i: int, rng: random.Random) -> str:
     after = f"  trigger: after job-{i - 1:05d}\n" if i % 5 and i > 0 else "  trigger: on push\n"
@@ -241,7 +241,7 @@ def bench(n: int, repeat: int, kcl: bool = True, kcl_timeout: float | None = Non
             "floor": {**floor, "what": "libyaml composing the YAML half, lark-cython parsing the DSL half, "
                                        "both cores, nothing kept (benchmarks/frontend_floor.py)"},
             "intentc_cold_pure_python": {**pure, "what": "the same cold check with the compiled modules off "
-                                                        "(INTENTC_PURE_YAML/DSL/IR=1)"},
+                                                        "(INTENTC_PURE_YAML/DSL=1)"},
             "pure_python_vs_compiled_cold_wall": round(pure["wall_s"] / cold["wall_s"], 2),
             "pure_python_vs_compiled_cold_cpu": round(pure["cpu_s"] / cold["cpu_s"], 2),
             "intentc_cold_vs_floor_wall": round(cold["wall_s"] / floor["wall_s"], 2),

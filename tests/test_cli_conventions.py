@@ -428,7 +428,7 @@ def test_version_command() -> None:
     assert doc["version"] == __version__
     assert doc["kubernetes"] == {"minimum": "1.33", "default": "1.33", "tested": "1.37"}
     assert doc["speedups"] == {n: compiled_module(m, off) is not None for n, m, off in SPEEDUPS}
-    assert set(doc["speedups"]) == {"yaml", "dsl", "ir"}
+    assert set(doc["speedups"]) == {"yaml", "dsl"}
     text = runner.invoke(app, ["version"]).stdout
     assert text.startswith(f"intentc {__version__}\nKubernetes: 1.33 and later")
     assert runner.invoke(app, ["--version"]).stdout == f"intentc {__version__}\n"

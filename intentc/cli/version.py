@@ -48,8 +48,8 @@ def version_text(info: dict[str, Any]) -> str:
   intentc version -o json | jq .speedups
 
 A speed-up is off when its C module was not built (the install says so) or
-its INTENTC_PURE_YAML / INTENTC_PURE_DSL / INTENTC_PURE_IR variable is 1;
-the Python code beside it then runs, with the same results.
+its INTENTC_PURE_YAML / INTENTC_PURE_DSL variable is 1; the Python code
+beside it then runs, with the same results.
 """)
 def version(
     format: VersionFormat = format_option(VersionFormat.TEXT),

@@ -22,7 +22,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
-from intentc import compact
 from intentc.compact import Compact
 
 
@@ -72,10 +71,6 @@ def make_span(file: str, line: int, column: int, end_line: int, end_column: int)
     return span
 
 
-make_span_py = make_span       # the reference, for the differential tests
-if compact.FAST is not None:
-    compact.FAST.setup(None, None, None, Span)
-    make_span = compact.compiled_as(compact.FAST.make_span, __name__, "make_span")
 
 
 class Severity(enum.Enum):

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, ClassVar, Iterator, Mapping
 
-from intentc.compact import Compact, compiled_as
-from intentc.compact import FAST as _FAST
+from intentc.compact import Compact
 from intentc.diagnostics import Span, make_span
 
 NO_SPAN = Span("<none>", 0, 0, 0, 0)
@@ -159,14 +158,6 @@ def _packer(fields: int, wide: bool) -> struct.Struct:
 
 def _packed(flat: list[int]) -> bytes:
     """Four positions per span, 16-bit when they fit (nearly always), else 32-bit."""
-    if _FAST is not None:
-        packed: bytes | None = _FAST.pack_positions(flat)
-        if packed is not None:
-            return packed
-    return _packed_py(flat)
-
-
-def _packed_py(flat: list[int]) -> bytes:
     try:
         return _packer(len(flat) // 4, False).pack(*flat)
     except struct.error:        # a line or column past 65,535
@@ -260,10 +251,6 @@ class FieldSpans(Compact):
         has one, is the entry under `OWN`."""
         if not mapping:
             return _NO_FIELD_SPANS
-        if _FAST is not None:
-            made: FieldSpans | None = _FAST.field_spans(cls, file, mapping, _KEYS)
-            if made is not None:
-                return made
         keys = tuple(sorted(mapping))
         return cls(file, _shared_keys(keys),
                    _packed(list(chain.from_iterable(map(_POSITION_OF, map(mapping.__getitem__, keys))))))
@@ -276,10 +263,6 @@ class FieldSpans(Compact):
             positions = {**positions, OWN: own}
         if not positions:
             return _NO_FIELD_SPANS
-        if _FAST is not None:
-            made: FieldSpans | None = _FAST.field_spans(cls, file, positions, _KEYS)
-            if made is not None:
-                return made
         keys = tuple(sorted(positions))
         return cls(file, _shared_keys(keys), _packed(list(chain.from_iterable(map(positions.__getitem__, keys)))))
 
@@ -291,11 +274,6 @@ def _field_spans(file: str, keys: tuple[str, ...], positions: bytes) -> FieldSpa
     """Unpickling: the names tuple is shared again across files."""
     return FieldSpans(file, _shared_keys(keys), positions)
 
-
-_field_spans_py = _field_spans     # the reference, for the differential tests
-if _FAST is not None:
-    _FAST.setup_field_spans(FieldSpans, _KEYS)
-    _field_spans = compiled_as(_FAST.field_spans_back, __name__, "_field_spans")
 
 
 _NO_FIELD_SPANS = FieldSpans()
