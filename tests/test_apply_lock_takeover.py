@@ -102,3 +102,29 @@ def test_a_held_lock_is_renewed_every_third_of_its_lease_and_soon_after_a_failed
     assert store.timeouts == [(5.0, period)], "a renewal's requests end within its period"
     lock.release()
     assert store.body["spec"]["holderIdentity"] is None
+
+
+def test_a_lock_unrenewed_for_a_whole_lease_is_lost_even_if_the_server_comes_back() -> None:
+    """Renewals failing for as long as the Lease lasts: a waiter may have taken it over, so
+    the holder must stop writing (`lost`), and a later successful read does not undo that."""
+    store = Timed()
+    ticks = iter(range(0, 10_000, 2))          # the monotonic clock: 2 s per reading
+    lock = ApplyLock(store, "prod", now=lambda: T0, monotonic=lambda: float(next(ticks)))  # type: ignore[arg-type]
+    failures = LEASE_SECONDS // 2 + 1          # 2 s apart: together longer than the Lease
+    script = lock._stop = Script(store, [True] * failures + [False])
+    lock.acquire()
+    assert lock._renewer is not None
+    lock._renewer.join(timeout=30)
+    assert lock.lost
+    assert script.pauses[-1] == LEASE_SECONDS / 3, "renewed once the server was back"
+
+
+def test_a_short_outage_does_not_lose_the_lock() -> None:
+    store = Timed()
+    ticks = iter(range(0, 10_000, 2))
+    lock = ApplyLock(store, "prod", now=lambda: T0, monotonic=lambda: float(next(ticks)))  # type: ignore[arg-type]
+    script = lock._stop = Script(store, [True, True, False])
+    lock.acquire()
+    assert lock._renewer is not None
+    lock._renewer.join(timeout=30)
+    assert not lock.lost and len(script.pauses) == 4

@@ -94,7 +94,7 @@ class ApplyLock:
                 identity = _UNRELEASED.pop(self._key, None)
         self.identity = identity or holder_identity()
         self.now, self.sleep, self.monotonic = now, sleep, monotonic
-        self.lost = False                     # renewal found someone else holding it
+        self.lost = False                     # someone else holds it now, or it may have expired unrenewed
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
 
@@ -133,7 +133,7 @@ class ApplyLock:
         period = self.duration / 3
         timed = getattr(self.client, "with_timeout", None)    # an in-memory store has no timeouts
         client = timed((min(5.0, period), period)) if timed is not None else self.client
-        pause = period
+        pause, renewed = period, self.monotonic()
         while not self._stop.wait(pause):
             try:
                 held = lease.read(client, self.ref)
@@ -141,9 +141,13 @@ class ApplyLock:
                     self.lost = True
                     return
                 lease.write(client, self.ref, self._record(held.record.acquired, held), held)
-                pause = period
+                pause, renewed = period, self.monotonic()
             except KubeError:                 # a failed renewal is tried again soon, not a period later
                 pause = min(POLL_SECONDS, period)
+                if self.monotonic() - renewed >= self.duration:
+                    # unrenewed for a whole Lease: a waiter may have taken it over by now, so the
+                    # holder must stop writing (`lost`) even if the Lease comes back to it later
+                    self.lost = True
 
     def release(self) -> None:
         self._stop.set()

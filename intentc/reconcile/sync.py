@@ -133,6 +133,7 @@ class Reconciler:
         self._namespace_ready = False
         self._others: dict[str, Inventory] | None = None
         self._lock = threading.Lock()
+        self._apply_lock: ApplyLock | None = None      # held while `apply` writes (`_still_holding`)
         self._held: frozenset[str] = frozenset()
         self._shards: frozenset[str] = frozenset()      # inventory shards known to exist (inventory_store)
         self._next_poll = 0.0          # when `_await` next reads the objects no watch covers
@@ -151,6 +152,7 @@ class Reconciler:
                 self._ensure_namespace()
                 lock = ApplyLock(self.client, self.opts.target, wait=self.opts.lock_wait)
                 self._call(lock.acquire)
+                self._apply_lock = lock
             inventory = self.load_inventory()
             live = self.list_live(rendered.manifests, inventory)
             if self.binder is not None and (self.opts.dry_run or not self.opts.wait):
@@ -169,8 +171,18 @@ class Reconciler:
         except KubeError as e:      # e.g. a server without coordination.k8s.io/v1 Leases (before 1.14)
             return result(outcomes, "error", _health_text(outcomes), f"the API server refused: {e.message}")
         finally:
+            self._apply_lock = None
             if lock is not None:
                 lock.release()
+
+    def _still_holding(self) -> None:
+        """Stop before a write when the apply lock was lost: its renewals failed for longer
+        than the Lease lasts, so another apply (or the daemon) may hold the target now,
+        and two writers would undo each other's objects."""
+        lock = self._apply_lock
+        if lock is not None and lock.lost:
+            raise _Abort(f"target {self.opts.target}: the apply lock's Lease ran out while this apply was "
+                         f"running (its renewals failed); stopped before writing more: run the apply again")
 
     # -- reading ----------------------------------------------------------
     def load_inventory(self) -> Inventory:
@@ -367,6 +379,7 @@ class Reconciler:
             for p in same)
         if not todo:
             return []
+        self._still_holding()
         label = what or _step_name(step)
         self.progress(f"{label}: applying", 0, len(todo))
         run.inventory = run.inventory.with_entries(
