@@ -44,24 +44,14 @@ from intentc.reconcile.sync import ApplyOptions, Reconciler  # noqa: E402
 from intentc.render.capabilities import KubeVersion  # noqa: E402
 from intentc.render.model import Manifest  # noqa: E402
 from tests.kube_env import WORKLOAD_RESOURCES, KubeEnv, assets_dir, write_requests  # noqa: E402
+from tests.topologies import topology  # noqa: E402
 
 TENANTS = 10
 INTENTS = 466
 SHA = "b" * 40
 NOOP_RUNS = 3
 
-TOPOLOGY = """apiVersion: intentc.dev/v1alpha1
-kind: Topology
-metadata: {name: bench}
-spec:
-  levels: [zone, rack, nvlink, node]
-  nodes:
-""" + "".join(f"""    - name: node-{i}
-      gpu: {{product: H100-80GB, count: 8, memory: 80Gi}}
-      cpu: "192"
-      memory: 2Ti
-      domains: {{zone: z1, rack: r1, nvlink: node-{i}}}
-""" for i in range(4))
+TOPOLOGY = topology("bench", [f"node-{i}" for i in range(4)])
 
 
 def expected_objects(tenants: int = TENANTS, intents: int = INTENTS) -> int:

@@ -13,7 +13,7 @@ import yaml
 
 from intentc.policy.load import policies_of
 from intentc.render.admission import admission_objects
-from kube_env import KubeEnv
+from tests.kube_env import KubeEnv
 
 RULES = """\
 apiVersion: intentc.dev/v1alpha1

@@ -24,29 +24,14 @@ from intentc.topology.labels import GPU_CLIQUE
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
 from tests.kube_support import wait_for
+from tests.topologies import topology, two_nvl72_halves
 
 pytestmark = pytest.mark.kube
 
 SHA = "d" * 40
 TENANT = "nv-gold"
 BUSY = "intentc.test/busy"
-TOPOLOGY = """apiVersion: intentc.dev/v1alpha1
-kind: Topology
-metadata: {name: nvl}
-spec:
-  levels: [zone, rack, nvlink, node]
-  nodes:
-""" + "".join(f"""    - name: nv-h{i}
-      gpu: {{product: H100-80GB, count: 8, memory: 80Gi}}
-      cpu: "192"
-      memory: 2Ti
-      domains: {{zone: z1, rack: r1, nvlink: nv-h{i}}}
-""" for i in (1, 2)) + "".join(f"""    - name: nv-gb{i}
-      gpu: {{product: GB200, count: 4, memory: 192Gi}}
-      cpu: "144"
-      memory: 1Ti
-      domains: {{zone: z1, rack: r2, nvlink: {'nvl-a' if i < 3 else 'nvl-b'}}}
-""" for i in (1, 2, 3, 4))
+TOPOLOGY = topology("nvl", ["nv-h1", "nv-h2"], two_nvl72_halves("nv-"))
 
 
 def gang(name: str) -> str:

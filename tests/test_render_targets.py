@@ -21,6 +21,7 @@ from intentc.render.output import manifest_files
 from tests.golden_support import assert_golden
 from tests.kube_schema import validate_manifest
 from tests.render_cases import SHA_A, sample_plan, sample_program
+from tests.topologies import topology, two_nvl72_halves
 
 GOLDEN = Path(__file__).parent / "golden" / "render"
 V137 = KubeVersion(1, 37)
@@ -235,23 +236,7 @@ def test_split_quota() -> None:
     assert split_quota(5, {}) == {}
 
 
-MIXED_TOPOLOGY = """apiVersion: intentc.dev/v1alpha1
-kind: Topology
-metadata: {name: mixed}
-spec:
-  levels: [zone, rack, nvlink, node]
-  nodes:
-""" + "".join(f"""    - name: h{i}
-      gpu: {{product: H100-80GB, count: 8, memory: 80Gi}}
-      cpu: "192"
-      memory: 2Ti
-      domains: {{zone: z1, rack: r1, nvlink: h{i}}}
-""" for i in (1, 2)) + "".join(f"""    - name: gb{i}
-      gpu: {{product: GB200, count: 4, memory: 192Gi}}
-      cpu: "144"
-      memory: 1Ti
-      domains: {{zone: z1, rack: r2, nvlink: {'nvl-a' if i < 3 else 'nvl-b'}}}
-""" for i in (1, 2, 3, 4))
+MIXED_TOPOLOGY = topology("mixed", ["h1", "h2"], two_nvl72_halves())
 
 
 def _gang(name: str, gpus: int, product: str, scope: str) -> str:
