@@ -23,7 +23,7 @@ intents to end, and still holds lower classes off the GPUs it could use).
 The same order holds through the quota (`_quota_gated`): a lower class of a
 tenant does not take quota its waiting higher classes need, on whatever
 nodes it would run.  A gang at the head of its class holds a reservation
-against the rest of its class (`reserve_heads`), and intents of
+against the rest of its class (`Ordering.reserve`), and intents of
 exclusive-domain tag rules share no node or NVLink domain with another
 tenant at overlapping times (`_kept_off`).
 
@@ -109,23 +109,47 @@ class Outcome:
     idle_at_start: int = 0
 
 
+@dataclass(frozen=True)
+class Ordering:
+    """The choices a schedule leaves open without breaking SLA order: the planner tries a
+    few and keeps the shortest (`planner._place_all`).  None of them lets a lower class
+    hold what a waiting higher class could use (the gates are the same); they differ in
+    what SLA order does not decide.
+
+    `reserve`: which intent at the head of its class (the first of the class, in admission
+    order, to wait at an instant) holds a reservation against the later intents of its own
+    class, as a waiting higher class holds one against lower classes (EASY backfill: they
+    start only if they end before it could start where they run).  "every": any head;
+    "gangs": only a head larger than any node (the gangs that small intents overtake again
+    and again, as GPUs free up one node at a time); "none": no reservation inside a class.
+
+    `low`: the order inside a tenant's queue in the classes below P1 (P0 and P1 always go
+    by the longest chain of work waiting behind them, then smaller gangs first: most of
+    them started soonest).  "chains": the same as P0 and P1; "longest": the longest
+    chain behind, then the longest intent first (LPT: a long intent left for the end of
+    the plan is its tail); "bottom": its own duration plus the longest chain behind it
+    (the bottom level of list scheduling: the critical path first)."""
+
+    reserve: str = "gangs"
+    low: str = "chains"
+
+
+# the orderings a plan tries (`planner._place_all`), the first one alone where a plan is too
+# large to plan several times; the first is the default, kept on ties
+ORDERINGS = (Ordering("gangs", "chains"), Ordering("none", "longest"), Ordering("gangs", "bottom"),
+             Ordering("none", "chains"))
+LATENCY_RANKS = 1           # classes up to this rank (P0, P1) always order by `Ordering.low` "chains"
+
+
 class Simulation:
     """One schedule over a fresh cluster; `run` fills an `Outcome`."""
-
-    # Which intent at the head of its class (the first of the class, in admission order, to
-    # wait at an instant) holds a reservation against the later intents of its own class, as
-    # a waiting higher class holds one against lower classes (EASY backfill: they start only
-    # if they end before it could start where they run).  "every": any head; "gangs": only a
-    # head larger than any node (the gangs that small intents overtake again and again, as
-    # GPUs free up one node at a time); "none": no reservation inside a class.  The variants
-    # are measured against each other in docs/plan-time.md (bench_plan_quality.py).
-    reserve_heads = "gangs"
 
     def __init__(self, cluster: Cluster, jobs: Mapping[str, Job], terms: Mapping[str, TenantTerms],
                  wave_of: Mapping[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy,
                  spans: Mapping[str, Span], pinned: frozenset[str] = frozenset(),
-                 exclusive: frozenset[str] = frozenset()) -> None:
+                 exclusive: frozenset[str] = frozenset(), ordering: Ordering = Ordering()) -> None:
         self.c = cluster
+        self.reserve_heads = ordering.reserve
         self.pinned = pinned                # never moved to make room (tag rules with no-repack)
         # kept apart from other tenants (exclusive-domain): per isolation unit (a node's NVLink
         # domain, or the node outside any), the running intents per tenant and the exclusive
@@ -171,8 +195,10 @@ class Simulation:
             for before in sorted(job.after):
                 self.succs[before].append(name)
         # the queue order inside a tenant, from the remaining chains (read for nothing else)
-        self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of,
-                               self._remaining_chains(jobs, self.succs, gpu_names))
+        chains = self._remaining_chains(jobs, self.succs, gpu_names)
+        self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of, chains)
+        if ordering.low != "chains":
+            self._order_low(ordering.low, chains)
         self.holds: dict[str, _Hold] = {}
         # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
         # the bounds for waiting intents walk them in time order without sorting again (a
@@ -206,6 +232,19 @@ class Simulation:
             flt = self.reqs[n].filter
             if flt.product is not None or flt.memory is not None:
                 self.placer.add_demand(flt, 1)
+
+    def _order_low(self, low: str, chains: Mapping[str, int]) -> None:
+        """Re-key the queues of the classes below `LATENCY_RANKS` for makespan (`Ordering.low`).
+        `chains`: per GPU intent, minus the longest chain of work waiting behind it."""
+        for name, (lead, wave, gpus, _) in list(self.keys.items()):
+            if self.rank[name] <= LATENCY_RANKS:
+                continue
+            own = self.jobs[name].duration
+            length = NEVER if own is None else own
+            if low == "longest":
+                self.keys[name] = (lead, -length, gpus, name)
+            else:                               # "bottom"
+                self.keys[name] = (chains[name] - length, wave, gpus, name)
 
     @staticmethod
     def _remaining_chains(jobs: Mapping[str, Job], succs: Mapping[str, list[str]],
@@ -562,7 +601,7 @@ class Simulation:
 
     def _reserves(self, count: int) -> bool:
         """Whether a head of its class asking for `count` GPUs gets a reservation
-        (`reserve_heads`)."""
+        (`Ordering.reserve`)."""
         if count > self._largest_node:
             return self.reserve_heads != "none"
         return self.reserve_heads == "every"
