@@ -181,17 +181,26 @@ def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms:
     most.  Every ordering keeps the same gates, so none lets a lower class hold what a
     waiting higher class could use: choosing among them keeps SLA order.  The best: the
     fewest intents left waiting for quota a lower class took (`_quota_slips`), the
-    fewest refusals, then the earliest end, then the least waiting of P0 and then of P1
-    intents (so the choice never trades their wait for the makespan's sake where the
-    makespans are equal), then the first in the list (deterministic)."""
+    fewest refusals, then one whose P0 and P1 intents wait no longer in all than under
+    the first (default) ordering (a shorter plan is not bought with the latency of the
+    classes that pay for it), then the earliest end, then the least waiting of P0 and
+    then of P1 intents, then the first in the list (deterministic)."""
     if orderings is None:
         gpu_intents = sum(1 for j in jobs.values() if j.intent.gpu_count > 0)
         orderings = ORDERINGS if gpu_intents <= PORTFOLIO_MAX_INTENTS else ORDERINGS[:1]
     best: Outcome | None = None
     best_key: tuple[int, ...] = ()
+    first: tuple[int, ...] = ()
     for ordering in orderings:
         run = _place_once(topology, seed, jobs, terms, wave_of, occupancy, pinned, exclusive, ordering)
-        key = (_quota_slips(run, jobs, terms), *_quality(run, jobs)) if len(orderings) > 1 else ()
+        if len(orderings) == 1:
+            return run
+        refused, end, *waits = _quality(run, jobs)
+        if not first:
+            first = tuple(waits)
+        # P0 and P1 intents wait no longer than under the first ordering, or it is not chosen
+        slower = any(w > f for w, f in zip(waits, first))
+        key = (_quota_slips(run, jobs, terms), refused, int(slower), end, *waits)
         if best is None or key < best_key:
             best, best_key = run, key
         del run             # a worse run is not kept while the next one is made
