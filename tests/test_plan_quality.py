@@ -9,6 +9,8 @@ and isolation planned for rather than only checked (E1020).
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.plan_quality_gen import make_instance, to_program, to_topology
 from intentc import ir
 from intentc.frontend.dsl import parse
@@ -269,3 +271,9 @@ def test_an_ordering_that_leaves_an_intent_waiting_for_a_lower_class_s_quota_los
     assert _quota_slips(run, jobs, terms) == 1
     run.times.update({"late": (3600, 7200, 100), "h": (100, 3700, 0)})
     assert _quota_slips(run, jobs, terms) == 0
+
+
+def test_a_plan_too_large_for_several_orderings_is_made_with_the_default_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(planner, "PORTFOLIO_MAX_INTENTS", 2)
+    plan = _three_on_two("P3")
+    assert _start(plan, "a") == _start(plan, "b") == 0 and plan.metrics.makespan_s == 3 * 3600

@@ -166,7 +166,7 @@ def _place_once(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms
 # Above this many GPU intents a plan is made with the default ordering only: trying every
 # ordering multiplies the planning time by their number, and the large plans (the daemon's
 # background re-plans, thousands of intents) must stay within their time budget.
-PORTFOLIO_MAX_INTENTS = 1000
+PORTFOLIO_MAX_INTENTS = 500
 
 
 def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
