@@ -4,7 +4,8 @@ SLA order through quotas (a lower class of the same tenant holding the quota a
 waiting higher class needs, on nodes the waiting one cannot use), reservations
 for the head of a class (a large gang overtaken again and again by smaller
 intents of its own class), the critical path over the intents that run only,
-and isolation planned for rather than only checked (E1020).
+and isolation planned for rather than only checked (E1020); then the orderings
+the planner tries, all of which keep SLA order (`schedule.ORDERINGS`).
 """
 
 from __future__ import annotations
