@@ -225,8 +225,8 @@ def test_a_low_class_runs_its_longest_intent_first_when_that_ends_the_plan_soone
 
 
 def test_p0_and_p1_keep_their_order_for_latency() -> None:
-    """In the classes that pay for latency the most intents start soonest; the ordering for
-    the makespan is for the classes below them."""
+    """In the classes that pay for latency the shortest intents go first (the least waiting
+    in all); the orderings for the makespan are for the classes below them."""
     plan = _three_on_two("P1")
     assert _start(plan, "a") == _start(plan, "b") == 0 and _start(plan, "c") == 3600
 

@@ -34,7 +34,7 @@ from intentc.plan.cluster import Cluster
 from intentc.plan.model import BatchSizing, Occupancy, Placement, Plan, Strategy, TenantShare
 from intentc.plan.observation import without_observed
 from intentc.plan.placer import Placer, Request
-from intentc.plan.schedule import LATENCY_RANKS, NEVER, ORDERINGS, Job, Ordering, Outcome, Simulation
+from intentc.plan.schedule import FALLBACK, NEVER, ORDERINGS, Job, Ordering, Outcome, Simulation
 from intentc.plan.shape import shape
 from intentc.plan.strategy import decide
 from intentc.policy import BUILTIN, Policies
@@ -180,32 +180,44 @@ def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms:
     instance (the critical path, the gangs, the quotas), and no one choice is best on
     most.  Every ordering keeps the same gates, so none lets a lower class hold what a
     waiting higher class could use: choosing among them keeps SLA order.  The best: the
-    fewest intents left waiting for quota a lower class took (`_quota_slips`), the
-    fewest refusals, then one whose P0 and P1 intents wait no longer in all than under
-    the first (default) ordering (a shorter plan is not bought with the latency of the
-    classes that pay for it), then the earliest end, then the least waiting of P0 and
-    then of P1 intents, then the first in the list (deterministic)."""
+    fewest intents left waiting for quota a lower class took (`_quota_slips`; where each
+    ordering leaves some, `schedule.FALLBACK` is tried too), the fewest refusals, then
+    the earliest end, then the least waiting of P0 and then of P1
+    intents, then the first in the list (deterministic).  P0 and P1 pay for latency: in
+    every ordering their queues go shortest first (`Ordering.shortest_to`), so what the
+    choice trades for the makespan is the order of the classes below."""
     if orderings is None:
         gpu_intents = sum(1 for j in jobs.values() if j.intent.gpu_count > 0)
         orderings = ORDERINGS if gpu_intents <= PORTFOLIO_MAX_INTENTS else ORDERINGS[:1]
     best: Outcome | None = None
     best_key: tuple[int, ...] = ()
-    first: tuple[int, ...] = ()
-    for ordering in orderings:
+    tried = list(orderings)
+    for ordering in tried:
         run = _place_once(topology, seed, jobs, terms, wave_of, occupancy, pinned, exclusive, ordering)
         if len(orderings) == 1:
             return run
-        refused, end, *waits = _quality(run, jobs)
-        if not first:
-            first = tuple(waits)
-        # P0 and P1 intents wait no longer than under the first ordering, or it is not chosen
-        slower = any(w > f for w, f in zip(waits, first))
-        key = (_quota_slips(run, jobs, terms), refused, int(slower), end, *waits)
+        key = (_quota_slips(run, jobs, terms), *_quality(run, jobs))
         if best is None or key < best_key:
             best, best_key = run, key
         del run             # a worse run is not kept while the next one is made
+        if ordering is tried[-1] and best_key[0] and FALLBACK not in tried:
+            tried.append(FALLBACK)
     assert best is not None
     return best
+
+
+def _quality(run: Outcome, jobs: Mapping[str, Job]) -> tuple[int, ...]:
+    """What `_place_all` minimises after `_quota_slips`: refusals, the makespan, the P0 and
+    then the P1 intents' waiting."""
+    end, waits = 0, [0, 0]
+    for name, (start, stop, ready) in run.times.items():
+        if stop is not None and stop > end:
+            end = stop
+        if start > ready:
+            rank = sla_rank(jobs[name].intent)
+            if rank < len(waits):
+                waits[rank] += start - ready
+    return (len(run.refusals), end, *waits)
 
 
 def _quota_slips(run: Outcome, jobs: Mapping[str, Job], terms: Mapping[str, TenantTerms]) -> int:
@@ -247,19 +259,6 @@ def _quota_slips(run: Outcome, jobs: Mapping[str, Job], terms: Mapping[str, Tena
                     slips += 1
                     break
     return slips
-
-
-def _quality(run: Outcome, jobs: Mapping[str, Job]) -> tuple[int, ...]:
-    """What `_place_all` minimises: refusals, the makespan, the P0 and P1 intents' waiting."""
-    end, waits = 0, [0] * (LATENCY_RANKS + 1)
-    for name, (start, stop, ready) in run.times.items():
-        if stop is not None and stop > end:
-            end = stop
-        if start > ready:
-            rank = sla_rank(jobs[name].intent)
-            if rank <= LATENCY_RANKS:
-                waits[rank] += start - ready
-    return (len(run.refusals), end, *waits)
 
 
 def _placement_warnings(run: Outcome, jobs: dict[str, Job]) -> list[Diagnostic]:

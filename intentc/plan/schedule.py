@@ -123,22 +123,27 @@ class Ordering:
     "gangs": only a head larger than any node (the gangs that small intents overtake again
     and again, as GPUs free up one node at a time); "none": no reservation inside a class.
 
-    `low`: the order inside a tenant's queue in the classes below P1 (P0 and P1 always go
-    by the longest chain of work waiting behind them, then smaller gangs first: most of
-    them started soonest).  "chains": the same as P0 and P1; "longest": the longest
-    chain behind, then the longest intent first (LPT: a long intent left for the end of
-    the plan is its tail); "bottom": its own duration plus the longest chain behind it
-    (the bottom level of list scheduling: the critical path first)."""
+    The order inside a tenant's queue, after the longest chain of work waiting behind an
+    intent (list scheduling: what holds up the most goes first): in the classes up to
+    `shortest_to` (by rank: 1 is P0 and P1, -1 none), the shortest intent first (SPT, the order
+    that minimises the mean wait, what those classes pay for); in the classes below,
+    `low`: "chains", earlier waves and smaller gangs first (the most intents running at
+    once); "longest", the longest intent first (LPT: a long intent left for the end of the
+    plan is its tail); "bottom", its own duration plus the chain behind it first (the
+    bottom level of list scheduling: the critical path first)."""
 
     reserve: str = "gangs"
+    shortest_to: int = 1
     low: str = "chains"
 
 
 # the orderings a plan tries (`planner._place_all`), the first one alone where a plan is too
 # large to plan several times; the first is the default, kept on ties
-ORDERINGS = (Ordering("gangs", "chains"), Ordering("none", "longest"), Ordering("gangs", "bottom"),
-             Ordering("none", "chains"))
-LATENCY_RANKS = 1           # classes up to this rank (P0, P1) always order by `Ordering.low` "chains"
+ORDERINGS = (Ordering("gangs", 1, "chains"), Ordering("none", 1, "longest"), Ordering("gangs", 2, "bottom"),
+             Ordering("none", 2, "longest"))
+# tried as well when every one of `ORDERINGS` leaves an intent waiting for quota a lower class
+# took (`planner._quota_slips`): no class shortest first, the order before orderings were tried
+FALLBACK = Ordering("gangs", -1, "chains")
 
 
 class Simulation:
@@ -197,8 +202,7 @@ class Simulation:
         # the queue order inside a tenant, from the remaining chains (read for nothing else)
         chains = self._remaining_chains(jobs, self.succs, gpu_names)
         self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of, chains)
-        if ordering.low != "chains":
-            self._order_low(ordering.low, chains)
+        self._order(ordering, chains)
         self.holds: dict[str, _Hold] = {}
         # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
         # the bounds for waiting intents walk them in time order without sorting again (a
@@ -233,17 +237,18 @@ class Simulation:
             if flt.product is not None or flt.memory is not None:
                 self.placer.add_demand(flt, 1)
 
-    def _order_low(self, low: str, chains: Mapping[str, int]) -> None:
-        """Re-key the queues of the classes below `LATENCY_RANKS` for makespan (`Ordering.low`).
+    def _order(self, ordering: Ordering, chains: Mapping[str, int]) -> None:
+        """Re-key the queues as `ordering` says (`queue_keys` made the "chains" order).
         `chains`: per GPU intent, minus the longest chain of work waiting behind it."""
+        low = ordering.low
         for name, (lead, wave, gpus, _) in list(self.keys.items()):
-            if self.rank[name] <= LATENCY_RANKS:
-                continue
             own = self.jobs[name].duration
             length = NEVER if own is None else own
-            if low == "longest":
+            if self.rank[name] <= ordering.shortest_to:
+                self.keys[name] = (lead, length, gpus, name)
+            elif low == "longest":
                 self.keys[name] = (lead, -length, gpus, name)
-            else:                               # "bottom"
+            elif low == "bottom":
                 self.keys[name] = (chains[name] - length, wave, gpus, name)
 
     @staticmethod
