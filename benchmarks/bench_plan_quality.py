@@ -12,9 +12,9 @@ Several hundred random instances (`plan_quality_gen.py`: six shapes, 20-400 jobs
   baseline         `--baseline CHECKOUT`: intentc's planner of another checkout (e.g. the
                    previous commit, `git worktree add /tmp/plan-base HEAD`), in a child
                    process that builds the very same instances from the same seeds
-  only R/L         with `--variants`: intentc with one of its orderings alone
-                   (`schedule.ORDERINGS`: reservations R, order of the low classes L;
-                   the planner plans with each and keeps the best)
+  only R/Pn/L      with `--variants`: intentc with one of its orderings alone
+                   (`schedule.ORDERINGS`: reservations R, shortest first up to class Pn,
+                   order L below; the planner plans with each and keeps the best)
 
 Every schedule is checked by tests/plan_verify.py, which reads the instance data and the
 placements only (no planner code): GPUs held twice, dependencies, quotas at every instant,
@@ -190,7 +190,7 @@ def run(per_shape: int, baseline: Path | None, variants: bool,
     if variants:
         from intentc.plan.schedule import ORDERINGS
         for o in ORDERINGS:
-            policies[f"only {o.reserve}/{o.low}"] = lambda inst, o=o: intentc(inst, (o,))
+            policies[f"only {o.reserve}/P{o.shortest_to}/{o.low}"] = lambda inst, o=o: intentc(inst, (o,))
     base: list[Doc] | None = None
     if baseline is not None:
         before = os.times()

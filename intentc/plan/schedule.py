@@ -6,8 +6,8 @@ consumes) has ended, or, for a `serve` dependency, has started (a server
 never ends; what follows it needs it up, not finished).  At every instant
 where something ends or becomes ready, the ready intents are offered to the
 GPUs free at that instant, in admission order (`admission.py`: SLA class,
-weighted fair share on the GPUs each tenant holds *at that instant*,
-wave, smaller gangs, name).  An intent that fits starts there and holds its
+weighted fair share on the GPUs each tenant holds *at that instant*, then
+the order inside the tenant's queue, which `Ordering` chooses).  An intent that fits starts there and holds its
 GPUs until `start + duration` (open-ended for `serve`); one that does not
 fit waits for the next instant.  Sequential intents therefore reuse GPUs.
 
