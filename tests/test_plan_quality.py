@@ -257,6 +257,25 @@ def test_every_ordering_keeps_sla_order_and_the_choice_is_deterministic() -> Non
         planner.ORDERINGS = default
 
 
+def test_where_every_ordering_leaves_a_quota_wait_the_order_of_before_is_tried() -> None:
+    """On this instance each of the four orderings alone leaves an intent waiting for quota
+    that lower-class intents of its tenant took after it was ready; the plan made of them
+    has none (`schedule.FALLBACK`), by the independent check."""
+    inst = make_instance(28, "quota")
+    prog, topo = to_program(inst), to_topology(inst)
+    quotas = {t["name"]: t["quota"] for t in inst["tenants"]}
+    default = planner.ORDERINGS
+    try:
+        for ordering in ORDERINGS:
+            planner.ORDERINGS = (ordering,)
+            alone, _ = make_plan(prog, topo)
+            assert sla_inversions(plan_to_obj(alone), inst["jobs"], inst["nodes"], quotas)["quota"], ordering
+    finally:
+        planner.ORDERINGS = default
+    plan, _ = make_plan(prog, topo)
+    assert sla_inversions(plan_to_obj(plan), inst["jobs"], inst["nodes"], quotas) == {"gpu": set(), "quota": set()}
+
+
 def test_an_ordering_that_leaves_an_intent_waiting_for_a_lower_class_s_quota_loses() -> None:
     """The quota rule lets a lower class start while the quota holds it and every waiting
     higher-class intent; a higher-class intent ready later may take that room, and the one
