@@ -182,10 +182,10 @@ def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms:
     waiting higher class could use: choosing among them keeps SLA order.  The best: the
     fewest intents left waiting for quota a lower class took (`_quota_slips`; where each
     ordering leaves some, `schedule.FALLBACK` is tried too), the fewest refusals, then
-    the earliest end, then the least waiting of P0 and then of P1
-    intents, then the first in the list (deterministic).  P0 and P1 pay for latency: in
-    every ordering their queues go shortest first (`Ordering.shortest_to`), so what the
-    choice trades for the makespan is the order of the classes below."""
+    the earliest end, then the least waiting of P0 and then of P1 intents, then the
+    first in the list (deterministic).  P0 and P1 pay for latency: in every ordering
+    their queues go shortest first (`Ordering.shortest_to`), so what the choice trades
+    for the makespan is the order of the classes below."""
     if orderings is None:
         gpu_intents = sum(1 for j in jobs.values() if j.intent.gpu_count > 0)
         orderings = ORDERINGS if gpu_intents <= PORTFOLIO_MAX_INTENTS else ORDERINGS[:1]

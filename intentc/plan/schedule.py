@@ -7,9 +7,9 @@ never ends; what follows it needs it up, not finished).  At every instant
 where something ends or becomes ready, the ready intents are offered to the
 GPUs free at that instant, in admission order (`admission.py`: SLA class,
 weighted fair share on the GPUs each tenant holds *at that instant*, then
-the order inside the tenant's queue, which `Ordering` chooses).  An intent that fits starts there and holds its
-GPUs until `start + duration` (open-ended for `serve`); one that does not
-fit waits for the next instant.  Sequential intents therefore reuse GPUs.
+the order inside the tenant's queue, which `Ordering` chooses).  An intent
+that fits starts there and holds its GPUs until `start + duration`
+(open-ended for `serve`); one that does not fit waits for the next instant.  Sequential intents therefore reuse GPUs.
 
 SLA order holds at every instant, not just in the order of offers: while an
 intent of a higher class waits, a lower-class intent may start on a node
@@ -125,12 +125,12 @@ class Ordering:
 
     The order inside a tenant's queue, after the longest chain of work waiting behind an
     intent (list scheduling: what holds up the most goes first): in the classes up to
-    `shortest_to` (by rank: 1 is P0 and P1, -1 none), the shortest intent first (SPT, the order
-    that minimises the mean wait, what those classes pay for); in the classes below,
-    `low`: "chains", earlier waves and smaller gangs first (the most intents running at
-    once); "longest", the longest intent first (LPT: a long intent left for the end of the
-    plan is its tail); "bottom", its own duration plus the chain behind it first (the
-    bottom level of list scheduling: the critical path first)."""
+    `shortest_to` (by rank: 1 is P0 and P1, -1 none), the shortest intent first (SPT,
+    the order that minimises the mean wait, what those classes pay for); in the classes
+    below, `low`: "chains", earlier waves and smaller gangs first (the most intents
+    running at once); "longest", the longest intent first (LPT: a long intent left for
+    the end of the plan is its tail); "bottom", its own duration plus the chain behind
+    it first (the bottom level of list scheduling: the critical path first)."""
 
     reserve: str = "gangs"
     shortest_to: int = 1
