@@ -19,8 +19,10 @@ from intentc.plan import planner
 from intentc.plan.admission import TenantTerms
 from intentc.plan.cluster import Cluster
 from intentc.plan.jsonio import plan_to_obj
-from intentc.plan.model import Plan
+from intentc.plan.model import NodeAllocation, Placement, Plan
 from intentc.plan.planner import _quota_slips, make_plan, matrix_source
+from intentc.plan.placer import Request
+from intentc.plan.repack import Seated
 from intentc.plan.schedule import ORDERINGS, Job, Outcome
 from intentc.sources import SourceFile
 from intentc.topology.load import LoadedTopology
@@ -280,16 +282,30 @@ def test_an_ordering_that_leaves_an_intent_waiting_for_a_lower_class_s_quota_los
     """The quota rule lets a lower class start while the quota holds it and every waiting
     higher-class intent; a higher-class intent ready later may take that room, and the one
     that waited is then held off by the lower class's quota (`planner._quota_slips`)."""
-    topo = loaded(node("n0", 8, rack="r1"))
+    topo = loaded(*(node(f"n{i}", 8, rack="r1") for i in range(3)))
     intents = {i.name: i for i in (job("h", gpus=8, sla="P2"), job("late", gpus=8, sla="P2"),
                                    job("low", gpus=4, sla="P3"))}
     jobs = {n: Job(i, 3600, ()) for n, i in intents.items()}
     terms = {"team-a": TenantTerms(2, 16)}
     run = Outcome(Cluster(topo.topology, matrix_source(topo)))
-    # h waits from 0; low starts at 0 (4 + 8 <= 16); late, ready at 100, takes the rest
+    where = {"low": ("n0", (0, 1, 2, 3)), "late": ("n1", tuple(range(8))), "h": ("n2", tuple(range(8)))}
+    for name, (on, gpus) in where.items():
+        run.seated[name] = Seated(Request.of(intents[name]),
+                                  Placement(name, "team-a", (NodeAllocation(on, gpus),), ()))
+    # h waits from 0 (another tenant holds n2 until 100, say); low starts at 0 (4 + 8 <= 16);
+    # late, ready at 100, takes the rest of the quota: from 100 on h would fit on n2, not in the quota
     run.times.update({"low": (0, 3600, 0), "late": (100, 3700, 100), "h": (3600, 7200, 0)})
     assert _quota_slips(run, jobs, terms) == 1
     run.times.update({"late": (3600, 7200, 100), "h": (100, 3700, 0)})
+    assert _quota_slips(run, jobs, terms) == 0
+    # where h would not find 8 GPUs at once even without low, it waits for GPUs, not quota
+    terms["team-b"] = TenantTerms(2, None)
+    for name, on, gpus in (("other", "n2", tuple(range(8))), ("beside", "n0", (4, 5, 6, 7))):
+        jobs[name] = Job(job(name, tenant="team-b", gpus=len(gpus)), 3600, ())
+        run.seated[name] = Seated(Request.of(jobs[name].intent),
+                                  Placement(name, "team-b", (NodeAllocation(on, gpus),), ()))
+        run.times[name] = (0, 3600, 0)
+    run.times.update({"late": (100, 3700, 100), "h": (3600, 7200, 0)})
     assert _quota_slips(run, jobs, terms) == 0
 
 

@@ -222,43 +222,71 @@ def _quality(run: Outcome, jobs: Mapping[str, Job]) -> tuple[int, ...]:
 
 def _quota_slips(run: Outcome, jobs: Mapping[str, Job], terms: Mapping[str, TenantTerms]) -> int:
     """How many intents wait, at some instant, for quota that lower-class intents of their
-    own tenant hold, started after they were ready (0 or more; counted, not only found, so
-    the choice is deterministic either way).
+    own tenant hold, started after they were ready, while the GPUs would take them without
+    the lower classes' (0 or more; counted, not only found, so the choice is deterministic
+    either way).
 
     The quota rule lets a lower class start while the tenant's quota holds it and every
     waiting higher-class intent at once; an intent of a higher class that becomes ready
     later may take that room, and the one that waited then waits for the lower class's
     quota.  Whether that happens depends on the order inside the classes, so `_place_all`
     prefers the orderings where it does not."""
-    by_tenant: dict[str, list[tuple[int, int, int, int, int]]] = {}
+    by_tenant: dict[str, list[tuple[int, int, int, int, int, str]]] = {}
     for name, (start, end, ready) in run.times.items():
         intent = jobs[name].intent
         if intent.gpu_count > 0 and terms[intent.tenant].quota_gpus is not None:
             by_tenant.setdefault(intent.tenant, []).append(
-                (start, NEVER if end is None else end, ready, sla_rank(intent), intent.gpu_count))
+                (start, NEVER if end is None else end, ready, sla_rank(intent), intent.gpu_count, name))
     slips = 0
     for tenant, spans in sorted(by_tenant.items()):
         quota = terms[tenant].quota_gpus
         assert quota is not None
-        instants = sorted({t for start, stop, _, _, _ in spans for t in (start, stop)})
+        instants = sorted({t for start, stop, _, _, _, _ in spans for t in (start, stop)})
         held = [0] * (len(instants) + 1)        # GPUs the tenant holds from each instant on
-        for start, stop, _, _, gpus in spans:
+        for start, stop, _, _, gpus, _ in spans:
             held[bisect_left(instants, start)] += gpus
             held[bisect_left(instants, stop)] -= gpus
         for i in range(1, len(held)):
             held[i] += held[i - 1]
-        for start_h, _, ready_h, rank_h, gpus_h in spans:
-            late = [(start, stop, gpus) for start, stop, _, rank, gpus in spans
+        for start_h, _, ready_h, rank_h, gpus_h, name_h in spans:
+            late = [(start, stop, gpus) for start, stop, _, rank, gpus, _ in spans
                     if rank > rank_h and ready_h <= start < start_h]
             if start_h <= ready_h or not late:
                 continue
             for i in range(bisect_left(instants, ready_h), bisect_left(instants, start_h)):
                 t = instants[i]
                 theirs = sum(gpus for start, stop, gpus in late if start <= t < stop)
-                if theirs and held[i] + gpus_h > quota >= held[i] - theirs + gpus_h:
+                if theirs and held[i] + gpus_h > quota >= held[i] - theirs + gpus_h \
+                        and _fits_without_later(run, jobs, name_h, t, ready_h, rank_h):
                     slips += 1
                     break
     return slips
+
+
+def _fits_without_later(run: Outcome, jobs: Mapping[str, Job], name: str, t: int, ready: int, rank: int) -> bool:
+    """Whether `name` would find its GPUs at t (one domain at its `within` level, nodes of
+    its filter) if the lower-class intents that started at or after `ready` held none.
+    When it would not, the quota it waits for delays nothing: it waits for GPUs."""
+    cluster = run.cluster
+    free = [n.capacity for n in cluster.nodes]
+    index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
+    for other, (start, end, _) in run.times.items():
+        if start <= t and (end is None or t < end):
+            if start >= ready and sla_rank(jobs[other].intent) > rank:
+                continue
+            for a in run.seated[other].placement.allocations:
+                free[index[a.node]] -= len(a.gpus)
+    req = Request.of(jobs[name].intent)
+    eligible = cluster.view(req.filter).eligible
+    depth = cluster.depth_of(req.within) if req.within else 0
+    sums: dict[int, int] = {}
+    for i, node in enumerate(cluster.nodes):
+        if eligible[i] and free[i] > 0:
+            d = node.leaf.at_depth(depth).id
+            sums[d] = sums.get(d, 0) + free[i]
+            if sums[d] >= req.count:
+                return True
+    return False
 
 
 def _placement_warnings(run: Outcome, jobs: dict[str, Job]) -> list[Diagnostic]:
