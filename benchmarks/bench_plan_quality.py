@@ -12,8 +12,9 @@ Several hundred random instances (`plan_quality_gen.py`: six shapes, 20-400 jobs
   baseline         `--baseline CHECKOUT`: intentc's planner of another checkout (e.g. the
                    previous commit, `git worktree add /tmp/plan-base HEAD`), in a child
                    process that builds the very same instances from the same seeds
-  reserve-none / reserve-every   with `--variants`: intentc with the other reservation
-                   rules (`schedule.Simulation.reserve_heads`; "gangs" is the default)
+  only R/Pn/L      with `--variants`: intentc with one of its orderings alone
+                   (`schedule.ORDERINGS`: reservations R, shortest first up to class Pn,
+                   order L below; the planner plans with each and keeps the best)
 
 Every schedule is checked by tests/plan_verify.py, which reads the instance data and the
 placements only (no planner code): GPUs held twice, dependencies, quotas at every instant,
@@ -107,17 +108,17 @@ def sla_first(inst: Instance) -> Doc:
     return _runs_doc(simulate(to_program(inst), to_topology(inst), lambda i: (sla[i.name], order[i.name])))
 
 
-def intentc(inst: Instance, reserve: str | None = None) -> Doc:
-    from intentc.plan import schedule
+def intentc(inst: Instance, orderings: tuple[Any, ...] | None = None) -> Doc:
+    """intentc's plan; `orderings`: only these of `schedule.ORDERINGS` (None: the planner's own choice)."""
+    from intentc.plan import planner
     from intentc.plan.jsonio import plan_to_obj
-    from intentc.plan.planner import make_plan
-    default = schedule.Simulation.reserve_heads
-    if reserve is not None:
-        schedule.Simulation.reserve_heads = reserve
+    default = planner.ORDERINGS
+    if orderings is not None:
+        planner.ORDERINGS = orderings
     try:
-        plan, _ = make_plan(to_program(inst), to_topology(inst))
+        plan, _ = planner.make_plan(to_program(inst), to_topology(inst))
     finally:
-        schedule.Simulation.reserve_heads = default
+        planner.ORDERINGS = default
     doc = plan_to_obj(plan)
     return {"placements": doc["placements"], "unplaced": doc["unplaced"]}
 
@@ -187,8 +188,9 @@ def run(per_shape: int, baseline: Path | None, variants: bool,
     policies: dict[str, Callable[[Instance], Doc]] = {
         "intentc": intentc, "fifo-bestfit": fifo, "longest-chain": longest_chain, "sla-first": sla_first}
     if variants:
-        policies["reserve-none"] = lambda inst: intentc(inst, "none")
-        policies["reserve-every"] = lambda inst: intentc(inst, "every")
+        from intentc.plan.schedule import ORDERINGS
+        for o in ORDERINGS:
+            policies[f"only {o.reserve}/P{o.shortest_to}/{o.low}"] = lambda inst, o=o: intentc(inst, (o,))
     base: list[Doc] | None = None
     if baseline is not None:
         before = os.times()
@@ -225,7 +227,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--per-shape", type=int, default=50, help="instances per shape (six shapes)")
     ap.add_argument("--baseline", type=Path, help="another checkout whose planner plans the same instances")
-    ap.add_argument("--variants", action="store_true", help="also intentc with the other reservation rules")
+    ap.add_argument("--variants", action="store_true", help="also intentc with each of its orderings alone")
     ap.add_argument("--name", default="bench_plan_quality", help="results file name")
     args = ap.parse_args()
     doc = run(args.per_shape, args.baseline.resolve() if args.baseline else None, args.variants,

@@ -366,12 +366,15 @@ def test_quota_caps_a_tenant() -> None:
     ([job("x", gpus=16, product="H100-80GB", within="nvlink")], "no-domain",
      "cannot place 16 × H100-80GB within nvlink: the largest nvlink domain has 8 H100-80GB GPUs"),
     ([job("x", gpus=40)], "no-domain", "cannot place 40 GPUs: the cluster has 32 GPUs"),
-    ([serve("a", gpus=5), serve("b", gpus=5), serve("c", gpus=5), serve("d", gpus=5),
-      job("x", gpus=8, within="rack")],
+    # the servers are of a higher class, so they start first in any order the planner tries
+    # (with x first, both of these plans would place everything)
+    ([serve("a", gpus=5, sla="P1"), serve("b", gpus=5, sla="P1"), serve("c", gpus=5, sla="P1"),
+      serve("d", gpus=5, sla="P1"), job("x", gpus=8, within="rack")],
      "fragmentation",
      ("cannot place 8 GPUs within rack: 12 GPUs are free but no rack domain has 8 of them together "
       "(the most in one is 6) once every finite intent has ended (the rest are held open-ended)")),
-    ([serve("a", gpus=8), serve("b", gpus=8), serve("c", gpus=8), job("x", gpus=12)], "capacity",
+    ([serve("a", gpus=8, sla="P1"), serve("b", gpus=8, sla="P1"), serve("c", gpus=8, sla="P1"),
+      job("x", gpus=12)], "capacity",
      "cannot place 12 GPUs: only 8 of 32 GPUs are free once every finite intent has ended (the rest are "
      "held open-ended)"),
 ])

@@ -9,15 +9,17 @@ that does not fit yet is queued, not refused.
 Everything is sorted by name before it is used (intents, tenants, nodes),
 so shuffling declarations across files gives a byte-identical plan.
 
-Placement may run twice (see `_place_all`): the first pass shows which
+Placement may run twice (see `_place_once`): the first pass shows which
 multi-node gangs can actually be admitted, and only those get multi-node
-NVLink domains kept whole for them in the second.
+NVLink domains kept whole for them in the second.  A plan of up to
+`PORTFOLIO_MAX_INTENTS` GPU intents is made with each of a few orderings that
+all keep SLA order, and the shortest is kept (`_place_all`).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
@@ -28,13 +30,13 @@ from intentc.graph import digraph
 from intentc.ir.duration import format_duration, parse_duration
 from intentc.plan import metrics
 from intentc.plan import policy_check
-from intentc.plan.admission import TenantTerms, sla_name, tenant_weight
+from intentc.plan.admission import TenantTerms, sla_name, sla_rank, tenant_weight
 from intentc.plan.batch_size import size_batches
 from intentc.plan.cluster import Cluster
 from intentc.plan.model import BatchSizing, Occupancy, Placement, Plan, Strategy, TenantShare
 from intentc.plan.observation import without_observed
 from intentc.plan.placer import Placer, Request
-from intentc.plan.schedule import Job, Outcome, Simulation
+from intentc.plan.schedule import FALLBACK, NEVER, ORDERINGS, Job, Ordering, Outcome, Simulation
 from intentc.plan.shape import shape
 from intentc.plan.strategy import decide
 from intentc.policy import BUILTIN, Policies
@@ -130,7 +132,8 @@ def _jobs(after: dict[str, tuple[str, ...]], intents: list[ir.Intent],
 
 def _run(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
          wave_of: dict[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy,
-         pinned: frozenset[str] = frozenset(), exclusive: frozenset[str] = frozenset()) -> Outcome:
+         pinned: frozenset[str] = frozenset(), exclusive: frozenset[str] = frozenset(),
+         ordering: Ordering = Ordering()) -> Outcome:
     """One schedule over a fresh cluster.  Multi-node NVLink domains are kept whole
     while an intent of `protect_for` waits (None: every gang that needs one).
     Intents in `pinned` (tag rules with no-repack) are never moved to make room; intents
@@ -138,12 +141,13 @@ def _run(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[
     another tenant's intent at overlapping times."""
     cluster = Cluster(topology.topology, matrix_source(topology), seed)
     spans = {n: gpus_span(j.intent) for n, j in jobs.items() if j.intent.gpu_count > 0}   # read by refusals only
-    return Simulation(cluster, jobs, terms, wave_of, protect_for, occupancy, spans, pinned, exclusive).run()
+    return Simulation(cluster, jobs, terms, wave_of, protect_for, occupancy, spans, pinned, exclusive,
+                      ordering).run()
 
 
-def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
-               wave_of: dict[str, int], occupancy: Occupancy, pinned: frozenset[str] = frozenset(),
-               exclusive: frozenset[str] = frozenset()) -> Outcome:
+def _place_once(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
+                wave_of: dict[str, int], occupancy: Occupancy, pinned: frozenset[str],
+                exclusive: frozenset[str], ordering: Ordering) -> Outcome:
     """Two passes, so NVLink domains are only kept whole for gangs that can use them.
 
     The first pass protects multi-node NVLink domains for every gang that
@@ -152,12 +156,138 @@ def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms:
     have used; the second pass protects only the gangs that were placed (or
     lost to fragmentation).  When the two sets agree the first pass is the answer.
     """
-    first = _run(topology, seed, jobs, terms, wave_of, None, occupancy, pinned, exclusive)
+    first = _run(topology, seed, jobs, terms, wave_of, None, occupancy, pinned, exclusive, ordering)
     worth = frozenset(n for n in first.gangs if first.refusals.get(n, "fragmentation") == "fragmentation")
     if worth == first.gangs:
         return first
     del first               # not kept under the second pass
-    return _run(topology, seed, jobs, terms, wave_of, worth, occupancy, pinned, exclusive)
+    return _run(topology, seed, jobs, terms, wave_of, worth, occupancy, pinned, exclusive, ordering)
+
+
+# Above this many GPU intents a plan is made with the default ordering only: trying every
+# ordering multiplies the planning time by their number, and the large plans (the daemon's
+# background re-plans, thousands of intents) must stay within their time budget.
+PORTFOLIO_MAX_INTENTS = 500
+
+
+def _place_all(topology: LoadedTopology, seed: int, jobs: dict[str, Job], terms: dict[str, TenantTerms],
+               wave_of: dict[str, int], occupancy: Occupancy, pinned: frozenset[str] = frozenset(),
+               exclusive: frozenset[str] = frozenset(),
+               orderings: Sequence[Ordering] | None = None) -> Outcome:
+    """The schedule of each ordering (`schedule.ORDERINGS`) and the best of them.
+
+    SLA order leaves open the order inside a class, and whether the head of a class holds
+    a reservation against its own class; what is best for the makespan depends on the
+    instance (the critical path, the gangs, the quotas), and no one choice is best on
+    most.  Every ordering keeps the same gates, so none lets a lower class hold what a
+    waiting higher class could use: choosing among them keeps SLA order.  The best: the
+    fewest intents left waiting for quota a lower class took (`_quota_slips`; where each
+    ordering leaves some, `schedule.FALLBACK` is tried too), the fewest refusals, then
+    the earliest end, then the least waiting of P0 and then of P1 intents, then the
+    first in the list (deterministic).  P0 and P1 pay for latency: in every ordering
+    their queues go shortest first (`Ordering.shortest_to`), so what the choice trades
+    for the makespan is the order of the classes below."""
+    if orderings is None:
+        gpu_intents = sum(1 for j in jobs.values() if j.intent.gpu_count > 0)
+        orderings = ORDERINGS if gpu_intents <= PORTFOLIO_MAX_INTENTS else ORDERINGS[:1]
+    best: Outcome | None = None
+    best_key: tuple[int, ...] = ()
+    tried = list(orderings)
+    for ordering in tried:
+        run = _place_once(topology, seed, jobs, terms, wave_of, occupancy, pinned, exclusive, ordering)
+        if len(orderings) == 1:
+            return run
+        key = (_quota_slips(run, jobs, terms), *_quality(run, jobs))
+        if best is None or key < best_key:
+            best, best_key = run, key
+        del run             # a worse run is not kept while the next one is made
+        if ordering is tried[-1] and best_key[0] and FALLBACK not in tried:
+            tried.append(FALLBACK)
+    assert best is not None
+    return best
+
+
+def _quality(run: Outcome, jobs: Mapping[str, Job]) -> tuple[int, ...]:
+    """What `_place_all` minimises after `_quota_slips`: refusals, the makespan, the P0 and
+    then the P1 intents' waiting."""
+    end, waits = 0, [0, 0]
+    for name, (start, stop, ready) in run.times.items():
+        if stop is not None and stop > end:
+            end = stop
+        if start > ready:
+            rank = sla_rank(jobs[name].intent)
+            if rank < len(waits):
+                waits[rank] += start - ready
+    return (len(run.refusals), end, *waits)
+
+
+def _quota_slips(run: Outcome, jobs: Mapping[str, Job], terms: Mapping[str, TenantTerms]) -> int:
+    """How many intents wait, at some instant, for quota that lower-class intents of their
+    own tenant hold, started after they were ready, while the GPUs would take them without
+    the lower classes' (0 or more; counted, not only found, so the choice is deterministic
+    either way).
+
+    The quota rule lets a lower class start while the tenant's quota holds it and every
+    waiting higher-class intent at once; an intent of a higher class that becomes ready
+    later may take that room, and the one that waited then waits for the lower class's
+    quota.  Whether that happens depends on the order inside the classes, so `_place_all`
+    prefers the orderings where it does not."""
+    by_tenant: dict[str, list[tuple[int, int, int, int, int, str]]] = {}
+    for name, (start, end, ready) in run.times.items():
+        intent = jobs[name].intent
+        if intent.gpu_count > 0 and terms[intent.tenant].quota_gpus is not None:
+            by_tenant.setdefault(intent.tenant, []).append(
+                (start, NEVER if end is None else end, ready, sla_rank(intent), intent.gpu_count, name))
+    slips = 0
+    for tenant, spans in sorted(by_tenant.items()):
+        quota = terms[tenant].quota_gpus
+        assert quota is not None
+        instants = sorted({t for start, stop, _, _, _, _ in spans for t in (start, stop)})
+        held = [0] * (len(instants) + 1)        # GPUs the tenant holds from each instant on
+        for start, stop, _, _, gpus, _ in spans:
+            held[bisect_left(instants, start)] += gpus
+            held[bisect_left(instants, stop)] -= gpus
+        for i in range(1, len(held)):
+            held[i] += held[i - 1]
+        for start_h, _, ready_h, rank_h, gpus_h, name_h in spans:
+            late = [(start, stop, gpus) for start, stop, _, rank, gpus, _ in spans
+                    if rank > rank_h and ready_h <= start < start_h]
+            if start_h <= ready_h or not late:
+                continue
+            for i in range(bisect_left(instants, ready_h), bisect_left(instants, start_h)):
+                t = instants[i]
+                theirs = sum(gpus for start, stop, gpus in late if start <= t < stop)
+                if theirs and held[i] + gpus_h > quota >= held[i] - theirs + gpus_h \
+                        and _fits_without_later(run, jobs, name_h, t, ready_h, rank_h):
+                    slips += 1
+                    break
+    return slips
+
+
+def _fits_without_later(run: Outcome, jobs: Mapping[str, Job], name: str, t: int, ready: int, rank: int) -> bool:
+    """Whether `name` would find its GPUs at t (one domain at its `within` level, nodes of
+    its filter) if the lower-class intents that started at or after `ready` held none.
+    When it would not, the quota it waits for delays nothing: it waits for GPUs."""
+    cluster = run.cluster
+    free = [n.capacity for n in cluster.nodes]
+    index = {n.spec.name: i for i, n in enumerate(cluster.nodes)}
+    for other, (start, end, _) in run.times.items():
+        if start <= t and (end is None or t < end):
+            if start >= ready and sla_rank(jobs[other].intent) > rank:
+                continue
+            for a in run.seated[other].placement.allocations:
+                free[index[a.node]] -= len(a.gpus)
+    req = Request.of(jobs[name].intent)
+    eligible = cluster.view(req.filter).eligible
+    depth = cluster.depth_of(req.within) if req.within else 0
+    sums: dict[int, int] = {}
+    for i, node in enumerate(cluster.nodes):
+        if eligible[i] and free[i] > 0:
+            d = node.leaf.at_depth(depth).id
+            sums[d] = sums.get(d, 0) + free[i]
+            if sums[d] >= req.count:
+                return True
+    return False
 
 
 def _placement_warnings(run: Outcome, jobs: dict[str, Job]) -> list[Diagnostic]:

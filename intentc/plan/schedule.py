@@ -6,10 +6,10 @@ consumes) has ended, or, for a `serve` dependency, has started (a server
 never ends; what follows it needs it up, not finished).  At every instant
 where something ends or becomes ready, the ready intents are offered to the
 GPUs free at that instant, in admission order (`admission.py`: SLA class,
-weighted fair share on the GPUs each tenant holds *at that instant*,
-wave, smaller gangs, name).  An intent that fits starts there and holds its
-GPUs until `start + duration` (open-ended for `serve`); one that does not
-fit waits for the next instant.  Sequential intents therefore reuse GPUs.
+weighted fair share on the GPUs each tenant holds *at that instant*, then
+the order inside the tenant's queue, which `Ordering` chooses).  An intent
+that fits starts there and holds its GPUs until `start + duration`
+(open-ended for `serve`); one that does not fit waits for the next instant.  Sequential intents therefore reuse GPUs.
 
 SLA order holds at every instant, not just in the order of offers: while an
 intent of a higher class waits, a lower-class intent may start on a node
@@ -23,7 +23,7 @@ intents to end, and still holds lower classes off the GPUs it could use).
 The same order holds through the quota (`_quota_gated`): a lower class of a
 tenant does not take quota its waiting higher classes need, on whatever
 nodes it would run.  A gang at the head of its class holds a reservation
-against the rest of its class (`reserve_heads`), and intents of
+against the rest of its class (`Ordering.reserve`), and intents of
 exclusive-domain tag rules share no node or NVLink domain with another
 tenant at overlapping times (`_kept_off`).
 
@@ -109,23 +109,52 @@ class Outcome:
     idle_at_start: int = 0
 
 
+@dataclass(frozen=True)
+class Ordering:
+    """The choices a schedule leaves open without breaking SLA order: the planner tries a
+    few and keeps the shortest (`planner._place_all`).  None of them lets a lower class
+    hold what a waiting higher class could use (the gates are the same); they differ in
+    what SLA order does not decide.
+
+    `reserve`: which intent at the head of its class (the first of the class, in admission
+    order, to wait at an instant) holds a reservation against the later intents of its own
+    class, as a waiting higher class holds one against lower classes (EASY backfill: they
+    start only if they end before it could start where they run).  "every": any head;
+    "gangs": only a head larger than any node (the gangs that small intents overtake again
+    and again, as GPUs free up one node at a time); "none": no reservation inside a class.
+
+    The order inside a tenant's queue, after the longest chain of work waiting behind an
+    intent (list scheduling: what holds up the most goes first): in the classes up to
+    `shortest_to` (by rank: 1 is P0 and P1, -1 none), the shortest intent first (SPT,
+    the order that minimises the mean wait, what those classes pay for); in the classes
+    below, `low`: "chains", earlier waves and smaller gangs first (the most intents
+    running at once); "longest", the longest intent first (LPT: a long intent left for
+    the end of the plan is its tail); "bottom", its own duration plus the chain behind
+    it first (the bottom level of list scheduling: the critical path first)."""
+
+    reserve: str = "gangs"
+    shortest_to: int = 1
+    low: str = "chains"
+
+
+# the orderings a plan tries (`planner._place_all`), the first one alone where a plan is too
+# large to plan several times; the first is the default, kept on ties
+ORDERINGS = (Ordering("gangs", 1, "chains"), Ordering("none", 1, "longest"), Ordering("gangs", 2, "bottom"),
+             Ordering("none", 2, "longest"))
+# tried as well when every one of `ORDERINGS` leaves an intent waiting for quota a lower class
+# took (`planner._quota_slips`): no class shortest first, the order before orderings were tried
+FALLBACK = Ordering("gangs", -1, "chains")
+
+
 class Simulation:
     """One schedule over a fresh cluster; `run` fills an `Outcome`."""
-
-    # Which intent at the head of its class (the first of the class, in admission order, to
-    # wait at an instant) holds a reservation against the later intents of its own class, as
-    # a waiting higher class holds one against lower classes (EASY backfill: they start only
-    # if they end before it could start where they run).  "every": any head; "gangs": only a
-    # head larger than any node (the gangs that small intents overtake again and again, as
-    # GPUs free up one node at a time); "none": no reservation inside a class.  The variants
-    # are measured against each other in docs/plan-time.md (bench_plan_quality.py).
-    reserve_heads = "gangs"
 
     def __init__(self, cluster: Cluster, jobs: Mapping[str, Job], terms: Mapping[str, TenantTerms],
                  wave_of: Mapping[str, int], protect_for: frozenset[str] | None, occupancy: Occupancy,
                  spans: Mapping[str, Span], pinned: frozenset[str] = frozenset(),
-                 exclusive: frozenset[str] = frozenset()) -> None:
+                 exclusive: frozenset[str] = frozenset(), ordering: Ordering = Ordering()) -> None:
         self.c = cluster
+        self.reserve_heads = ordering.reserve
         self.pinned = pinned                # never moved to make room (tag rules with no-repack)
         # kept apart from other tenants (exclusive-domain): per isolation unit (a node's NVLink
         # domain, or the node outside any), the running intents per tenant and the exclusive
@@ -171,8 +200,9 @@ class Simulation:
             for before in sorted(job.after):
                 self.succs[before].append(name)
         # the queue order inside a tenant, from the remaining chains (read for nothing else)
-        self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of,
-                               self._remaining_chains(jobs, self.succs, gpu_names))
+        chains = self._remaining_chains(jobs, self.succs, gpu_names)
+        self.keys = queue_keys([jobs[n].intent for n in gpu_names], wave_of, chains)
+        self._order(ordering, chains)
         self.holds: dict[str, _Hold] = {}
         # pending releases (end, sequence, hold key), kept sorted: the next one is first, and
         # the bounds for waiting intents walk them in time order without sorting again (a
@@ -206,6 +236,20 @@ class Simulation:
             flt = self.reqs[n].filter
             if flt.product is not None or flt.memory is not None:
                 self.placer.add_demand(flt, 1)
+
+    def _order(self, ordering: Ordering, chains: Mapping[str, int]) -> None:
+        """Re-key the queues as `ordering` says (`queue_keys` made the "chains" order).
+        `chains`: per GPU intent, minus the longest chain of work waiting behind it."""
+        low = ordering.low
+        for name, (lead, wave, gpus, _) in list(self.keys.items()):
+            own = self.jobs[name].duration
+            length = NEVER if own is None else own
+            if self.rank[name] <= ordering.shortest_to:
+                self.keys[name] = (lead, length, gpus, name)
+            elif low == "longest":
+                self.keys[name] = (lead, -length, gpus, name)
+            elif low == "bottom":
+                self.keys[name] = (chains[name] - length, wave, gpus, name)
 
     @staticmethod
     def _remaining_chains(jobs: Mapping[str, Job], succs: Mapping[str, list[str]],
@@ -562,7 +606,7 @@ class Simulation:
 
     def _reserves(self, count: int) -> bool:
         """Whether a head of its class asking for `count` GPUs gets a reservation
-        (`reserve_heads`)."""
+        (`Ordering.reserve`)."""
         if count > self._largest_node:
             return self.reserve_heads != "none"
         return self.reserve_heads == "every"
