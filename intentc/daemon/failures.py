@@ -78,6 +78,13 @@ class FailureReactor:
             self._asked.set()
             self._ask()
 
+    def observed(self) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]] | None:
+        """(intent pods, nodes) as the informers hold them, or None before both have synced
+        (the Job mover, daemon/moves.py, judges on them too: one read of the cluster)."""
+        if not (self.started and all(inf.synced.is_set() for inf in self.informers)):
+            return None
+        return list(self.pods.items().values()), list(self.nodes.items().values())
+
     def react(self, live: Mapping[ObjectRef, Mapping[str, Any]]) -> None:
         """One pass over the informers' pods and nodes and the daemon's Jobs."""
         self._asked.clear()

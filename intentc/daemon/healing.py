@@ -9,8 +9,11 @@ the ledger (`ledger.py`) says each drift once and backs heals off.  What acts:
 * a heal is one server-side apply (`drift.managed.heal`), said three ways — a
   log line, `intentc_heals_total` and a `DriftHealed` Event — and told to the
   Intent mirror (its status shows the last heal);
-* after the heals, the GPU-failure reactor (`failures.py`) and the Intent
-  mirror (`mirror.py`) take their turn.
+* after the heals, the GPU-failure reactor (`failures.py`), the mover of
+  Jobs stranded on unusable nodes (`moves.py`) and the Intent mirror
+  (`mirror.py`) take their turn, in that order (a taint written in a pass
+  reaches the mover through the node's informer event, which asks for the
+  next pass).
 
 Nothing acts during a rollout or rollback (it converges the objects itself)
 or on a replica that does not lead; one that loses the Lease mid-pass stops
@@ -29,6 +32,7 @@ from intentc.daemon.failures import FailureReactor
 from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.mirror import IntentMirror
+from intentc.daemon.moves import JobMover
 from intentc.daemon.reads import LiveReads, Safe
 from intentc.daemon.rollouts import Stopped
 from intentc.daemon.source import Desired
@@ -46,7 +50,7 @@ log = logging.getLogger("intentc.daemon")
 
 class DriftReactor:
     def __init__(self, client: KubeClient, target: str, metrics: DaemonMetrics, ledger: DriftLedger,
-                 reads: LiveReads, failures: FailureReactor, mirror: IntentMirror, *,
+                 reads: LiveReads, failures: FailureReactor, mirror: IntentMirror, mover: JobMover, *,
                  leading: Callable[[], bool], sleep: Callable[[float], None], stop: threading.Event,
                  safe: Safe, clock: Callable[[], float]) -> None:
         self.client = client
@@ -56,6 +60,7 @@ class DriftReactor:
         self.reads = reads
         self.failures = failures
         self.mirror = mirror
+        self.mover = mover
         self.leading = leading
         self.sleep = sleep          # raises `Stopped` on shutdown or when the Lease is lost
         self.stop = stop
@@ -95,13 +100,15 @@ class DriftReactor:
             self.react(state)
 
     def react(self, state: ReactorState) -> None:
-        """GPU failures and the Intent mirror (daemon/failures.py, daemon/mirror.py): they act,
-        so they run when the daemon acts (`_act`: not during a rollout, only on the leader)."""
+        """GPU failures, stranded Jobs and the Intent mirror (daemon/failures.py, daemon/moves.py,
+        daemon/mirror.py): they act, so they run when the daemon acts (`_act`: not during a
+        rollout, only on the leader)."""
         desired = state.desired
         if desired is None or state.busy or not self.leading():     # followers only watch
             return
         live = self.reads.cache()
         self.safe("fallback", partial(self.failures.react, live))
+        self.safe("move", partial(self.mover.react, desired, live, self.failures.observed()))
         self.safe("mirror", partial(self.mirror.sync, desired, live))
 
     def _heal(self, plan: Iterable[HealStep]) -> bool:

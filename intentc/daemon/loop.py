@@ -48,6 +48,7 @@ from intentc.daemon.ledger import DriftLedger
 from intentc.daemon.metrics import DaemonMetrics
 from intentc.daemon.metrics_auth import Reviewer, ReviewError
 from intentc.daemon.mirror import IntentMirror
+from intentc.daemon.moves import JobMover
 from intentc.daemon.outcome import rollback_refusal, rollback_request
 from intentc.daemon.probes import liveness, readiness
 from intentc.daemon.quarantines import QuarantineKeeper
@@ -110,8 +111,10 @@ class Daemon:
                                config.watch_timeout, config.kube_version)
         self.mirror = IntentMirror(client, config.target, forecaster=ForecastPass(
             client, self.metrics, config.forecast_interval, config.seed, config.only_topology_nodes))
+        mover = JobMover(client, self.metrics, lambda desired: binder_for(client, config, desired,
+                                                                          self.reads.version()))
         self.drift = DriftReactor(client, config.target, self.metrics, self.ledger, self.reads, self.failures,
-                                  self.mirror, leading=self.leading, sleep=self._sleep, stop=self.stop_event,
+                                  self.mirror, mover, leading=self.leading, sleep=self._sleep, stop=self.stop_event,
                                   safe=self._safe, clock=clock)
         self.quarantine = QuarantineKeeper(client, config.target, self.metrics)
         self.settler = Settler(self.metrics, self.quarantine, self.reads, config.branch, self._safe)

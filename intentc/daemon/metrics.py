@@ -52,6 +52,13 @@ class DaemonMetrics:
             self.observation_taints.labels(action)
         self.fallbacks = Counter("intentc_fallback_resumes_total",
                                  "Fallback variants resumed after the Job before them failed.", registry=r)
+        self.moves = Counter("intentc_jobs_moved_total",
+                             "Jobs moved off a node that became unusable (GPU-observation taint, cordoned, "
+                             "NotReady, gone) before they started, by path: updated (suspended, never started: "
+                             "scheduling directives changed in place) or recreated (deleted and created again).",
+                             ["path"], registry=r)
+        for path in ("updated", "recreated"):
+            self.moves.labels(path)
         self.quarantined = Gauge("intentc_quarantined_commits", "Commits the daemon refuses to apply.",
                                  registry=r)
         self.source_failures = Gauge("intentc_git_fetch_failures",

@@ -14,6 +14,14 @@ client (import-linter):
   same way, so a pass that read a stale cache cannot resume it twice): a
   server-side apply of that one field would drop intentc's ownership of
   every other field;
+* a Job stranded on an unusable node (`daemon/stranding.py` decides) is moved
+  either in place — a server-side apply of the re-bound Job (field manager
+  `intentc`, as a rollout applies it) carrying the `resourceVersion` read,
+  which the API server accepts only for a suspended Job that never started —
+  or by a delete with propagation `Background` and preconditions on the UID
+  and `resourceVersion` read (batch/v1 orphans a Job's pods by default; the
+  preconditions keep a stale cache from deleting the Job a pass before
+  created), then a server-side apply that creates it again;
 * an `Intent` object is server-side applied (field manager `intentc-mirror`,
   so its fields are never mistaken for the rendered objects'), and its
   status written through the `status` subresource, as a controller does.
@@ -48,6 +56,25 @@ def resume_job(client: KubeClient, job: Mapping[str, Any]) -> dict[str, Any]:
     meta = job.get("metadata") or {}
     patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {"suspend": False}}
     return _merge_patch(client, ObjectRef.of(job), patch)
+
+
+def update_job(client: KubeClient, live: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """Apply `body` over the Job `live` (as read); `Outdated` if it changed since, `Invalid`
+    if the API server refuses the template change (the Job is not suspended-and-never-started)."""
+    meta = {**(body.get("metadata") or {}), "resourceVersion": (live.get("metadata") or {}).get("resourceVersion")}
+    return client.apply({**body, "metadata": meta})
+
+
+def recreate_job(client: KubeClient, live: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """Delete the Job `live` (as read) with its pods, and create `body` under its name.
+    `Outdated` (nothing deleted) when the Job changed or was replaced since it was read."""
+    meta = live.get("metadata") or {}
+    ref = ObjectRef.of(live)
+    options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background",
+               "preconditions": {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}}
+    path = client.resource(ref.api_version, ref.kind).path(ref.namespace, ref.name)
+    client.request("DELETE", path, (), options, "application/json")
+    return client.apply(body)
 
 
 def apply_mirror(client: KubeClient, body: Mapping[str, Any]) -> dict[str, Any]:

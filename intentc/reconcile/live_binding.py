@@ -180,12 +180,17 @@ class LiveBinder:
         return self.bind(names, live)
 
     def bind(self, names: Sequence[str], live: Mapping[ObjectRef, Mapping[str, Any] | None],
-             running: Sequence[str] = ()) -> Binding:
+             running: Sequence[str] = (), moving: frozenset[ObjectRef] = frozenset(),
+             held: Mapping[str, tuple[NodeAllocation, ...]] | None = None) -> Binding:
         """The intents `names`, released now, bound on what the cluster has free now: those
         whose preview GPUs are taken — by the cluster, by an intent of `running` (released
         earlier by this apply and not ended: its pods may not be scheduled yet, so the
         cluster does not show them) or by an intent released with them that the plan starts
-        first — re-planned together.  `live`: their objects as they are on the cluster."""
+        first — re-planned together.  `live`: their objects as they are on the cluster.
+        `moving`: existing Jobs the caller moves (the daemon, off an unusable node before
+        they started: daemon/stranding.py), so they get the live binding, not kept as created;
+        `held`: GPUs that other intents' created Jobs are pinned to, their pods not scheduled
+        yet (the cluster does not show them), held like those of `running`."""
         wanted = frozenset(names)
         names = tuple(sorted(wanted))
         previewed = tuple(m for m in self.rendered.manifests if m.intent in wanted and m.step >= SETUP_STEPS)
@@ -193,7 +198,9 @@ class LiveBinder:
         if absent:
             return Binding(previewed, notes=(absent,), live=False, plan=self.preview)
         occupied, notes = self._occupancy(state, names)
-        occupied, notes = self._with_running(occupied, notes, [n for n in running if n not in wanted])
+        held = dict(held or {})
+        occupied, notes = self._with_running(occupied, notes, [n for n in {*running, *held} if n not in wanted],
+                                             held)
         plan, stuck = self._rebind(names, occupied, notes, together=True)
         placed = {p.intent: p for p in plan.placements if p.intent in wanted}
         self._bound.update({n: p.allocations for n, p in placed.items()
@@ -211,28 +218,31 @@ class LiveBinder:
                                     f"the start)",))
         same, odd = self._same_objects(tuple(m for m in everything if m.intent in wanted and m.step >= SETUP_STEPS),
                                        previewed)
-        manifests, kept = self._choose(same, live, occupied)
+        manifests, kept = self._choose(same, live, occupied, moving)
         waiting = tuple(b for b in stuck if any(live.get(m.ref) is None for m in previewed if m.intent == b.intent))
         return Binding(manifests, self._changes(plan, names, manifests, occupied, notes), waiting, kept,
                        notes, odd, plan=plan)
 
-    def _with_running(self, occupied: Occupancy, notes: tuple[str, ...], running: Sequence[str]
+    def _with_running(self, occupied: Occupancy, notes: tuple[str, ...], running: Sequence[str],
+                      held: Mapping[str, tuple[NodeAllocation, ...]] | None = None
                       ) -> tuple[Occupancy, tuple[str, ...]]:
         """`occupied` plus the GPUs of the intents still running, as this apply bound them
-        (the preview's where it did not move them)."""
+        (the preview's where it did not move them), or as `held` says their created Jobs
+        are pinned."""
         placed = {p.intent: p for p in self.preview.placements}
         taken: dict[str, set[int]] = {}
         for b in occupied.busy:
             taken.setdefault(b.node, set()).update(b.gpus)
         extra: list[str] = []
         for name in sorted(running):
-            allocations = self._bound.get(name) or (placed[name].allocations if name in placed else ())
+            pinned = (held or {}).get(name)
+            allocations = pinned or self._bound.get(name) or (placed[name].allocations if name in placed else ())
+            why = "created, its pods not scheduled yet" if pinned else "released by this apply, still running"
             for a in allocations:
                 new = sorted(set(a.gpus) - taken.setdefault(a.node, set()))
                 if new and a.node not in occupied.unavailable:
                     taken[a.node].update(new)
-                    extra.append(f"{a.node}: GPU {','.join(map(str, new))} taken (intent {name}, released by "
-                                 f"this apply, still running)")
+                    extra.append(f"{a.node}: GPU {','.join(map(str, new))} taken (intent {name}, {why})")
         if not extra:
             return occupied, notes
         busy = tuple(Busy(node, tuple(sorted(gpus))) for node, gpus in sorted(taken.items()) if gpus)
@@ -263,11 +273,13 @@ class LiveBinder:
         return tuple(c for c in changes(self.preview, plan, names, occupied, notes) if c.intent in rebound)
 
     def _choose(self, bound: Sequence[Manifest], live: Mapping[ObjectRef, Mapping[str, Any] | None],
-                occupied: Occupancy) -> tuple[tuple[Manifest, ...], dict[ObjectRef, str]]:
+                occupied: Occupancy, moving: frozenset[ObjectRef] = frozenset()
+                ) -> tuple[tuple[Manifest, ...], dict[ObjectRef, str]]:
         """Per object: the preview's manifest where the binding did not move, the bound one
         (marked with the preview's hash) where it did.  What already runs from the preview's
         content stays where it is: a Job always (its pod template is immutable), a Deployment
-        unless one of its nodes is unavailable now."""
+        unless one of its nodes is unavailable now; a Job of `moving` is not kept (the
+        caller deletes and re-creates it, or updates it while it is suspended)."""
         out: list[Manifest] = []
         kept: dict[ObjectRef, str] = {}
         for m in bound:
@@ -278,7 +290,7 @@ class LiveBinder:
             body = live.get(m.ref)
             have = _hash(body, SPEC_HASH_ANNOTATION)
             same_content = before.spec_hash in (have, _hash(body, PREVIEW_HASH_ANNOTATION))
-            if body is not None and have != m.spec_hash and same_content:
+            if body is not None and have != m.spec_hash and same_content and m.ref not in moving:
                 nodes = _nodes(body)
                 if m.ref.kind in IMMUTABLE_TEMPLATE_KINDS or not set(nodes.split(",")) & occupied.unavailable:
                     out.append(before)
