@@ -214,3 +214,22 @@ def test_rules(tmp_path: Path) -> None:
     (row,) = result(tmp_path, "bench_rules")["rows"]
     assert row["intents"] == 100 and row["rules"] == 5 and row["evaluation"]["intents"] == 100
     assert row["check_cold_with_rules"]["exit"] == 0 and row["check_cold_without_rules"]["exit"] == 0
+
+
+def test_forecast(tmp_path: Path) -> None:
+    # this tree as its own base: the base's forecast is taken and compared by digest too
+    # 600: at 300 intents nothing still waiting is placed on a joined node, so the join case has nothing to show
+    run_bench(tmp_path, "bench_forecast", "--intents", "600", "--repeat", "1", "--base", str(ROOT))
+    doc = result(tmp_path, "bench_forecast")
+    assert doc["limit_mb"] == 1024
+    rows = {r["case"]: r for r in doc["rows"]}
+    assert set(rows) == {"notready", "late", "join"}
+    for case, row in rows.items():
+        assert row["intents"] == 600 and not row["wrong"], case
+        assert row["forecast_s"] > 0 and row["baseline_s"] > 0 and row["base"]["forecast_s"] > 0, case
+        assert 0 < row["held_before_forecast_mb"] <= row["forecast_peak_mb"] < row["limit_mb"], case
+        phases = row["facts"]["phases"]
+        assert sum(phases.values()) == 600, case            # the forecast covered every intent
+        assert phases["Succeeded"] > 0 and phases["Running"] > 0 and phases["Queued"] > 0, case
+    assert rows["notready"]["facts"]["moved_off"] > 0       # the NotReady node had work to move
+    assert rows["join"]["facts"]["placed_on_joined"] > 0    # and the joined one took some

@@ -71,3 +71,14 @@ def test_fidelity_runs_every_planned_intent(tmp_path: Path) -> None:
     (row,) = result(tmp_path, "bench_fidelity")["runs"]
     assert row["apply_exit"] == 0 and row["intents_ran"] == row["intents_planned"] == row["intents"]
     assert row["missing"] == [] and row["within_broken"] == 0
+
+
+def test_faults_counts_the_scenario_it_ran(tmp_path: Path) -> None:
+    """One fault scenario once: the script ran the suite's scenario, the audit log gave
+    its recovery figure, and the goal held (no window with two writers)."""
+    run_bench(tmp_path, "bench_faults", "--repeats", "1", "-k", "lease_deleted", timeout=600)
+    doc = result(tmp_path, "bench_faults")
+    assert doc["pytest_exit"] == 0 and doc["repeats"] == 1
+    (scenario,) = doc["scenarios"].values()
+    assert scenario["runs"] == 1 and scenario["recovery_s"]
+    assert scenario["overlapping_windows"] == 0 and scenario["inventory_entries_lost"] == 0

@@ -31,6 +31,12 @@ a program in which the past is fixed:
   onto such a node is therefore re-placed by the planner, and its ETA moves
   with where it now fits.
 
+Of the past, the re-plan holds only what an intent still to come waits for
+(at any depth): a finished or running intent nothing to come waits for
+decides no start, and what a running one holds is occupancy either way.
+Its cost then follows the part that has not started rather than the whole
+program (see `_needed` for what it can change).
+
 The re-plan runs on plan time starting at `now`, so its times are shifted
 by `now` back into the plan's time.  Running jobs' GPUs count toward no
 tenant quota in the re-plan (they are occupancy, not the tenant's jobs):
@@ -44,7 +50,7 @@ import math
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from intentc import ir
+from intentc import collector, ir
 from intentc.forecast.model import Forecast, IntentForecast, JobObservation, Observation, Phase
 from intentc.forecast.observe import observe
 from intentc.graph.digraph import duration_seconds
@@ -112,11 +118,21 @@ def forecast(program: ir.Program, plan: Plan, topology: LoadedTopology, observat
     `program` and `topology` are those the plan was made from (the topology
     with the cluster's new GPU nodes added, `plan/cluster_nodes.py`, when the
     caller reads a live cluster), `seed` and `policies` the plan's own."""
+    # what is built here (the shape, the program of the rest, the records) is acyclic and lives
+    # until the forecast returns: the cyclic collector would walk it, and the plan and
+    # program the caller holds, again and again for nothing (collector.py)
+    with collector.paused():
+        return _forecast(program, plan, topology, observation, now, seed, policies)
+
+
+def _forecast(program: ir.Program, plan: Plan, topology: LoadedTopology, observation: Observation, now: float,
+              seed: int, policies: Policies) -> Forecast:
     epoch = observation.epoch if observation.epoch is not None else now
     now_s = max(_plan_s(now, epoch), 0)
     intents = unique_intents(program)
     by_name = {i.name: i for i in intents}
-    shaped, _ = shape(program, {i.name: duration_seconds(i) for i in intents})
+    durations = {i.name: duration_seconds(i) for i in intents}
+    shaped, _ = shape(program, durations)
     after = shaped.after
     jobs = {j.intent: j for j in observation.jobs}
     phases = {n: phase_of(jobs.get(n)) for n in by_name}
@@ -145,7 +161,7 @@ def forecast(program: ir.Program, plan: Plan, topology: LoadedTopology, observat
             if intent.action.kind == ir.ActionKind.SERVE.value:
                 expected_end[n] = None
             else:
-                due = actual_start[n] + duration_seconds(intent)
+                due = actual_start[n] + durations[n]
                 if due < now_s:
                     drift.add(n)
                 expected_end[n] = max(due, now_s)
@@ -160,15 +176,20 @@ def forecast(program: ir.Program, plan: Plan, topology: LoadedTopology, observat
             unusable.setdefault(node, "not in the cluster")
     busy: list[Busy] = list(observation.foreign)
     kept: list[ir.Intent] = []
+    needed = _needed(phases, blocked, after)
     for n in sorted(by_name):
         intent, ph = by_name[n], phases[n]
         if ph is Phase.FAILED or n in blocked:
             continue
+        if n not in needed:
+            if ph is Phase.RUNNING:         # what it holds is still occupancy
+                busy += [Busy(b.node, b.gpus, _left(expected_end[n], now_s)) for b in jobs[n].gpus
+                         if b.node not in unusable]
+            continue
         if ph is Phase.SUCCEEDED:
             kept.append(_fixed(intent, 0))
         elif ph is Phase.RUNNING:
-            expected = expected_end[n]
-            remaining = None if expected is None else expected - now_s
+            remaining = _left(expected_end[n], now_s)
             kept.append(_fixed(intent, remaining))
             busy += [Busy(b.node, b.gpus, remaining) for b in jobs[n].gpus if b.node not in unusable]
         else:
@@ -188,32 +209,31 @@ def forecast(program: ir.Program, plan: Plan, topology: LoadedTopology, observat
         end: int | None
         planned_nodes = p.nodes if p is not None else ()
         job = jobs.get(n)
-        record = IntentForecast(
-            n, by_name[n].tenant, ph,
-            planned_start_s=p.start_s if p is not None else None, planned_end_s=p.end_s if p is not None else None,
-            actual_start_s=actual_start.get(n), actual_end_s=actual_end.get(n), planned_nodes=planned_nodes,
-            nodes=tuple(sorted({b.node for b in job.gpus})) if job is not None and job.gpus else planned_nodes)
+        nodes = tuple(sorted({b.node for b in job.gpus})) if job is not None and job.gpus else planned_nodes
+        # each record made once, with what its phase says (a dataclass `replace` per intent
+        # costs more than the rest of this loop)
+        more: dict[str, Any]
         if ph is Phase.SUCCEEDED or ph is Phase.FAILED:
             start, end = actual_start.get(n), actual_end.get(n)
             reason = f"{jobs[n].failure or 'failed'}" if ph is Phase.FAILED else ""
-            record = replace(record, eta_start_s=start, eta_end_s=end, reason=reason,
-                             behind_s=_behind(start, end, p) if ph is Phase.SUCCEEDED else None)
+            more = {"eta_start_s": start, "eta_end_s": end, "reason": reason,
+                    "behind_s": _behind(start, end, p) if ph is Phase.SUCCEEDED else None}
         elif ph is Phase.RUNNING:
             start, end = actual_start[n], expected_end[n]
             reason = ""
             if n in drift:
-                over = now_s - (start + duration_seconds(by_name[n]))
+                over = now_s - (start + durations[n])
                 reason = (f"schedule drift: running {format_duration(over)} past its declared duration "
-                          f"({format_duration(duration_seconds(by_name[n]))})")
-            record = replace(record, eta_start_s=start, eta_end_s=end, drift=n in drift, reason=reason,
-                             behind_s=_behind(start, end, p))
+                          f"({format_duration(durations[n])})")
+            more = {"eta_start_s": start, "eta_end_s": end, "drift": n in drift, "reason": reason,
+                    "behind_s": _behind(start, end, p)}
         elif n in blocked:
-            record = replace(record, phase=Phase.BLOCKED, reason="waits for failed " + ", ".join(failed_before[n]))
+            more = {"phase": Phase.BLOCKED, "reason": "waits for failed " + ", ".join(failed_before[n])}
         elif n in refused or p is None:
             why = refused.get(n) or not_planned.get(n)
-            record = replace(record, phase=Phase.BLOCKED,
-                             reason=f"cannot be placed on the live cluster: {why.message}" if why is not None
-                             else "not in the plan")
+            more = {"phase": Phase.BLOCKED,
+                    "reason": f"cannot be placed on the live cluster: {why.message}" if why is not None
+                    else "not in the plan"}
         else:
             q = again[n]
             start, end = now_s + q.start_s, None if q.end_s is None else now_s + q.end_s
@@ -224,10 +244,15 @@ def forecast(program: ir.Program, plan: Plan, topology: LoadedTopology, observat
                 reasons.append("re-placed: " + "; ".join(moved_off))
             if late:
                 reasons.append("waits for " + ", ".join(late) + " (schedule drift)")
-            record = replace(record, eta_start_s=start, eta_end_s=end, behind_s=_behind(start, end, p),
-                             delayed_by=late, nodes=q.nodes if q.allocations else record.nodes,
-                             reason="; ".join(reasons))
-        out.append(record)
+            more = {"eta_start_s": start, "eta_end_s": end, "behind_s": _behind(start, end, p), "delayed_by": late,
+                    "reason": "; ".join(reasons)}
+            if q.allocations:
+                nodes = q.nodes
+        out.append(IntentForecast(
+            n, by_name[n].tenant, more.pop("phase", ph),
+            planned_start_s=p.start_s if p is not None else None, planned_end_s=p.end_s if p is not None else None,
+            actual_start_s=actual_start.get(n), actual_end_s=actual_end.get(n), planned_nodes=planned_nodes,
+            nodes=nodes, **more))
     pushed: dict[str, list[str]] = {}
     for f in out:
         for d in f.delayed_by:
@@ -253,9 +278,35 @@ def on_cluster(program: ir.Program, plan: Plan, loaded: LoadedTopology, nodes: S
 
 def _with_knock_on(late: IntentForecast, names: list[str], records: list[IntentForecast]) -> IntentForecast:
     """An overrunning intent with the intents it pushes and by how much at most (their lag)."""
-    lag = max((f.behind_s or 0 for f in records if f.intent in set(names)), default=0)
+    named = set(names)
+    lag = max((f.behind_s or 0 for f in records if f.intent in named), default=0)
     knock_on = f"pushes {len(names)} dependant(s)" + (f" by up to {format_duration(lag)}" if lag > 0 else "")
     return replace(late, pushed=tuple(names), reason=f"{late.reason}; {knock_on}" if late.reason else knock_on)
+
+
+def _needed(phases: Mapping[str, Phase], blocked: set[str], after: Mapping[str, tuple[str, ...]]) -> set[str]:
+    """The intents the re-plan must hold: those still to come, and everything they wait for
+    at any depth.  A finished or running intent nothing to come waits for decides no start
+    (what a running one holds stays occupancy), and leaving it out changes no wave of the
+    rest (an intent's wave is read from what it waits for only), so the re-plan, which
+    otherwise walks the whole past at every size, gives the same times without it.  One
+    difference by design: where the planner tries several orderings (a small rest,
+    `planner.PORTFOLIO_MAX_INTENTS`) it compares their ends, and the end of a running job
+    nothing waits for no longer masks theirs."""
+    waiting = (Phase.QUEUED, Phase.ADMITTED)
+    todo = [n for n, ph in phases.items() if ph in waiting and n not in blocked]
+    seen = set(todo)
+    while todo:
+        for d in after.get(todo.pop(), ()):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def _left(expected_end: int | None, now_s: int) -> int | None:
+    """Seconds a running intent has left (None: open-ended)."""
+    return None if expected_end is None else expected_end - now_s
 
 
 def _node_names(topology: LoadedTopology) -> tuple[str, ...]:

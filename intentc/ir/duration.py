@@ -12,6 +12,7 @@ and `1h1h` of `1h` are more likely than a wish to add them up.
 
 from __future__ import annotations
 
+import functools
 import re
 
 MAX_LENGTH = 64
@@ -20,9 +21,13 @@ _UNIT_SECONDS = (86400, 3600, 60, 1)
 _PLAIN_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")      # the command line's plain seconds: 90, 0.5
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_duration(text: str) -> int | None:
     """Seconds, or None when `text` is not a duration (a bare number is not:
-    `2` could mean minutes or hours, so the unit is required)."""
+    `2` could mean minutes or hours, so the unit is required).
+
+    Cached: a program spells its durations a few hundred ways, while the graph,
+    the planner and the forecast each read every intent's again."""
     text = text.strip()
     if len(text) > MAX_LENGTH:          # int() of 5,000 digits raises
         return None
