@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, List, Optional, Sequence, TypeVar
 
 import typer
 
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from intentc.pipeline import Driver
     from intentc.pipeline.provenance import Stamp
     from intentc.render.capabilities import KubeVersion
+
+R = TypeVar("R")
 
 
 # Inputs
@@ -202,25 +204,32 @@ OnlyTopologyNodes = Annotated[bool, typer.Option(
          "nodes the file does not list are added from their GPU feature discovery labels).")]
 
 
+def read_cluster_or_exit(kubeconfig: str | None, context: str | None, read: Callable[[Any], R], what: str) -> R:
+    """`read(client)` on a client of the kubeconfig's cluster, closed after; exit 2 with
+    "cannot read the cluster `what`" when it cannot be reached or refuses."""
+    from intentc.kube.client import KubeClient
+    from intentc.kube.errors import KubeError
+
+    try:
+        client = KubeClient.connect(kubeconfig, context)
+        try:
+            return read(client)
+        finally:
+            client.close()
+    except KubeError as e:
+        usage_error(f"cannot read the cluster{what}: {e.message}")
+
+
 def live_occupancy_or_exit(kubeconfig: str | None, context: str | None, only_file_nodes: bool, program: Any,
                            loaded: Any) -> tuple[Any, Any, tuple[str, ...]]:
     """(topology, Occupancy, notes) read from the cluster: the topology file's nodes plus
     the cluster's GPU nodes it does not list (plan/cluster_nodes.py); exit 2 when the
     cluster cannot be read."""
-    from intentc.kube.client import KubeClient
     from intentc.kube.cluster_state import read_cluster_state
-    from intentc.kube.errors import KubeError
     from intentc.plan.cluster_nodes import with_cluster_nodes
     from intentc.plan.live_occupancy import occupancy
 
-    try:
-        client = KubeClient.connect(kubeconfig, context)
-        try:
-            state = read_cluster_state(client)
-        finally:
-            client.close()
-    except KubeError as e:
-        usage_error(f"cannot read the cluster to plan on: {e.message}")
+    state = read_cluster_or_exit(kubeconfig, context, read_cluster_state, " to plan on")
     added: tuple[str, ...] = ()
     if not only_file_nodes:
         loaded, added = with_cluster_nodes(loaded, state.nodes)

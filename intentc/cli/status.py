@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 import typer
 
-from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics, usage_error
+from intentc.cli.app import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, app, emit_diagnostics
 from intentc.cli.common import (DiagnosticsFormat, Exclude, Jobs, KubeContext, Kubeconfig, OnlyTopologyNodes, Paths,
                                 Seed, TopologyFile, declared, duration_option, format_option, no_intents_or_exit,
-                                paths_or_exit)
+                                paths_or_exit, read_cluster_or_exit)
 from intentc.diagnostics import OutputFormat, has_errors, sorted_diagnostics
 
 
@@ -113,18 +113,9 @@ def _read_and_forecast(kubeconfig: str | None, context: str | None, only_topolog
     """Read the cluster once (exit 2 when it cannot be read) and forecast on it, `now` being
     the moment the read ended."""
     from intentc.forecast.core import on_cluster
-    from intentc.kube.client import KubeClient
-    from intentc.kube.errors import KubeError
     from intentc.kube.forecast_state import read_forecast_state
 
-    try:
-        client = KubeClient.connect(kubeconfig, context)
-        try:
-            state = read_forecast_state(client)
-        finally:
-            client.close()
-    except KubeError as e:
-        usage_error(f"cannot read the cluster: {e.message}")
+    state = read_cluster_or_exit(kubeconfig, context, read_forecast_state, "")
     return on_cluster(program, the_plan, loaded, state.nodes, state.pods, state.jobs, state.workloads, time.time(),
                       seed, policies, only_topology_nodes)
 
