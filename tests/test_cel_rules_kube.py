@@ -5,7 +5,6 @@ evaluation by intentc fails the intent the pod came from."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ import yaml
 from intentc.policy.load import policies_of
 from intentc.render.admission import admission_objects
 from tests.kube_env import KubeEnv
+from tests.kube_support import wait_for
 
 RULES = """\
 apiVersion: intentc.dev/v1alpha1
@@ -53,14 +53,17 @@ def test_the_cluster_denies_the_pod_a_rule_forbids(kube_env: KubeEnv) -> None:
     kube_env.kubectl_run("apply", "-f", "-", input=yaml.safe_dump_all(objects))
     kube_env.kubectl_run("create", "namespace", "team-x")
     kube_env.kubectl_run("create", "namespace", "team-y")
-    deadline = time.monotonic() + 60          # the policy is in force once the server has compiled it
-    while True:
+
+    def denied() -> str | None:
+        """The API server's refusal of a `:latest` pod; None (the pod removed) while it admits it."""
         ok, err = create(kube_env, pod("probe", "ghcr.io/acme/train:latest"))
-        if not ok:
-            break
-        kube_env.kubectl_run("delete", "pod", "probe", "-n", "team-x", "--wait=false")
-        assert time.monotonic() < deadline, "the admission policy never took effect"
-        time.sleep(1)
+        if ok:
+            kube_env.kubectl_run("delete", "pod", "probe", "-n", "team-x", "--wait=false")
+            return None
+        return err
+
+    # the policy is in force once the server has compiled it
+    err = wait_for(denied, 60, "the admission policy to take effect", interval=1)
     assert "ValidatingAdmissionPolicy 'intentc-rule-no-latest-images'" in err, err
     assert "rule no-latest-images: images are pinned to a version or a digest, never latest" in err
     ok, err = create(kube_env, pod("pinned", "ghcr.io/acme/train:1.0"))

@@ -390,11 +390,11 @@ class Parser:
         terminal_callbacks = {name: f for name, f in callbacks.items() if isinstance(name, str)}
         start, end = table.start_states[self._start], table.end_states[self._start]
         keywords, punct, token = self.lexer.keywords, self.lexer.punct, _cy.Token
-        comments = self.lexer.lowering
+        lowering = self.lexer.lowering     # its `comments` list is replaced at each `begin`
 
         def parse(text: str) -> bool:
             return bool(fast.parse(text, states, reductions, terminal_callbacks, start, end,
-                                   keywords, punct, token, Shift, comments.comments))
+                                   keywords, punct, token, Shift, lowering.comments))
         return parse
 
 

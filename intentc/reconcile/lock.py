@@ -131,8 +131,7 @@ class ApplyLock:
 
     def _renew(self) -> None:
         period = self.duration / 3
-        timed = getattr(self.client, "with_timeout", None)    # an in-memory store has no timeouts
-        client = timed((min(5.0, period), period)) if timed is not None else self.client
+        client = self.client.with_timeout((min(5.0, period), period))
         pause, renewed = period, self.monotonic()
         while not self._stop.wait(pause):
             try:
