@@ -203,9 +203,12 @@ def test_plan_quality(tmp_path: Path) -> None:
 
 
 def test_daemon_git_files(tmp_path: Path) -> None:
-    run_bench(tmp_path, "bench_daemon_git_files", "--files", "120")
+    """At 2,000 files: the benchmark exits 1 past its bound (the 100,000-file limit's per-file
+    share above the baseline), and at a hundred files that share (0.7 MB) is within the
+    allocator's noise, which once failed CI with nothing wrong."""
+    run_bench(tmp_path, "bench_daemon_git_files", "--files", "2000")
     doc = result(tmp_path, "bench_daemon_git_files")
-    assert doc["files"] == 120 and doc["run"]["objects"] > doc["baseline"]["objects"]
+    assert doc["files"] == 2000 and doc["run"]["objects"] > doc["baseline"]["objects"]
     assert doc["run"]["peak_mb"] > 0 and doc["bound_mb"] > 0
 
 
