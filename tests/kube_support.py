@@ -16,6 +16,7 @@ import signal
 import subprocess
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
@@ -90,6 +91,32 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last!r}")
+
+
+def recorded_jobs(env: Any, namespace: str, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """The Jobs of `namespace` once the Job controller has recorded the end of every Job whose
+    pods have all succeeded.  `apply --wait` counts a Job done from its pods, a batch period
+    (a second) before the controller writes `Complete` and `completionTime`."""
+    def recorded() -> list[dict[str, Any]] | None:
+        pods = env.kubectl_json("get", "pods", "-n", namespace)["items"]
+        owners: dict[str, set[str]] = {}
+        for p in pods:
+            name = (p["metadata"].get("labels") or {}).get("job-name")
+            if name:
+                owners.setdefault(name, set()).add(str(p["status"].get("phase")))
+        items = env.kubectl_json("get", "jobs", "-n", namespace)["items"]
+        late = [j for j in items if owners.get(j["metadata"]["name"]) == {"Succeeded"}
+                and not (j.get("status") or {}).get("completionTime")]
+        return None if late else items
+    return wait_for(recorded, timeout, f"the Job controller to record the Jobs' completion in {namespace}")
+
+
+def finished_at(env: Any, namespace: str, selector: str) -> float:
+    """When the last container of the pods `selector` picks ended (its `finishedAt`), Unix seconds:
+    the moment a Job of those pods succeeded, before its `completionTime` is written."""
+    pods = env.kubectl_json("get", "pods", "-n", namespace, "-l", selector)["items"]
+    return max(datetime.fromisoformat(c["state"]["terminated"]["finishedAt"].replace("Z", "+00:00")).timestamp()
+               for p in pods for c in p["status"]["containerStatuses"])
 
 
 def sigterm(proc: subprocess.Popen[bytes], timeout: float = 120.0) -> tuple[int, str]:

@@ -161,6 +161,22 @@ def test_a_node_gone_from_the_cluster_or_gpus_held_by_foreign_pods_count_too() -
     assert gx is not None and gx.phase is Phase.BLOCKED and "cannot be placed" in gx.reason
 
 
+def test_a_running_job_keeps_its_gpus_counted_in_its_tenants_quota() -> None:
+    """Tenant `capped` may hold 8 GPUs: x and y (8 each, 1 h) run one after the other although
+    two nodes are free.  With x running, the re-plan of the rest still charges x's GPUs to the
+    tenant, so y is expected when x ends, not now on the idle node."""
+    program = ir.Program(intents=(job("x", tenant="capped", gpus=8), job("y", tenant="capped", gpus=8)),
+                         tenants=(ir.Tenant("capped", quota_gpus=8),))
+    plan, _ = make_plan(program, TOPOLOGY)
+    px, py = plan.placement("x"), plan.placement("y")
+    assert px is not None and py is not None and py.start_s == px.end_s == HOUR
+    x = JobObservation("x", EPOCH, started=EPOCH, running=True, gpus=held(plan, "x"))
+    f = forecast(program, plan, TOPOLOGY, Observation((x,), NODES, epoch=EPOCH), now=EPOCH + 600)
+    ry = f.of("y")
+    assert ry is not None and ry.phase is Phase.QUEUED
+    assert ry.eta_start_s == HOUR and ry.behind_s == 0
+
+
 def test_a_running_serve_intent_is_open_ended_and_its_dependants_may_start() -> None:
     program = ir.Program(intents=(serve("api", gpus=4), after(job("load", gpus=4), "api")))
     plan, _ = make_plan(program, TOPOLOGY)

@@ -23,7 +23,7 @@ from intentc.render.capabilities import KubeVersion
 from tests.conftest import _control_plane, needed_assets
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
-from tests.kube_support import apply_json
+from tests.kube_support import apply_json, finished_at, recorded_jobs
 from tests.kwok_stages import planned_duration_stages
 
 pytestmark = pytest.mark.kube
@@ -74,8 +74,10 @@ class Case:
         return apply_json(self.dir / "intents", self.topology, self.env, self.t, SHA, *flags)
 
     def jobs(self) -> dict[str, dict[str, Any]]:
-        items = self.env.kubectl_json("get", "jobs", "-n", self.tenant)["items"]
-        return {j["metadata"]["name"]: j for j in items}
+        return {j["metadata"]["name"]: j for j in recorded_jobs(self.env, self.tenant)}
+
+    def finished(self, job: str) -> float:
+        return finished_at(self.env, self.tenant, f"job-name={job}")
 
     def nodes_of(self, job: str) -> set[str]:
         pods = self.env.kubectl_json("get", "pods", "-n", self.tenant, "-l", f"job-name={job}")["items"]
@@ -113,8 +115,8 @@ def test_each_branch_starts_when_its_own_prerequisite_ends(cluster: KubeEnv, tmp
     jobs = case.jobs()
     root, long, short, after_short, other = (jobs[n] for n in ("root", "long", "short", "after-short", "other"))
     for job in (long, short, other):
-        assert created(job) >= completed(root), "a branch waits for its prerequisite"
-    assert created(after_short) >= completed(short)
+        assert created(job) >= case.finished("root"), "a branch waits for its prerequisite"
+    assert created(after_short) >= case.finished("short")
     # the point: the dependant of the 1-h branch starts before the 4-h job of the same wave ends
     assert started(after_short) < completed(long), (started(after_short), completed(long))
     for name, placement in ((p.intent, p) for p in case.plan.placements):
@@ -136,7 +138,7 @@ def test_an_intent_waits_for_its_planned_predecessor_on_the_node(cluster: KubeEn
     code, doc, output = case.apply()
     assert code == 0, output
     jobs = case.jobs()
-    assert created(jobs[after]) >= completed(jobs[before]), "created when its predecessor on the node ended"
+    assert created(jobs[after]) >= case.finished(before), "created when its predecessor on the node ended"
     assert started(jobs[after]) < completed(jobs["big"]), "not held back until the wave ended"
     for name in ("big", "first", "second"):
         assert case.nodes_of(name) == set(place[name].nodes), name
@@ -165,10 +167,11 @@ CHAIN = intent("c1", "{t}", 1) + intent("c2", "{t}", 1, "after c1") + intent("c3
 
 def test_a_chains_next_job_is_created_when_its_predecessor_completes_not_at_a_poll(cluster: KubeEnv,
                                                                                      tmp_path: Path) -> None:
-    """`apply --wait` learns that a Job completed from a watch (reconcile/watched.py): with a poll
-    interval far longer than a Job runs, each successor is still created when its predecessor
-    completes — by what the API server recorded, within its 1-s timestamp resolution — and only
-    after.  Read once a poll interval, it would be created up to an interval later."""
+    """`apply --wait` learns that a Job completed from a watch of it and its pods
+    (reconcile/watched.py): with a poll interval far longer than a Job runs, each successor is
+    created when its predecessor's pod succeeded — by what the API server recorded, within its
+    1-s timestamp resolution: after the planned hour, and no later than the Job's own
+    `completionTime`.  Read once a poll interval, it would be created up to an interval later."""
     from intentc.kube.client import KubeClient
     from intentc.kube.cluster_state import read_cluster_state
     from intentc.reconcile.live_binding import LiveBinder
@@ -191,6 +194,9 @@ def test_a_chains_next_job_is_created_when_its_predecessor_completes_not_at_a_po
         client.close()
     assert outcome.result == "succeeded", outcome.to_text()
     jobs = case.jobs()
+    hour = MS_PER_HOUR / 1000
     for before, after in (("c1", "c2"), ("c2", "c3")):
-        assert completed(jobs[before]) <= created(jobs[after]) <= completed(jobs[before]) + 1, \
-            (before, jobs[before]["status"]["completionTime"], after, jobs[after]["metadata"]["creationTimestamp"])
+        # the successor comes when its predecessor's pod succeeded: after its planned hour, and
+        # no later than the Job controller's `completionTime`, which it writes a batch period on
+        assert started(jobs[before]) + hour - 1 <= created(jobs[after]) <= completed(jobs[before]), \
+            (before, jobs[before]["status"], after, jobs[after]["metadata"]["creationTimestamp"])

@@ -46,17 +46,21 @@ class Script:
         self.listed: list[str] = []          # the resourceVersion each list returned
         self.watched_from: list[str] = []    # the resourceVersion each watch started at
         self.idle = threading.Event()        # the last script is playing: nothing more will happen
+        # per kind, for streams that run side by side (Jobs and their Pods): (listings, watches)
+        self.by_kind: dict[str, tuple[list[tuple[list[dict[str, Any]], str]], list[list[Any]]]] = {}
+        self.idle_kinds: set[str] = set()
 
     def list_objects(self, client: Any, api_version: str, kind: str, namespace: str = "",
                      label_selector: str = "") -> tuple[list[dict[str, Any]], str]:
-        items, rv = self.lists.pop(0)
+        items, rv = (self.by_kind[kind][0] if kind in self.by_kind else self.lists).pop(0)
         self.listed.append(rv)
         return items, rv
 
     def watch(self, client: Any, api_version: str, kind: str, resource_version: str, namespace: str = "",
               label_selector: str = "", timeout_seconds: int = 300) -> Any:
         self.watched_from.append(resource_version)
-        steps = self.watches.pop(0) if self.watches else None
+        watches = self.by_kind[kind][1] if kind in self.by_kind else self.watches
+        steps = watches.pop(0) if watches else None
         script = self
 
         class _W:
@@ -68,7 +72,9 @@ class Script:
 
             def __iter__(self) -> Iterator[WatchEvent]:
                 if steps is None:
-                    script.idle.set()
+                    script.idle_kinds.add(kind)
+                    if not script.by_kind or script.idle_kinds >= set(script.by_kind):
+                        script.idle.set()
                     self.closed.wait(30)
                     return
                 for step in steps:
@@ -94,7 +100,7 @@ def test_events_update_the_cache_and_a_410_lists_again(script: Script) -> None:
     script.lists = [([job("a", 1)], "1"), ([job("a", 3, done=True), job("b", 4)], "4")]
     script.watches = [[WatchEvent("MODIFIED", job("a", 2)), WatchEvent("BOOKMARK", job("x", 2)),
                        Expired("too old", 410, "Expired")]]
-    w = WatchedObjects(None, [NS], backoff=(0.0, 0.0)).start()  # type: ignore[arg-type]
+    w = WatchedObjects(None, [NS], backoff=(0.0, 0.0), pods=False).start()  # type: ignore[arg-type]
     try:
         settled(script)
         assert script.listed == ["1", "4"], "410 Gone: listed again"
@@ -124,7 +130,7 @@ def test_a_lost_watch_is_not_live_until_it_has_listed_again(script: Script, monk
         return original(*args, **kw)
     monkeypatch.setattr(watched, "list_objects", relist)
     script.watches = [[Blocked("connection reset", 0, "")]]
-    w = WatchedObjects(None, [NS], backoff=(0.0, 0.0))  # type: ignore[arg-type]
+    w = WatchedObjects(None, [NS], backoff=(0.0, 0.0), pods=False)  # type: ignore[arg-type]
     w.start()
     try:
         settled(script)
@@ -154,6 +160,9 @@ class _Watch:
         if not self.covered:
             return False, None
         return True, job(r.name, 10, done=self.names.index(r.name) < self.done)
+
+    def job_pods(self, body: dict[str, Any]) -> list[tuple[str, str | None]] | None:
+        return None                  # the pod stream is not live: the Job's conditions alone
 
 
 class _NoReads:
@@ -220,3 +229,64 @@ def test_a_cached_job_of_another_uid_is_no_news() -> None:
     w.done = 1                       # the cache says complete, for the old uid
     assert reconciler._watched(w, ref("a"), run)  # type: ignore[arg-type]
     assert run.health[ref("a")].status is HealthStatus.PROGRESSING
+
+
+# -- a Job done by its pods, before the Job controller says so ----------------------
+
+def pod(name: str, owner: str, phase: str, index: int | None = None, rv: int = 1) -> dict[str, Any]:
+    annotations = {} if index is None else {watched.COMPLETION_INDEX: str(index)}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "resourceVersion": str(rv), "annotations": annotations,
+                         "ownerReferences": [{"kind": "Job", "name": "j", "uid": owner, "controller": True}]},
+            "status": {"phase": phase}}
+
+
+def test_the_pod_stream_keeps_each_jobs_pods_by_owner(script: Script) -> None:
+    script.by_kind = {
+        "Job": ([([job("a", 1)], "1")], []),
+        "Pod": ([([pod("a-0", "uid-a", "Running", 0), pod("x", "uid-x", "Running")], "1")],
+                [[WatchEvent("MODIFIED", pod("a-0", "uid-a", "Succeeded", 0, 2)),
+                  WatchEvent("ADDED", pod("a-1", "uid-a", "Pending", 1, 3)),
+                  WatchEvent("DELETED", pod("x", "uid-x", "Running", None, 4))]])}
+    w = WatchedObjects(None, [NS], backoff=(0.0, 0.0)).start()  # type: ignore[arg-type]
+    try:
+        settled(script)
+        assert sorted(w.job_pods(job("a", 1)) or []) == [("Pending", "1"), ("Succeeded", "0")]
+        assert w.job_pods(job("x", 1)) == [], "its only pod was deleted"
+        other = job("a", 1)
+        other["metadata"]["namespace"] = "elsewhere"
+        assert w.job_pods(other) is None, "not a watched namespace: the caller goes by the Job alone"
+    finally:
+        w.close()
+
+
+def indexed(completions: int, **spec: Any) -> dict[str, Any]:
+    body = job("g", 1)
+    body["spec"] = {"completions": completions, "completionMode": "Indexed", **spec}
+    return body
+
+
+@pytest.mark.parametrize(("body", "pods", "done"), [
+    (indexed(2), [("Succeeded", "0"), ("Succeeded", "1")], True),
+    (indexed(2), [("Succeeded", "0"), ("Succeeded", "0"), ("Running", "1")], False),   # one index twice
+    (indexed(2), [("Succeeded", "0"), ("Failed", "1")], False),
+    (indexed(2, suspend=True), [("Succeeded", "0"), ("Succeeded", "1")], False),
+    (job("a", 1), [("Succeeded", None)], True),
+    (job("a", 1), [("Running", None)], False),
+    ({**job("a", 1), "spec": {}}, [("Succeeded", None)], False),                        # a work queue
+    ({**job("a", 1), "status": {"conditions": [{"type": "Failed", "status": "True"}]}}, [("Succeeded", None)], False),
+])
+def test_a_job_is_done_by_its_pods_when_they_meet_its_completions(body: dict[str, Any], pods: list[Any],
+                                                                   done: bool) -> None:
+    from intentc.reconcile.health import job_succeeded_by_pods
+    health = job_succeeded_by_pods(body, pods)
+    assert (health is not None and health.status is HealthStatus.HEALTHY) is done
+
+
+def test_the_release_loop_takes_a_job_as_done_when_its_pods_are() -> None:
+    units, run = _running(["a"])
+    reconciler = Reconciler(_NoReads(), ApplyOptions(workers=1))  # type: ignore[arg-type]
+    w = _Watch(["a"])                                    # the Job says nothing yet
+    w.job_pods = lambda body: [("Succeeded", None)]      # type: ignore[method-assign]
+    assert reconciler._watched(w, ref("a"), run)  # type: ignore[arg-type]
+    assert run.health[ref("a")] == Health(HealthStatus.HEALTHY, "1/1 pods succeeded")

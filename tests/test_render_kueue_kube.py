@@ -22,7 +22,7 @@ from intentc.plan.model import Placement
 from intentc.render.capabilities import KubeVersion
 from tests.kube_env import KubeEnv
 from tests.kube_nodes import add_topology
-from tests.kube_support import WatchRecorder, invoke, wait_for
+from tests.kube_support import WatchRecorder, invoke, recorded_jobs, wait_for
 
 pytestmark = pytest.mark.kube
 
@@ -178,7 +178,8 @@ def test_apply_renders_and_applies_for_kueue(cluster: KubeEnv, tmp_path: Path) -
                              "--commit", SHA, "--render-target", "kueue", "--timeout", "180", "-o", "json",
                              "--force-conflicts")
     assert code == 0, output
-    job = cluster.kubectl_json("get", "job", "small", "-n", "tn-bronze")
+    # apply saw its pod succeed; the Job controller records it a batch period later
+    job = next(j for j in recorded_jobs(cluster, "tn-bronze") if j["metadata"]["name"] == "small")
     assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "intentc"
     assert any(c["type"] == "Complete" and c["status"] == "True" for c in job["status"].get("conditions", []))
     assert job["spec"]["suspend"] is False, "Kueue unsuspended it"

@@ -183,7 +183,7 @@ def _forecast(program: ir.Program, plan: Plan, topology: LoadedTopology, observa
             continue
         if n not in needed:
             if ph is Phase.RUNNING:         # what it holds is still occupancy
-                busy += [Busy(b.node, b.gpus, _left(expected_end[n], now_s)) for b in jobs[n].gpus
+                busy += [Busy(b.node, b.gpus, _left(expected_end[n], now_s), intent.tenant) for b in jobs[n].gpus
                          if b.node not in unusable]
             continue
         if ph is Phase.SUCCEEDED:
@@ -191,10 +191,12 @@ def _forecast(program: ir.Program, plan: Plan, topology: LoadedTopology, observa
         elif ph is Phase.RUNNING:
             remaining = _left(expected_end[n], now_s)
             kept.append(_fixed(intent, remaining))
-            busy += [Busy(b.node, b.gpus, remaining) for b in jobs[n].gpus if b.node not in unusable]
+            busy += [Busy(b.node, b.gpus, remaining, intent.tenant) for b in jobs[n].gpus
+                     if b.node not in unusable]
         else:
             kept.append(intent)
-    occupied = Occupancy(tuple(sorted(busy, key=lambda b: (b.node, b.gpus, b.until_s is None, b.until_s or 0))),
+    occupied = Occupancy(tuple(sorted(busy, key=lambda b: (b.node, b.gpus, b.until_s is None, b.until_s or 0,
+                                                           b.tenant or ""))),
                          frozenset(unusable))
     rest, _ = make_plan(replace(program, intents=tuple(kept)), topology, seed, occupied, policies)
     again = {p.intent: p for p in rest.placements}

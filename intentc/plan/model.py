@@ -98,6 +98,9 @@ class Busy:
     node: str
     gpus: tuple[int, ...]
     until_s: int | None = None
+    # the tenant whose work holds them (a running intent a re-plan keeps): counted against
+    # its quota and its exclusive-domain rules as long as they are held; None: foreign
+    tenant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,9 @@ intents or busy GPUs without an end) once everything finite has ended.
 
 GPUs already held before the plan starts (`model.Occupancy`, e.g. read from
 a live cluster by the caller) are taken at time 0 and released at their
-`until_s`; unavailable nodes are taken for the whole plan.
+`until_s`, counted against their tenant's quota where they carry one (the
+running intents a live re-plan keeps); unavailable nodes are taken for the
+whole plan.
 """
 
 from __future__ import annotations
@@ -284,7 +286,7 @@ class Simulation:
                 continue
             gpus = tuple(sorted({g for g in busy.gpus if 0 <= g < node.capacity and node.free >> g & 1}))
             if gpus:
-                self._hold(f"\0busy{i}", _Hold(busy.until_s, None, [(node, gpus)]))
+                self._hold(f"\0busy{i}", _Hold(busy.until_s, busy.tenant, [(node, gpus)]))
         for name in sorted(occ.unavailable):
             node = by_name.get(name)
             if node is not None:

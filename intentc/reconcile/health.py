@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from intentc.render.fallback import is_standby
 
@@ -53,6 +53,36 @@ def job_health(obj: Mapping[str, Any]) -> Health:
     status = obj.get("status") or {}
     want = (obj.get("spec") or {}).get("completions") or 1
     return Health(HealthStatus.PROGRESSING, f"{status.get('succeeded', 0)}/{want} pods succeeded")
+
+
+# A pod's phase and completion index (None outside an Indexed Job), as `watched.py` keeps them.
+PodRecord = tuple[str, "str | None"]
+
+
+def job_succeeded_by_pods(obj: Mapping[str, Any], pods: Iterable[PodRecord]) -> Health | None:
+    """HEALTHY when the Job's own pods have already succeeded as often as it needs, else None.
+
+    The Job controller gathers pod updates for a batch period (a second) before it
+    writes `Complete`; a dependant released on that condition pays the period at every
+    step of its chain, and the plan has no such gap.  A Succeeded pod is final and the
+    count is the controller's own rule (`completions` distinct indexes for an Indexed
+    Job, `completions` successes otherwise), so the condition that follows is known
+    now.  A Job without `completions` (a work queue) or one already Failed, suspended
+    or on standby is left to its conditions.  Trust: only pods in the Job's namespace
+    can name it as owner, and a tenant able to fake a success there could as well let
+    its real pod exit 0."""
+    spec = obj.get("spec") or {}
+    want = spec.get("completions")
+    if not isinstance(want, int) or want < 1 or spec.get("suspend") or is_standby(obj):
+        return None
+    if _true(_condition(obj, "Failed")):
+        return None
+    done = [index for phase, index in pods if phase == "Succeeded"]
+    indexed = spec.get("completionMode") == "Indexed"
+    count = len({i for i in done if i is not None}) if indexed else len(done)
+    if count < want:
+        return None
+    return Health(HealthStatus.HEALTHY, f"{want}/{want} pods succeeded")
 
 
 def deployment_health(obj: Mapping[str, Any]) -> Health:

@@ -50,7 +50,7 @@ from intentc.progress import Progress, silent
 from intentc.kube.errors import AccessDenied, ApplyConflict, Invalid, KubeError, NotFound, Unreachable
 from intentc.reconcile.fields import without_handed_over
 from intentc.reconcile.diff import Action, Pair, decide, field_diff, is_managed, live_hash, pair, repair_diff
-from intentc.reconcile.health import Health, HealthStatus, health_of, worst
+from intentc.reconcile.health import Health, HealthStatus, health_of, job_succeeded_by_pods, worst
 from intentc.reconcile.lock import ApplyLock, LockBusy
 from intentc.reconcile import inventory_store
 from intentc.reconcile.inventory import (DEFAULT_TARGET_NAME, INVENTORY_NAMESPACE, Entry, Inventory,
@@ -497,7 +497,11 @@ class Reconciler:
         known = run.bodies.get(ref)
         uid = ((known or {}).get("metadata") or {}).get("uid")
         if body is not None and (not uid or (body.get("metadata") or {}).get("uid") == uid):
-            run.health[ref] = health_of(body)
+            health = health_of(body)
+            if health.status is HealthStatus.PROGRESSING and ref.kind == "Job":
+                pods = watch.job_pods(body)      # its pods may have succeeded before it says so
+                health = (job_succeeded_by_pods(body, pods) if pods else None) or health
+            run.health[ref] = health
             run.bodies[ref] = body
         return True
 

@@ -18,9 +18,14 @@ not live the reconciler reads those objects itself, once per poll interval,
 as it did before, so a watch that cannot run costs latency, never
 correctness.
 
-Only intentc's own objects are watched (its managed-by label).  Kueue's
-Workloads are not: `apply` waits on the Jobs (their `Complete` / `Failed`
-conditions), and Kueue's admission shows there as the Job being unsuspended.
+Only intentc's own objects are watched (its managed-by label), and the pods
+of its Jobs (the intent label every pod template carries): the Job
+controller gathers pod updates for a second before it writes `Complete`, so
+a Job whose pods have all succeeded counts as done from the pods
+(`health.job_succeeded_by_pods`), a batch period before its condition says
+so.  Of a pod only its owner, phase and completion index are kept.  Kueue's
+Workloads are not watched: `apply` waits on the Jobs, and Kueue's admission
+shows there as the Job being unsuspended.
 """
 
 from __future__ import annotations
@@ -33,13 +38,18 @@ from typing import Any, Iterable, Mapping
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError
 from intentc.kube.watch import Expired, Watch, list_objects
-from intentc.objectmeta import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
+from intentc.objectmeta import INTENT_LABEL, MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
+from intentc.reconcile.health import PodRecord
 
 log = logging.getLogger("intentc.reconcile")
 
 # The kinds whose health `apply --wait` waits on and learns from a watch; the others
 # (Deployments, Services) are read once per poll interval.
 WATCHED_KINDS = frozenset({("batch/v1", "Job")})
+# The pods of those Jobs (`job_pods`): every pod template intentc renders carries the intent label.
+POD_KIND = ("v1", "Pod")
+POD_SELECTOR = INTENT_LABEL
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 # Beyond this many namespaces one cluster-wide stream (same label selector) replaces the
 # per-namespace ones: a watch holds a connection and a thread for as long as it runs.
 MAX_NAMESPACE_STREAMS = 16
@@ -49,10 +59,15 @@ CLOSE_WAIT_S = 5.0
 class _Stream:
     """One kind in one namespace ("" for all): list, then watch, with a cache."""
 
-    def __init__(self, owner: WatchedObjects, api_version: str, kind: str, namespace: str) -> None:
+    def __init__(self, owner: WatchedObjects, api_version: str, kind: str, namespace: str,
+                 label_selector: str) -> None:
         self.owner = owner
         self.api_version, self.kind, self.namespace = api_version, kind, namespace
+        self.label_selector = label_selector
         self.cache: dict[ObjectRef, dict[str, Any]] = {}
+        # pods only: owner uid -> pod -> (phase, completion index), and each pod's owner
+        self.by_owner: dict[str, dict[ObjectRef, PodRecord]] = {}
+        self.owner_of: dict[ObjectRef, str] = {}
         self.live = False                 # listed, and watching since: the cache is current
         self.resource_version = ""
         self._watch: Watch | None = None
@@ -66,7 +81,7 @@ class _Stream:
 
     def _list(self) -> None:
         items, rv = list_objects(self.owner.client, self.api_version, self.kind, self.namespace,
-                                 self.owner.label_selector)
+                                 self.label_selector)
         self.owner.changed(self, {ObjectRef.of(i): i for i in items}, live=True)
         self.resource_version = rv
 
@@ -80,7 +95,7 @@ class _Stream:
                     self._list()
                     need_list = False
                 w = Watch(self.owner.client, self.api_version, self.kind, self.resource_version,
-                          namespace=self.namespace, label_selector=self.owner.label_selector,
+                          namespace=self.namespace, label_selector=self.label_selector,
                           timeout_seconds=self.owner.timeout_seconds)
                 self._watch = w
                 if stop.is_set():
@@ -116,7 +131,7 @@ class WatchedObjects:
     def __init__(self, client: KubeClient, namespaces: Iterable[str],
                  kinds: Iterable[tuple[str, str]] = WATCHED_KINDS, timeout_seconds: int = 300,
                  backoff: tuple[float, float] = (0.5, 10.0),
-                 label_selector: str = f"{MANAGED_BY_LABEL}={MANAGED_BY}") -> None:
+                 label_selector: str = f"{MANAGED_BY_LABEL}={MANAGED_BY}", pods: bool = True) -> None:
         self.client = client
         self.timeout_seconds = timeout_seconds
         self.backoff = backoff
@@ -127,8 +142,10 @@ class WatchedObjects:
         spaces = sorted(set(namespaces))
         self.namespaces = frozenset(spaces)
         scopes = spaces if len(spaces) <= MAX_NAMESPACE_STREAMS else [""]
-        self._streams = {(api_version, kind, ns): _Stream(self, api_version, kind, ns)
+        self._streams = {(api_version, kind, ns): _Stream(self, api_version, kind, ns, label_selector)
                          for api_version, kind in sorted(kinds) for ns in scopes}
+        if pods:
+            self._streams.update({(*POD_KIND, ns): _Stream(self, *POD_KIND, ns, POD_SELECTOR) for ns in scopes})
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self) -> WatchedObjects:
@@ -152,7 +169,11 @@ class WatchedObjects:
     # -- what the streams report --------------------------------------------------
     def changed(self, stream: _Stream, cache: Mapping[ObjectRef, dict[str, Any]] | None, live: bool) -> None:
         with self._cond:
-            if cache is not None:
+            if cache is not None and stream.kind == POD_KIND[1]:
+                stream.by_owner, stream.owner_of = {}, {}
+                for ref, obj in cache.items():
+                    _index_pod(stream, ref, obj)
+            elif cache is not None:
                 stream.cache = dict(cache)
             stream.live = live
             self._seq += 1
@@ -161,7 +182,9 @@ class WatchedObjects:
     def event(self, stream: _Stream, kind: str, obj: dict[str, Any]) -> None:
         ref = ObjectRef.of(obj)
         with self._cond:
-            if kind == "DELETED":
+            if stream.kind == POD_KIND[1]:
+                _index_pod(stream, ref, None if kind == "DELETED" else obj)
+            elif kind == "DELETED":
                 stream.cache.pop(ref, None)
             else:
                 stream.cache[ref] = obj
@@ -193,6 +216,17 @@ class WatchedObjects:
             stream = self._stream(ref)
             return (False, None) if stream is None else (True, stream.cache.get(ref))
 
+    def job_pods(self, job: Mapping[str, Any]) -> list[PodRecord] | None:
+        """The (phase, completion index) of each pod `job` owns; None when the pod stream of
+        its namespace is not live (the caller goes by the Job's conditions alone)."""
+        meta = job.get("metadata") or {}
+        uid = meta.get("uid")
+        with self._cond:
+            stream = self._stream(ObjectRef(*POD_KIND, str(meta.get("namespace") or ""), ""))
+            if stream is None or not uid:
+                return None
+            return list(stream.by_owner.get(str(uid), {}).values())
+
     def _stream(self, ref: ObjectRef) -> _Stream | None:
         if ref.namespace not in self.namespaces:
             return None
@@ -201,4 +235,24 @@ class WatchedObjects:
         return stream if stream is not None and stream.live else None
 
 
-__all__ = ["MAX_NAMESPACE_STREAMS", "WATCHED_KINDS", "WatchedObjects"]
+def _index_pod(stream: _Stream, ref: ObjectRef, pod: Mapping[str, Any] | None) -> None:
+    """Keep of `pod` (None: deleted) its controller's uid, phase and completion index."""
+    old = stream.owner_of.pop(ref, None)
+    if old is not None:
+        pods = stream.by_owner[old]
+        del pods[ref]
+        if not pods:
+            del stream.by_owner[old]
+    if pod is None:
+        return
+    meta = pod.get("metadata") or {}
+    owner = next((o.get("uid") for o in meta.get("ownerReferences") or []
+                  if o.get("controller") and o.get("kind") == "Job"), None)
+    if owner:
+        index = (meta.get("annotations") or {}).get(COMPLETION_INDEX)
+        phase = str((pod.get("status") or {}).get("phase") or "")
+        stream.by_owner.setdefault(str(owner), {})[ref] = (phase, None if index is None else str(index))
+        stream.owner_of[ref] = str(owner)
+
+
+__all__ = ["MAX_NAMESPACE_STREAMS", "POD_KIND", "WATCHED_KINDS", "WatchedObjects"]
