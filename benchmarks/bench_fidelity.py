@@ -85,7 +85,9 @@ SEED = 40
 TARGETS = ("device-plugin", "kueue", "dra")
 SHAPES = ("chain", "fanout", "mix")
 MODES = ("intents", "waves")          # waves: the baseline (apply --release waves, hidden)
-BASELINES = ("waves", "poll")          # poll: per intent, Jobs read once a second (apply --release poll)
+# poll: per intent, Jobs read once a second (apply --release poll); edges: per intent on the graph's
+# edges alone, Kueue ordering the rest itself (apply --release edges, the kueue target before)
+BASELINES = ("waves", "poll", "edges")
 FALLBACK_OF = "intentc.dev/fallback-of"
 GOALS = {"makespan_ratio_max": 1.05, "p90_start_error_max": 0.05, "within_broken_max": 0, "node_agreement_min": 0.95}
 
@@ -330,7 +332,8 @@ def main() -> None:
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--modes", default=",".join(MODES),
-                    help="intents, waves (whole-wave baseline), poll (per intent, polling baseline)")
+                    help="intents, waves (whole-wave baseline), poll (per intent, polling baseline), "
+                         "edges (per intent on graph edges only: Kueue's own order)")
     ap.add_argument("--out", default="bench_fidelity", help="results name (benchmarks/results/NAME.json)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in the results file (same scale) and run only the others")

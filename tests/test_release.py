@@ -41,12 +41,12 @@ def test_the_gpu_predecessor_is_the_intent_just_before_on_each_gpu() -> None:
     assert found == {"b": ("a",), "c": ("b",)}
 
 
-def test_gpu_predecessors_hold_back_only_where_pods_are_pinned() -> None:
+def test_gpu_predecessors_hold_back_unless_asked_not_to() -> None:
     p = ir.Program(tenants=(ir.Tenant("team-a"),), intents=(intent("a", "team-a"), intent("b", "team-a")))
     plan = [placed("a", "n1", (0,), 0, 10), placed("b", "n1", (0,), 10, 20)]
-    assert release_order(p, plan, pinned=True).gpus_after("b") == ("a",)
-    assert release_order(p, plan, pinned=False).gpus_after("b") == ()
-    assert release_order(p, {x.intent: x for x in plan}, pinned=True).gpus_after("b") == ("a",)
+    assert release_order(p, plan, gpu_order=True).gpus_after("b") == ("a",)
+    assert release_order(p, plan, gpu_order=False).gpus_after("b") == ()
+    assert release_order(p, {x.intent: x for x in plan}, gpu_order=True).gpus_after("b") == ("a",)
 
 
 def test_intents_released_together_do_not_keep_one_node_the_plan_uses_one_after_the_other() -> None:

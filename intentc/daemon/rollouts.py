@@ -74,8 +74,7 @@ def run_rollout(client: KubeClient, desired: Desired, options: ApplyOptions, ver
                         held_tenants=desired.held)
     try:
         if options.release is None:
-            options = replace(options, release=release_order(desired.program, desired.placements,
-                                                             render_target != "kueue"))
+            options = replace(options, release=release_order(desired.program, desired.placements))
         return Done("rollout", desired, Reconciler(client, options, sleep=sleep, binder=binder).apply(rendered))
     except Stopped:
         return Done("rollout", desired, None, "stopped")

@@ -13,13 +13,16 @@ daemon's rollouts) creates an intent's objects as soon as
   healthy: a Job complete, a Deployment available, a CronJob present); a
   prerequisite that failed holds back its dependants, transitively, and
   nothing else; and
-* where the render target pins pods to the plan's nodes (`device-plugin`,
-  `dra`), the intent that the plan runs just before it on each of its GPUs
-  has *ended*, either way (`gpu_predecessors`).  Created earlier, its pods
-  would sit Pending on a node still busy with that predecessor while the
-  plan meant it to wait; a predecessor that failed or was held back frees
-  the GPUs all the same.  Under `kueue` Kueue queues admitted work itself,
-  so only the graph's edges hold a Job back.
+* the intent that the plan runs just before it on each of its GPUs has
+  *ended*, either way (`gpu_predecessors`); a predecessor that failed or
+  was held back frees the GPUs all the same.  Where the render target pins
+  pods to the plan's nodes (`device-plugin`, `dra`), created earlier its
+  pods would sit Pending on a node still busy with that predecessor while
+  the plan meant it to wait.  Under `kueue` Kueue still admits each Job
+  (quotas, fair sharing, TAS) but is offered the Jobs in the plan's order:
+  handed every Job whose prerequisites are done, it admitted them in its
+  own order (priority, then creation) onto its own nodes, far from the
+  forecast (docs/benchmarks.md, bench_fidelity).
 
 Setup objects (namespaces, RBAC, quotas, priority classes, Kueue queues, DRA
 claim templates) still go first, step by step.  Without a release order
@@ -94,11 +97,12 @@ def gpu_predecessors(placements: Iterable[Placement]) -> dict[str, tuple[str, ..
 
 
 def release_order(program: ir.Program, placements: Iterable[Placement] | Mapping[str, Placement],
-                  pinned: bool) -> ReleaseOrder:
-    """The release order of `program` under its plan; `pinned`: the render target pins pods
-    to the plan's nodes (not `kueue`), so GPU predecessors hold an intent back too."""
+                  gpu_order: bool = True) -> ReleaseOrder:
+    """The release order of `program` under its plan; `gpu_order`: GPU predecessors hold an
+    intent back too (False only for apply's hidden `--release edges`, the fidelity benchmark's
+    baseline of Kueue ordering the Jobs itself)."""
     found = placements.values() if isinstance(placements, Mapping) else placements
-    return ReleaseOrder(prerequisites(program), gpu_predecessors(found) if pinned else {})
+    return ReleaseOrder(prerequisites(program), gpu_predecessors(found) if gpu_order else {})
 
 
 __all__ = ["ReleaseOrder", "WAVES", "gpu_predecessors", "prerequisites", "release_order"]
