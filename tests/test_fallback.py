@@ -76,27 +76,107 @@ def test_pod_failure_policy_from_1_26() -> None:
     assert env(job)["INTENTC_GPU_FAILURE_EXIT_CODES"] == "74,75"
 
 
-def test_variants_are_suspended_smaller_batch_then_cpu() -> None:
+def program_with(action: str = 'training image "trainer:1" { batch: 64 }', constraints: str = "gpus 8") -> ir.Program:
+    text = f"""
+tenant team-a {{ tier: gold }}
+intent train {{
+  trigger: on push
+  action: {action}
+  context: tenant team-a
+  constraints: {constraints}
+}}
+"""
+    prog, diags = parse(SourceFile("t.intent", text))
+    assert not diags, diags
+    return prog
+
+
+def annotations(job: dict[str, Any]) -> dict[str, str]:
+    return dict(job["metadata"]["annotations"])
+
+
+def test_variants_are_suspended_power_cap_then_smaller_chunk_then_smaller_batch_then_cpu() -> None:
     jobs = jobs_of(program_of("fallback cpu"))
-    assert sorted(jobs) == ["train", "train-fallback-batch", "train-fallback-cpu"]
+    chain = ["train-fallback-power", "train-fallback-chunk", "train-fallback-batch", "train-fallback-cpu"]
+    assert sorted(jobs) == sorted(["train", *chain])
     assert "suspend" not in jobs["train"]["spec"]
-    smaller, cpu = jobs["train-fallback-batch"], jobs["train-fallback-cpu"]
-    assert smaller["spec"]["suspend"] is True and cpu["spec"]["suspend"] is True
-    assert env(jobs["train"])["INTENTC_BATCH"] == "64" and env(smaller)["INTENTC_BATCH"] == "32"
-    ann = smaller["metadata"]["annotations"]
-    assert ann["intentc.dev/fallback-of"] == "train" and ann["intentc.dev/fallback-step"] == "1"
-    assert cpu["metadata"]["annotations"]["intentc.dev/fallback-step"] == "2"
-    pod = cpu["spec"]["template"]["spec"]
+    for step, name in enumerate(chain, 1):
+        assert jobs[name]["spec"]["suspend"] is True
+        ann = annotations(jobs[name])
+        assert ann["intentc.dev/fallback-of"] == "train" and ann["intentc.dev/fallback-step"] == str(step)
+        assert jobs[name]["spec"]["template"]["metadata"]["annotations"]["intentc.dev/fallback-step"] == str(step)
+    power, chunk, smaller, cpu = (jobs[n] for n in chain)
+    assert [annotations(jobs[n])["intentc.dev/fallback-kind"] for n in chain] == [
+        "power-cap", "smaller-chunk", "smaller-batch", "cpu"]
+    assert "intentc.dev/fallback-kind" not in annotations(jobs["train"])
+    for name in ("train", *chain):
+        assert validate_manifest(jobs[name]) == []      # the client library's batch/v1 Job model
+
+
+def test_each_step_changes_one_thing_and_tells_the_workload() -> None:
+    jobs = jobs_of(program_of("fallback cpu"))
+    primary, power, chunk = env(jobs["train"]), env(jobs["train-fallback-power"]), env(jobs["train-fallback-chunk"])
+    smaller, cpu = env(jobs["train-fallback-batch"]), env(jobs["train-fallback-cpu"])
+    assert power == {**primary, "INTENTC_POWER_LIMIT_FRACTION": "0.8"}
+    assert annotations(jobs["train-fallback-power"])["intentc.dev/power-limit-fraction"] == "0.8"
+    assert chunk == {**primary, "INTENTC_CHUNK_FRACTION": "0.5"}
+    assert annotations(jobs["train-fallback-chunk"])["intentc.dev/chunk-fraction"] == "0.5"
+    assert smaller == {**primary, "INTENTC_BATCH": "32"}
+    assert primary["INTENTC_BATCH"] == "64" and cpu["INTENTC_BATCH"] == "32" and cpu["INTENTC_DEVICE"] == "cpu"
+    assert not {"INTENTC_POWER_LIMIT_FRACTION", "INTENTC_CHUNK_FRACTION"} & (set(smaller) | set(cpu))
+    pod = jobs["train-fallback-cpu"]["spec"]["template"]["spec"]
     assert "nvidia.com/gpu" not in str(pod) and "nodeSelector" not in pod
-    assert env(cpu)["INTENTC_DEVICE"] == "cpu"
-    assert len(cpu["spec"]["podFailurePolicy"]["rules"]) == 2        # no GPU exit-code rule on a CPU
-    for body in jobs.values():
-        assert validate_manifest(body) == []      # the client library's batch/v1 Job model
+    assert len(jobs["train-fallback-cpu"]["spec"]["podFailurePolicy"]["rules"]) == 2   # no GPU exit-code rule on a CPU
+    for name in ("train-fallback-power", "train-fallback-chunk", "train-fallback-batch"):
+        assert jobs[name]["spec"]["podFailurePolicy"] == jobs["train"]["spec"]["podFailurePolicy"]
 
 
-def test_no_cpu_variant_without_fallback_cpu_and_no_batch_step_without_batch() -> None:
-    assert sorted(jobs_of(program_of("sla P1"))) == ["train", "train-fallback-batch"]
-    assert sorted(jobs_of(program_of("fallback cpu", settings="seq_len: 128"))) == ["train", "train-fallback-cpu"]
+def test_only_the_power_capped_step_goes_back_to_the_tainted_node() -> None:
+    """The daemon taints the node whose GPU failed before it resumes a step: the power cap is
+    meant for those GPUs, so it tolerates that taint (the planned node preferred); the others
+    keep to the product and let the taint send them elsewhere."""
+    prog = program_of("fallback cpu")
+    plan, _ = make_plan(prog, topology())
+    rendered = render(prog, plan, "a" * 40, V129, topology=topology().topology)
+    jobs = {m.ref.name: dict(m.body) for m in rendered.manifests if m.ref.kind == "Job"}
+    observation = {"key": OBSERVATION_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+    primary = jobs["train"]["spec"]["template"]["spec"]
+    power = jobs["train-fallback-power"]["spec"]["template"]["spec"]
+    assert power["tolerations"] == [*primary["tolerations"], observation]
+    assert "nodeSelector" not in power
+    assert power["affinity"] == jobs["train-fallback-batch"]["spec"]["template"]["spec"]["affinity"]
+    preferred = power["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred[0]["preference"]["matchExpressions"][0]["values"] == ["n1"]
+    for name in ("train", "train-fallback-chunk", "train-fallback-batch", "train-fallback-cpu"):
+        assert observation not in jobs[name]["spec"]["template"]["spec"].get("tolerations", [])
+
+
+def test_steps_are_rendered_only_where_they_apply() -> None:
+    # every GPU Job gets the power cap; only training and offline inference a smaller chunk
+    assert sorted(jobs_of(program_with('batch image "b:1"'))) == ["train", "train-fallback-power"]
+    assert sorted(jobs_of(program_with('batch image "b:1" { batch: 8 }'))) == [
+        "train", "train-fallback-batch", "train-fallback-power"]
+    assert sorted(jobs_of(program_with('inference image "i:1" { seq_len: 128 }')) ) == [
+        "train", "train-fallback-chunk", "train-fallback-power"]
+    # no batch to halve (or a batch of 1)
+    assert sorted(jobs_of(program_of("fallback cpu", settings="seq_len: 128"))) == [
+        "train", "train-fallback-chunk", "train-fallback-cpu", "train-fallback-power"]
+    assert "train-fallback-batch" not in jobs_of(program_of("sla P1", settings="batch: 1"))
+    # no GPUs: no chain (a CPU Job has nothing to fall back from)
+    assert sorted(jobs_of(program_with(constraints="cpu 4"))) == ["train"]
+
+
+def test_the_chain_renders_byte_identically() -> None:
+    prog = program_of("fallback cpu")
+    plan, _ = make_plan(prog, topology())
+    texts = [render(prog, plan, "a" * 40, V129, topology=topology().topology).manifests for _ in range(2)]
+    assert [(m.ref, m.spec_hash) for m in texts[0]] == [(m.ref, m.spec_hash) for m in texts[1]]
+    assert [dict(m.body) for m in texts[0]] == [dict(m.body) for m in texts[1]]
+
+
+def test_no_cpu_variant_without_fallback_cpu() -> None:
+    assert sorted(jobs_of(program_of("sla P1"))) == [
+        "train", "train-fallback-batch", "train-fallback-chunk", "train-fallback-power"]
 
 
 def test_nothing_is_rendered_below_the_supported_floor_and_no_variants_for_cronjobs() -> None:
@@ -178,6 +258,21 @@ def test_next_fallback_follows_the_chain() -> None:
     assert next_fallback([job("train", 0, failed="PodFailurePolicy"), smaller, cpu]) is None
     assert next_fallback([job("train", 0, failed="DeadlineExceeded"), smaller, cpu]) is None
     assert next_fallback([job("train", 0), smaller]) is None
+
+
+def test_the_daemon_resumes_the_steps_in_order() -> None:
+    """Power cap, smaller chunk, smaller batch, CPU: each resumed once the one before it
+    used up its retries, never two at once."""
+    names = ["train-fallback-power", "train-fallback-chunk", "train-fallback-batch", "train-fallback-cpu"]
+    chain = [job("train", 0, failed="BackoffLimitExceeded"), *(job(n, i, suspend=True) for i, n in enumerate(names, 1))]
+    resumed = []
+    while (name := next_fallback(reversed(chain))) is not None:
+        resumed.append(name)
+        at = [j["metadata"]["name"] for j in chain].index(name)
+        assert next_fallback([*chain[:at], job(name, at), *chain[at + 1:]]) is None       # it runs
+        chain[at] = job(name, at, failed="BackoffLimitExceeded")
+    assert resumed == names
+    assert resumable(chain) == []
 
 
 def test_resumable_walks_every_chain_and_skips_jobs_without_variants() -> None:
@@ -263,3 +358,12 @@ def test_intent_phase_follows_the_step_of_the_chain_that_runs() -> None:
     assert intent_phase([kind({"metadata": {"name": "t"}}, "CronJob")]) == "Scheduled"
     # a gang shows its worst member
     assert intent_phase([kind({**job("t-0", 0), "status": done}), kind(job("t-1", 0))]) == "Running"
+
+
+def test_the_resume_event_names_the_step_kind() -> None:
+    from intentc.daemon.failures import _resumed_message
+    power = jobs_of(program_of("sla P1"))["train-fallback-power"]
+    assert _resumed_message(power, "train") == (
+        "Job train failed (BackoffLimitExceeded): fallback train-fallback-power (power-cap) resumed")
+    assert _resumed_message(job("old-fallback-batch", 1), "old") == (
+        "Job old failed (BackoffLimitExceeded): fallback old-fallback-batch resumed")    # rendered before kinds

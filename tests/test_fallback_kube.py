@@ -3,15 +3,19 @@
 A whole control plane (API server, controller-manager with the real Job
 controller, scheduler) with kwok playing the kubelet for three fake 8 x H100
 nodes.  kwok's stages are its own plus `tests/kwok/gpu-failure.yaml`: every
-pod of the intent `gpu-flaky` that is not a fallback variant exits with 74
-(a GPU device error).  The real `intentc daemon` (a subprocess, following a
-git repository) rolls the intents out; then, with nothing done by the test:
+pod of the intent `gpu-flaky` that is not a fallback variant, or is its
+power-capped step, exits with 74 (a GPU device error).  The real `intentc
+daemon` (a subprocess, following a git repository) rolls the intents out;
+then, with nothing done by the test:
 
 * the Job controller retries on the same product (`podFailurePolicy` Count)
   until `backoffLimit`, and the Job fails with `BackoffLimitExceeded`;
 * the daemon taints the node of the failed GPU `intentc.dev/gpu-observation`
-  and resumes the smaller-batch variant, which the scheduler puts on another
-  H100 node and whose pod succeeds;
+  and resumes the first step of the chain, the power-capped retry, which
+  tolerates the taint and goes back to the same node, and fails there too;
+* the daemon resumes the next step, the smaller chunk, which the scheduler
+  puts on another H100 node and whose pod succeeds; the smaller-batch step
+  is never resumed;
 * `intentc plan --kubeconfig` leaves the tainted node out;
 * `kubectl get intents -A` lists every intent with its status.
 """
@@ -106,7 +110,7 @@ def make_repo(tmp: Path) -> tuple[Path, str]:
     return repo, git(repo, "rev-parse", "HEAD")
 
 
-def test_gpu_failure_taints_the_node_resumes_the_smaller_batch_and_the_fleet_is_mirrored(
+def test_gpu_failure_taints_the_node_walks_power_cap_then_smaller_chunk_and_the_fleet_is_mirrored(
         failing_cluster: KubeEnv, tmp_path: Path) -> None:
     env = failing_cluster
     repo, sha = make_repo(tmp_path)
@@ -129,6 +133,13 @@ def test_gpu_failure_taints_the_node_resumes_the_smaller_batch_and_the_fleet_is_
         return any(c["type"] == "Complete" and c["status"] == "True"
                    for c in job(name).get("status", {}).get("conditions", []))
 
+    def env_of(j: dict[str, Any]) -> dict[str, str | None]:
+        return {e["name"]: e.get("value") for e in j["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+    def pod_nodes(name: str) -> set[str]:
+        pods = env.kubectl_json("get", "pods", "-n", "team-f", "-l", f"batch.kubernetes.io/job-name={name}")
+        return {p["spec"].get("nodeName") for p in pods["items"]}
+
     def tainted() -> list[str]:
         nodes = env.kubectl_json("get", "nodes")["items"]
         return [n["metadata"]["name"] for n in nodes
@@ -137,30 +148,48 @@ def test_gpu_failure_taints_the_node_resumes_the_smaller_batch_and_the_fleet_is_
     try:
         planned = job_node = wait_for("the gpu-flaky Job", lambda: job("gpu-flaky")["spec"]["template"]["spec"]
                                       ["nodeSelector"]["kubernetes.io/hostname"])
-        assert job("gpu-flaky-fallback-batch")["spec"]["suspend"] is True
+        assert all(job(f"gpu-flaky-fallback-{s}")["spec"]["suspend"] is True for s in ("power", "chunk", "batch"))
         # the Job controller retries the GPU failure on the same product, then gives up
         assert wait_for("gpu-flaky to fail", lambda: failed_reason("gpu-flaky")) == "BackoffLimitExceeded"
         assert wait_for("the node of the failed GPU tainted", tainted) == [planned]
         node = env.kubectl_json("get", "node", job_node)
         (taint,) = [t for t in node["spec"]["taints"] if t["key"] == TAINT]
         assert taint["effect"] == "NoSchedule" and int(taint["value"]) > time.time() + 600
-        # the smaller batch runs elsewhere and succeeds; the drift policy (heal) leaves it resumed
-        wait_for("the smaller-batch variant to complete", lambda: complete("gpu-flaky-fallback-batch"))
-        variant = job("gpu-flaky-fallback-batch")
+        # first the power cap, on the same (tainted) node: the GPU is off the bus, so it fails too
+        assert wait_for("the power-capped step to fail",
+                        lambda: failed_reason("gpu-flaky-fallback-power")) == "BackoffLimitExceeded"
+        power = job("gpu-flaky-fallback-power")
+        assert env_of(power)["INTENTC_POWER_LIMIT_FRACTION"] == "0.8"
+        assert pod_nodes("gpu-flaky-fallback-power") == {planned}
+        # then the smaller chunk runs elsewhere and succeeds; the drift policy (heal) leaves it resumed
+        wait_for("the smaller-chunk step to complete", lambda: complete("gpu-flaky-fallback-chunk"))
+        variant = job("gpu-flaky-fallback-chunk")
         assert variant["spec"]["suspend"] is False
-        env_vars = {e["name"]: e.get("value") for e in variant["spec"]["template"]["spec"]["containers"][0]["env"]}
-        assert env_vars["INTENTC_BATCH"] == "32"
-        pods = env.kubectl_json("get", "pods", "-n", "team-f", "-l", "batch.kubernetes.io/job-name=gpu-flaky-fallback-batch")
-        assert {p["spec"]["nodeName"] for p in pods["items"]} and planned not in {p["spec"]["nodeName"] for p in pods["items"]}
+        assert env_of(variant)["INTENTC_CHUNK_FRACTION"] == "0.5" and env_of(variant)["INTENTC_BATCH"] == "64"
+        assert variant["status"]["startTime"] >= next(c["lastTransitionTime"] for c in power["status"]["conditions"]
+                                                      if c["type"] == "Failed")
+        nodes = pod_nodes("gpu-flaky-fallback-chunk")
+        assert nodes and planned not in nodes
+        pods = env.kubectl_json("get", "pods", "-n", "team-f", "-l",
+                                "batch.kubernetes.io/job-name=gpu-flaky-fallback-chunk")
         assert {p["status"]["phase"] for p in pods["items"]} == {"Succeeded"}
+        assert job("gpu-flaky-fallback-batch")["spec"]["suspend"] is True
         events = env.kubectl_json("get", "events", "-A", "--field-selector", "reason=GPUObservation")["items"]
-        assert [e["involvedObject"]["name"] for e in events] == [planned]
+        assert {e["involvedObject"]["name"] for e in events} == {planned}
         resumed = env.kubectl_json("get", "events", "-n", "team-f", "--field-selector", "reason=FallbackResumed")
-        assert [e["involvedObject"]["name"] for e in resumed["items"]] == ["gpu-flaky-fallback-batch"]
+        assert sorted((e["involvedObject"]["name"], e["message"]) for e in resumed["items"]) == [
+            ("gpu-flaky-fallback-chunk", "Job gpu-flaky-fallback-power failed (BackoffLimitExceeded): "
+                                         "fallback gpu-flaky-fallback-chunk (smaller-chunk) resumed"),
+            ("gpu-flaky-fallback-power", "Job gpu-flaky failed (BackoffLimitExceeded): "
+                                         "fallback gpu-flaky-fallback-power (power-cap) resumed")]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
             text = resp.read().decode()
-        assert sample(text, "intentc_gpu_observation_taints_total", action="added") == 1.0
-        assert sample(text, "intentc_fallback_resumes_total") == 1.0
+        # each later GPU failure on the node (the power-capped step's) may extend the taint
+        failures = sum(len(env.kubectl_json("get", "pods", "-n", "team-f", "-l",
+                                            f"batch.kubernetes.io/job-name={n}")["items"])
+                       for n in ("gpu-flaky", "gpu-flaky-fallback-power"))
+        assert 1.0 <= sample(text, "intentc_gpu_observation_taints_total", action="added") <= failures
+        assert sample(text, "intentc_fallback_resumes_total") == 2.0
         assert sample(text, "intentc_drift_objects", drift_class="modified") == 0.0
 
         # live planning leaves the tainted node out

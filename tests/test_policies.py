@@ -208,9 +208,9 @@ def test_stateful_gets_a_claim_a_budget_and_the_mount() -> None:
     assert claim["spec"] == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}
     pdb = objs[("PodDisruptionBudget", "ledger")]
     assert pdb["apiVersion"] == "policy/v1" and pdb["spec"]["maxUnavailable"] == 0
-    for name in ("ledger", "ledger-fallback-batch"):
-        if ("Job", name) not in objs:
-            continue
+    jobs = [name for kind, name in objs if kind == "Job"]
+    assert "ledger" in jobs and "ledger-fallback-power" in jobs         # every step of the chain mounts it
+    for name in jobs:
         pod = objs[("Job", name)]["spec"]["template"]["spec"]
         assert pod["volumes"] == [{"name": "intentc-state", "persistentVolumeClaim": {"claimName": "ledger-state"}}]
         assert pod["containers"][0]["volumeMounts"][0]["mountPath"] == "/var/lib/intentc/state"

@@ -184,8 +184,11 @@ def test_multi_node_gang_is_an_indexed_job() -> None:
 def test_uneven_gang_gets_one_job_per_node() -> None:
     for version in (V133, V137):
         r = rendered(version)
-        jobs = [m for m in r.manifests if m.intent == "train-uneven"]
+        chain = [m.ref.name for m in r.manifests if m.intent == "train-uneven"]
+        jobs = [m for m in r.manifests if m.intent == "train-uneven" and "fallback" not in m.ref.name]
         assert [m.ref.name for m in jobs] == ["train-uneven-0", "train-uneven-1"]
+        # each Job of the gang has its own chain of suspended steps
+        assert chain == [f"train-uneven-{i}{s}" for i in (0, 1) for s in ("", "-fallback-chunk", "-fallback-power")]
         gpus = [pod_spec(dict(m.body))["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] for m in jobs]
         assert gpus == ["8", "4"]
         assert [env_of(dict(m.body))["INTENTC_RANK"] for m in jobs] == ["0", "1"]
@@ -230,7 +233,7 @@ def test_spec_hash_ignores_the_commit_and_tracks_content() -> None:
                     for i in prog.intents)
     c = render(replace(prog, intents=changed), sample_plan(), SHA_B)
     differ = {k for k in _hashes(a) if _hashes(a)[k] != _hashes(c)[k]}
-    assert differ == {"Job team-b/pcie-job"}
+    assert differ == {"Job team-b/pcie-job", "Job team-b/pcie-job-fallback-power"}     # and its chain
 
 
 def test_unscheduled_intents_are_not_rendered_and_targets_are_checked() -> None:

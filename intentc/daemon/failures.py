@@ -34,6 +34,7 @@ from intentc.kube import reactions
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError, Outdated
 from intentc.plan.observation import OBSERVATION_TAINT
+from intentc.render.fallback import FALLBACK_KIND
 from intentc.objectmeta import INTENT_LABEL, ObjectRef
 
 log = logging.getLogger("intentc.daemon")
@@ -130,6 +131,15 @@ class FailureReactor:
                 log.warning("cannot resume fallback %s: %s", ref, e.message)
                 continue
             self.metrics.fallbacks.inc()
-            message = f"Job {before} failed (BackoffLimitExceeded): fallback {name} resumed"
+            message = _resumed_message(by_ref[ref], before)
             log.warning("%s/%s", namespace, message)
             events.emit(self.client, ref, "FallbackResumed", message, "Warning", done)
+
+
+def _resumed_message(variant: Mapping[str, Any], before: str) -> str:
+    """The Event's words, naming the step's kind (power-cap, smaller-chunk, ...) so
+    `kubectl get events` says which fix the chain is trying without reading the Job."""
+    meta = variant.get("metadata") or {}
+    kind = (meta.get("annotations") or {}).get(FALLBACK_KIND)
+    step = f"fallback {meta.get('name')} ({kind})" if kind else f"fallback {meta.get('name')}"
+    return f"Job {before} failed (BackoffLimitExceeded): {step} resumed"

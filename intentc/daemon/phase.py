@@ -15,7 +15,7 @@ daemon's informer cache.  One word a person can scan in
 
 A gang of several Jobs shows its worst member.  Of a fallback chain only the
 step that runs now counts: a Job that failed and handed over to its
-smaller-batch variant is history, not the intent's state.
+next step (a power-capped retry, say) is history, not the intent's state.
 """
 
 from __future__ import annotations

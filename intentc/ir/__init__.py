@@ -96,8 +96,8 @@ class ThroughputMode(enum.Enum):
 
 
 class Fallback(enum.Enum):
-    """What a Job may fall back to once its GPU retries and the smaller-batch
-    variant have failed (docs/failure-fallback.md)."""
+    """What a Job may fall back to once its GPU retries and its GPU variants (power
+    cap, smaller chunk, smaller batch) have failed (docs/failure-fallback.md)."""
 
     NONE = "none"
     CPU = "cpu"

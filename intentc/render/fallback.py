@@ -9,20 +9,37 @@ A run-to-completion intent degrades in a fixed chain when its GPUs fail:
    `backoffLimit` = the intent's `retries` (default 2); any other non-zero
    exit fails the Job at once, because a smaller batch or a CPU does not
    fix a bug;
-2. **a smaller batch**: `NAME-fallback-batch`, the same Job with half the
-   batch, rendered *suspended*, and held to the planned GPU product rather
-   than to the planned node (`released_from_nodes`): by the time it is
-   resumed the daemon has tainted the node whose GPU failed, so the
-   scheduler must be free to put it on another node of that product (the
-   planned node stays preferred);
-3. **a CPU variant** (only with `fallback cpu`): `NAME-fallback-cpu`, no GPU
-   request and no node pin, rendered suspended.
+2. **a power-capped retry**: `NAME-fallback-power`, the same Job told to run
+   its GPUs at `POWER_LIMIT_FRACTION` of their power limit
+   (`INTENTC_POWER_LIMIT_FRACTION`; the workload or its entrypoint applies it,
+   e.g. `nvidia-smi -pl`, since no Kubernetes field sets a GPU's power), the
+   usual cure for thermal and power Xid errors.  It goes back to the same
+   GPUs: it tolerates the observation taint the daemon put on the node
+   (`back_to_the_same_gpus`), which keeps everything else off;
+3. **a smaller chunk** (training and offline inference, whose work is steps
+   between checkpoints or dataset shards): `NAME-fallback-chunk`, the same
+   Job told to checkpoint (or shard) at `CHUNK_FRACTION` of its usual size
+   (`INTENTC_CHUNK_FRACTION`), so a failure loses less;
+4. **a smaller batch**: `NAME-fallback-batch`, the same Job with half the
+   batch;
+5. **a CPU variant** (only with `fallback cpu`): `NAME-fallback-cpu`, no GPU
+   request and no node pin.
+
+Every variant is rendered *suspended*; each changes one thing against the
+Job (a step runs only because the one before it did not help, so its cost is
+not carried on; the CPU variant keeps the half batch, a CPU's memory being
+smaller).  A GPU variant is held to the planned GPU product rather than to
+the planned node (`released_from_nodes`): by the time it is resumed the daemon
+has tainted the node whose GPU failed, so the scheduler must be free to put
+it on another node of that product (the planned node stays preferred).
 
 The variants are ordinary objects in the manifests (so `apply` creates them,
-drift sees them, prune removes them) and carry `intentc.dev/fallback-of` and
-`intentc.dev/fallback-step`; the daemon resumes the next one when the Job
-before it failed with `BackoffLimitExceeded` (`daemon/fallback.py` decides).
-`duration × (1 + slack)` becomes every variant's `activeDeadlineSeconds`.
+drift sees them, prune removes them) and carry `intentc.dev/fallback-of`,
+`intentc.dev/fallback-step` and `intentc.dev/fallback-kind`; the daemon
+resumes the next one when the Job before it failed with
+`BackoffLimitExceeded` (`daemon/fallback.py` decides, from the step numbers
+alone).  `duration × (1 + slack)` becomes every variant's
+`activeDeadlineSeconds`.
 """
 
 from __future__ import annotations
@@ -31,8 +48,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from intentc.ir import Fallback, Intent
+from intentc.ir import ActionKind, Fallback, Intent
 from intentc.ir.duration import parse_duration
+from intentc.plan.observation import OBSERVATION_TAINT
 from intentc.render.binding import HOSTNAME_LABEL, PodBinding
 from intentc.render.capabilities import KubeVersion
 from intentc.topology.labels import GPU_PRODUCT
@@ -44,16 +62,30 @@ DEFAULT_SLACK = 0.5
 GPU_FAILURE_EXIT_CODES = (74, 75)
 FALLBACK_OF = "intentc.dev/fallback-of"
 FALLBACK_STEP = "intentc.dev/fallback-step"
+FALLBACK_KIND = "intentc.dev/fallback-kind"
+# 80 % of the GPU's default power limit: enough headroom for most thermal and power
+# Xid errors, at a throughput cost of roughly a tenth on current data-centre GPUs.
+POWER_LIMIT_FRACTION = "0.8"
+CHUNK_FRACTION = "0.5"
+# Actions whose work comes in pieces a failure can be confined to: training steps
+# between checkpoints, offline inference's dataset shards.  A plain `batch` container
+# is opaque to intentc: it has nothing to split.
+CHUNKED_ACTIONS = frozenset({ActionKind.TRAINING.value, ActionKind.INFERENCE.value})
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One step of the chain after the Job itself."""
+    """One step of the chain after the Job itself: what it changes against the Job,
+    told to the workload through `env` and described by `annotations`."""
 
     suffix: str            # appended to the Job's name
-    step: int              # 1, 2: the order the daemon resumes them in
+    step: int              # 1, 2, ...: the order the daemon resumes them in
     batch: int | None      # INTENTC_BATCH of the variant (None: the intent has no batch)
     cpu: bool              # no GPUs
+    kind: str = ""         # power-cap | smaller-chunk | smaller-batch | cpu (intentc.dev/fallback-kind)
+    env: tuple[tuple[str, str], ...] = ()          # the step's side of the workload contract
+    annotations: tuple[tuple[str, str], ...] = ()  # the Job's and its pods', besides of/step/kind
+    same_gpus: bool = False    # tolerates the observation taint of the node whose GPU failed
 
 
 def retries(intent: Intent) -> int:
@@ -95,15 +127,50 @@ def failure_spec(intent: Intent, version: KubeVersion, gpu: bool) -> dict[str, A
 
 
 def variants(intent: Intent, batch: int | None, gpu: bool) -> tuple[Variant, ...]:
-    """The suspended steps rendered after the Job, in resume order."""
+    """The suspended steps rendered after the Job, in resume order, numbered from 1."""
     if not gpu:
         return ()
-    out: list[Variant] = []
+    half = max(batch // 2, 1) if batch else batch
+    steps: list[Variant] = [power_capped(batch)]
+    if intent.action.kind in CHUNKED_ACTIONS:
+        steps.append(smaller_chunk(batch))
     if batch is not None and batch > 1:
-        out.append(Variant("fallback-batch", len(out) + 1, max(batch // 2, 1), False))
+        steps.append(Variant("fallback-batch", 0, half, False, "smaller-batch"))
     if intent.constraints.fallback == Fallback.CPU.value:
-        out.append(Variant("fallback-cpu", len(out) + 1, max(batch // 2, 1) if batch else batch, True))
-    return tuple(out)
+        steps.append(Variant("fallback-cpu", 0, half, True, "cpu"))
+    return tuple(replace(v, step=i) for i, v in enumerate(steps, 1))
+
+
+def power_capped(batch: int | None) -> Variant:
+    """The same work on the same GPUs at a lower power limit.  Kubernetes has no field
+    for a GPU's power, so the workload applies `INTENTC_POWER_LIMIT_FRACTION` itself
+    (`nvidia-smi -pl`, with the privilege the cluster grants its pods)."""
+    return Variant("fallback-power", 0, batch, False, "power-cap",
+                   (("INTENTC_POWER_LIMIT_FRACTION", POWER_LIMIT_FRACTION),),
+                   (("intentc.dev/power-limit-fraction", POWER_LIMIT_FRACTION),), same_gpus=True)
+
+
+def smaller_chunk(batch: int | None) -> Variant:
+    """The same work checkpointed (or sharded) at a fraction of its usual size: a
+    failure that comes back loses less.  The workload owns its chunk size, so the
+    fraction is relative to whatever it uses."""
+    return Variant("fallback-chunk", 0, batch, False, "smaller-chunk",
+                   (("INTENTC_CHUNK_FRACTION", CHUNK_FRACTION),),
+                   (("intentc.dev/chunk-fraction", CHUNK_FRACTION),))
+
+
+def variant_annotations(job_name: str, variant: Variant) -> dict[str, str]:
+    """What a variant's Job and pods carry: the chain (of, step) the daemon reads and
+    the step's description (kind and its parameter) people and tools read."""
+    return {FALLBACK_OF: job_name.removesuffix(f"-{variant.suffix}"), FALLBACK_STEP: str(variant.step),
+            FALLBACK_KIND: variant.kind, **dict(variant.annotations)}
+
+
+def back_to_the_same_gpus(binding: PodBinding) -> PodBinding:
+    """A binding that also tolerates the observation taint: the power-capped retry is
+    meant for the GPUs that failed, and the daemon has tainted their node by then."""
+    toleration = {"key": OBSERVATION_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+    return replace(binding, tolerations=(*binding.tolerations, toleration))
 
 
 def step_of(job: Mapping[str, Any]) -> int:

@@ -19,8 +19,8 @@ from intentc.plan.model import NodeAllocation, Placement
 from intentc.render.autoscale import autoscaler, batch_growth
 from intentc.render.binding import BindRequest, PodBinding, RenderTarget, node_products
 from intentc.render.capabilities import DEFAULT_KUBE_VERSION, KubeVersion
-from intentc.render.fallback import (FALLBACK_OF, FALLBACK_STEP, GPU_FAILURE_EXIT_CODES, Variant,
-                                     failure_spec, released_from_nodes, variants)
+from intentc.render.fallback import (GPU_FAILURE_EXIT_CODES, Variant, back_to_the_same_gpus, failure_spec,
+                                     released_from_nodes, variant_annotations, variants)
 from intentc.objectmeta import INTENT_LABEL, TENANT_LABEL
 from intentc.render.meta import labels, metadata
 from intentc.render.model import HANDED_OVER_ANNOTATION, PLANNED_DURATION_ANNOTATION, Choice
@@ -181,7 +181,10 @@ def _job(intent: Intent, name: str, group: tuple[NodeAllocation, ...], layout: G
     binding = target.bind(request)
     if variant is not None and not cpu:
         binding = released_from_nodes(binding, [a.node for a in group], node_products(request))
-    plain = {**intent_env(intent, dataset_uris, batch if variant is None else variant.batch), **binding.env}
+    if variant is not None and variant.same_gpus:
+        binding = back_to_the_same_gpus(binding)
+    plain = {**intent_env(intent, dataset_uris, batch if variant is None else variant.batch), **binding.env,
+             **dict(variant.env if variant is not None else ())}
     refs: dict[str, str] = {}
     if placement is not None and not cpu:
         plain.update(nccl_env(placement, group))
@@ -200,8 +203,7 @@ def _job(intent: Intent, name: str, group: tuple[NodeAllocation, ...], layout: G
     if world > 1:
         ann["intentc.dev/gang-mode"] = layout.mode
     if variant is not None:
-        ann[FALLBACK_OF] = name.removesuffix(f"-{variant.suffix}")
-        ann[FALLBACK_STEP] = str(variant.step)
+        ann.update(variant_annotations(name, variant))
     pod_ann = {k: v for k, v in ann.items() if k not in ("intentc.dev/wave", "intentc.dev/trigger")}
     pod_ann[PLANNED_DURATION_ANNOTATION] = str(duration_seconds(intent))
     ann.update(binding.object_annotations)
