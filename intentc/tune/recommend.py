@@ -81,7 +81,7 @@ def shrunk(batch: int) -> int:
 
 
 def _fmt(seconds: float) -> str:
-    return f"{seconds * 1000:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
 def _good(o: Observation, rule: Rule) -> bool:
