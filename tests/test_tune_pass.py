@@ -8,6 +8,7 @@ its last recommendations while Prometheus cannot be read."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,6 +125,7 @@ def test_the_status_document_fits_the_crd_schema() -> None:
            "observedAt": "2026-12-07T10:00:00Z"}
     status = intent_status(None, SHA, "Running", batch_recommendation=doc)["status"]
     assert status["batchRecommendation"] == doc
-    schema = STATUS["properties"]["batchRecommendation"]["properties"]
+    schema: Any = STATUS["properties"]
+    schema = schema["batchRecommendation"]["properties"]
     assert set(doc) == set(schema)
     assert "batchRecommendation" not in intent_status(None, SHA, "Running")["status"]

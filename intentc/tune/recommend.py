@@ -105,7 +105,8 @@ def recommend(observations: Sequence[Observation], current: int, bounds: Bounds,
         return made(current, Direction.HOLD, "no observations yet")
     oom = next((o for o in reversed(observations) if (o.ooms or 0) > 0), None)
     if oom is not None:
-        return made(shrunk(current), Direction.SHRINK, f"OOM kill observed ({oom.ooms:g}): halve")
+        # an `increase()` over a window is extrapolated (1.02 kills): say the whole number
+        return made(shrunk(current), Direction.SHRINK, f"OOM kill observed ({max(1, round(oom.ooms or 0))}): halve")
     breach = next((o for o in reversed(observations) if o.p99_s is not None and o.p99_s > rule.target_s), None)
     if breach is not None and breach.p99_s is not None:
         return made(shrunk(current), Direction.SHRINK,
