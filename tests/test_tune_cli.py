@@ -253,3 +253,11 @@ def test_a_copy_of_the_bundled_examples_keeps_checking_after_tune(repo: Path, tm
                                  prom.url)
     assert code == 0, output
     assert "no batch to change" in output
+
+
+def test_the_daemon_refuses_a_wrong_prometheus_url_or_tune_config_before_it_starts(repo: Path) -> None:
+    code, _, output = invoke("daemon", "--repo", str(repo), "-t", "cluster.yaml", "--prometheus-url", "prometheus")
+    assert code == 2 and "--prometheus-url: 'prometheus' is not an http(s) URL" in output
+    (repo / "tune.yaml").write_text("tune: {headroom: 2}\n")
+    code, _, output = invoke("daemon", "--repo", str(repo), "-t", "cluster.yaml", "--tune-config", "tune.yaml")
+    assert code == 2 and "tune.headroom: 2 is outside 0..1" in output
