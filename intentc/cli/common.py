@@ -25,6 +25,8 @@ from intentc.cli.app import EXIT_USAGE, emit_diagnostics, usage_error
 from intentc.diagnostics import OutputFormat
 
 if TYPE_CHECKING:
+    from intentc.tune.prometheus import Prometheus
+    from intentc.tune.queries import TuneConfig
     from intentc.kube.client import KubeClient
     from intentc.pipeline import Driver
     from intentc.pipeline.provenance import Stamp
@@ -395,3 +397,37 @@ def cluster_errors(target: str) -> Iterator[None]:
         usage_error(e.message)
     except ValueError as e:
         usage_error(f"the inventory of target {target} is unreadable: {e}")
+
+
+# Batch recommendations from live metrics (intentc/tune, docs/sizing.md)
+PrometheusUrl = Annotated[Optional[str], typer.Option(
+    "--prometheus-url", metavar="URL",
+    help="Prometheus server to read serving intents' P99 latency, GPU memory and OOM kills from "
+         "(http://host:9090); batch recommendations are off without it.")]
+TuneConfigFile = Annotated[Optional[Path], typer.Option(
+    "--tune-config", metavar="FILE",
+    help="YAML file with a `tune:` section: the PromQL queries, SLA latency targets, hysteresis and bounds "
+         "(docs/sizing.md; default: DCGM exporter's, vLLM's and kube-state-metrics' names).")]
+
+
+def tune_config_or_exit(path: Path | None) -> TuneConfig:
+    """The tune configuration of `path` (the defaults without one); exit 2 when it is unreadable or wrong."""
+    from intentc.tune.queries import ConfigError, TuneConfig, load_config
+
+    if path is None:
+        return TuneConfig()
+    try:
+        return load_config(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        usage_error(f"cannot read {path}: {e.strerror or e}")
+    except ConfigError as e:
+        usage_error(f"{path}: {e}")
+
+
+def prometheus_or_exit(url: str, timeout: float = 10.0) -> Prometheus:
+    from intentc.tune.prometheus import Prometheus, PrometheusError
+
+    try:
+        return Prometheus(url, timeout)
+    except PrometheusError as e:
+        usage_error(f"--prometheus-url: {e.message}")

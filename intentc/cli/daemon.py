@@ -35,6 +35,10 @@ from intentc.cli.common import (
     output_dir_or_exit,
     parse_kube_version,
     paths_or_exit,
+    PrometheusUrl,
+    prometheus_or_exit,
+    TuneConfigFile,
+    tune_config_or_exit,
 )
 from intentc.daemon.logformat import LogFormat, LogLevel
 from intentc.daemon.logformat import configure as configure_logging
@@ -84,6 +88,13 @@ watches, serves /metrics, and answers /readyz with 503 "not leader".  A
 crashed leader is replaced within one lease duration; one stopped by
 SIGTERM releases the Lease at once.  --no-leader-elect acts at once, even
 next to another daemon of the same target (one instance only).
+
+With --prometheus-url the leader also recommends a batch for every serving
+intent that declares one, from P99 latency, GPU memory used and OOM kills
+(docs/sizing.md; queries and targets: --tune-config), in the Intent
+objects' status (batchRecommendation) and the gauge
+intentc_batch_recommended; it never changes the workload (`intentc tune`
+writes the recommendations into the files).
 """)
 def daemon(
     *,  # keyword-only, so the required --topology below (no `=` default) can stay after --branch, its place in --help
@@ -143,6 +154,8 @@ def daemon(
                                             "(shorter than the lease duration).", minimum=0.1),
     retry_period: float = duration_option("2s", "--leader-elect-retry-period",
                                           "Time between attempts to take or renew the Lease.", minimum=0.1),
+    prometheus_url: PrometheusUrl = None,
+    tune_config: TuneConfigFile = None,
 ) -> None:
     """Run the drift controller: follow a branch, apply, watch, detect, heal or roll back."""
     from intentc.daemon.http import parse_listen
@@ -182,6 +195,9 @@ def daemon(
             commit = resolve_commit([str(Path(repo) / p) for p in path])
         except CommitError as e:
             usage_error(str(e))
+    tuning = tune_config_or_exit(tune_config)
+    if prometheus_url is not None:
+        prometheus_or_exit(prometheus_url)
     try:
         client = KubeClient.connect(kubeconfig, context)
     except KubeError as e:
@@ -195,7 +211,8 @@ def daemon(
                           workdir=str(workdir), rollout_timeout=rollout_timeout, prune=prune,
                           kube_version=parse_kube_version(kube_version), render_target=render_target, seed=seed,
                           cluster=selected, leader_elect=leader_elect, leader_timing=timing,
-                          only_topology_nodes=only_topology_nodes)
+                          only_topology_nodes=only_topology_nodes, prometheus_url=prometheus_url or None,
+                          tune=tuning)
     try:
         d = Daemon(config, client)
     except OSError as e:

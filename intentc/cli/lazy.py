@@ -67,6 +67,8 @@ LISTED: dict[str, Listed] = {
     "status": Listed("intentc.cli.status", "Show every intent's phase, planned and actual start, ETA and how "
                                            "far behind plan it is, from the cluster, re-planning what has not "
                                            "started on what the cluster has now."),
+    "tune": Listed("intentc.cli.tune", "Write the batch recommended from live metrics (the daemon's, or "
+                                       "Prometheus') into the intent files, keeping their comments and layout."),
     "fmt": Listed("intentc.cli.fmt", "Format *.intent files (idempotent; files with errors are never touched)."),
     "drift": Listed("intentc.cli.drift", "Compare the cluster with the compiled intents (read-only); "
                                          "exit 1 on drift."),

@@ -6,10 +6,11 @@ Kept apart from the reactor (`loop.py`) so the modules that act for it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from intentc.daemon.leader import Timing
 from intentc.render.capabilities import KubeVersion
+from intentc.tune.queries import TuneConfig
 
 
 @dataclass(frozen=True)
@@ -42,3 +43,6 @@ class DaemonConfig:
     cluster: tuple[str, tuple[tuple[str, str], ...]] | None = None   # a fleet's cluster (name, labels): its intents only
     leader_elect: bool = False          # the CLI turns it on; a library caller or test opts in
     leader_timing: Timing = Timing()
+    # batch recommendations (daemon/tune_pass.py): off without a Prometheus server to read
+    prometheus_url: str | None = None
+    tune: TuneConfig = field(default_factory=TuneConfig)

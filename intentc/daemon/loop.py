@@ -61,6 +61,7 @@ from intentc.daemon.settling import Settler
 from intentc.daemon.source import Desired, GitSource, LocalSource, from_compile, say_held, say_not_compiled
 from intentc.daemon.state import Leadership, ReactorState
 from intentc.daemon.tls import CERT_FILE, KEY_FILE, CertError, ServingCert
+from intentc.daemon.tune_pass import TunePass
 from intentc.drift.consistency import Verdict
 from intentc.drift.managed import read_managed
 from intentc.drift.rollback import RollbackError
@@ -71,10 +72,12 @@ from intentc.objectmeta import ObjectRef
 from intentc.plan.model import Plan
 from intentc.reconcile.inventory import Inventory, inventory_ref
 from intentc.render.model import Manifest
+from intentc.tune.prometheus import Prometheus
 from intentc.vcs.gitrepo import GitError, resolve
 
 __all__ = ["Daemon", "DaemonConfig", "Leadership", "ListenError"]
 log = logging.getLogger("intentc.daemon")
+PROMETHEUS_TIMEOUT = 5.0        # the reactor's thread waits on it: one slow query ends the round (tune_pass.py)
 
 
 class ListenError(Exception):
@@ -109,8 +112,10 @@ class Daemon:
         self.reads = LiveReads(client, self.metrics, self.stop_event, self.failures,
                                lambda _event, refs: self.queue.put(Changed(refs)), self._safe,
                                config.watch_timeout, config.kube_version)
+        tuner = TunePass(Prometheus(config.prometheus_url, PROMETHEUS_TIMEOUT), config.tune,
+                         self.metrics) if config.prometheus_url else None
         self.mirror = IntentMirror(client, config.target, forecaster=ForecastPass(
-            client, self.metrics, config.forecast_interval, config.seed, config.only_topology_nodes))
+            client, self.metrics, config.forecast_interval, config.seed, config.only_topology_nodes), tuner=tuner)
         mover = JobMover(client, self.metrics, lambda desired: binder_for(client, config, desired,
                                                                           self.reads.version()))
         self.drift = DriftReactor(client, config.target, self.metrics, self.ledger, self.reads, self.failures,

@@ -70,6 +70,11 @@ class DaemonMetrics:
         self.schedule_lag = Gauge("intentc_schedule_lag_seconds",
                                   "Per tenant, how far behind plan its furthest-behind unfinished intent is "
                                   "(live forecast; 0 when none is behind).", ["tenant"], registry=r)
+        self.batch_recommended = Gauge("intentc_batch_recommended",
+                                       "Per serving intent with a batch, the batch recommended from live metrics "
+                                       "(P99 latency, GPU memory, OOM kills; docs/sizing.md): published, never "
+                                       "applied; `intentc tune` writes it into the intent files.",
+                                       ["tenant", "intent"], registry=r)
         self.leader = Gauge("intentc_leader", "1 while this replica holds its target's leader Lease (or runs "
                             "without leader election), else 0.", registry=r)
 
@@ -83,6 +88,12 @@ class DaemonMetrics:
         self.schedule_lag.clear()
         for tenant, seconds in sorted(lag.items()):
             self.schedule_lag.labels(tenant).set(seconds)
+
+    def set_batch_recommendations(self, batches: Mapping[tuple[str, str], int]) -> None:
+        """Replaced as a whole: an intent that left the plan has no series."""
+        self.batch_recommended.clear()
+        for (tenant, intent), batch in sorted(batches.items()):
+            self.batch_recommended.labels(tenant, intent).set(batch)
 
     def set_counts(self, counts: dict[DriftClass, int]) -> None:
         for cls in DRIFT_CLASSES:

@@ -2,8 +2,9 @@
 
 So `kubectl get intents -A` shows the fleet: every intent of the plan in
 force, in its tenant's namespace, with a status the daemon keeps current
-(phase from `daemon/phase.py`, planned placement, commit, last heal, and
-the live forecast from `daemon/forecast_pass.py`).
+(phase from `daemon/phase.py`, planned placement, commit, last heal, the
+live forecast from `daemon/forecast_pass.py`, and serving intents' batch
+recommendations from `daemon/tune_pass.py` when Prometheus is configured).
 
 * Bodies (`render/intent_object.py`) are server-side applied when the plan
   in force changes (field manager `intentc-mirror`), and Intent objects of
@@ -28,6 +29,7 @@ from typing import Any, Callable, Mapping
 from intentc.daemon.forecast_pass import ForecastPass
 from intentc.daemon.phase import intent_phase
 from intentc.daemon.source import Desired
+from intentc.daemon.tune_pass import TunePass
 from intentc.kube import reactions
 from intentc.kube.client import KubeClient
 from intentc.kube.errors import KubeError, NotFound
@@ -46,9 +48,10 @@ def _now() -> str:
 
 class IntentMirror:
     def __init__(self, client: KubeClient, target: str, now: Callable[[], str] = _now,
-                 forecaster: ForecastPass | None = None) -> None:
+                 forecaster: ForecastPass | None = None, tuner: TunePass | None = None) -> None:
         self.client = client
         self.forecaster = forecaster                      # the status's `forecast` (daemon/forecast_pass.py)
+        self.tuner = tuner                                # its `batchRecommendation` (daemon/tune_pass.py)
         self.target = target
         self.now = now
         self.applied: str | None = None                   # commit whose bodies were all applied
@@ -85,6 +88,7 @@ class IntentMirror:
         if self.applied != desired.commit:
             self._apply(desired, intents)
         forecasts = self.forecaster.run(desired) if self.forecaster is not None else {}
+        tunes = self.tuner.run(desired) if self.tuner is not None else {}
         by_intent: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for ref, obj in live.items():
             name = ((obj.get("metadata") or {}).get("labels") or {}).get(INTENT_LABEL)
@@ -97,7 +101,7 @@ class IntentMirror:
             key = (intent.tenant, intent.name)
             status = intent_status(desired.placements.get(intent.name), desired.commit,
                                    self._phase(key, by_intent.get(key, [])), self.heals.get(key),
-                                   forecasts.get(key))["status"]
+                                   forecasts.get(key), tunes.get(key))["status"]
             if self.written.get(ref) != status:
                 try:
                     reactions.write_mirror_status(self.client, ref, status)

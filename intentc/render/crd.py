@@ -152,6 +152,23 @@ STATUS = {
                 "nodes": {"type": "array", "items": {"type": "string"}},
             },
         },
+        "batchRecommendation": {
+            "type": "object",
+            "description": ("A serving intent's batch recommended from live metrics (intentc/tune, docs/sizing.md): "
+                            "published, never applied; `intentc tune` writes it into the intent files."),
+            "properties": {
+                "batch": {"type": "integer", "minimum": 1, "description": "The recommended batch."},
+                "current": {"type": "integer", "minimum": 1,
+                            "description": "The batch the workload runs: its fixed batch, or the plan's size "
+                                           "for `batch: auto`."},
+                "direction": {"type": "string", "enum": ["grow", "shrink", "hold"]},
+                "reason": {"type": "string", "description": "What the observations showed, and the rule applied."},
+                "auto": {"type": "boolean", "description": "The intent declares `batch: auto`."},
+                "observations": {"type": "integer", "minimum": 0,
+                                 "description": "Observations at the current batch the recommendation is made from."},
+                "observedAt": {"type": "string", "format": "date-time", "description": "The last observation."},
+            },
+        },
     },
 }
 
@@ -168,6 +185,8 @@ def intent_crd(version: KubeVersion) -> dict[str, Any]:
         {"name": "Workload", "type": "string", "jsonPath": ".status.phase", "priority": 1},
         {"name": "Placement", "type": "string", "jsonPath": ".status.placement", "priority": 1},
         {"name": "Commit", "type": "string", "jsonPath": ".status.commit", "priority": 1},
+        {"name": "Batch", "type": "integer", "jsonPath": ".status.batchRecommendation.current", "priority": 1},
+        {"name": "Recommended", "type": "integer", "jsonPath": ".status.batchRecommendation.batch", "priority": 1},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
     return {

@@ -35,12 +35,17 @@ def placement_text(placement: Placement | None) -> str:
 
 
 def intent_status(placement: Placement | None, commit: str, phase: str, last_heal: str | None = None,
-                  forecast: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  forecast: Mapping[str, Any] | None = None,
+                  batch_recommendation: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The `status` of the mirrored object; `last_heal` is an RFC 3339 time or None, `forecast`
-    the intent's live forecast (`forecast/text.status_of`) when the daemon made one."""
+    the intent's live forecast (`forecast/text.status_of`) when the daemon made one,
+    `batch_recommendation` its recommended batch (`tune/subjects.status_document`) when the
+    daemon reads Prometheus."""
     status: dict[str, Any] = {"phase": phase, "placement": placement_text(placement), "commit": commit}
     if last_heal is not None:
         status["lastHeal"] = last_heal
     if forecast is not None:
         status["forecast"] = dict(forecast)
+    if batch_recommendation is not None:
+        status["batchRecommendation"] = dict(batch_recommendation)
     return {"status": status}
