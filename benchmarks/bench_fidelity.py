@@ -205,6 +205,18 @@ def measured(env: KubeEnv, namespaces: list[str], claims: WatchRecorder | None) 
     return out
 
 
+def quota_refusals(env: KubeEnv, namespaces: list[str]) -> int:
+    """Pod creations the namespaces' ResourceQuota refused (the Job controller's FailedCreate
+    events): a pod created before the quota controller counted its predecessor's end waits
+    for the Job controller's backoff."""
+    count = 0
+    for ns in namespaces:
+        for e in env.kubectl_json("get", "events", "-n", ns)["items"]:
+            if e.get("reason") == "FailedCreate" and "exceeded quota" in str(e.get("message", "")):
+                count += int(e.get("count") or 1)
+    return count
+
+
 def _owner_intent(w: dict[str, Any], known: dict[str, Any]) -> str | None:
     for o in w["metadata"].get("ownerReferences", []):
         if o["kind"] == "Job":
@@ -311,6 +323,7 @@ def run_one(env: KubeEnv, work: Path, shape: str, size: int, target: str, mode: 
     if claims is not None:
         claims.stop()
     got = measured(env, namespaces, claims)
+    refused = quota_refusals(env, namespaces)
     # each run on a clean cluster: its namespaces (pods, Jobs, Workloads) and Kueue queues go
     env.kubectl_run("delete", "namespace", "--wait=false", *namespaces, check=False)
     if target == "kueue":
@@ -320,7 +333,8 @@ def run_one(env: KubeEnv, work: Path, shape: str, size: int, target: str, mode: 
            "apply_limit_s": round(limit), "apply_wall_s": used["wall_s"], "apply_cpu_s": used["cpu_s"],
            "load": [used["load_before"], used["load_after"]], "apply_result": doc.get("result"),
            "apply_message": str(doc.get("message", ""))[:300], "cluster_s": round(time.time() - began, 1),
-           "kueue_pending": sorted({r["pending"] for r in got.values() if r.get("pending")})[:3]}
+           "kueue_pending": sorted({r["pending"] for r in got.values() if r.get("pending")})[:3],
+           "quota_refusals": refused}
     row.update(compare(result.plan, within, domains, got, ms_per_hour, target))
     return row
 
