@@ -1,8 +1,8 @@
 """A real Kubernetes control plane on loopback, the way controller-runtime's envtest runs one.
 
 Binaries come from $KUBEBUILDER_ASSETS, which `hack/testenv/setup` builds
-from pinned Go modules and prints (Kubernetes 1.37, etcd 3.6, kwok, Kueue, and the
-helm that tests/test_helm_chart.py runs).
+from pinned Go modules and prints (Kubernetes 1.37, etcd 3.6, kwok, Kueue, the
+helm that tests/test_helm_chart.py runs, and the Prometheus of tests/prometheus_env.py).
 `KubeEnv` always runs etcd and kube-apiserver; the other components are
 started on request, because each costs start-up time and CPU:
 
