@@ -249,9 +249,16 @@ def test_the_recommendation_follows_the_metrics_and_tune_turns_it_into_a_diff_th
     assert f'intentc_batch_recommended{{intent="chat",tenant="{tenant}"}} 16.0' in exposition
     assert f'intentc_batch_recommended{{intent="api",tenant="{tenant}"}} 20.0' in exposition
     wide = env.kubectl_run("get", "intents", "-n", tenant, "-o", "wide").stdout.splitlines()
-    header = wide[0].split()
-    row = next(line.split() for line in wide[1:] if line.split()[0] == "chat")
-    assert row[header.index("BATCH")] == "32" and row[header.index("RECOMMENDED")] == "16"
+    # kubectl's columns are aligned, and an empty one (no START yet) is blank: read by offset
+    head = wide[0]
+    starts = [i for i, c in enumerate(head) if c != " " and (i == 0 or head[i - 1] == " ")]
+    names = head.split()
+
+    def cell(line: str, name: str) -> str:
+        k = names.index(name)
+        return line[starts[k]:starts[k + 1] if k + 1 < len(starts) else None].strip()
+    row = next(line for line in wide[1:] if cell(line, "NAME") == "chat")
+    assert cell(row, "BATCH") == "32" and cell(row, "RECOMMENDED") == "16", wide
 
     # 4. `intentc tune` reads the daemon's recommendations and proposes them as a diff ...
     code, diff, output = invoke("tune", str(intents), "--kubeconfig", str(env.kubeconfig), "--dry-run")
