@@ -13,7 +13,7 @@ from intentc.plan.live_occupancy import occupancy
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.plan.planner import make_plan
 from intentc.plan.rebind import blocked, unfit
-from intentc.reconcile.release import gpu_predecessors, prerequisites, release_order
+from intentc.reconcile.release import gpu_predecessors, gpu_room, prerequisites, release_order
 from tests.render_cases import intent
 from tests.test_apply_live_unit import TOPOLOGY, node, within_node
 
@@ -76,3 +76,22 @@ def test_what_the_fresh_plan_only_queues_waits_for_room() -> None:
     assert later, "four 8-GPU intents on three nodes: one waits"
     assert [b.intent for b in blocked(fresh, ["a", "b", "c", "d"], now=True)] == later
     assert blocked(fresh, ["a", "b", "c", "d"]) == ()
+
+
+def quota(hard: dict[str, str], used: dict[str, str]) -> dict[str, object]:
+    return {"status": {"hard": hard, "used": used}}
+
+
+def test_gpu_room_is_what_the_quota_controller_last_counted() -> None:
+    gpu = "requests.nvidia.com/gpu"
+    assert gpu_room(quota({gpu: "16", "requests.cpu": "4"}, {gpu: "8", "requests.cpu": "4"})) == 8
+    dra = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
+    assert gpu_room(quota({dra: "8"}, {})) == 8                       # nothing counted yet
+    assert gpu_room(quota({"requests.cpu": "4"}, {})) is None          # says nothing of GPUs
+    assert gpu_room(None) is None and gpu_room({"spec": {"hard": {gpu: "8"}}}) is None   # not counted yet
+
+
+def test_the_plan_gives_each_intent_its_gpus_for_the_quota_check() -> None:
+    p = ir.Program(tenants=(ir.Tenant("team-a"),), intents=(intent("a", "team-a"), intent("b", "team-a")))
+    plan = [placed("a", "n1", (0, 1), 0, 10), placed("b", "n1", (0,), 10, 20)]
+    assert dict(release_order(p, plan).gpus) == {"a": 2, "b": 1}

@@ -33,19 +33,21 @@ MS_PER_HOUR = 3000            # one hour of plan time: 3 s on the cluster
 _ids = itertools.count(1)
 
 
-def topology(t: str, nodes: int) -> str:
+def topology(t: str, nodes: int, products: tuple[str, ...] = ()) -> str:
+    """`nodes` 8-GPU nodes, of `products` in turn (H100-80GB when none are given)."""
+    kinds = products or ("H100-80GB",)
     return (f"apiVersion: intentc.dev/v1alpha1\nkind: Topology\nmetadata: {{name: {t}}}\nspec:\n"
             "  levels: [zone, rack, nvlink, node]\n  nodes:\n"
             + "".join(f"    - name: {t}-n{i}\n"
-                      "      gpu: {product: H100-80GB, count: 8, memory: 80Gi}\n"
+                      f"      gpu: {{product: {kinds[(i - 1) % len(kinds)]}, count: 8, memory: 80Gi}}\n"
                       '      cpu: "192"\n      memory: 2Ti\n'
                       f"      domains: {{zone: z1, rack: r1, nvlink: {t}-n{i}}}\n" for i in range(1, nodes + 1)))
 
 
-def intent(name: str, t: str, hours: int, trigger: str = "on push") -> str:
+def intent(name: str, t: str, hours: int, trigger: str = "on push", product: str = "H100-80GB") -> str:
     return (f"intent {name} {{\n  trigger: {trigger}\n  action: batch image \"registry.example/{name}:1\"\n"
             f"  context: tenant {t}-a\n"
-            f"  constraints: cpu 1, memory 1Gi, gpus 8 x \"H100-80GB\" within node, duration {hours}h\n}}\n")
+            f"  constraints: cpu 1, memory 1Gi, gpus 8 x \"{product}\" within node, duration {hours}h\n}}\n")
 
 
 @pytest.fixture(scope="module")
@@ -55,16 +57,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeEnv]:
 
 
 class Case:
-    def __init__(self, tmp: Path, env: KubeEnv, nodes: int, intents: str) -> None:
+    def __init__(self, tmp: Path, env: KubeEnv, nodes: int, intents: str, quota: int | None = None,
+                 products: tuple[str, ...] = ()) -> None:
         self.env = env
         self.t = f"rl{next(_ids)}-{int(time.time()) % 100000}"
         self.tenant = f"{self.t}-a"
         self.dir = tmp / self.t
         (self.dir / "intents").mkdir(parents=True)
         (self.dir / "intents" / "main.intent").write_text(
-            f"tenant {self.t}-a {{ tier: gold }}\n\n" + intents.replace("{t}", self.t))
+            f"tenant {self.t}-a {{ tier: gold{f' quota: gpus {quota}' if quota else ''} }}\n\n"
+            + intents.replace("{t}", self.t))
         self.topology = self.dir / "cluster.yaml"
-        self.topology.write_text(topology(self.t, nodes))
+        self.topology.write_text(topology(self.t, nodes, products))
         self.nodes = add_topology(env, str(self.topology))
         result = compile_paths([str(self.dir / "intents")], str(self.topology), SHA, KubeVersion(1, 37))
         assert result.plan is not None, [d.message for d in result.diagnostics]
@@ -200,3 +204,27 @@ def test_a_chains_next_job_is_created_when_its_predecessor_completes_not_at_a_po
         # no later than the Job controller's `completionTime`, which it writes a batch period on
         assert started(jobs[before]) + hour - 1 <= created(jobs[after]) <= completed(jobs[before]), \
             (before, jobs[before]["status"], after, jobs[after]["metadata"]["creationTimestamp"])
+
+
+QUOTA_BOUND = intent("first", "{t}", 1) + intent("second", "{t}", 1, product="A100-80GB")
+
+
+def test_an_intent_the_quota_holds_back_is_created_when_the_quota_has_counted_room(cluster: KubeEnv,
+                                                                                 tmp_path: Path) -> None:
+    """Quota 8 GPUs; `first` (8 H100) and `second` (8 A100) on nodes of their own: the plan
+    starts `second` when `first` ends, through the quota alone — neither its prerequisite
+    nor its GPU predecessor.  It is created once `first`'s pod has ended and the
+    ResourceQuota has counted it, so no pod is refused for exceeding the quota (each refusal
+    costs a Job controller backoff, a second and doubling), by the Events the API server
+    holds."""
+    case = Case(tmp_path, cluster, 2, QUOTA_BOUND, quota=8, products=("H100-80GB", "A100-80GB"))
+    first, second = (case.plan.placement(n) for n in ("first", "second"))
+    assert first is not None and second is not None
+    assert second.start_s == first.end_s and first.nodes != second.nodes
+    code, doc, output = case.apply()
+    assert code == 0, output
+    jobs = case.jobs()
+    assert created(jobs["second"]) >= case.finished("first")
+    events = cluster.kubectl_json("get", "events", "-n", case.tenant)["items"]
+    refused = [e["message"] for e in events if e.get("reason") == "FailedCreate" and "exceeded quota" in e["message"]]
+    assert refused == []

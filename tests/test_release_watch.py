@@ -24,6 +24,7 @@ from intentc.reconcile.watched import WatchedObjects
 from intentc.objectmeta import ObjectRef
 
 NS = "team-a"
+JOBS = [("batch/v1", "Job")]      # the scripted streams: Jobs only (and their Pods where said)
 
 
 def job(name: str, rv: int, done: bool = False, uid: str = "") -> dict[str, Any]:
@@ -100,7 +101,7 @@ def test_events_update_the_cache_and_a_410_lists_again(script: Script) -> None:
     script.lists = [([job("a", 1)], "1"), ([job("a", 3, done=True), job("b", 4)], "4")]
     script.watches = [[WatchEvent("MODIFIED", job("a", 2)), WatchEvent("BOOKMARK", job("x", 2)),
                        Expired("too old", 410, "Expired")]]
-    w = WatchedObjects(None, [NS], backoff=(0.0, 0.0), pods=False).start()  # type: ignore[arg-type]
+    w = WatchedObjects(None, [NS], JOBS, backoff=(0.0, 0.0), pods=False).start()  # type: ignore[arg-type]
     try:
         settled(script)
         assert script.listed == ["1", "4"], "410 Gone: listed again"
@@ -130,7 +131,7 @@ def test_a_lost_watch_is_not_live_until_it_has_listed_again(script: Script, monk
         return original(*args, **kw)
     monkeypatch.setattr(watched, "list_objects", relist)
     script.watches = [[Blocked("connection reset", 0, "")]]
-    w = WatchedObjects(None, [NS], backoff=(0.0, 0.0), pods=False)  # type: ignore[arg-type]
+    w = WatchedObjects(None, [NS], JOBS, backoff=(0.0, 0.0), pods=False)  # type: ignore[arg-type]
     w.start()
     try:
         settled(script)
@@ -248,7 +249,7 @@ def test_the_pod_stream_keeps_each_jobs_pods_by_owner(script: Script) -> None:
                 [[WatchEvent("MODIFIED", pod("a-0", "uid-a", "Succeeded", 0, 2)),
                   WatchEvent("ADDED", pod("a-1", "uid-a", "Pending", 1, 3)),
                   WatchEvent("DELETED", pod("x", "uid-x", "Running", None, 4))]])}
-    w = WatchedObjects(None, [NS], backoff=(0.0, 0.0)).start()  # type: ignore[arg-type]
+    w = WatchedObjects(None, [NS], JOBS, backoff=(0.0, 0.0)).start()  # type: ignore[arg-type]
     try:
         settled(script)
         assert sorted(w.job_pods(job("a", 1)) or []) == [("Pending", "1"), ("Succeeded", "0")]
@@ -290,3 +291,54 @@ def test_the_release_loop_takes_a_job_as_done_when_its_pods_are() -> None:
     w.job_pods = lambda body: [("Succeeded", None)]      # type: ignore[method-assign]
     assert reconciler._watched(w, ref("a"), run)  # type: ignore[arg-type]
     assert run.health[ref("a")] == Health(HealthStatus.HEALTHY, "1/1 pods succeeded")
+
+
+# -- a release waits for its tenant's quota to count the end it waited for -----------
+
+class _Quota:
+    """A watch whose cache holds the tenant's ResourceQuota as its controller last counted it."""
+
+    def __init__(self, room: int | None, hard: int = 16) -> None:
+        self.room, self.hard = room, hard
+
+    def lookup(self, r: ObjectRef) -> tuple[bool, dict[str, Any] | None]:
+        assert (r.kind, r.name) == ("ResourceQuota", "intentc-tenant-quota")
+        if self.room is None:
+            return False, None
+        return True, {"status": {"hard": {"requests.nvidia.com/gpu": str(self.hard)},
+                                 "used": {"requests.nvidia.com/gpu": str(self.hard - self.room)}}}
+
+
+def _waiting(names: list[str]) -> list[_Unit]:
+    return [_Unit(n, n, 4, [Pair(ref(n), None, None, False)]) for n in names]
+
+
+def test_an_intent_waits_until_its_tenants_quota_shows_room_for_its_gpus() -> None:
+    from intentc.reconcile.release import QUOTA_WAIT_S, ReleaseOrder
+    order = ReleaseOrder(gpus={"a": 8, "b": 8, "cpu": 0})
+    a, b, cpu = _waiting(["a", "b", "cpu"])
+    # the controller still counts the predecessor's 8 of 16 GPUs: room for one of the two
+    go, short = Reconciler._quota_room([a, b, cpu], {}, order, _Quota(8), 100.0)  # type: ignore[arg-type]
+    assert (go, short) == ([a, cpu], [b]), "room is shared out in release order; no GPUs, no wait"
+    # counted: both fit
+    go, short = Reconciler._quota_room([b], {}, order, _Quota(16), 101.0)  # type: ignore[arg-type]
+    assert (go, short) == ([b], [])
+    # a quota that never shows room (another client's pods) holds it QUOTA_WAIT_S, no longer
+    c, = _waiting(["b"])
+    assert Reconciler._quota_room([c], {}, order, _Quota(0), 200.0)[0] == []  # type: ignore[arg-type]
+    assert Reconciler._quota_room([c], {}, order, _Quota(0), 200.0 + QUOTA_WAIT_S)[0] == [c]  # type: ignore[arg-type]
+    # a quota the watch does not cover holds nobody
+    d, = _waiting(["a"])
+    assert Reconciler._quota_room([d], {}, order, _Quota(None), 0.0)[0] == [d]  # type: ignore[arg-type]
+
+
+def test_an_intent_created_a_moment_ago_takes_quota_before_its_pods_are_counted() -> None:
+    """Quota 8: `a` was created (8 GPUs) and the controller has not counted its pod yet: `b` waits."""
+    from intentc.reconcile.release import ReleaseOrder
+    order = ReleaseOrder(gpus={"a": 8, "b": 8})
+    a, b = _waiting(["a", "b"])
+    a.state = _State.RUNNING
+    go, short = Reconciler._quota_room([b], {"a": a, "b": b}, order, _Quota(8, hard=8), 0.0)  # type: ignore[arg-type]
+    assert (go, short) == ([], [b])
+    a.state = _State.DONE            # ended; the quota's count is what holds now
+    assert Reconciler._quota_room([b], {"a": a, "b": b}, order, _Quota(8, hard=8), 1.0)[0] == [b]  # type: ignore[arg-type]

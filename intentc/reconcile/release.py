@@ -24,6 +24,20 @@ daemon's rollouts) creates an intent's objects as soon as
   own order (priority, then creation) onto its own nodes, far from the
   forecast (docs/benchmarks.md, bench_fidelity).
 
+and, where the plan gives it GPUs, the tenant's ResourceQuota has room for
+them *as the quota controller has counted it* (`gpu_room`).  The plan keeps
+every tenant within its quota at every instant, but the controller counts a
+pod's end (or, under `dra`, its claim's deletion) a moment after it
+happens, while a dependant is created at once; a pod or claim created in
+between is refused, and the Job controller (or the claim controller) retries
+it after a backoff that doubles from a second.  The same holds for the
+orderings the plan makes through the quota: an intent the plan starts when
+*another* intent of its tenant ends (on other nodes; neither a prerequisite
+nor a GPU predecessor) is ready before the quota can take it.  The quota
+is shared out in the plan's order of starts.  The wait is bounded
+(`QUOTA_WAIT_S`): what the quota does not show in that time — another
+client's pods holding the tenant's GPUs — is left to the cluster's refusals.
+
 Setup objects (namespaces, RBAC, quotas, priority classes, Kueue queues, DRA
 claim templates) still go first, step by step.  Without a release order
 (none given: a rollback, `intentc rollback` or the daemon's; or `WAVES`,
@@ -35,11 +49,19 @@ waves: the previous whole-wave release.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from intentc import ir
 from intentc.graph import digraph
+from intentc.ir.quantity import parse_quantity
 from intentc.plan.model import Placement
+
+# How long a ready intent waits for its tenant's quota to show room for it, seconds, before
+# it is created all the same (and the cluster refuses its pods until there is room).
+QUOTA_WAIT_S = 300.0
+# The keys of intentc's ResourceQuota that do not count GPUs (render/tenants.resource_quota);
+# the other one is the render target's GPU key (a resource request, or DRA devices per class).
+NOT_GPU_KEYS = frozenset({"requests.cpu", "requests.memory"})
 
 
 @dataclass(frozen=True)
@@ -48,12 +70,15 @@ class ReleaseOrder:
 
     `prerequisites`: the graph's edges into it (must have succeeded);
     `predecessors`: the intents the plan runs just before it on its GPUs (must have
-    ended).  `waves`: ignore both and release whole waves (the previous behaviour,
+    ended); `gpus`: how many GPUs the plan gives it (its tenant's quota must show room),
+    `starts`: when the plan starts it (the order the quota is shared out in).  `waves`: ignore both and release whole waves (the previous behaviour,
     kept for rollbacks and as the fidelity benchmark's baseline)."""
 
     prerequisites: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     predecessors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     waves: bool = False
+    gpus: Mapping[str, int] = field(default_factory=dict)     # the plan's GPUs per intent
+    starts: Mapping[str, int] = field(default_factory=dict)   # the plan's start per intent
 
     def after(self, intent: str) -> tuple[str, ...]:
         return self.prerequisites.get(intent, ())
@@ -101,8 +126,27 @@ def release_order(program: ir.Program, placements: Iterable[Placement] | Mapping
     """The release order of `program` under its plan; `gpu_order`: GPU predecessors hold an
     intent back too (False only for apply's hidden `--release edges`, the fidelity benchmark's
     baseline of Kueue ordering the Jobs itself)."""
-    found = placements.values() if isinstance(placements, Mapping) else placements
-    return ReleaseOrder(prerequisites(program), gpu_predecessors(found) if gpu_order else {})
+    found = list(placements.values() if isinstance(placements, Mapping) else placements)
+    gpus = {p.intent: n for p in found if (n := sum(len(a.gpus) for a in p.allocations))}
+    return ReleaseOrder(prerequisites(program), gpu_predecessors(found) if gpu_order else {}, gpus=gpus,
+                        starts={p.intent: p.start_s for p in found if p.intent in gpus})
 
 
-__all__ = ["ReleaseOrder", "WAVES", "gpu_predecessors", "prerequisites", "release_order"]
+def gpu_room(quota: Mapping[str, Any] | None, taken: int = 0) -> int | None:
+    """GPUs intentc's ResourceQuota `quota` still admits: `status.hard` of its GPU key less
+    the larger of what its controller last counted (`status.used`) and `taken` (what the
+    caller knows is taken and the count may not show yet); None when it does not say."""
+    status = (quota or {}).get("status") or {}
+    hard, used = status.get("hard") or {}, status.get("used") or {}
+    room: int | None = None
+    for key in sorted(set(hard) - NOT_GPU_KEYS):
+        limit, used_now = parse_quantity(str(hard[key])), parse_quantity(str(used.get(key, "0")))
+        if limit is None or used_now is None:
+            return None
+        left = int(limit) - max(int(used_now), taken)
+        room = left if room is None else min(room, left)
+    return room
+
+
+__all__ = ["QUOTA_WAIT_S", "ReleaseOrder", "WAVES", "gpu_predecessors", "gpu_room", "prerequisites",
+           "release_order"]

@@ -57,7 +57,7 @@ from intentc.reconcile.inventory import (DEFAULT_TARGET_NAME, INVENTORY_NAMESPAC
                                          Record, inventory_ref)
 from intentc.plan.rebind import Blocked
 from intentc.reconcile.live_binding import Binding, LiveBinder, describe
-from intentc.reconcile.release import ReleaseOrder
+from intentc.reconcile.release import QUOTA_WAIT_S, ReleaseOrder, gpu_room
 from intentc.reconcile.result import ApplyResult, ObjectOutcome
 from intentc.reconcile.timeouts import Budget, wave_timeout
 from intentc.reconcile.watched import WATCHED_KINDS, WatchedObjects
@@ -65,6 +65,7 @@ from intentc.ir.duration import format_duration
 from intentc.kube import events
 from intentc.render.meta import labels
 from intentc.ir.reserved import reserved_namespace
+from intentc.render.tenants import QUOTA_NAME
 from intentc.render.model import COMMIT_ANNOTATION, SETUP_STEPS, Manifest, Rendered, step_label
 from intentc.objectmeta import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
 
@@ -404,7 +405,7 @@ class Reconciler:
                       if (p.ref.api_version, p.ref.kind) in WATCHED_KINDS}
         if not self.opts.watch or not namespaces:
             return None
-        return WatchedObjects(self.client, namespaces).start()
+        return WatchedObjects(self.client, namespaces).start().listed(self.opts.poll_interval)
 
     def _release(self, units: dict[str, _Unit], run: _Run, watch: WatchedObjects | None = None) -> str:
         """Create each intent's objects once its prerequisites are done (reconcile/release.py),
@@ -423,13 +424,17 @@ class Reconciler:
             now = self.monotonic()
             # whole-wave release (and objects of no intent): every unit of the earlier waves done
             open_step = min((u.step for u in ordered if u.state is not _State.DONE), default=0)
-            batch = [u for u in ordered
-                     if (u.state is _State.WAITING and self._ready(u, units, order, open_step))
-                     or (u.state is _State.ROOM and now >= u.next_look)]
+            ready = [u for u in ordered if u.state is _State.WAITING and self._ready(u, units, order, open_step)]
+            ready, short = self._quota_room(ready, units, order, watch, now)
+            batch = ready + [u for u in ordered if u.state is _State.ROOM and now >= u.next_look]
             if batch:
                 self._start(batch, units, run)
                 continue
             live = [u for u in ordered if u.state in (_State.RUNNING, _State.ROOM)]
+            if not live and short:      # nothing else to wait for: the quota's count
+                assert watch is not None
+                watch.wait(watch.seq, min((u.quota_since or now) + QUOTA_WAIT_S for u in short) - now)
+                continue
             if not live:
                 stuck = [u for u in ordered if u.state is _State.WAITING]
                 if not stuck:
@@ -439,6 +444,7 @@ class Reconciler:
                 continue
             self._report(units, waves)
             looks = [u.next_look - now for u in live if u.state is _State.ROOM]
+            looks += [(u.quota_since or now) + QUOTA_WAIT_S - now for u in short]
             running = [u for u in live if u.state is _State.RUNNING]
             if watch is None:
                 self.sleep(max(0.0, min([self.opts.poll_interval, *looks])))
@@ -459,7 +465,9 @@ class Reconciler:
         would otherwise spend all its time scanning; an apply of a few hundred waits
         milliseconds."""
         pending = [p.ref for u in running for p in u.pairs if run.health[p.ref].status is not HealthStatus.HEALTHY]
-        if not pending:
+        if not pending:         # only looks are due (room, a quota's count): wake at the first or a change
+            if looks:
+                watch.wait(watch.seq, max(0.0, min([self.opts.poll_interval, *looks])))
             return
         before = {r: run.health[r].status for r in pending}
         seen = watch.seq
@@ -504,6 +512,43 @@ class Reconciler:
             run.health[ref] = health
             run.bodies[ref] = body
         return True
+
+    @staticmethod
+    def _quota_room(ready: list[_Unit], units: Mapping[str, _Unit], order: ReleaseOrder | None,
+                    watch: WatchedObjects | None, now: float) -> tuple[list[_Unit], list[_Unit]]:
+        """(those of `ready` to create now, those whose tenant's quota does not show room for
+        their GPUs yet): see reconcile/release.py.  Room is shared out in the plan's order of
+        starts among the ready intents of one namespace.  What the quota counts lags both
+        ways: an intent created a moment ago has no pods yet, one that ended still has its
+        pods counted; so the GPUs taken are the larger of the quota's count and the GPUs of
+        this apply's running intents there.  A quota the watch does not cover, or one that
+        says nothing of GPUs, holds nobody, nor does one that has not shown room within
+        QUOTA_WAIT_S."""
+        if watch is None or order is None or not order.gpus:
+            return ready, []
+        go: list[_Unit] = []
+        short: list[_Unit] = []
+        running: dict[str, int] = {}
+        for r in units.values():
+            if r.state is _State.RUNNING and r.intent is not None and order.gpus.get(r.intent):
+                ns = _job_namespace(r)
+                if ns is not None:
+                    running[ns] = running.get(ns, 0) + order.gpus[r.intent]
+        given: dict[str, int] = {}
+        for u in sorted(ready, key=lambda u: (order.starts.get(u.intent or "", 0), u.sort_key())):
+            need = order.gpus.get(u.intent, 0) if u.intent is not None else 0
+            ns = _job_namespace(u)
+            covered, quota = (False, None) if not need or ns is None else \
+                watch.lookup(ObjectRef("v1", "ResourceQuota", ns, QUOTA_NAME))
+            room = gpu_room(quota, running.get(ns or "", 0)) if covered else None
+            if room is not None and ns is not None:
+                u.quota_since = now if u.quota_since is None else u.quota_since
+                if room - given.get(ns, 0) < need and now - u.quota_since < QUOTA_WAIT_S:
+                    short.append(u)
+                    continue
+                given[ns] = given.get(ns, 0) + need
+            go.append(u)
+        return go, short
 
     @staticmethod
     def _ready(u: _Unit, units: Mapping[str, _Unit], order: ReleaseOrder | None, open_step: int) -> bool:
@@ -812,6 +857,7 @@ class _Unit:
         self.said: set[str] = set()
         self.message = ""
         self.blockers: tuple[str, ...] = ()
+        self.quota_since: float | None = None     # ready since, waiting for its tenant's quota to show room
 
     def sort_key(self) -> tuple[int, str]:
         return self.step, self.key
@@ -828,6 +874,11 @@ class _Run:
         self.bodies: dict[ObjectRef, Mapping[str, Any] | None] = {}
         self.found: set[ObjectRef] = set()
         self.written = False
+
+
+def _job_namespace(u: _Unit) -> str | None:
+    """The namespace of the unit's Jobs (its tenant's), None for a unit without one."""
+    return next((p.ref.namespace for p in u.pairs if p.ref.kind == "Job"), None)
 
 
 def _step(p: Pair) -> int:

@@ -43,9 +43,10 @@ from intentc.reconcile.health import PodRecord
 
 log = logging.getLogger("intentc.reconcile")
 
-# The kinds whose health `apply --wait` waits on and learns from a watch; the others
-# (Deployments, Services) are read once per poll interval.
-WATCHED_KINDS = frozenset({("batch/v1", "Job")})
+# The kinds whose health `apply --wait` waits on and learns from a watch (the others,
+# Deployments and Services, are read once per poll interval), and the tenants' quotas, whose
+# room a release waits for (reconcile/release.py, `gpu_room`).
+WATCHED_KINDS = frozenset({("batch/v1", "Job"), ("v1", "ResourceQuota")})
 # The pods of those Jobs (`job_pods`): every pod template intentc renders carries the intent label.
 POD_KIND = ("v1", "Pod")
 POD_SELECTOR = INTENT_LABEL
@@ -151,6 +152,14 @@ class WatchedObjects:
     def start(self) -> WatchedObjects:
         for s in self._streams.values():
             s.thread.start()
+        return self
+
+    def listed(self, timeout: float) -> WatchedObjects:
+        """Wait up to `timeout` seconds for every stream's first list: until then the caller
+        reads the objects itself, and a quota not seen yet holds nobody (sync's quota gate)."""
+        with self._cond:
+            self._cond.wait_for(lambda: all(s.live for s in self._streams.values()) or self.stopped.is_set(),
+                                max(0.0, timeout))
         return self
 
     def close(self) -> None:
