@@ -206,13 +206,14 @@ def measured(env: KubeEnv, namespaces: list[str], claims: WatchRecorder | None) 
 
 
 def quota_refusals(env: KubeEnv, namespaces: list[str]) -> int:
-    """Pod creations the namespaces' ResourceQuota refused (the Job controller's FailedCreate
-    events): a pod created before the quota controller counted its predecessor's end waits
-    for the Job controller's backoff."""
+    """Creations the namespaces' ResourceQuota refused: pods (the Job controller's FailedCreate
+    events) and, under dra, their ResourceClaims (the claim controller's
+    FailedResourceClaimCreation).  Each is retried after a backoff that doubles from a second."""
     count = 0
     for ns in namespaces:
         for e in env.kubectl_json("get", "events", "-n", ns)["items"]:
-            if e.get("reason") == "FailedCreate" and "exceeded quota" in str(e.get("message", "")):
+            if e.get("reason") in ("FailedCreate", "FailedResourceClaimCreation") \
+                    and "exceeded quota" in str(e.get("message", "")):
                 count += int(e.get("count") or 1)
     return count
 

@@ -427,15 +427,20 @@ def test_what_the_render_target_creates(repo: git.Repo, monkeypatch: pytest.Monk
         doc = json.loads(res.stdout)
         assert doc["target"] == target
         found[target] = {c["intent"]: c["objects"] for c in doc["creates"]}
-    assert found["device-plugin"] == {"train": ["Job team-a/train"]}
-    assert found["dra"] == {"train": ["ResourceClaimTemplate team-a/train-gpus", "Job team-a/train"]}
+    # a training Job and the suspended steps of its fallback chain (docs/failure-fallback.md)
+    steps = ["Job team-a/train", "Job team-a/train-fallback-chunk", "Job team-a/train-fallback-power"]
+    assert found["device-plugin"] == {"train": steps}
+    assert found["dra"] == {"train": ["ResourceClaimTemplate team-a/train-fallback-chunk-gpus",
+                                      "ResourceClaimTemplate team-a/train-fallback-power-gpus",
+                                      "ResourceClaimTemplate team-a/train-gpus", *steps]}
     assert found["kueue"] == {"train": ["Job team-a/train"]}
     res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "-t", "topo.yaml",
                               "--render-target", "dra", "-o", "markdown"])
     assert "What `dra` creates:" in res.stdout
-    assert "| `train` | `ResourceClaimTemplate team-a/train-gpus`, `Job team-a/train` |" in res.stdout
+    assert "| `train` | `ResourceClaimTemplate team-a/train-fallback-chunk-gpus`, " in res.stdout
     res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--head", "HEAD", "--render-target", "dra"])
-    assert "objects (dra):\n  train: Job team-a/train" in res.stdout, "no topology: no plan, no device claim"
+    assert "objects (dra):\n  train: Job team-a/train\n" in res.stdout, \
+        "no topology: no plan, no device claim, no GPU fallback steps"
     res = runner.invoke(app, ["diff", "--base", "HEAD~1", "--render-target", "slurm"])
     assert res.exit_code == 2 and "unknown render target 'slurm'" in res.output
 # --------------------------------------------------------------------------
