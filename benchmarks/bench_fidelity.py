@@ -29,6 +29,9 @@ inventory target), once as intentc releases intents now (each when its
 own prerequisites end) and once with the previous whole-wave release — the
 baseline, reachable only through apply's hidden `--release waves`
 (reconcile/release.py), in the same run, on the same cluster.  `--modes
+daemon` commits the same intents to a git repository and lets `intentc
+daemon` (git mode, polling every second, leader election on) roll them out
+instead, until every planned Job has ended.  `--modes
 intents,poll` compares per-intent release as it learns that Jobs ended —
 from a watch (reconcile/watched.py) — with the same release reading them
 once a second instead (apply's hidden `--release poll`, the behaviour
@@ -85,6 +88,7 @@ SEED = 40
 TARGETS = ("device-plugin", "kueue", "dra")
 SHAPES = ("chain", "fanout", "mix")
 MODES = ("intents", "waves")          # waves: the baseline (apply --release waves, hidden)
+# daemon: the same intents committed to git and rolled out by `intentc daemon` (git mode)
 # poll: per intent, Jobs read once a second (apply --release poll); edges: per intent on the graph's
 # edges alone, Kueue ordering the rest itself (apply --release edges, the kueue target before)
 BASELINES = ("waves", "poll", "edges")
@@ -316,9 +320,13 @@ def run_one(env: KubeEnv, work: Path, shape: str, size: int, target: str, mode: 
     # an apply that cannot finish (work the cluster never admits) is cut off at twice the
     # planned makespan plus a minute, and what ran until then is measured
     limit = 2 * result.plan.metrics.makespan_s / 3600 * ms_per_hour / 1000 + 60
-    used = measure(cmd, ok=(0, 1), stdout=True, timeout=limit)
-    printed = used.pop("stdout").decode()
-    doc = json.loads(printed[printed.find("{"):]) if "{" in printed else {}
+    if mode == "daemon":
+        used, doc = follow_with_daemon(env, work, repo, topo, p, target, limit, namespaces,
+                                       {x.intent for x in result.plan.placements if x.end_s is not None})
+    else:
+        used = measure(cmd, ok=(0, 1), stdout=True, timeout=limit)
+        printed = used.pop("stdout").decode()
+        doc = json.loads(printed[printed.find("{"):]) if "{" in printed else {}
     for ns in namespaces:        # apply counts a Job done from its pods, a second before the
         recorded_jobs(env, ns)   # Job controller records its completionTime, which is read here
     if claims is not None:
@@ -340,6 +348,42 @@ def run_one(env: KubeEnv, work: Path, shape: str, size: int, target: str, mode: 
     return row
 
 
+def follow_with_daemon(env: KubeEnv, work: Path, repo: Path, topo: Path, target_name: str, target: str,
+                       limit: float, namespaces: list[str], planned: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The intents committed to a git repository that `intentc daemon` follows (git mode, as
+    its Deployment runs: polling every second, leader election on): what its first rollout
+    did, until every planned intent's Job has ended or `limit` seconds passed."""
+    import git
+
+    from tests.daemon_proc import DaemonProc
+
+    (repo / "cluster.yaml").write_text(topo.read_text())
+    g = git.Repo.init(repo, initial_branch="main")
+    g.index.add(["intents/main.intent", "cluster.yaml"])
+    actor = git.Actor("bench", "bench@example.com")
+    g.index.commit("intents", author=actor, committer=actor)
+    began, load_before = time.monotonic(), loadavg()
+    daemon = DaemonProc(target_name, repo, target_name, env.kubeconfig, work, "--render-target", target,
+                        "--only-topology-nodes", "--metrics-listen=", topology="cluster.yaml")
+    ended = False
+    try:
+        while time.monotonic() - began < limit and daemon.proc.poll() is None:
+            jobs = [j for ns in namespaces for j in env.kubectl_json("get", "jobs", "-n", ns)["items"]
+                    if FALLBACK_OF not in (j["metadata"].get("annotations") or {})]
+            done = {j["metadata"]["labels"][INTENT_LABEL] for j in jobs
+                    if any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
+                           for c in (j.get("status") or {}).get("conditions") or [])}
+            if planned <= done:
+                ended = True
+                break
+            time.sleep(1)
+    finally:
+        code = daemon.stop()
+    used = {"exit": code, "timed_out": not ended, "wall_s": round(time.monotonic() - began, 3), "cpu_s": None,
+            "load_before": load_before, "load_after": loadavg()}
+    return used, {"result": "succeeded" if ended else "not finished", "message": ""}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smoke", action="store_true", help="small shapes (6 / 9 / 24 intents)")
@@ -347,8 +391,9 @@ def main() -> None:
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--targets", default=",".join(TARGETS))
     ap.add_argument("--modes", default=",".join(MODES),
-                    help="intents, waves (whole-wave baseline), poll (per intent, polling baseline), "
-                         "edges (per intent on graph edges only: Kueue's own order)")
+                    help="intents, daemon (intentc daemon in git mode), waves (whole-wave baseline), "
+                         "poll (per intent, polling baseline), edges (per intent on graph edges only: "
+                         "Kueue's own order)")
     ap.add_argument("--out", default="bench_fidelity", help="results name (benchmarks/results/NAME.json)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in the results file (same scale) and run only the others")
