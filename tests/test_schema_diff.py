@@ -406,3 +406,117 @@ def test_a_maybe_that_breaks_a_real_document_is_err(tmp_path: Path, monkeypatch:
     assert res.exit_code == 1
     assert "ERR SD502 pattern-changed" in res.output and "intents/doc.yaml:5:" in res.output
     assert "now invalid" in res.output and "makes documents of the base invalid" in res.output
+
+
+# --------------------------------------------------------------------------
+# Organisation rules (policies/ `rules:`, docs/rules.md)
+# --------------------------------------------------------------------------
+
+RULE_INTENTS = """\
+tenant team-x { tier: gold }
+
+intent train {
+  trigger: on push
+  action: training image "ghcr.io/acme/train:1.0"
+  context: tenant team-x
+  constraints: gpus 2, duration 12h
+}
+
+intent tool {
+  trigger: on push
+  action: batch image "ghcr.io/acme/tool:1.0"
+  context: tenant team-x
+}
+"""
+
+ORG_BASE = """\
+apiVersion: intentc.dev/v1alpha1
+kind: Policy
+metadata: {name: org}
+spec:
+  rules:
+    - name: no-latest-images
+      expression: '!intent.image.endsWith(":latest")'
+      message: images are pinned to a version
+"""
+
+# the head: one rule changed (it fails nobody new), one added that fails `tool`
+ORG_HEAD = ORG_BASE.replace("endsWith(\":latest\")'", "endsWith(\":latest\") && intent.image != \"\"'") + """\
+    - name: no-batch
+      expression: intent.kind != "batch"
+      message: batch work runs elsewhere
+"""
+
+
+def rules_repo(tmp_path: Path) -> Path:
+    repo = git.Repo.init(tmp_path / "repo")
+    schema = schema_text({"properties": {"a": {}}})
+    commit(repo, {"schemas/thing.schema.json": schema, "intents/all.intent": RULE_INTENTS,
+                  "policies/org.yaml": ORG_BASE}, "base")
+    commit(repo, {"policies/org.yaml": ORG_HEAD}, "head")
+    return Path(repo.working_tree_dir or ".")
+
+
+def test_cli_rule_changes_and_the_intents_they_newly_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No schema changes, yet the head adds a rule that the base's `tool` fails: ERR, and
+    `--fail-on ERR` fails until it is acknowledged; the reworded rule is INFO."""
+    monkeypatch.chdir(rules_repo(tmp_path))
+    args = ["schema-diff", "--base", "HEAD~1", "--head", "HEAD"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1, res.output
+    lines = res.stdout.splitlines()
+    added = next(n for n, line in enumerate(lines) if "SR001" in line)
+    assert lines[added].startswith("policies/org.yaml:9:") and \
+        "ERR SR001 organisation-rule-added: rule no-batch added" in lines[added]
+    assert "newly fails 1 intent of the base revision" in lines[added + 1]
+    assert lines[added + 2].strip().startswith("intents/all.intent:") and "intent tool (E1030)" in lines[added + 2]
+    changed = next(line for line in lines if "SR002" in line)
+    assert "INFO SR002 organisation-rule-changed: rule no-latest-images:" in changed
+    assert lines[-1].startswith("1 ERR, 0 WARN, 1 INFO;")
+
+    data = json.loads(runner.invoke(app, [*args, "-o", "json"]).stdout)
+    assert data["findings"] == [] and data["counts"] == {"ERR": 1, "WARN": 0, "INFO": 1} and data["failing"] == 1
+    by_name = {r["name"]: r for r in data["rules"]}
+    assert (by_name["no-batch"]["status"], by_name["no-batch"]["severity"]) == ("added", "ERR")
+    assert [(f["intent"], f["code"], f["file"]) for f in by_name["no-batch"]["newly_fails"]] == \
+        [("tool", "E1030", "intents/all.intent")]
+    assert (by_name["no-latest-images"]["status"], by_name["no-latest-images"]["severity"],
+            by_name["no-latest-images"]["newly_fails"]) == ("changed", "INFO", [])
+
+    assert runner.invoke(app, [*args, "--fail-on", "INFO", "--ack", by_name["no-batch"]["fingerprint"]]).exit_code == 1
+    fps = [r["fingerprint"] for r in data["rules"]]
+    assert runner.invoke(app, [*args, "--ack", fps[0]]).exit_code == 0
+    acked = runner.invoke(app, [*args, "--fail-on", "INFO", *(a for fp in fps for a in ("--ack", fp))])
+    assert acked.exit_code == 0 and "(acknowledged)" in acked.stdout
+
+    md = runner.invoke(app, [*args, "-o", "markdown"]).stdout
+    assert "#### Organisation rules" in md and "| ERR | `SR001` organisation-rule-added |" in md
+    gh = runner.invoke(app, [*args, "-o", "github"]).stdout
+    assert gh.startswith("::error file=policies/org.yaml,line=9")
+    sarif = json.loads(runner.invoke(app, [*args, "-o", "sarif"]).stdout)["runs"][0]
+    result = next(r for r in sarif["results"] if r["ruleId"] == "SR001")
+    assert result["level"] == "error" and result["relatedLocations"][0]["physicalLocation"][
+        "artifactLocation"]["uri"] == "intents/all.intent"
+
+
+def test_rule_fingerprint_survives_moving_the_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule moved to another line (or file) keeps its fingerprint, so an acknowledgement carries."""
+    root = rules_repo(tmp_path)
+    monkeypatch.chdir(root)
+    args = ["schema-diff", "--base", "HEAD~1", "--head", "HEAD", "-o", "json"]
+    before = json.loads(runner.invoke(app, args).stdout)["rules"]
+    commit(git.Repo(root), {"policies/org.yaml": "# reviewed\n" + ORG_HEAD}, "moved")
+    after = json.loads(runner.invoke(app, ["schema-diff", "--base", "HEAD~2", "--head", "HEAD", "-o", "json"]
+                                      ).stdout)["rules"]
+    assert [r["fingerprint"] for r in before] == [r["fingerprint"] for r in after]
+    assert [r["line"] for r in before] != [r["line"] for r in after]
+
+
+def test_cli_head_rule_that_does_not_load_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left out, the broken rule would read as removed (INFO) and pass: a usage error instead."""
+    root = rules_repo(tmp_path)
+    commit(git.Repo(root), {"policies/org.yaml": ORG_HEAD.replace('intent.kind != "batch"', "intnet.kind != 1")},
+           "broken")
+    monkeypatch.chdir(root)
+    res = runner.invoke(app, ["schema-diff", "--base", "HEAD~2", "--head", "HEAD"])
+    assert res.exit_code == 2 and "E1031" in res.output

@@ -191,6 +191,7 @@ def schema_diff(
     from intentc.diff.schema_report import parse_acknowledgements
     from intentc.diff.schema_report import schema_diff as run_schema_diff
     from intentc.diff.schema_rules import Level
+    from intentc.policy import BUILTIN
     from intentc.vcs import gitrepo
 
     try:
@@ -204,6 +205,8 @@ def schema_diff(
         base_schemas = gitrepo.read_tree(root, base_sha, schema_dirs, (".json",))
         head_schemas = gitrepo.read_tree(root, head_sha, schema_dirs, (".json",))
         documents = gitrepo.read_tree(root, base_sha, doc_dirs, (".yaml", ".yml") + DSL_SUFFIXES)
+        # the organisation rules of each revision, found as `diff` (and `compile`) finds them
+        base_rules, head_rules = _policies_at(root, base_sha, doc_dirs), _policies_at(root, head_sha, doc_dirs)
     except gitrepo.GitError as exc:
         usage_error(str(exc))
     acknowledged = set(ack)
@@ -216,10 +219,14 @@ def schema_diff(
         except OSError as exc:
             usage_error(f"cannot read {ack_file}: {exc.strerror or exc}")
     report = run_schema_diff(base_schemas, head_schemas, documents, base_label, head_label,
-                             frozenset(acknowledged))
+                             frozenset(acknowledged), base_policies=base_rules.get("policies", BUILTIN),
+                             head_policies=head_rules.get("policies", BUILTIN))
     threshold = Level(fail_on.value)
-    if report.diagnostics:
-        emit_diagnostics(list(report.diagnostics), OutputFormat.TEXT, {}, to_stderr=True)
+    # a head rule that does not load is left out and would read as "removed": exit 2, as `diff` does
+    broken = [d for d in head_rules.get("policy_findings", ()) if d.is_error]
+    if report.diagnostics or broken:
+        emit_diagnostics(list(report.diagnostics) + broken, OutputFormat.TEXT,
+                         head_rules.get("policy_texts", {}), to_stderr=True)
         raise typer.Exit(EXIT_USAGE)
     typer.echo(render_schema_report(report, format.value, threshold), nl=False)
     raise typer.Exit(EXIT_FINDINGS if report.failing(threshold) else EXIT_OK)

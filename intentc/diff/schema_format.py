@@ -1,5 +1,9 @@
 """Views of a `SchemaReport`: text for terminals, JSON for tools, markdown
-for a pull-request comment, GitHub workflow commands for inline annotations."""
+for a pull-request comment, GitHub workflow commands for inline annotations.
+
+Every view shows the organisation-rule changes (`RuleEntry`) after the schema
+findings, with the same severity words, fingerprints and acknowledgement marks,
+so a reviewer reads and acknowledges both the same way."""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ import json
 from intentc.diagnostics import Span
 from intentc.diff.schema_impact import Affected
 from intentc.diff.schema_refs import canonical_json
-from intentc.diff.schema_report import Entry, SchemaReport
+from intentc.diff.cel_diff import NewlyFailing
+from intentc.diff.rules import RuleStatus
+from intentc.diff.schema_report import Entry, RuleEntry, SchemaReport
 from intentc.diff.schema_rules import Level
 
 SHOWN_DOCUMENTS = 10     # per finding, in text and markdown; JSON lists all of them
@@ -68,6 +74,40 @@ def _doc_line(e: Entry, a: Affected) -> str:
     return f"{a.file}:{a.line}:{a.column}: {a.kind} {a.name} ({a.at}){mark}"
 
 
+def _rule_where(r: RuleEntry) -> str:
+    if r.span is None:
+        return "policies"
+    return f"{r.span}" + (" (base)" if r.change.status is RuleStatus.REMOVED else "")
+
+
+def _rule_message(r: RuleEntry) -> str:
+    c = r.change
+    if c.status is RuleStatus.CHANGED:
+        return f"rule {c.name}: {c.old} -> {c.new}"
+    return f"rule {c.name} {c.status.value}: {c.new if c.status is RuleStatus.ADDED else c.old}"
+
+
+def _rule_affects(r: RuleEntry) -> str:
+    n = len(r.change.newly_fails)
+    return f"newly fails {n} intent{'s' if n != 1 else ''} of the base revision"
+
+
+def _failing_line(f: NewlyFailing) -> str:
+    return f"{f.span}: intent {f.intent} ({f.code})"
+
+
+def _text_rules(report: SchemaReport) -> list[str]:
+    out = []
+    for r in report.rules:
+        ack = " (acknowledged)" if r.acknowledged else ""
+        out.append(f"{_rule_where(r)}: {r.level.value} {r.rule.id} {r.rule.name}: {_rule_message(r)}{ack}")
+        out.append(f"  fingerprint {r.fingerprint}; {_rule_affects(r)}")
+        out += [f"    {_failing_line(f)}" for f in r.change.newly_fails[:SHOWN_DOCUMENTS]]
+        if len(r.change.newly_fails) > SHOWN_DOCUMENTS:
+            out.append(f"    ... and {len(r.change.newly_fails) - SHOWN_DOCUMENTS} more")
+    return out
+
+
 def format_text(report: SchemaReport, threshold: Level) -> str:
     out: list[str] = [f"schema-diff {report.base}..{report.head}"]
     for e in report.entries:
@@ -84,6 +124,7 @@ def format_text(report: SchemaReport, threshold: Level) -> str:
             out.append(f"    {_doc_line(e, a)}")
         if len(e.affected) > SHOWN_DOCUMENTS:
             out.append(f"    ... and {len(e.affected) - SHOWN_DOCUMENTS} more")
+    out += _text_rules(report)
     counts = report.counts()
     failing = len(report.failing(threshold))
     out.append(f"{counts['ERR']} ERR, {counts['WARN']} WARN, {counts['INFO']} INFO; "
@@ -122,6 +163,21 @@ def to_json_obj(report: SchemaReport, threshold: Level) -> dict[str, object]:
             "affected": [{"file": a.file, "line": a.line, "column": a.column, "kind": a.kind,
                           "name": a.name, "at": a.at, "breaks": a.breaks} for a in e.affected],
         } for e in report.entries],
+        "rules": [{
+            "rule": r.rule.id,
+            "name": r.change.name,
+            "status": r.change.status.value,
+            "severity": r.level.value,
+            "old": r.change.old,
+            "new": r.change.new,
+            "file": r.span.file if r.span else None,
+            "line": r.span.line if r.span else None,
+            "column": r.span.column if r.span else None,
+            "fingerprint": r.fingerprint,
+            "acknowledged": r.acknowledged,
+            "newly_fails": [{"intent": f.intent, "code": f.code, "file": f.span.file, "line": f.span.line,
+                             "column": f.span.column} for f in r.change.newly_fails],
+        } for r in report.rules],
     }
 
 
@@ -133,6 +189,29 @@ def _md(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+_ACK_NOTE = ("To acknowledge a finding, add its fingerprint to the acknowledgement file "
+             "(`--ack-file`); it then no longer fails the check, on this commit or later ones.")
+
+
+def _markdown_rules(report: SchemaReport) -> list[str]:
+    """The organisation-rule changes: a table, and the intents each newly fails."""
+    if not report.rules:
+        return []
+    out = ["", "#### Organisation rules", "", "| severity | rule | where | change | newly fails | fingerprint |",
+           "|---|---|---|---|---|---|"]
+    for r in report.rules:
+        sev = r.level.value + (" (ack)" if r.acknowledged else "")
+        out.append(f"| {sev} | `{r.rule.id}` {r.rule.name} | `{_md(_rule_where(r))}` | {_md(_rule_message(r))} | "
+                   f"{len(r.change.newly_fails)} | `{r.fingerprint}` |")
+    for r in report.rules:
+        if r.change.newly_fails:
+            out += ["", f"**{r.rule.id} rule `{r.change.name}`** {_rule_affects(r)}:", ""]
+            out += [f"- `{f.span}` intent `{f.intent}` ({f.code})" for f in r.change.newly_fails[:SHOWN_DOCUMENTS]]
+            if len(r.change.newly_fails) > SHOWN_DOCUMENTS:
+                out.append(f"- \u2026 and {len(r.change.newly_fails) - SHOWN_DOCUMENTS} more")
+    return out
+
+
 def format_markdown(report: SchemaReport, threshold: Level) -> str:
     counts = report.counts()
     failing = report.failing(threshold)
@@ -141,9 +220,12 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
                 f"{counts['INFO']} INFO ({len(failing)} at or above {threshold.value}, "
                 f"{report.documents_checked} documents of the base checked)")
     out = ["<!-- intentc:schema-diff -->", f"### {icon} intentc schema-diff", headline, ""]
-    if not report.entries:
+    if not report.entries and not report.rules:
         out.append("No schema changes.")
         return "\n".join(out) + "\n"
+    if not report.entries:
+        out.append("No schema changes.")
+        return "\n".join(out + _markdown_rules(report) + ["", _ACK_NOTE]) + "\n"
     out += ["| severity | rule | where | change | documents | fingerprint |", "|---|---|---|---|---|---|"]
     for e in report.entries:
         f = e.finding
@@ -168,8 +250,8 @@ def format_markdown(report: SchemaReport, threshold: Level) -> str:
                 out.append(f"- \u2026 and {len(e.affected) - SHOWN_DOCUMENTS} more")
             out.append("")
         out.append("</details>")
-    out += ["", ("To acknowledge a finding, add its fingerprint to the acknowledgement file "
-                 "(`--ack-file`); it then no longer fails the check, on this commit or later ones.")]
+    out += _markdown_rules(report)
+    out += ["", _ACK_NOTE]
     return "\n".join(out) + "\n"
 
 
@@ -192,6 +274,14 @@ def format_github(report: SchemaReport, threshold: Level) -> str:
             msg += f"\n{a.file}:{a.line}:{a.column} {a.kind} {a.name} ({a.at}){mark}"
         at = Span.point(f.schema, e.line, e.column) if f.side == "head" else None
         out.append(gh.command(kind, msg, at, f"{f.rule.id} {f.rule.name}", end=False))
+    for r in report.rules:
+        kind = gh.Level.NOTICE if r.acknowledged else kinds[r.level]
+        msg = f"{_rule_message(r)}; {_rule_affects(r)} (fingerprint {r.fingerprint})"
+        for n in r.change.newly_fails[:SHOWN_DOCUMENTS]:
+            msg += f"\n{_failing_line(n)}"
+        # a removed rule is written in the base only: nothing on the pull request's files to annotate
+        where = r.span if r.change.status is not RuleStatus.REMOVED else None
+        out.append(gh.command(kind, msg, where, f"{r.rule.id} {r.rule.name}", end=False))
     return gh.lines(out)
 
 
@@ -205,7 +295,8 @@ def format_sarif(report: SchemaReport, threshold: Level) -> str:
     from intentc.diagnostics import sarif_log
 
     levels = {Level.ERR: "error", Level.WARN: "warning", Level.INFO: "note"}
-    fired = sorted({e.finding.rule.id: e.finding.rule for e in report.entries}.items())
+    fired = sorted({**{e.finding.rule.id: e.finding.rule for e in report.entries},
+                    **{r.rule.id: r.rule for r in report.rules}}.items())
     index = {rule_id: n for n, (rule_id, _) in enumerate(fired)}
     rules = [{"id": rule_id, "name": rule.name, "shortDescription": {"text": rule.summary},
               "defaultConfiguration": {"level": levels[rule.level]}} for rule_id, rule in fired]
@@ -233,6 +324,27 @@ def format_sarif(report: SchemaReport, threshold: Level) -> str:
         if e.acknowledged:
             result["suppressions"] = [{"kind": "external", "justification": "acknowledged (--ack / --ack-file)"}]
         results.append(result)
+    for r in report.rules:
+        rule_result: dict[str, object] = {
+            "ruleId": r.rule.id, "ruleIndex": index[r.rule.id], "level": levels[r.level],
+            "message": {"text": f"{_rule_message(r)}; {_rule_affects(r)}"},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": r.span.file},
+                                                "region": {"startLine": r.span.line, "startColumn": r.span.column}},
+                           "logicalLocations": [{"fullyQualifiedName": r.change.name}]}] if r.span else [],
+            "partialFingerprints": {"intentcSchemaFinding/v1": r.fingerprint},
+            "properties": {"side": "base" if r.change.status is RuleStatus.REMOVED else "head",
+                           "documents": len(r.change.newly_fails),
+                           "failing": not r.acknowledged and r.level.rank >= threshold.rank},
+        }
+        if r.change.newly_fails:
+            rule_result["relatedLocations"] = [
+                {"id": n, "message": {"text": f"intent {f.intent} newly fails it ({f.code})"},
+                 "physicalLocation": {"artifactLocation": {"uri": f.span.file},
+                                      "region": {"startLine": f.span.line, "startColumn": f.span.column}}}
+                for n, f in enumerate(r.change.newly_fails)]
+        if r.acknowledged:
+            rule_result["suppressions"] = [{"kind": "external", "justification": "acknowledged (--ack / --ack-file)"}]
+        results.append(rule_result)
     return sarif_log(rules, results, __version__)
 
 
