@@ -27,12 +27,13 @@ def test_apply_writes_every_object(tmp_path: Path) -> None:
 
     run_bench(tmp_path, "bench_apply", "--tenants", "2", "--intents", "20", "--noop-runs", "1")
     doc = result(tmp_path, "bench_apply")
-    assert doc["objects"] == expected_objects(2, 20) == 30 and doc["problems"] == []
+    # 6 per-tenant objects, 4 PriorityClasses, 20 Jobs and the power-capped fallback step of the one GPU Job
+    assert doc["objects"] == expected_objects(2, 20) == 31 and doc["problems"] == []
     runs = doc["runs"]
     assert set(runs) == {"kubectl", "reconciler", "cli"}
-    assert all(r["first_writes"] >= 30 for r in runs.values())
+    assert all(r["first_writes"] >= 31 for r in runs.values())
     assert runs["reconciler"]["noop_writes"] == runs["cli"]["noop_writes"] == 0
-    assert runs["kubectl"]["noop_writes"] == 30                 # the baseline writes every object again
+    assert runs["kubectl"]["noop_writes"] == 31                 # the baseline writes every object again
 
 
 def test_drift_on_a_real_server(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import pytest
 
 from intentc.pipeline import compile_paths
 from intentc.render.capabilities import KubeVersion
+from intentc.render.fallback import FALLBACK_OF
 from tests.conftest import _control_plane
 from tests.kube_env import SKIP_MESSAGE, KubeEnv, assets_dir
 from tests.kube_nodes import add_topology
@@ -97,7 +98,9 @@ class Case:
         return code, doc
 
     def jobs(self) -> dict[str, dict[str, Any]]:
-        return {j["metadata"]["labels"]["intentc.dev/intent"]: j for j in recorded_jobs(self.env, self.tenant)}
+        """Each intent's Job (not the suspended steps of its fallback chain)."""
+        return {j["metadata"]["labels"]["intentc.dev/intent"]: j for j in recorded_jobs(self.env, self.tenant)
+                if FALLBACK_OF not in (j["metadata"].get("annotations") or {})}
 
     def pod_phases(self, intent: str) -> set[str]:
         pods = self.env.kubectl_json("get", "pods", "-n", self.tenant, "-l", f"intentc.dev/intent={intent}")["items"]

@@ -181,7 +181,9 @@ def test_changed_intent_rewrites_only_its_objects(ws: Workspace) -> None:
     third_sha = ws.edit("pipeline.intent", lambda t: t.replace("eval:1.0", "eval:1.1"))
     code, doc, out = ws.apply("--no-wait")
     assert code == 0, out
-    assert {k: a for k, a in actions(doc).items() if a != "unchanged"} == {f"Job {ws.beta}/evaluate": "replace"}
+    # with the suspended steps of its fallback chain, whose templates carry the image too
+    assert {k: a for k, a in actions(doc).items() if a != "unchanged"} == {
+        f"Job {ws.beta}/{n}": "replace" for n in ("evaluate", "evaluate-fallback-chunk", "evaluate-fallback-power")}
     final = ws.live()
     assert final[f"Job {ws.beta}/evaluate"]["metadata"]["uid"] != after[f"Job {ws.beta}/evaluate"]["metadata"]["uid"]
     assert commits(final)[f"Job {ws.beta}/evaluate"] == third_sha
@@ -224,8 +226,8 @@ def test_prune_removes_exactly_the_deleted_intent(ws: Workspace) -> None:
     assert code == 0, out
     acts = actions(doc)
     assert {k for k, a in acts.items() if a == "prune" and not k.startswith("PriorityClass")} == {
-        f"Job {ws.beta}/evaluate", f"Deployment {ws.beta}/serve", f"Service {ws.beta}/serve",
-        f"ResourceQuota {ws.beta}/intentc-tenant-quota"}
+        f"Job {ws.beta}/evaluate", f"Job {ws.beta}/evaluate-fallback-chunk", f"Job {ws.beta}/evaluate-fallback-power",
+        f"Deployment {ws.beta}/serve", f"Service {ws.beta}/serve", f"ResourceQuota {ws.beta}/intentc-tenant-quota"}
     assert acts[f"Namespace {ws.beta}"] == "orphan"
     kept = next(o for o in doc["objects"] if o["kind"] == "Namespace" and o["name"] == ws.beta)
     assert "ConfigMap hand-made" in kept["message"] and "ConfigMap lookalike" in kept["message"]
