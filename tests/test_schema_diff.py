@@ -23,6 +23,7 @@ from intentc.diff.schema_format import render
 from intentc.diff.schema_report import SchemaReport, parse_acknowledgements, schema_diff
 from intentc.diff.schema_rules import BY_NAME, RULES, Level, catalogue_markdown
 from intentc.vcs import gitrepo
+from tests.test_cel_rules import NO_LATEST
 
 ABSENT = object()          # the schema file does not exist on that side
 
@@ -429,16 +430,7 @@ intent tool {
 }
 """
 
-ORG_BASE = """\
-apiVersion: intentc.dev/v1alpha1
-kind: Policy
-metadata: {name: org}
-spec:
-  rules:
-    - name: no-latest-images
-      expression: '!intent.image.endsWith(":latest")'
-      message: images are pinned to a version
-"""
+ORG_BASE = NO_LATEST        # the base: one rule, no `latest` images (tests/test_cel_rules.py)
 
 # the head: one rule changed (it fails nobody new), one added that fails `tool`
 ORG_HEAD = ORG_BASE.replace("endsWith(\":latest\")'", "endsWith(\":latest\") && intent.image != \"\"'") + """\
