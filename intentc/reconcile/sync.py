@@ -71,6 +71,7 @@ from intentc.objectmeta import MANAGED_BY, MANAGED_BY_LABEL, ObjectRef
 
 REPLACEABLE_KINDS = frozenset({"Job"})     # immutable pod template: delete + create
 ROOM_POLL_S = 5.0                          # how often a wave that does not fit looks for room again
+LIST_WAIT_S = 5.0                          # at most this long for the release's watch to list first
 # Kinds checked before pruning a namespace: deleting it would take these along.
 # Not Secrets: listing them returns their data, and the daemon's role holds no
 # cluster-wide Secret read (SECURITY.md).
@@ -405,7 +406,7 @@ class Reconciler:
                       if (p.ref.api_version, p.ref.kind) in WATCHED_KINDS}
         if not self.opts.watch or not namespaces:
             return None
-        return WatchedObjects(self.client, namespaces).start().listed(self.opts.poll_interval)
+        return WatchedObjects(self.client, namespaces).start().listed(min(self.opts.poll_interval, LIST_WAIT_S))
 
     def _release(self, units: dict[str, _Unit], run: _Run, watch: WatchedObjects | None = None) -> str:
         """Create each intent's objects once its prerequisites are done (reconcile/release.py),
