@@ -81,10 +81,9 @@ def test_unreachable_and_slow_servers_end_within_the_timeout() -> None:
         return None
 
     with FakePrometheus(slow) as fake:
-        started = time.monotonic()
-        with pytest.raises(PrometheusError, match="cannot be queried"):
+        # the client's own timeout ends it (its message), not the server's late answer
+        with pytest.raises(PrometheusError, match="cannot be queried: timed out"):
             Prometheus(fake.url, timeout=0.5).query("up")
-        assert time.monotonic() - started < 2.5
 
 
 def test_an_observation_sends_the_three_templated_queries_at_one_instant() -> None:
