@@ -179,7 +179,9 @@ def measured(env: KubeEnv, namespaces: list[str], claims: WatchRecorder | None) 
                 continue
             intent = j["metadata"]["labels"][INTENT_LABEL]
             st = j.get("status") or {}
-            rec = out.setdefault(intent, {"start": [], "end": [], "nodes": set(), "admitted": [], "devices": set()})
+            rec = out.setdefault(intent, {"start": [], "end": [], "nodes": set(), "admitted": [], "devices": set(),
+                                          "created": []})
+            rec["created"].append(at(j["metadata"]["creationTimestamp"]))
             if st.get("startTime"):
                 rec["start"].append(at(st["startTime"]))
             if st.get("completionTime"):
@@ -232,8 +234,11 @@ def _owner_intent(w: dict[str, Any], known: dict[str, Any]) -> str | None:
 
 
 def compare(plan: Plan, within: dict[str, str], domains: dict[str, dict[str, str]], got: dict[str, Any],
-            ms_per_hour: int, target: str) -> dict[str, Any]:
-    """The cluster's run against the plan, in plan time."""
+            ms_per_hour: int, target: str, trace: bool = False) -> dict[str, Any]:
+    """The cluster's run against the plan, in plan time; with `trace`, per intent (latest
+    start first): planned start, Job created, Job started, planned end, Job completed, in
+    plan hours from the first start, so a late start shows whether apply released it late
+    (created) or the cluster started it late (started)."""
     scale = 3600.0 / (ms_per_hour / 1000.0)          # plan seconds per cluster second
     placed = {p.intent: p for p in plan.placements if p.end_s is not None}
     ran = {n: r for n, r in got.items() if n in placed and r["start"]}
@@ -277,6 +282,13 @@ def compare(plan: Plan, within: dict[str, str], domains: dict[str, dict[str, str
         "domain_agreement": round(len(same_domain) / len(scoped), 3) if scoped else None,
         "quantum_of_plan_s": round(scale, 1),
     }
+    if trace:
+        def hours(t: float | None) -> float | None:
+            return None if t is None else round((t - t0) * scale / 3600, 2)
+        rows = [[n, round(placed[n].start_s / 3600, 2), hours(min(ran[n]["created"], default=None)),
+                 hours(min(ran[n]["start"])), round((placed[n].end_s or 0) / 3600, 2),
+                 hours(max(ran[n]["end"], default=None))] for n in names]
+        out["trace"] = sorted(rows, key=lambda r: -((r[3] or 0) - r[1]))
     if target == "kueue":
         out["admitted"] = sum(1 for n in names if ran[n]["admitted"])
     if target == "dra":
@@ -292,7 +304,7 @@ def compare(plan: Plan, within: dict[str, str], domains: dict[str, dict[str, str
 
 
 def run_one(env: KubeEnv, work: Path, shape: str, size: int, target: str, mode: str, ms_per_hour: int,
-            run_id: int) -> dict[str, Any]:
+            run_id: int, trace: bool = False) -> dict[str, Any]:
     p = f"f{run_id:02d}"
     repo = work / p
     (repo / "intents").mkdir(parents=True)
@@ -344,7 +356,7 @@ def run_one(env: KubeEnv, work: Path, shape: str, size: int, target: str, mode: 
            "apply_message": str(doc.get("message", ""))[:300], "cluster_s": round(time.time() - began, 1),
            "kueue_pending": sorted({r["pending"] for r in got.values() if r.get("pending")})[:3],
            "quota_refusals": refused}
-    row.update(compare(result.plan, within, domains, got, ms_per_hour, target))
+    row.update(compare(result.plan, within, domains, got, ms_per_hour, target, trace))
     return row
 
 
@@ -397,6 +409,8 @@ def main() -> None:
     ap.add_argument("--out", default="bench_fidelity", help="results name (benchmarks/results/NAME.json)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in the results file (same scale) and run only the others")
+    ap.add_argument("--trace", action="store_true",
+                    help="record per intent: planned start, Job created, started, planned end, completed")
     args = ap.parse_args()
     assets = assets_dir()
     if assets is None:
@@ -424,7 +438,8 @@ def main() -> None:
                         n += 1
                         if (shape, target, mode) in done:
                             continue
-                        row = run_one(env, work, shape, sizes(args.smoke)[shape], target, mode, args.ms_per_hour, n)
+                        row = run_one(env, work, shape, sizes(args.smoke)[shape], target, mode, args.ms_per_hour, n,
+                                      args.trace)
                         rows.append(row)
                         print(json.dumps(row, sort_keys=True), flush=True)
                         write_results(args.out, document(args, rows))     # a cut-off run keeps what it had

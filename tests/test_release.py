@@ -13,7 +13,7 @@ from intentc.plan.live_occupancy import occupancy
 from intentc.plan.model import NodeAllocation, Placement
 from intentc.plan.planner import make_plan
 from intentc.plan.rebind import blocked, unfit
-from intentc.reconcile.release import gpu_predecessors, gpu_room, prerequisites, release_order
+from intentc.reconcile.release import gpu_predecessors, gpu_room, prerequisites, quota_predecessors, release_order
 from tests.render_cases import intent
 from tests.test_apply_live_unit import TOPOLOGY, node, within_node
 
@@ -39,6 +39,21 @@ def test_the_gpu_predecessor_is_the_intent_just_before_on_each_gpu() -> None:
         placed("e", "n2", (0,), 50, 60),           # overlaps d: no edge
     ])
     assert found == {"b": ("a",), "c": ("b",)}
+
+
+def test_a_quota_bound_tenants_intents_wait_for_those_it_starts_just_before() -> None:
+    """Per tenant with a GPU quota, in the plan's order of starts: each start group waits for
+    the last earlier one (not every earlier one: those are released in turn); intents of a
+    tenant without a quota, GPU-less and open-ended ones are not ordered."""
+    p = ir.Program(tenants=(ir.Tenant("team-a", quota_gpus=8), ir.Tenant("team-b")), intents=tuple(
+        intent(n, "team-b" if n.startswith("b") else "team-a") for n in ("a1", "a2", "a3", "a4", "cpu", "b1", "b2")))
+    plan = [placed("a1", "n1", (0,), 0, 10), placed("a2", "n2", (0,), 5, 9), placed("a3", "n3", (0,), 5, 20),
+            placed("a4", "n1", (1,), 30, 40), Placement("cpu", "team-a", (), (), start_s=1, end_s=2),
+            placed("b1", "n4", (0,), 0, 1), placed("b2", "n4", (0,), 3, 4)]
+    assert quota_predecessors(p, plan) == {"a2": ("a1",), "a3": ("a1",), "a4": ("a2", "a3")}
+    order = release_order(p, plan)
+    assert order.released_after("a4") == ("a2", "a3") and order.released_after("b2") == ()
+    assert release_order(p, plan, gpu_order=False).released_after("a4") == (), "the edges baseline: Kueue's order"
 
 
 def test_gpu_predecessors_hold_back_unless_asked_not_to() -> None:

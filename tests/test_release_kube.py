@@ -228,3 +228,36 @@ def test_an_intent_the_quota_holds_back_is_created_when_the_quota_has_counted_ro
     events = cluster.kubectl_json("get", "events", "-n", case.tenant)["items"]
     refused = [e["message"] for e in events if e.get("reason") == "FailedCreate" and "exceeded quota" in e["message"]]
     assert refused == []
+
+
+def classed(name: str, tenant: str, hours: int, product: str, sla: str) -> str:
+    return (f"intent {name} {{\n  trigger: on push\n  action: batch image \"registry.example/{name}:1\"\n"
+            f"  context: tenant {tenant}\n  constraints: cpu 1, memory 1Gi, gpus 8 x \"{product}\" within node, "
+            f"duration {hours}h, sla {sla}\n}}\n")
+
+
+QUOTA_ORDER = ("tenant {t}-b { tier: gold }\n"
+               + classed("hold", "{t}-b", 1, "H100-80GB", "P0") + classed("urgent", "{t}-a", 1, "H100-80GB", "P1")
+               + classed("backfill", "{t}-a", 3, "A100-80GB", "P3"))
+
+
+def test_an_intent_ready_early_does_not_take_the_quota_of_one_its_tenant_starts_first(cluster: KubeEnv,
+                                                                                     tmp_path: Path) -> None:
+    """Quota 8 GPUs.  Another tenant holds the only H100 node for an hour, so `urgent` (P1,
+    8 H100) starts then; `backfill` (P3, 8 A100, 3 h) could start at once on its idle node,
+    but would hold the quota `urgent` needs, so the plan starts it after `urgent`.  Neither
+    is the other's prerequisite or GPU predecessor: only the tenant's start order keeps
+    `backfill` from being created at once and `urgent` from waiting three hours for the
+    quota.  `backfill` is created after `urgent`, once `urgent`'s pod has ended."""
+    case = Case(tmp_path, cluster, 2, QUOTA_ORDER, quota=8, products=("H100-80GB", "A100-80GB"))
+    hold, urgent, backfill = (case.plan.placement(n) for n in ("hold", "urgent", "backfill"))
+    assert hold is not None and urgent is not None and backfill is not None
+    assert urgent.start_s == hold.end_s and backfill.start_s == urgent.end_s, case.plan.placements
+    code, doc, output = case.apply()
+    assert code == 0, output
+    jobs = case.jobs()
+    held = {j["metadata"]["name"]: j for j in recorded_jobs(cluster, f"{case.t}-b")}["hold"]
+    assert created(jobs["urgent"]) >= finished_at(cluster, f"{case.t}-b", "job-name=hold")
+    assert created(jobs["backfill"]) >= case.finished("urgent"), \
+        (jobs["urgent"]["metadata"]["creationTimestamp"], jobs["backfill"]["metadata"]["creationTimestamp"])
+    assert started(jobs["urgent"]) < completed(held) + MS_PER_HOUR / 1000, "urgent waited for nothing but `hold`"

@@ -24,7 +24,20 @@ daemon's rollouts) creates an intent's objects as soon as
   own order (priority, then creation) onto its own nodes, far from the
   forecast (docs/benchmarks.md, bench_fidelity).
 
-and, where the plan gives it GPUs, the tenant's ResourceQuota has room for
+and, where the plan gives it GPUs and its tenant has a GPU quota, every
+intent of that tenant that the plan starts earlier has been released
+(`quota_predecessors`).  An intent ready ahead of its planned start (its
+prerequisites and GPU predecessors ended, its GPUs idle) would otherwise take
+quota the plan gives to an intent of its tenant it starts earlier but whose
+own prerequisites have not ended yet; that one then waits for the early one
+to end, and its dependants and GPU successors with it: on the test bed's
+mix every start after the first few hours slipped, by up to 15 % of the
+makespan (docs/benchmarks.md, bench_fidelity).  So a quota-bound tenant's
+starts follow the plan's order.  Only the tenant's own intents are ordered:
+GPUs are ordered by the GPU predecessors, and tenants without a quota share
+nothing that the plan orders.
+
+And, where the plan gives it GPUs, the tenant's ResourceQuota has room for
 them *as the quota controller has counted it* (`gpu_room`).  The plan keeps
 every tenant within its quota at every instant, but the controller counts a
 pod's end (or, under `dra`, its claim's deletion) a moment after it
@@ -70,21 +83,27 @@ class ReleaseOrder:
 
     `prerequisites`: the graph's edges into it (must have succeeded);
     `predecessors`: the intents the plan runs just before it on its GPUs (must have
-    ended); `gpus`: how many GPUs the plan gives it (its tenant's quota must show room),
-    `starts`: when the plan starts it (the order the quota is shared out in).  `waves`: ignore both and release whole waves (the previous behaviour,
-    kept for rollbacks and as the fidelity benchmark's baseline)."""
+    ended); `quota_before`: the intents of its quota-bound tenant that the plan starts
+    last before it (must have been released); `gpus`: how many GPUs the plan gives it
+    (its tenant's quota must show room), `starts`: when the plan starts it (the order
+    the quota is shared out in).  `waves`: ignore all that and release whole waves (the
+    previous behaviour, kept for rollbacks and as the fidelity benchmark's baseline)."""
 
     prerequisites: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     predecessors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     waves: bool = False
     gpus: Mapping[str, int] = field(default_factory=dict)     # the plan's GPUs per intent
     starts: Mapping[str, int] = field(default_factory=dict)   # the plan's start per intent
+    quota_before: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def after(self, intent: str) -> tuple[str, ...]:
         return self.prerequisites.get(intent, ())
 
     def gpus_after(self, intent: str) -> tuple[str, ...]:
         return self.predecessors.get(intent, ())
+
+    def released_after(self, intent: str) -> tuple[str, ...]:
+        return self.quota_before.get(intent, ())
 
 
 WAVES = ReleaseOrder(waves=True)
@@ -121,6 +140,33 @@ def gpu_predecessors(placements: Iterable[Placement]) -> dict[str, tuple[str, ..
     return {k: tuple(sorted(v)) for k, v in sorted(out.items())}
 
 
+def quota_predecessors(program: ir.Program, placements: Iterable[Placement]) -> dict[str, tuple[str, ...]]:
+    """intent -> the intents of its tenant that the plan starts last before it, sorted, for
+    the GPU intents of tenants with a GPU quota.  Only the last earlier start: those are
+    released after the ones before them in turn, so the tenant's starts follow the plan's
+    order without an edge per pair.  Edges go from an earlier start to a later one."""
+    bound = {t.name for t in program.tenants if t.quota_gpus}
+    tenant_of = {i.name: i.tenant for i in program.intents}
+    by_tenant: dict[str, list[tuple[int, str]]] = {}
+    for p in placements:
+        tenant = tenant_of.get(p.intent)
+        if tenant in bound and p.allocations and p.end_s is not None:
+            by_tenant.setdefault(tenant, []).append((p.start_s, p.intent))
+    out: dict[str, tuple[str, ...]] = {}
+    for runs in by_tenant.values():
+        runs.sort()
+        before: list[str] = []          # the intents of the last earlier start
+        at: int | None = None
+        group: list[str] = []           # the intents starting at `at`
+        for start, name in runs:
+            if start != at:
+                before, group, at = (group or before), [], start
+            group.append(name)
+            if before:
+                out[name] = tuple(sorted(before))
+    return dict(sorted(out.items()))
+
+
 def release_order(program: ir.Program, placements: Iterable[Placement] | Mapping[str, Placement],
                   gpu_order: bool = True) -> ReleaseOrder:
     """The release order of `program` under its plan; `gpu_order`: GPU predecessors hold an
@@ -129,7 +175,8 @@ def release_order(program: ir.Program, placements: Iterable[Placement] | Mapping
     found = list(placements.values() if isinstance(placements, Mapping) else placements)
     gpus = {p.intent: n for p in found if (n := sum(len(a.gpus) for a in p.allocations))}
     return ReleaseOrder(prerequisites(program), gpu_predecessors(found) if gpu_order else {}, gpus=gpus,
-                        starts={p.intent: p.start_s for p in found if p.intent in gpus})
+                        starts={p.intent: p.start_s for p in found if p.intent in gpus},
+                        quota_before=quota_predecessors(program, found) if gpu_order else {})
 
 
 def gpu_room(quota: Mapping[str, Any] | None, taken: int = 0) -> int | None:
@@ -149,4 +196,4 @@ def gpu_room(quota: Mapping[str, Any] | None, taken: int = 0) -> int | None:
 
 
 __all__ = ["QUOTA_WAIT_S", "ReleaseOrder", "WAVES", "gpu_predecessors", "gpu_room", "prerequisites",
-           "release_order"]
+           "quota_predecessors", "release_order"]

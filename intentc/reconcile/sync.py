@@ -556,7 +556,8 @@ class Reconciler:
         if order is None or order.waves or u.intent is None:
             return u.step <= open_step
         return (all(units[n].state is _State.DONE for n in order.after(u.intent) if n in units)
-                and all(units[n].state in _ENDED for n in order.gpus_after(u.intent) if n in units))
+                and all(units[n].state in _ENDED for n in order.gpus_after(u.intent) if n in units)
+                and all(units[n].state in _RELEASED for n in order.released_after(u.intent) if n in units))
 
     @staticmethod
     def _hold_back(ordered: Sequence[_Unit], units: Mapping[str, _Unit], order: ReleaseOrder | None) -> None:
@@ -844,6 +845,9 @@ class _State(enum.Enum):
 
 # A planned GPU predecessor frees the GPUs however it ended (reconcile/release.py).
 _ENDED = frozenset({_State.DONE, _State.FAILED, _State.HELD})
+# An intent of a quota-bound tenant that the plan starts earlier no longer holds a later one
+# back once its objects are created, or it ended without them (reconcile/release.py).
+_RELEASED = frozenset({_State.RUNNING, *_ENDED})
 
 
 class _Unit:
