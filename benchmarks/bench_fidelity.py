@@ -90,8 +90,9 @@ SHAPES = ("chain", "fanout", "mix")
 MODES = ("intents", "waves")          # waves: the baseline (apply --release waves, hidden)
 # daemon: the same intents committed to git and rolled out by `intentc daemon` (git mode)
 # poll: per intent, Jobs read once a second (apply --release poll); edges: per intent on the graph's
-# edges alone, Kueue ordering the rest itself (apply --release edges, the kueue target before)
-BASELINES = ("waves", "poll", "edges")
+# edges alone, Kueue ordering the rest itself (apply --release edges, the kueue target before);
+# unordered: per intent without a quota-bound tenant's start order (apply --release unordered)
+BASELINES = ("waves", "poll", "edges", "unordered")
 FALLBACK_OF = "intentc.dev/fallback-of"
 GOALS = {"makespan_ratio_max": 1.05, "p90_start_error_max": 0.05, "within_broken_max": 0, "node_agreement_min": 0.95}
 
@@ -405,7 +406,7 @@ def main() -> None:
     ap.add_argument("--modes", default=",".join(MODES),
                     help="intents, daemon (intentc daemon in git mode), waves (whole-wave baseline), "
                          "poll (per intent, polling baseline), edges (per intent on graph edges only: "
-                         "Kueue's own order)")
+                         "Kueue's own order), unordered (per intent, no tenant start order)")
     ap.add_argument("--out", default="bench_fidelity", help="results name (benchmarks/results/NAME.json)")
     ap.add_argument("--resume", action="store_true",
                     help="keep the runs already in the results file (same scale) and run only the others")

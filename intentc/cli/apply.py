@@ -115,7 +115,8 @@ def apply(
     # Internal, for benchmarks/bench_fidelity.py's baselines only: "waves" releases whole waves
     # (the behaviour before per-intent release), "poll" releases each intent but learns that Jobs
     # ended by reading them once a second (before the watch), "edges" releases each intent on its
-    # graph edges alone under kueue (Kueue's order, before the plan's); not part of the CLI's contract.
+    # graph edges alone under kueue (Kueue's order, before the plan's), "unordered" releases each
+    # intent without its quota-bound tenant's start order; not part of the CLI's contract.
     release: str = typer.Option("intents", "--release", hidden=True),
     format: ApplyFormat = format_option(ApplyFormat.TEXT),
     exclude: Exclude = None,
@@ -168,7 +169,8 @@ def apply(
                            budgets=wave_budgets(result.program, result.plan), watch=release != "poll",
                            release=WAVES if release == "waves" else
                            release_order(result.program, result.plan.placements,
-                                         release != "edges" or render_target != "kueue"))
+                                         release != "edges" or render_target != "kueue",
+                                         tenant_order=release != "unordered"))
     binder = None
     if binding is Binding.LIVE and render_target != "kueue" and result.topology is not None:
         # Kueue admits on live state itself; every other target pins what the plan says

@@ -168,15 +168,16 @@ def quota_predecessors(program: ir.Program, placements: Iterable[Placement]) -> 
 
 
 def release_order(program: ir.Program, placements: Iterable[Placement] | Mapping[str, Placement],
-                  gpu_order: bool = True) -> ReleaseOrder:
-    """The release order of `program` under its plan; `gpu_order`: GPU predecessors hold an
-    intent back too (False only for apply's hidden `--release edges`, the fidelity benchmark's
-    baseline of Kueue ordering the Jobs itself)."""
+                  gpu_order: bool = True, tenant_order: bool = True) -> ReleaseOrder:
+    """The release order of `program` under its plan; `gpu_order`: GPU predecessors and the
+    tenant's start order hold an intent back too (False only for apply's hidden `--release
+    edges`, the fidelity benchmark's baseline of Kueue ordering the Jobs itself);
+    `tenant_order`: the tenant's start order does (False only for its `unordered` baseline)."""
     found = list(placements.values() if isinstance(placements, Mapping) else placements)
     gpus = {p.intent: n for p in found if (n := sum(len(a.gpus) for a in p.allocations))}
     return ReleaseOrder(prerequisites(program), gpu_predecessors(found) if gpu_order else {}, gpus=gpus,
                         starts={p.intent: p.start_s for p in found if p.intent in gpus},
-                        quota_before=quota_predecessors(program, found) if gpu_order else {})
+                        quota_before=quota_predecessors(program, found) if gpu_order and tenant_order else {})
 
 
 def gpu_room(quota: Mapping[str, Any] | None, taken: int = 0) -> int | None:
