@@ -286,7 +286,7 @@ def compare(plan: Plan, within: dict[str, str], domains: dict[str, dict[str, str
     if trace:
         def hours(t: float | None) -> float | None:
             return None if t is None else round((t - t0) * scale / 3600, 2)
-        rows = [[n, round(placed[n].start_s / 3600, 2), hours(min(ran[n]["created"], default=None)),
+        rows = [[n, round(placed[n].start_s / 3600, 2), hours(min(ran[n]["created"])),
                  hours(min(ran[n]["start"])), round((placed[n].end_s or 0) / 3600, 2),
                  hours(max(ran[n]["end"], default=None))] for n in names]
         out["trace"] = sorted(rows, key=lambda r: -((r[3] or 0) - r[1]))

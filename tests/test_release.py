@@ -49,7 +49,8 @@ def test_a_quota_bound_tenants_intents_wait_for_those_it_starts_just_before() ->
         intent(n, "team-b" if n.startswith("b") else "team-a") for n in ("a1", "a2", "a3", "a4", "cpu", "b1", "b2")))
     plan = [placed("a1", "n1", (0,), 0, 10), placed("a2", "n2", (0,), 5, 9), placed("a3", "n3", (0,), 5, 20),
             placed("a4", "n1", (1,), 30, 40), Placement("cpu", "team-a", (), (), start_s=1, end_s=2),
-            placed("b1", "n4", (0,), 0, 1), placed("b2", "n4", (0,), 3, 4)]
+            replace(placed("b1", "n4", (0,), 0, 1), tenant="team-b"),
+            replace(placed("b2", "n4", (0,), 3, 4), tenant="team-b")]
     assert quota_predecessors(p, plan) == {"a2": ("a1",), "a3": ("a1",), "a4": ("a2", "a3")}
     order = release_order(p, plan)
     assert order.released_after("a4") == ("a2", "a3") and order.released_after("b2") == ()

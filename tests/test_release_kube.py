@@ -256,7 +256,7 @@ def test_an_intent_ready_early_does_not_take_the_quota_of_one_its_tenant_starts_
     code, doc, output = case.apply()
     assert code == 0, output
     jobs = case.jobs()
-    held = {j["metadata"]["name"]: j for j in recorded_jobs(cluster, f"{case.t}-b")}["hold"]
+    held = next(j for j in recorded_jobs(cluster, f"{case.t}-b") if j["metadata"]["name"] == "hold")
     assert created(jobs["urgent"]) >= finished_at(cluster, f"{case.t}-b", "job-name=hold")
     assert created(jobs["backfill"]) >= case.finished("urgent"), \
         (jobs["urgent"]["metadata"]["creationTimestamp"], jobs["backfill"]["metadata"]["creationTimestamp"])

@@ -62,6 +62,8 @@ waves: the previous whole-wave release.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Iterable, Mapping
 
 from intentc import ir
@@ -146,24 +148,17 @@ def quota_predecessors(program: ir.Program, placements: Iterable[Placement]) -> 
     released after the ones before them in turn, so the tenant's starts follow the plan's
     order without an edge per pair.  Edges go from an earlier start to a later one."""
     bound = {t.name for t in program.tenants if t.quota_gpus}
-    tenant_of = {i.name: i.tenant for i in program.intents}
     by_tenant: dict[str, list[tuple[int, str]]] = {}
     for p in placements:
-        tenant = tenant_of.get(p.intent)
-        if tenant in bound and p.allocations and p.end_s is not None:
-            by_tenant.setdefault(tenant, []).append((p.start_s, p.intent))
+        if p.tenant in bound and p.allocations and p.end_s is not None:
+            by_tenant.setdefault(p.tenant, []).append((p.start_s, p.intent))
     out: dict[str, tuple[str, ...]] = {}
     for runs in by_tenant.values():
-        runs.sort()
-        before: list[str] = []          # the intents of the last earlier start
-        at: int | None = None
-        group: list[str] = []           # the intents starting at `at`
-        for start, name in runs:
-            if start != at:
-                before, group, at = (group or before), [], start
-            group.append(name)
-            if before:
-                out[name] = tuple(sorted(before))
+        before: tuple[str, ...] = ()          # the intents of the last earlier start
+        for _, group in groupby(sorted(runs), key=itemgetter(0)):
+            names = tuple(name for _, name in group)
+            out.update((name, before) for name in names if before)
+            before = names
     return dict(sorted(out.items()))
 
 
